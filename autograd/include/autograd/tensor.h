@@ -1,0 +1,159 @@
+// tinygpt autograd: a float32 tensor that remembers how it was made, so gradients can flow back.
+//
+//     #include <autograd/tensor.h>
+//     using namespace autograd;
+//
+//     Generator gen(42);
+//     Tensor x = randn({4, 3}, gen);                         // (N, C) inputs
+//     Tensor w = randn({3, 2}, gen).requires_grad_();        // (C, K) a parameter
+//     Tensor loss = cross_entropy(matmul(x, w), {0, 1, 1, 0});
+//     loss.backward();                                       // w.grad() now holds dloss/dw, shape (3, 2)
+//     fmt::print("loss {:.4f}\ngrad\n{:.3f}\n", loss.item(), w.grad());
+//
+// (examples/quickstart.cpp is this example, built and run by the tests.)
+//
+// Semantics, stated once:
+// - A Tensor is a handle. Copying a Tensor shares its storage, its gradient and its graph node;
+//   clone() copies the data into a new leaf. Every tensor is contiguous and row-major.
+// - Each op (ops.h) computes its result and, when grad mode is on and an input requires a gradient,
+//   attaches a Node holding its inputs and a backward function defined beside the forward.
+// - backward() walks the graph in reverse topological order (iterative, so chains of any length work),
+//   accumulates (+=) into every tensor's gradient, then releases the graph (saved inputs and closures)
+//   unless retain_graph is set. A second backward through a released graph throws.
+// - Leaves accumulate gradients across backward calls until zero_grad(); a non-leaf tensor's grad()
+//   holds the gradient of the most recent backward through it (useful for inspection).
+// - Bad shapes, dims and indices throw std::invalid_argument naming the op and the shapes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "autograd/check.h"
+
+namespace autograd {
+
+class Tensor;
+struct TensorImpl;
+
+// What a backward function is handed: the op's output, the gradient flowing into it, and its inputs.
+// A backward reads `out` and `dout`, and accumulates into `grad(i)` for each input with needs(i).
+struct GradContext {
+    std::span<const float> out;   // the op's result values
+    std::span<const float> dout;  // dLoss/d(result), same layout as out
+    std::span<const Tensor> inputs;
+    bool needs(size_t i) const;      // does input i want a gradient?
+    std::span<float> grad(size_t i) const;  // dLoss/d(input i), zero-filled on first use; use +=
+};
+using BackwardFn = std::function<void(const GradContext&)>;
+
+// The op that produced a tensor. It owns its inputs (never its output: no shared_ptr cycles).
+struct Node {
+    const char* op;
+    std::vector<Tensor> inputs;
+    BackwardFn backward;
+    bool released = false;  // saved inputs and closure freed after backward
+    ~Node();                // iterative teardown, so dropping a 100,000-op chain cannot overflow the stack
+};
+
+struct TensorImpl {
+    Shape shape;
+    std::shared_ptr<std::vector<float>> data;  // shared by reshape() and detach() results
+    std::shared_ptr<std::vector<float>> grad;  // allocated on the first accumulation
+    std::shared_ptr<Node> grad_fn;             // null for leaves
+    bool requires_grad = false;
+    std::string name;                          // optional label (parameter names), for inspection
+};
+
+class Tensor {
+public:
+    Tensor() = default;  // an undefined tensor; defined() is false
+    explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+    // --- shape and values -------------------------------------------------------------------
+    bool defined() const { return impl_ != nullptr; }
+    const Shape& shape() const;
+    int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+    int64_t size(int64_t dim) const;  // negative dims count from the end
+    int64_t numel() const;
+    std::span<float> data() const;  // the values, row-major; writable (handle semantics)
+    float item() const;             // the value of a one-element tensor
+    float at(std::initializer_list<int64_t> index) const;  // element access, bounds-checked
+    float& at(std::initializer_list<int64_t> index);
+    std::vector<float> to_vector() const { return {data().begin(), data().end()}; }
+
+    // --- autograd ------------------------------------------------------------------------------
+    bool requires_grad() const;
+    Tensor& requires_grad_(bool on = true);  // only on leaves
+    bool is_leaf() const;
+    Tensor grad() const;  // shares the gradient storage; undefined until a gradient arrives
+    void zero_grad();     // drops the gradient (it is re-created as zeros on the next backward)
+    // Backpropagate from this tensor. With no argument it must have one element (seed gradient 1).
+    void backward(bool retain_graph = false);
+    void backward(const Tensor& output_grad, bool retain_graph = false);
+    const char* op() const;  // name of the op that made it, "leaf" for leaves
+    const std::string& name() const;
+    Tensor& set_name(std::string name);
+
+    Tensor detach() const;  // same storage, no graph, requires_grad false
+    Tensor clone() const;   // copied storage, a new leaf
+    // All tensors are contiguous; kept so code written against strided libraries reads the same.
+    Tensor contiguous() const { return *this; }
+
+    Tensor reshape(Shape shape) const;               // one dim may be -1
+    Tensor transpose(int64_t dim0, int64_t dim1) const;
+    Tensor slice(int64_t dim, int64_t start, int64_t end) const;  // [start, end) along dim
+
+    const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+private:
+    TensorImpl& checked_impl() const;
+    std::shared_ptr<TensorImpl> impl_;
+};
+
+// --- creation (all leaves with requires_grad false) ------------------------------------------
+Tensor zeros(const Shape& shape);
+Tensor ones(const Shape& shape);
+Tensor full(const Shape& shape, float value);
+Tensor scalar(float value);  // shape ()
+Tensor tensor(std::vector<float> values, const Shape& shape);  // values row-major; counts must match
+Tensor tensor(std::vector<float> values);                       // 1-D
+Tensor arange(float start, float end, float step = 1.0f);       // [start, end)
+Tensor arange(int64_t n);                                       // 0, 1, ..., n-1
+Tensor zeros_like(const Tensor& t);
+
+// --- grad mode --------------------------------------------------------------------------------
+bool is_grad_enabled();
+// While alive, ops record no graph (evaluation, optimizer updates). Restores the previous mode.
+class NoGradGuard {
+public:
+    NoGradGuard();
+    ~NoGradGuard();
+    NoGradGuard(const NoGradGuard&) = delete;
+    NoGradGuard& operator=(const NoGradGuard&) = delete;
+private:
+    bool previous_;
+};
+
+// --- writing an op ----------------------------------------------------------------------------
+// Wraps a forward result; attaches a Node with `backward` when grad mode is on and any input
+// requires a gradient. Every op in ops.h is written with this, and so can a user's own op.
+Tensor make_result(const char* op, Shape shape, std::vector<float> values, std::vector<Tensor> inputs,
+                   BackwardFn backward);
+// The same over existing storage (reshape shares its input's values instead of copying them).
+Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<float>> storage,
+                   std::vector<Tensor> inputs, BackwardFn backward);
+
+int64_t numel_of(const Shape& shape);
+// Normalize a possibly negative dim for a tensor of rank `rank`; throws naming `op` if out of range.
+int64_t normalize_dim(int64_t dim, int64_t rank, const char* op);
+
+}  // namespace autograd
+
+#include "autograd/ops.h"     // IWYU pragma: export
+#include "autograd/random.h"  // IWYU pragma: export
+#include "autograd/format.h"  // IWYU pragma: export

@@ -1,0 +1,155 @@
+// Elementwise ops: binary with broadcasting, unary through one helper, dropout, and the operators.
+#include <cmath>
+
+#include "autograd/tensor.h"
+#include "broadcast.h"
+
+namespace autograd {
+
+using detail::Broadcast;
+using detail::broadcast;
+
+// --- binary ----------------------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b) {
+    const Broadcast bc = broadcast(a.shape(), b.shape(), "add");
+    const float *x = a.data().data(), *y = b.data().data();
+    std::vector<float> out(numel_of(bc.out));
+    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] + y[ib]; });
+    return make_result("add", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] += g.dout[i]; }); }
+    });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+    const Broadcast bc = broadcast(a.shape(), b.shape(), "sub");
+    const float *x = a.data().data(), *y = b.data().data();
+    std::vector<float> out(numel_of(bc.out));
+    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] - y[ib]; });
+    return make_result("sub", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i]; }); }
+    });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+    const Broadcast bc = broadcast(a.shape(), b.shape(), "mul");
+    const float *x = a.data().data(), *y = b.data().data();
+    std::vector<float> out(numel_of(bc.out));
+    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] * y[ib]; });
+    return make_result("mul", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+        const float *av = g.inputs[0].data().data(), *bv = g.inputs[1].data().data();
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] * bv[ib]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { gb[ib] += g.dout[i] * av[ia]; }); }
+    });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+    const Broadcast bc = broadcast(a.shape(), b.shape(), "div");
+    const float *x = a.data().data(), *y = b.data().data();
+    std::vector<float> out(numel_of(bc.out));
+    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] / y[ib]; });
+    return make_result("div", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+        const float* bv = g.inputs[1].data().data();
+        // d(a/b)/da = 1/b;  d(a/b)/db = -(a/b)/b = -out/b
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] / bv[ib]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i] * g.out[i] / bv[ib]; }); }
+    });
+}
+
+// --- unary -----------------------------------------------------------------------------------------
+
+namespace {
+// y = f(x) elementwise; the backward multiplies dout by local(x, y) = dy/dx.
+template <typename F, typename Local>
+Tensor unary(const char* op, const Tensor& x, F f, Local local) {
+    std::vector<float> out(x.numel());
+    const auto in = x.data();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = f(in[i]);
+    return make_result(op, x.shape(), std::move(out), {x}, [local](const GradContext& g) {
+        const auto xv = g.inputs[0].data();
+        auto gx = g.grad(0);
+        for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i] * local(xv[i], g.out[i]);
+    });
+}
+}  // namespace
+
+Tensor neg(const Tensor& x) {
+    return unary("neg", x, [](float v) { return -v; }, [](float, float) { return -1.0f; });
+}
+
+Tensor scale(const Tensor& x, float factor) {
+    return unary("scale", x, [factor](float v) { return v * factor; }, [factor](float, float) { return factor; });
+}
+
+Tensor exp(const Tensor& x) {
+    return unary("exp", x, [](float v) { return std::exp(v); }, [](float, float y) { return y; });
+}
+
+Tensor log(const Tensor& x) {
+    return unary("log", x, [](float v) { return std::log(v); }, [](float v, float) { return 1.0f / v; });
+}
+
+Tensor sqrt(const Tensor& x) {
+    return unary("sqrt", x, [](float v) { return std::sqrt(v); }, [](float, float y) { return 0.5f / y; });
+}
+
+Tensor pow(const Tensor& x, float exponent) {
+    return unary("pow", x, [exponent](float v) { return std::pow(v, exponent); },
+                 [exponent](float v, float) { return exponent * std::pow(v, exponent - 1.0f); });
+}
+
+Tensor tanh(const Tensor& x) {
+    return unary("tanh", x, [](float v) { return std::tanh(v); }, [](float, float y) { return 1.0f - y * y; });
+}
+
+Tensor relu(const Tensor& x) {
+    return unary("relu", x, [](float v) { return v > 0.0f ? v : 0.0f; },
+                 [](float v, float) { return v > 0.0f ? 1.0f : 0.0f; });
+}
+
+Tensor gelu(const Tensor& x) {
+    // gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x)
+    constexpr float inv_sqrt2 = 0.70710678118654752f;
+    constexpr float inv_sqrt_2pi = 0.39894228040143268f;
+    return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * inv_sqrt2)); },
+                 [](float v, float) {
+                     return 0.5f * (1.0f + std::erf(v * inv_sqrt2)) + v * inv_sqrt_2pi * std::exp(-0.5f * v * v);
+                 });
+}
+
+// --- dropout ---------------------------------------------------------------------------------------
+
+Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
+    check(p >= 0.0f && p < 1.0f, "dropout: probability {} must be in [0, 1)", p);
+    if (!training || p == 0.0f) return x;
+    const float keep_scale = 1.0f / (1.0f - p);
+    std::vector<float> mask(x.numel());  // 0 or 1/(1-p) per element
+    for (float& m : mask) m = gen.uniform() < p ? 0.0f : keep_scale;
+    std::vector<float> out(mask.size());
+    const auto in = x.data();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = in[i] * mask[i];
+    return make_result("dropout", x.shape(), std::move(out), {x}, [mask = std::move(mask)](const GradContext& g) {
+        auto gx = g.grad(0);
+        for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i] * mask[i];
+    });
+}
+
+// --- operators -------------------------------------------------------------------------------------
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, float b) { return add(a, scalar(b)); }
+Tensor operator+(float a, const Tensor& b) { return add(scalar(a), b); }
+Tensor operator-(const Tensor& a, float b) { return sub(a, scalar(b)); }
+Tensor operator-(float a, const Tensor& b) { return sub(scalar(a), b); }
+Tensor operator*(const Tensor& a, float b) { return scale(a, b); }
+Tensor operator*(float a, const Tensor& b) { return scale(b, a); }
+Tensor operator/(const Tensor& a, float b) { return div(a, scalar(b)); }
+Tensor operator/(float a, const Tensor& b) { return div(scalar(a), b); }
+
+}  // namespace autograd

@@ -1,0 +1,82 @@
+// matmul: (..., M, K) @ (..., K, N) -> (broadcast(...), M, N), with its backward.
+#include "autograd/kernels.h"
+#include "autograd/tensor.h"
+#include "broadcast.h"
+
+namespace autograd {
+
+namespace {
+// Where each result batch reads its operands: offsets (in matrices) into a's and b's batches.
+struct BatchPlan {
+    Shape batch;                        // broadcast leading dims
+    std::vector<int64_t> a_batch, b_batch;  // per result batch: index of the a / b matrix
+};
+
+BatchPlan plan_batches(const Shape& a_lead, const Shape& b_lead, const Shape& a, const Shape& b) {
+    BatchPlan plan;
+    detail::Broadcast bc;
+    try {
+        bc = detail::broadcast(a_lead, b_lead, "matmul");
+    } catch (const std::invalid_argument&) {
+        check(false, "matmul: batch dims of {} and {} cannot be broadcast together", shape_str(a), shape_str(b));
+    }
+    plan.batch = bc.out;
+    const int64_t n = numel_of(bc.out);
+    plan.a_batch.resize(n);
+    plan.b_batch.resize(n);
+    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) {
+        plan.a_batch[i] = ia;
+        plan.b_batch[i] = ib;
+    });
+    return plan;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    const Shape &as = a.shape(), &bs = b.shape();
+    check(as.size() >= 2 && bs.size() >= 2, "matmul: both operands need rank >= 2, got {} and {}", shape_str(as),
+          shape_str(bs));
+    const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+    check(bs[bs.size() - 2] == K, "matmul: shapes {} and {} cannot be multiplied ({} columns vs {} rows)",
+          shape_str(as), shape_str(bs), K, bs[bs.size() - 2]);
+
+    // (..., M, K) @ (K, N): fold all leading dims into the rows, one big product.
+    if (bs.size() == 2) {
+        Shape out_shape(as.begin(), as.end() - 1);
+        const int64_t R = numel_of(out_shape);
+        out_shape.push_back(N);
+        std::vector<float> out(R * N);
+        kernels::gemm(false, false, R, N, K, a.data().data(), b.data().data(), out.data(), false);
+        return make_result("matmul", std::move(out_shape), std::move(out), {a, b}, [R, N, K](const GradContext& g) {
+            const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
+            // dA (R, K) += dC (R, N) @ B^T;   dB (K, N) += A^T @ dC
+            if (g.needs(0)) kernels::gemm(false, true, R, K, N, g.dout.data(), w, g.grad(0).data(), true);
+            if (g.needs(1)) kernels::gemm(true, false, K, N, R, x, g.dout.data(), g.grad(1).data(), true);
+        });
+    }
+
+    const BatchPlan plan = plan_batches(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), as, bs);
+    Shape out_shape = plan.batch;
+    out_shape.push_back(M);
+    out_shape.push_back(N);
+    const auto batches = static_cast<int64_t>(plan.a_batch.size());
+    std::vector<float> out(batches * M * N);
+    for (int64_t i = 0; i < batches; ++i)
+        kernels::gemm(false, false, M, N, K, a.data().data() + plan.a_batch[i] * M * K,
+                      b.data().data() + plan.b_batch[i] * K * N, out.data() + i * M * N, false);
+    return make_result("matmul", std::move(out_shape), std::move(out), {a, b}, [plan, M, N, K](const GradContext& g) {
+        const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
+        for (size_t i = 0; i < plan.a_batch.size(); ++i) {
+            const float* dc = g.dout.data() + i * M * N;
+            // a broadcast operand's matrix is reused by several batches; += sums their gradients
+            if (g.needs(0))
+                kernels::gemm(false, true, M, K, N, dc, w + plan.b_batch[i] * K * N,
+                              g.grad(0).data() + plan.a_batch[i] * M * K, true);
+            if (g.needs(1))
+                kernels::gemm(true, false, K, N, M, x + plan.a_batch[i] * M * K, dc,
+                              g.grad(1).data() + plan.b_batch[i] * K * N, true);
+        }
+    });
+}
+
+}  // namespace autograd

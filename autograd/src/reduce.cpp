@@ -1,0 +1,90 @@
+// Reductions: sum, mean (composed from sum and scale), max, argmax.
+#include <limits>
+
+#include "autograd/tensor.h"
+#include "axis.h"
+
+namespace autograd {
+
+using detail::Axis;
+using detail::axis_of;
+
+namespace {
+Shape reduced_shape(Shape shape, int64_t dim, bool keepdim) {
+    if (keepdim) shape[dim] = 1;
+    else shape.erase(shape.begin() + dim);
+    return shape;
+}
+}  // namespace
+
+Tensor sum(const Tensor& x) {
+    double total = 0.0;  // double: a float running sum loses digits over millions of elements
+    for (float v : x.data()) total += v;
+    return make_result("sum", {}, {static_cast<float>(total)}, {x}, [](const GradContext& g) {
+        auto gx = g.grad(0);
+        for (float& v : gx) v += g.dout[0];
+    });
+}
+
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+    dim = normalize_dim(dim, x.dim(), "sum");
+    const Axis ax = axis_of(x.shape(), dim);
+    const float* src = x.data().data();
+    std::vector<float> out(ax.outer * ax.inner, 0.0f);
+    for (int64_t o = 0; o < ax.outer; ++o)
+        for (int64_t k = 0; k < ax.n; ++k)
+            for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] += src[ax.at(o, k, i)];
+    return make_result("sum", reduced_shape(x.shape(), dim, keepdim), std::move(out), {x}, [ax](const GradContext& g) {
+        auto gx = g.grad(0);
+        for (int64_t o = 0; o < ax.outer; ++o)
+            for (int64_t k = 0; k < ax.n; ++k)
+                for (int64_t i = 0; i < ax.inner; ++i) gx[ax.at(o, k, i)] += g.dout[o * ax.inner + i];
+    });
+}
+
+Tensor mean(const Tensor& x) {
+    check(x.numel() > 0, "mean: empty tensor of shape {}", shape_str(x.shape()));
+    return scale(sum(x), 1.0f / static_cast<float>(x.numel()));
+}
+
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+    const int64_t n = x.size(dim);
+    check(n > 0, "mean: dim {} of shape {} is empty", dim, shape_str(x.shape()));
+    return scale(sum(x, dim, keepdim), 1.0f / static_cast<float>(n));
+}
+
+std::vector<int64_t> argmax(const Tensor& x, int64_t dim) {
+    dim = normalize_dim(dim, x.dim(), "argmax");
+    const Axis ax = axis_of(x.shape(), dim);
+    check(ax.n > 0, "argmax: dim {} of shape {} is empty", dim, shape_str(x.shape()));
+    const float* src = x.data().data();
+    std::vector<int64_t> best(ax.outer * ax.inner, 0);
+    for (int64_t o = 0; o < ax.outer; ++o)
+        for (int64_t i = 0; i < ax.inner; ++i) {
+            int64_t& b = best[o * ax.inner + i];
+            for (int64_t k = 1; k < ax.n; ++k)
+                if (src[ax.at(o, k, i)] > src[ax.at(o, b, i)]) b = k;  // strict: ties go to the first
+        }
+    return best;
+}
+
+Tensor max(const Tensor& x, int64_t dim, bool keepdim) {
+    dim = normalize_dim(dim, x.dim(), "max");
+    const Axis ax = axis_of(x.shape(), dim);
+    std::vector<int64_t> where = argmax(x, dim);
+    std::vector<float> out(where.size());
+    const float* src = x.data().data();
+    for (int64_t o = 0; o < ax.outer; ++o)
+        for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] = src[ax.at(o, where[o * ax.inner + i], i)];
+    return make_result("max", reduced_shape(x.shape(), dim, keepdim), std::move(out), {x},
+                       [ax, where = std::move(where)](const GradContext& g) {
+                           auto gx = g.grad(0);
+                           for (int64_t o = 0; o < ax.outer; ++o)
+                               for (int64_t i = 0; i < ax.inner; ++i) {
+                                   const int64_t r = o * ax.inner + i;
+                                   gx[ax.at(o, where[r], i)] += g.dout[r];
+                               }
+                       });
+}
+
+}  // namespace autograd

@@ -1,0 +1,179 @@
+// Shape ops: reshape, transpose, slice, concat, split; and masking (masked_fill, causal_mask).
+#include <cmath>
+#include <limits>
+
+#include "autograd/tensor.h"
+#include "axis.h"
+#include "broadcast.h"
+
+namespace autograd {
+
+using detail::Axis;
+using detail::axis_of;
+
+Tensor reshape(const Tensor& x, Shape shape) {
+    int64_t known = 1, infer_at = -1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == -1) {
+            check(infer_at < 0, "reshape: more than one -1 in target shape {}", shape_str(shape));
+            infer_at = static_cast<int64_t>(d);
+        } else {
+            check(shape[d] >= 0, "reshape: bad dimension {} in target shape {}", shape[d], shape_str(shape));
+            known *= shape[d];
+        }
+    }
+    if (infer_at >= 0) {
+        check(known > 0 && x.numel() % known == 0, "reshape: cannot reshape {} into {}", shape_str(x.shape()),
+              shape_str(shape));
+        shape[infer_at] = x.numel() / known;
+    }
+    check(numel_of(shape) == x.numel(), "reshape: cannot reshape {} ({} elements) into {} ({} elements)",
+          shape_str(x.shape()), x.numel(), shape_str(shape), numel_of(shape));
+    // The result shares x's storage: same values, same order, only the shape differs.
+    return make_result("reshape", std::move(shape), x.impl()->data, {x}, [](const GradContext& g) {
+        auto gx = g.grad(0);
+        for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i];
+    });
+}
+
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+    const Shape& in = x.shape();
+    const auto rank = static_cast<int64_t>(in.size());
+    dim0 = normalize_dim(dim0, rank, "transpose");
+    dim1 = normalize_dim(dim1, rank, "transpose");
+    // Walk the result in order; `a_stride` says how far each result dim steps in x.
+    detail::Broadcast walk;
+    walk.out = in;
+    std::swap(walk.out[dim0], walk.out[dim1]);
+    std::vector<int64_t> in_stride(rank, 1);
+    for (int64_t d = rank - 1; d > 0; --d) in_stride[d - 1] = in_stride[d] * in[d];
+    walk.a_stride = in_stride;
+    std::swap(walk.a_stride[dim0], walk.a_stride[dim1]);
+    walk.b_stride.assign(rank, 0);
+    if (rank == 0 || dim0 == dim1) walk.kind = detail::Broadcast::Kind::same;
+
+    const float* src = x.data().data();
+    std::vector<float> out(x.numel());
+    walk.for_each([&](int64_t i, int64_t ix, int64_t) { out[i] = src[ix]; });
+    Shape out_shape = walk.out;
+    return make_result("transpose", std::move(out_shape), std::move(out), {x}, [walk](const GradContext& g) {
+        auto gx = g.grad(0);
+        walk.for_each([&](int64_t i, int64_t ix, int64_t) { gx[ix] += g.dout[i]; });
+    });
+}
+
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
+    dim = normalize_dim(dim, x.dim(), "slice");
+    const int64_t n = x.shape()[dim];
+    check(0 <= start && start <= end && end <= n, "slice: range [{}, {}) is outside dim {} of shape {}", start, end,
+          dim, shape_str(x.shape()));
+    const Axis ax = axis_of(x.shape(), dim);
+    const Axis out_ax{ax.outer, end - start, ax.inner};
+    Shape out_shape = x.shape();
+    out_shape[dim] = end - start;
+    std::vector<float> out(numel_of(out_shape));
+    const float* src = x.data().data();
+    for (int64_t o = 0; o < ax.outer; ++o)
+        std::copy_n(src + ax.at(o, start, 0), out_ax.n * ax.inner, out.data() + out_ax.at(o, 0, 0));
+    return make_result("slice", std::move(out_shape), std::move(out), {x}, [ax, out_ax, start](const GradContext& g) {
+        auto gx = g.grad(0);
+        for (int64_t o = 0; o < ax.outer; ++o)
+            for (int64_t j = 0; j < out_ax.n * ax.inner; ++j) gx[ax.at(o, start, 0) + j] += g.dout[out_ax.at(o, 0, 0) + j];
+    });
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
+    check(!xs.empty(), "concat: no tensors given");
+    const Shape& first = xs[0].shape();
+    dim = normalize_dim(dim, static_cast<int64_t>(first.size()), "concat");
+    Shape out_shape = first;
+    out_shape[dim] = 0;
+    for (const Tensor& x : xs) {
+        Shape s = x.shape();
+        check(s.size() == first.size(), "concat: tensors of shapes {} and {} differ in rank", shape_str(first),
+              shape_str(s));
+        out_shape[dim] += s[dim];
+        s[dim] = first[dim];
+        check(s == first, "concat: shapes {} and {} differ outside dim {}", shape_str(first), shape_str(x.shape()), dim);
+    }
+    const Axis out_ax = axis_of(out_shape, dim);
+    std::vector<float> out(numel_of(out_shape));
+    std::vector<int64_t> offsets;  // where each input starts along dim
+    int64_t offset = 0;
+    for (const Tensor& x : xs) {
+        const Axis ax = axis_of(x.shape(), dim);
+        for (int64_t o = 0; o < ax.outer; ++o)
+            std::copy_n(x.data().data() + ax.at(o, 0, 0), ax.n * ax.inner, out.data() + out_ax.at(o, offset, 0));
+        offsets.push_back(offset);
+        offset += ax.n;
+    }
+    return make_result("concat", std::move(out_shape), std::move(out), xs, [out_ax, offsets, dim](const GradContext& g) {
+        for (size_t k = 0; k < g.inputs.size(); ++k) {
+            if (!g.needs(k)) continue;
+            const Axis ax = axis_of(g.inputs[k].shape(), dim);
+            auto gx = g.grad(k);
+            for (int64_t o = 0; o < ax.outer; ++o)
+                for (int64_t j = 0; j < ax.n * ax.inner; ++j) gx[ax.at(o, 0, 0) + j] += g.dout[out_ax.at(o, offsets[k], 0) + j];
+        }
+    });
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+    dim = normalize_dim(dim, x.dim(), "split");
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+        check(s >= 0, "split: negative size {} for shape {}", s, shape_str(x.shape()));
+        total += s;
+    }
+    check(total == x.shape()[dim], "split: sizes add up to {} but dim {} of shape {} is {}", total, dim,
+          shape_str(x.shape()), x.shape()[dim]);
+    std::vector<Tensor> parts;
+    int64_t start = 0;
+    for (int64_t s : sizes) {
+        parts.push_back(slice(x, dim, start, start + s));
+        start += s;
+    }
+    return parts;
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
+    check(size > 0, "split: chunk size {} must be positive (shape {})", size, shape_str(x.shape()));
+    dim = normalize_dim(dim, x.dim(), "split");
+    std::vector<int64_t> sizes;
+    for (int64_t left = x.shape()[dim]; left > 0; left -= size) sizes.push_back(std::min(size, left));
+    return split(x, sizes, dim);
+}
+
+// --- masking ---------------------------------------------------------------------------------------
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
+    const detail::Broadcast bc = detail::broadcast(x.shape(), mask.shape(), "masked_fill");
+    check(bc.out == x.shape(), "masked_fill: mask of shape {} does not broadcast to the input's shape {}",
+          shape_str(mask.shape()), shape_str(x.shape()));
+    const float *src = x.data().data(), *m = mask.data().data();
+    std::vector<float> out(x.numel());
+    bc.for_each([&](int64_t i, int64_t ix, int64_t im) { out[i] = m[im] != 0.0f ? value : src[ix]; });
+    // Only x gets a gradient; the mask is a constant (its stored values are read at backward time).
+    return make_result("masked_fill", x.shape(), std::move(out), {x, mask.detach()}, [bc](const GradContext& g) {
+        const float* mv = g.inputs[1].data().data();
+        auto gx = g.grad(0);
+        bc.for_each([&](int64_t i, int64_t ix, int64_t im) { gx[ix] += mv[im] != 0.0f ? 0.0f : g.dout[i]; });
+    });
+}
+
+Tensor upper_triangle_mask(int64_t T) {
+    check(T >= 0, "upper_triangle_mask: negative size {}", T);
+    Tensor mask = zeros({T, T});
+    for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = i + 1; j < T; ++j) mask.data()[i * T + j] = 1.0f;
+    return mask;
+}
+
+Tensor causal_mask(const Tensor& x) {
+    const Shape& s = x.shape();
+    check(s.size() >= 2 && s[s.size() - 1] == s[s.size() - 2],
+          "causal_mask: needs (..., T, T) scores, got shape {}", shape_str(s));
+    return masked_fill(x, upper_triangle_mask(s.back()), -std::numeric_limits<float>::infinity());
+}
+
+}  // namespace autograd

@@ -1,0 +1,124 @@
+// softmax, log_softmax and cross_entropy: numerically stable (the row max is subtracted first).
+#include <cmath>
+#include <limits>
+
+#include "autograd/tensor.h"
+#include "axis.h"
+
+namespace autograd {
+
+using detail::Axis;
+using detail::axis_of;
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Visits each row along the axis as (index of element k) -> flat offset.
+template <typename F>
+void for_each_row(const Axis& ax, F&& f) {
+    for (int64_t o = 0; o < ax.outer; ++o)
+        for (int64_t i = 0; i < ax.inner; ++i) f([&ax, o, i](int64_t k) { return ax.at(o, k, i); });
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+    dim = normalize_dim(dim, x.dim(), "softmax");
+    const Axis ax = axis_of(x.shape(), dim);
+    const float* src = x.data().data();
+    std::vector<float> out(x.numel());
+    for_each_row(ax, [&](auto at) {
+        float row_max = kNegInf;
+        for (int64_t k = 0; k < ax.n; ++k) row_max = std::max(row_max, src[at(k)]);
+        if (row_max == kNegInf) {  // fully masked row: defined as all zeros (out is already 0)
+            return;
+        }
+        double total = 0.0;
+        for (int64_t k = 0; k < ax.n; ++k) total += out[at(k)] = std::exp(src[at(k)] - row_max);
+        const auto inv = static_cast<float>(1.0 / total);
+        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] *= inv;
+    });
+    return make_result("softmax", x.shape(), std::move(out), {x}, [ax](const GradContext& g) {
+        // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
+        auto gx = g.grad(0);
+        for_each_row(ax, [&](auto at) {
+            double dot = 0.0;
+            for (int64_t k = 0; k < ax.n; ++k) dot += double(g.dout[at(k)]) * g.out[at(k)];
+            for (int64_t k = 0; k < ax.n; ++k) gx[at(k)] += g.out[at(k)] * (g.dout[at(k)] - static_cast<float>(dot));
+        });
+    });
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+    dim = normalize_dim(dim, x.dim(), "log_softmax");
+    const Axis ax = axis_of(x.shape(), dim);
+    const float* src = x.data().data();
+    std::vector<float> out(x.numel());
+    for_each_row(ax, [&](auto at) {
+        float row_max = kNegInf;
+        for (int64_t k = 0; k < ax.n; ++k) row_max = std::max(row_max, src[at(k)]);
+        if (row_max == kNegInf) {  // fully masked row: log of zero shares
+            for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = kNegInf;
+            return;
+        }
+        double total = 0.0;
+        for (int64_t k = 0; k < ax.n; ++k) total += std::exp(double(src[at(k)]) - row_max);
+        const auto log_total = static_cast<float>(std::log(total));
+        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = src[at(k)] - row_max - log_total;
+    });
+    return make_result("log_softmax", x.shape(), std::move(out), {x}, [ax](const GradContext& g) {
+        // dx = dy - softmax * sum(dy); softmax = exp(out), which is 0 on a fully masked row
+        auto gx = g.grad(0);
+        for_each_row(ax, [&](auto at) {
+            bool all_masked = true;
+            for (int64_t k = 0; k < ax.n; ++k) all_masked = all_masked && g.out[at(k)] == kNegInf;
+            if (all_masked) return;
+            double total = 0.0;
+            for (int64_t k = 0; k < ax.n; ++k) total += g.dout[at(k)];
+            for (int64_t k = 0; k < ax.n; ++k)
+                gx[at(k)] += g.dout[at(k)] - std::exp(g.out[at(k)]) * static_cast<float>(total);
+        });
+    });
+}
+
+Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets) {
+    check(logits.dim() >= 1, "cross_entropy: logits need a class dim, got shape {}", shape_str(logits.shape()));
+    const int64_t V = logits.shape().back();
+    const int64_t N = V > 0 ? logits.numel() / V : 0;
+    check(N > 0, "cross_entropy: logits of shape {} hold no rows", shape_str(logits.shape()));
+    check(static_cast<int64_t>(targets.size()) == N, "cross_entropy: {} targets for logits of shape {} ({} rows)",
+          targets.size(), shape_str(logits.shape()), N);
+    for (size_t r = 0; r < targets.size(); ++r)
+        check(targets[r] >= 0 && targets[r] < V, "cross_entropy: target {} at row {} is outside [0, {}) for logits {}",
+              targets[r], r, V, shape_str(logits.shape()));
+
+    // loss = mean over rows of (logsumexp(row) - row[target]); keep each row's softmax for backward
+    const float* src = logits.data().data();
+    std::vector<float> probs(logits.numel());
+    double loss = 0.0;
+    for (int64_t r = 0; r < N; ++r) {
+        const float* row = src + r * V;
+        float* p = probs.data() + r * V;
+        const float row_max = *std::max_element(row, row + V);
+        double total = 0.0;
+        for (int64_t k = 0; k < V; ++k) total += p[k] = std::exp(row[k] - row_max);
+        for (int64_t k = 0; k < V; ++k) p[k] = static_cast<float>(p[k] / total);
+        loss += std::log(total) + row_max - row[targets[r]];
+    }
+    std::vector<int64_t> target_copy(targets.begin(), targets.end());
+    return make_result("cross_entropy", {}, {static_cast<float>(loss / static_cast<double>(N))}, {logits},
+                       [probs = std::move(probs), targets = std::move(target_copy), N, V](const GradContext& g) {
+                           // d loss / d logits = (softmax - onehot(target)) / N
+                           auto gx = g.grad(0);
+                           const float s = g.dout[0] / static_cast<float>(N);
+                           for (int64_t r = 0; r < N; ++r) {
+                               for (int64_t k = 0; k < V; ++k) gx[r * V + k] += s * probs[r * V + k];
+                               gx[r * V + targets[r]] -= s;
+                           }
+                       });
+}
+
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets) {
+    return cross_entropy(logits, std::span<const int64_t>(targets));
+}
+
+}  // namespace autograd

@@ -1,0 +1,285 @@
+// The Tensor handle, creation, and the reverse-mode engine (backward()).
+#include "autograd/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+namespace autograd {
+
+namespace {
+thread_local bool grad_enabled = true;
+
+std::shared_ptr<TensorImpl> new_impl(Shape shape, std::vector<float> values) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = std::move(shape);
+    impl->data = std::make_shared<std::vector<float>>(std::move(values));
+    return impl;
+}
+
+void check_shape(const Shape& shape, const char* op) {
+    for (int64_t d : shape) check(d >= 0, "{}: negative dimension in shape {}", op, shape_str(shape));
+}
+}  // namespace
+
+int64_t numel_of(const Shape& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+int64_t normalize_dim(int64_t dim, int64_t rank, const char* op) {
+    const int64_t d = dim < 0 ? dim + rank : dim;
+    check(d >= 0 && d < rank, "{}: dim {} out of range for a tensor of rank {}", op, dim, rank);
+    return d;
+}
+
+// --- GradContext --------------------------------------------------------------------------------
+
+bool GradContext::needs(size_t i) const { return inputs[i].requires_grad(); }
+
+std::span<float> GradContext::grad(size_t i) const {
+    TensorImpl& impl = *inputs[i].impl();
+    if (!impl.grad) impl.grad = std::make_shared<std::vector<float>>(impl.data->size(), 0.0f);
+    return *impl.grad;
+}
+
+// --- Node teardown ---------------------------------------------------------------------------------
+
+Node::~Node() {
+    // Dropping the last handle to a long chain would otherwise recurse once per op. Instead, steal the
+    // inputs of every node we are about to destroy into a local stack and free them one at a time.
+    std::vector<Tensor> pending = std::move(inputs);
+    while (!pending.empty()) {
+        Tensor t = std::move(pending.back());
+        pending.pop_back();
+        const auto& impl = t.impl();
+        if (impl && impl.use_count() == 1 && impl->grad_fn && impl->grad_fn.use_count() == 1) {
+            auto& next = impl->grad_fn->inputs;
+            std::move(next.begin(), next.end(), std::back_inserter(pending));
+            next.clear();
+        }
+    }
+}
+
+// --- Tensor ------------------------------------------------------------------------------------------
+
+TensorImpl& Tensor::checked_impl() const {
+    check(impl_ != nullptr, "tensor: use of an undefined tensor");
+    return *impl_;
+}
+
+const Shape& Tensor::shape() const { return checked_impl().shape; }
+
+int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this->dim(), "size")]; }
+
+int64_t Tensor::numel() const { return static_cast<int64_t>(checked_impl().data->size()); }
+
+std::span<float> Tensor::data() const { return *checked_impl().data; }
+
+float Tensor::item() const {
+    check(numel() == 1, "item: tensor of shape {} has {} elements, not 1", shape_str(shape()), numel());
+    return data()[0];
+}
+
+namespace {
+int64_t flat_index(const Shape& shape, std::initializer_list<int64_t> index) {
+    check(index.size() == shape.size(), "at: {} indices for a tensor of shape {}", index.size(),
+          shape_str(shape));
+    int64_t flat = 0;
+    size_t d = 0;
+    for (int64_t i : index) {
+        check(i >= 0 && i < shape[d], "at: index {} out of range for dim {} of shape {}", i, d, shape_str(shape));
+        flat = flat * shape[d] + i;
+        ++d;
+    }
+    return flat;
+}
+}  // namespace
+
+float Tensor::at(std::initializer_list<int64_t> index) const { return data()[flat_index(shape(), index)]; }
+float& Tensor::at(std::initializer_list<int64_t> index) { return data()[flat_index(shape(), index)]; }
+
+bool Tensor::requires_grad() const { return checked_impl().requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool on) {
+    check(is_leaf(), "requires_grad_: only leaf tensors can change requires_grad (this one was made by {})", op());
+    impl_->requires_grad = on;
+    return *this;
+}
+
+bool Tensor::is_leaf() const { return checked_impl().grad_fn == nullptr; }
+
+Tensor Tensor::grad() const {
+    const TensorImpl& impl = checked_impl();
+    if (!impl.grad) return Tensor();
+    auto g = std::make_shared<TensorImpl>();
+    g->shape = impl.shape;
+    g->data = impl.grad;
+    return Tensor(std::move(g));
+}
+
+void Tensor::zero_grad() { checked_impl().grad.reset(); }
+
+const char* Tensor::op() const {
+    const TensorImpl& impl = checked_impl();
+    return impl.grad_fn ? impl.grad_fn->op : "leaf";
+}
+
+const std::string& Tensor::name() const { return checked_impl().name; }
+
+Tensor& Tensor::set_name(std::string name) {
+    checked_impl().name = std::move(name);
+    return *this;
+}
+
+Tensor Tensor::detach() const {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = shape();
+    impl->data = impl_->data;
+    return Tensor(std::move(impl));
+}
+
+Tensor Tensor::clone() const { return Tensor(new_impl(shape(), to_vector())); }
+
+Tensor Tensor::reshape(Shape shape) const { return autograd::reshape(*this, std::move(shape)); }
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const { return autograd::transpose(*this, dim0, dim1); }
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end) const {
+    return autograd::slice(*this, dim, start, end);
+}
+
+// --- the engine --------------------------------------------------------------------------------------
+
+void Tensor::backward(bool retain_graph) {
+    check(numel() == 1,
+          "backward: called without a gradient on a tensor of shape {}; only one-element outputs have an "
+          "implied gradient of 1, pass output_grad otherwise",
+          shape_str(shape()));
+    backward(ones(shape()), retain_graph);
+}
+
+void Tensor::backward(const Tensor& output_grad, bool retain_graph) {
+    check(output_grad.shape() == shape(), "backward: output_grad has shape {} but the tensor has shape {}",
+          shape_str(output_grad.shape()), shape_str(shape()));
+    check(requires_grad(), "backward: the tensor does not require a gradient (no input requires one, or it "
+                           "was made under NoGradGuard)");
+
+    // Topological order by iterative DFS (post-order): every tensor comes after all of its inputs.
+    // Strong references keep the graph alive while we walk it and release it.
+    std::vector<std::shared_ptr<TensorImpl>> order;
+    std::unordered_set<const TensorImpl*> visited;
+    std::vector<std::pair<std::shared_ptr<TensorImpl>, size_t>> stack;  // (tensor, next input to visit)
+    stack.emplace_back(impl_, 0);
+    visited.insert(impl_.get());
+    while (!stack.empty()) {
+        auto& [impl, next] = stack.back();
+        const Node* node = impl->grad_fn.get();
+        if (node) check(!node->released,
+                        "backward: the graph through '{}' was already released by an earlier backward(); "
+                        "call the first backward with retain_graph = true to backpropagate twice", node->op);
+        if (node && next < node->inputs.size()) {
+            const auto& input = node->inputs[next++].impl();
+            if (input->requires_grad && visited.insert(input.get()).second) stack.emplace_back(input, 0);
+        } else {
+            order.push_back(std::move(impl));
+            stack.pop_back();
+        }
+    }
+
+    // A non-leaf's gradient is this pass's alone: reset before accumulating (leaves keep accumulating).
+    for (const auto& impl : order)
+        if (impl->grad_fn) impl->grad.reset();
+    {
+        auto& g = impl_->grad;
+        if (!g) g = std::make_shared<std::vector<float>>(impl_->data->size(), 0.0f);
+        const auto seed = output_grad.data();
+        for (size_t i = 0; i < g->size(); ++i) (*g)[i] += seed[i];
+    }
+
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        TensorImpl& impl = **it;
+        Node* node = impl.grad_fn.get();
+        if (!node || !impl.grad) continue;  // a leaf, or nothing flowed here
+        GradContext ctx{*impl.data, *impl.grad, node->inputs};
+        node->backward(ctx);
+    }
+
+    if (!retain_graph) {
+        for (const auto& impl : order) {
+            if (Node* node = impl->grad_fn.get()) {
+                node->inputs.clear();
+                node->backward = nullptr;
+                node->released = true;
+            }
+        }
+    }
+}
+
+// --- making results ----------------------------------------------------------------------------------
+
+Tensor make_result(const char* op, Shape shape, std::vector<float> values, std::vector<Tensor> inputs,
+                   BackwardFn backward) {
+    return make_result(op, std::move(shape), std::make_shared<std::vector<float>>(std::move(values)),
+                       std::move(inputs), std::move(backward));
+}
+
+Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<float>> storage,
+                   std::vector<Tensor> inputs, BackwardFn backward) {
+    check(numel_of(shape) == static_cast<int64_t>(storage->size()), "{}: result shape {} does not hold {} values",
+          op, shape_str(shape), storage->size());
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = std::move(shape);
+    impl->data = std::move(storage);
+    const bool track = grad_enabled && std::any_of(inputs.begin(), inputs.end(),
+                                                   [](const Tensor& t) { return t.requires_grad(); });
+    if (track) {
+        impl->requires_grad = true;
+        impl->grad_fn = std::make_shared<Node>(Node{op, std::move(inputs), std::move(backward)});
+    }
+    return Tensor(std::move(impl));
+}
+
+// --- creation -----------------------------------------------------------------------------------------
+
+Tensor full(const Shape& shape, float value) {
+    check_shape(shape, "full");
+    return Tensor(new_impl(shape, std::vector<float>(static_cast<size_t>(numel_of(shape)), value)));
+}
+Tensor zeros(const Shape& shape) { return full(shape, 0.0f); }
+Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
+Tensor scalar(float value) { return full({}, value); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
+
+Tensor tensor(std::vector<float> values, const Shape& shape) {
+    check_shape(shape, "tensor");
+    check(numel_of(shape) == static_cast<int64_t>(values.size()), "tensor: {} values do not fill shape {} ({} elements)",
+          values.size(), shape_str(shape), numel_of(shape));
+    return Tensor(new_impl(shape, std::move(values)));
+}
+
+Tensor tensor(std::vector<float> values) {
+    const auto n = static_cast<int64_t>(values.size());
+    return tensor(std::move(values), {n});
+}
+
+Tensor arange(float start, float end, float step) {
+    check(step != 0.0f && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
+          "arange: bad range start {} end {} step {}", start, end, step);
+    const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((double(end) - start) / step)));
+    std::vector<float> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(start + double(step) * static_cast<double>(i));
+    return tensor(std::move(values), {n});
+}
+
+Tensor arange(int64_t n) {
+    check(n >= 0, "arange: negative length {}", n);
+    return arange(0.0f, static_cast<float>(n));
+}
+
+// --- grad mode ----------------------------------------------------------------------------------------
+
+bool is_grad_enabled() { return grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
+
+}  // namespace autograd
