@@ -21,4 +21,12 @@ inline Axis axis_of(const Shape& shape, int64_t dim) {
     return a;
 }
 
+// normalize_dim for an op on a tensor of this shape: the error names the op and the shape.
+inline int64_t dim_of(const Shape& shape, int64_t dim, const char* op) {
+    const auto rank = static_cast<int64_t>(shape.size());
+    const int64_t d = dim < 0 ? dim + rank : dim;
+    check(d >= 0 && d < rank, "{}: dim {} out of range for a tensor of shape {}", op, dim, shape_str(shape));
+    return d;
+}
+
 }  // namespace autograd::detail

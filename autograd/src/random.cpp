@@ -44,6 +44,13 @@ int64_t Generator::randint(int64_t n) {
     return static_cast<int64_t>(r % range);
 }
 
+Generator& default_generator() {
+    static Generator gen(0);
+    return gen;
+}
+
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
 Tensor randn(const Shape& shape, Generator& gen, float mean, float std) {
     Tensor t = zeros(shape);
     for (float& v : t.data()) v = gen.normal(mean, std);

@@ -27,7 +27,7 @@ Tensor sum(const Tensor& x) {
 }
 
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
-    dim = normalize_dim(dim, x.dim(), "sum");
+    dim = detail::dim_of(x.shape(), dim, "sum");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
     std::vector<float> out(ax.outer * ax.inner, 0.0f);
@@ -48,13 +48,13 @@ Tensor mean(const Tensor& x) {
 }
 
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
-    const int64_t n = x.size(dim);
+    const int64_t n = x.shape()[detail::dim_of(x.shape(), dim, "mean")];
     check(n > 0, "mean: dim {} of shape {} is empty", dim, shape_str(x.shape()));
     return scale(sum(x, dim, keepdim), 1.0f / static_cast<float>(n));
 }
 
 std::vector<int64_t> argmax(const Tensor& x, int64_t dim) {
-    dim = normalize_dim(dim, x.dim(), "argmax");
+    dim = detail::dim_of(x.shape(), dim, "argmax");
     const Axis ax = axis_of(x.shape(), dim);
     check(ax.n > 0, "argmax: dim {} of shape {} is empty", dim, shape_str(x.shape()));
     const float* src = x.data().data();
@@ -69,7 +69,7 @@ std::vector<int64_t> argmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor max(const Tensor& x, int64_t dim, bool keepdim) {
-    dim = normalize_dim(dim, x.dim(), "max");
+    dim = detail::dim_of(x.shape(), dim, "max");
     const Axis ax = axis_of(x.shape(), dim);
     std::vector<int64_t> where = argmax(x, dim);
     std::vector<float> out(where.size());

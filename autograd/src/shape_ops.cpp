@@ -15,10 +15,12 @@ Tensor reshape(const Tensor& x, Shape shape) {
     int64_t known = 1, infer_at = -1;
     for (size_t d = 0; d < shape.size(); ++d) {
         if (shape[d] == -1) {
-            check(infer_at < 0, "reshape: more than one -1 in target shape {}", shape_str(shape));
+            check(infer_at < 0, "reshape: more than one -1 in target shape {} for a tensor of shape {}", shape_str(shape),
+                  shape_str(x.shape()));
             infer_at = static_cast<int64_t>(d);
         } else {
-            check(shape[d] >= 0, "reshape: bad dimension {} in target shape {}", shape[d], shape_str(shape));
+            check(shape[d] >= 0, "reshape: bad dimension {} in target shape {} for a tensor of shape {}", shape[d],
+                  shape_str(shape), shape_str(x.shape()));
             known *= shape[d];
         }
     }
@@ -39,8 +41,8 @@ Tensor reshape(const Tensor& x, Shape shape) {
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
     const Shape& in = x.shape();
     const auto rank = static_cast<int64_t>(in.size());
-    dim0 = normalize_dim(dim0, rank, "transpose");
-    dim1 = normalize_dim(dim1, rank, "transpose");
+    dim0 = detail::dim_of(in, dim0, "transpose");
+    dim1 = detail::dim_of(in, dim1, "transpose");
     // Walk the result in order; `a_stride` says how far each result dim steps in x.
     detail::Broadcast walk;
     walk.out = in;
@@ -63,7 +65,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
 }
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
-    dim = normalize_dim(dim, x.dim(), "slice");
+    dim = detail::dim_of(x.shape(), dim, "slice");
     const int64_t n = x.shape()[dim];
     check(0 <= start && start <= end && end <= n, "slice: range [{}, {}) is outside dim {} of shape {}", start, end,
           dim, shape_str(x.shape()));
@@ -85,7 +87,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
     check(!xs.empty(), "concat: no tensors given");
     const Shape& first = xs[0].shape();
-    dim = normalize_dim(dim, static_cast<int64_t>(first.size()), "concat");
+    dim = detail::dim_of(first, dim, "concat");
     Shape out_shape = first;
     out_shape[dim] = 0;
     for (const Tensor& x : xs) {
@@ -119,7 +121,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
-    dim = normalize_dim(dim, x.dim(), "split");
+    dim = detail::dim_of(x.shape(), dim, "split");
     int64_t total = 0;
     for (int64_t s : sizes) {
         check(s >= 0, "split: negative size {} for shape {}", s, shape_str(x.shape()));
@@ -138,7 +140,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 
 std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
     check(size > 0, "split: chunk size {} must be positive (shape {})", size, shape_str(x.shape()));
-    dim = normalize_dim(dim, x.dim(), "split");
+    dim = detail::dim_of(x.shape(), dim, "split");
     std::vector<int64_t> sizes;
     for (int64_t left = x.shape()[dim]; left > 0; left -= size) sizes.push_back(std::min(size, left));
     return split(x, sizes, dim);

@@ -22,7 +22,7 @@ void for_each_row(const Axis& ax, F&& f) {
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
-    dim = normalize_dim(dim, x.dim(), "softmax");
+    dim = detail::dim_of(x.shape(), dim, "softmax");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
     std::vector<float> out(x.numel());
@@ -49,7 +49,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
-    dim = normalize_dim(dim, x.dim(), "log_softmax");
+    dim = detail::dim_of(x.shape(), dim, "log_softmax");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
     std::vector<float> out(x.numel());

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "axis.h"
+
 namespace autograd {
 
 namespace {
@@ -71,7 +73,7 @@ TensorImpl& Tensor::checked_impl() const {
 
 const Shape& Tensor::shape() const { return checked_impl().shape; }
 
-int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this->dim(), "size")]; }
+int64_t Tensor::size(int64_t dim) const { return shape()[detail::dim_of(shape(), dim, "size")]; }
 
 int64_t Tensor::numel() const { return static_cast<int64_t>(checked_impl().data->size()); }
 

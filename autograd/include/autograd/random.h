@@ -37,6 +37,10 @@ private:
     State state_;
 };
 
+// The process-wide generator used where none is passed (module initialization). manual_seed() reseeds it.
+Generator& default_generator();
+void manual_seed(uint64_t seed);
+
 // Tensors of random values; each draws from `gen` in row-major order.
 Tensor randn(const Shape& shape, Generator& gen, float mean = 0.0f, float std = 1.0f);
 Tensor rand(const Shape& shape, Generator& gen, float low = 0.0f, float high = 1.0f);

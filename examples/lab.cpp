@@ -1,0 +1,391 @@
+// The attention lab: the six cells of the tutorial (../shared/seed/07-attention.md), each computed by
+// the library, printed as a small table, and checked. Nothing is trained; every random draw comes
+// from one seeded generator, and the seed is printed.
+//
+//   lab                 run all six cells
+//   lab --cell 5        run one
+//   lab --json          print the measured values as one JSON object instead
+//   lab --seed 7        another seed (the checks are statistical and hold for any seed)
+//
+// Exit status: 0 when every check passes, 1 when any fails, 2 for bad arguments.
+//
+// Shape legend: B batch (independent windows), T window length, C row width, H head width.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <autograd/tensor.h>
+#include <nn/attention.h>
+#include <nn/study.h>
+
+using namespace autograd;
+
+namespace {
+
+// Collects ✓/✗ lines and the measured values of each cell.
+class Report {
+public:
+    explicit Report(bool json) : json_(json) {}
+
+    void cell(int number, std::string_view title) {
+        cell_ = fmt::format("{}", number);
+        print("\n{}. {}\n", number, title);
+    }
+    template <typename... Args>
+    void print(fmt::format_string<Args...> format, Args&&... args) {
+        if (!json_) fmt::print(format, std::forward<Args>(args)...);
+    }
+    void value(const std::string& key, double v) { values_[cell_].emplace_back(key, fmt::format("{:.6g}", v)); }
+    void value(const std::string& key, const std::vector<double>& vs) {
+        std::vector<std::string> parts;
+        for (double v : vs) parts.push_back(fmt::format("{:.6g}", v));
+        values_[cell_].emplace_back(key, fmt::format("[{}]", fmt::join(parts, ", ")));
+    }
+    void check(bool ok, std::string_view what) {
+        (ok ? passed_ : failed_)++;
+        values_[cell_].emplace_back(fmt::format("check: {}", what), ok ? "true" : "false");
+        print("  {} {}\n", ok ? "✓" : "✗", what);
+    }
+    int finish(uint64_t seed) const {
+        if (json_) {
+            std::vector<std::string> cells;
+            for (const auto& [cell, kv] : values_) {
+                std::vector<std::string> fields;
+                for (const auto& [k, v] : kv) fields.push_back(fmt::format("\"{}\": {}", k, v));
+                cells.push_back(fmt::format("\"{}\": {{{}}}", cell, fmt::join(fields, ", ")));
+            }
+            fmt::print("{{\"seed\": {}, \"passed\": {}, \"failed\": {}, \"cells\": {{{}}}}}\n", seed, passed_, failed_,
+                       fmt::join(cells, ", "));
+        } else {
+            fmt::print("\n{} passed, {} failed\n", passed_, failed_);
+        }
+        return failed_ == 0 ? 0 : 1;
+    }
+
+private:
+    bool json_;
+    std::string cell_;
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> values_;
+    int passed_ = 0, failed_ = 0;
+};
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+    double worst = 0.0;
+    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, double(std::abs(a.data()[i] - b.data()[i])));
+    return worst;
+}
+
+// The tutorial's hand example: two positions of width 2 and the two matrices it makes up.
+Tensor hand_x() { return tensor({0.8f, -0.6f, 0.2f, 1.0f}, {1, 2, 2}); }  // (B=1, T=2, C=2)
+void set_hand_weights(nn::Head& head) {
+    std::ranges::copy(std::vector<float>{1, 0, -1, 1}, head.query.weight.data().begin());  // Wq (C, H)
+    std::ranges::copy(std::vector<float>{0, 1, 1, 0}, head.key.weight.data().begin());     // Wk (C, H)
+}
+
+// --- 1 ------------------------------------------------------------------------------------------------
+void average_cell(Report& r) {
+    r.cell(1, "The average that nearly works");
+    const std::string window = "the cat sat on the m";
+    const auto T = static_cast<int64_t>(window.size());
+    // One-hot rows make the output of the average exactly its weights: row i, column j = j's say in i.
+    Tensor identity = zeros({1, T, T});
+    for (int64_t i = 0; i < T; ++i) identity.at({0, i, i}) = 1.0f;
+    const Tensor say = nn::Average().forward(identity);  // (1, T, T)
+    r.print("  predicting after \"{}\", the say of each position in the last row:\n  ", window);
+    for (char c : window) r.print(" {:>5}", c == ' ' ? std::string("␣") : std::string(1, c));
+    r.print("\n  ");
+    for (int64_t j = 0; j < T; ++j) r.print(" {:5.3f}", say.at({0, T - 1, j}));
+    r.print("\n");
+    const double m_share = say.at({0, T - 1, T - 1}), t_share = say.at({0, T - 1, 0});
+    r.value("m_share", m_share);
+    r.value("t_share", t_share);
+    r.check(std::abs(m_share - 1.0 / 20.0) < 1e-7, fmt::format("the m gets 1/20 of the say ({:.6f})", m_share));
+    r.check(m_share == t_share, "the t twenty positions back gets exactly as much");
+}
+
+// --- 2 ------------------------------------------------------------------------------------------------
+void self_matching_cell(Report& r, Generator& gen) {
+    r.cell(2, "The self-matching failure and the three matrices that fix it");
+    const Tensor a = tensor({0.9f, -0.5f, 0.3f, -0.8f}), b = tensor({-0.4f, 0.7f, 0.8f, -0.2f});
+    const Tensor ab = a * b, aa = a * a;
+    r.print("  entry   a      b     a×b    a×a\n");
+    for (int64_t i = 0; i < 4; ++i)
+        r.print("  {}     {:5.1f}  {:5.1f}  {:5.2f}  {:5.2f}\n", i + 1, a.at({i}), b.at({i}), ab.at({i}), aa.at({i}));
+    const double a_dot_b = sum(ab).item(), a_dot_a = sum(aa).item();
+    r.print("  sum                 {:5.2f}  {:5.2f}\n", a_dot_b, a_dot_a);
+    r.value("a_dot_b", a_dot_b);
+    r.value("a_dot_a", a_dot_a);
+    r.check(std::abs(a_dot_b + 0.31) < 1e-6 && std::abs(a_dot_a - 1.79) < 1e-6, "a·b = −0.31 and a·a = 1.79");
+
+    // Width-16 rows of everyday size: a row against itself piles up to ~16, against a stranger ~0.
+    const int64_t rows = 4000;
+    const Tensor x = randn({rows, 16}, gen), other = randn({rows, 16}, gen);  // (N, C)
+    const double self_score = mean(sum(x * x, 1)).item(), stranger_score = mean(sum(x * other, 1)).item();
+    r.print("  width 16, {} rows: self score averages {:+.2f}, a stranger's {:+.2f}\n", rows, self_score, stranger_score);
+    r.value("self_score_mean", self_score);
+    r.value("stranger_score_mean", stranger_score);
+    r.check(std::abs(self_score - 16.0) < 0.5 && std::abs(stranger_score) < 0.5, "self ≈ +16, stranger ≈ 0");
+
+    // Through a head: raw x xᵀ (divided by √16) against random untrained Wq, Wk. T = 8, causal.
+    const int64_t T = 8, windows = 500;
+    const auto raw = nn::study::self_share({.n_embd = 16, .head_size = 16, .compare_raw = true}, T, windows, gen);
+    const auto projected = nn::study::self_share({.n_embd = 16, .head_size = 16}, T, windows, gen);
+    const auto fraction_at_least = [&](double level) {
+        return double(std::ranges::count_if(raw.shares, [&](double s) { return s >= level; })) / double(raw.shares.size());
+    };
+    r.print("  self-share of each looking row, {} windows of {} rows:\n", windows, T);
+    r.print("                       min     median   rows ≥68%  rows ≥87%  advantage (1 = even split)\n");
+    r.print("  raw x·xᵀ / √16      {:6.3f}   {:6.3f}   {:6.1f}%    {:6.1f}%    {:6.2f}\n", raw.share.min, raw.share.median,
+            100 * fraction_at_least(0.68), 100 * fraction_at_least(0.87), raw.advantage.median);
+    r.print("  random Wq, Wk       {:6.3f}   {:6.3f}                          {:6.2f}\n", projected.share.min,
+            projected.share.median, projected.advantage.median);
+    r.print("  (the tutorial's one figure window saw ≥ 68% in every row and ≥ 87% in most)\n");
+    r.value("raw_self_share_min", raw.share.min);
+    r.value("raw_self_share_median", raw.share.median);
+    r.value("raw_rows_at_least_68", fraction_at_least(0.68));
+    r.value("raw_rows_at_least_87", fraction_at_least(0.87));
+    r.value("raw_advantage_median", raw.advantage.median);
+    r.value("projected_self_share_median", projected.share.median);
+    r.value("projected_advantage_median", projected.advantage.median);
+    r.check(raw.share.median >= 0.87, "raw: most rows keep ≥ 87% of their attention for themselves");
+    r.check(projected.advantage.median > 0.8 && projected.advantage.median < 1.25,
+            "through random Wq, Wk the self-share falls back to about an even split");
+
+    // The hand example.
+    nn::Head head({.n_embd = 2, .head_size = 2}, gen);
+    set_hand_weights(head);
+    const Tensor q = head.query.forward(hand_x()), k = head.key.forward(hand_x());  // (1, 2, 2)
+    r.print("  x1 = [0.8, −0.6], x2 = [0.2, 1.0] → q1 = [{:.1f}, {:.1f}], k1 = [{:.1f}, {:.1f}], k2 = [{:.1f}, {:.1f}]\n",
+            q.at({0, 0, 0}), q.at({0, 0, 1}), k.at({0, 0, 0}), k.at({0, 0, 1}), k.at({0, 1, 0}), k.at({0, 1, 1}));
+    r.value("q1", {q.at({0, 0, 0}), q.at({0, 0, 1})});
+    r.value("k1", {k.at({0, 0, 0}), k.at({0, 0, 1})});
+    r.value("k2", {k.at({0, 1, 0}), k.at({0, 1, 1})});
+    r.check(max_abs_diff(q.slice(1, 0, 1), tensor({1.4f, -0.6f}, {1, 1, 2})) < 1e-6 &&
+                max_abs_diff(k, tensor({-0.6f, 0.8f, 1.0f, 0.2f}, {1, 2, 2})) < 1e-6,
+            "q1 = [1.4, −0.6], k1 = [−0.6, 0.8], k2 = [1.0, 0.2]");
+}
+
+// --- 3 ------------------------------------------------------------------------------------------------
+void score_grid_cell(Report& r, Generator& gen) {
+    r.cell(3, "Everything against everything");
+    // The bare grid: no divisor, no mask, so every pair shows.
+    nn::Head projected({.n_embd = 2, .head_size = 2, .scaled = false, .causal = false}, gen);
+    set_hand_weights(projected);
+    nn::Head raw({.n_embd = 2, .head_size = 2, .scaled = false, .compare_raw = true, .causal = false}, gen);
+    projected.forward(hand_x());
+    raw.forward(hand_x());
+    const Tensor& qk = projected.last_scores();  // (1, 2, 2): Q Kᵀ
+    const Tensor& xx = raw.last_scores();        // (1, 2, 2): x xᵀ
+    r.print("  Q Kᵀ          k1      k2        x xᵀ          x1      x2\n");
+    for (int64_t i = 0; i < 2; ++i)
+        r.print("  q{}       {:6.2f}  {:6.2f}        x{}        {:6.2f}  {:6.2f}\n", i + 1, qk.at({0, i, 0}), qk.at({0, i, 1}),
+                i + 1, xx.at({0, i, 0}), xx.at({0, i, 1}));
+    const double q1k1 = qk.at({0, 0, 0}), q1k2 = qk.at({0, 0, 1}), x1x1 = xx.at({0, 0, 0}), x1x2 = xx.at({0, 0, 1});
+    r.value("q1_dot_k1", q1k1);
+    r.value("q1_dot_k2", q1k2);
+    r.value("x1_dot_x1", x1x1);
+    r.value("x1_dot_x2", x1x2);
+    r.check(std::abs(q1k2 - 1.28) < 1e-6 && std::abs(q1k1 + 1.32) < 1e-6, "q1·k2 = 1.28, q1·k1 = −1.32");
+    r.check(std::abs(x1x1 - 1.00) < 1e-6 && std::abs(x1x2 + 0.44) < 1e-6, "x1·x1 = 1.00, x1·x2 = −0.44");
+    r.check(x1x1 > x1x2 && q1k2 > q1k1, "raw, the self-match wins; projected, the stranger wins");
+}
+
+// --- 4 ------------------------------------------------------------------------------------------------
+void mask_cell(Report& r, Generator& gen) {
+    r.cell(4, "The mask and its two guarantees");
+    const int64_t B = 4, T = 8, C = 16;
+    nn::Head head({.n_embd = C, .head_size = C}, gen);
+    const Tensor x = randn({B, T, C}, gen);
+    const Tensor out = head.forward(x);         // (B, T, H)
+    const Tensor& w = head.last_attention();    // (B, T, T)
+    r.print("  shares of window 0 (row = position looking, column = position looked at):\n");
+    for (int64_t i = 0; i < T; ++i) {
+        r.print("  ");
+        for (int64_t j = 0; j < T; ++j) r.print(" {:5.3f}", w.at({0, i, j}));
+        r.print("\n");
+    }
+    double worst_row = 0.0;
+    bool above_zero = true;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < T; ++i) {
+            double row = 0.0;
+            for (int64_t j = 0; j < T; ++j) {
+                row += w.at({b, i, j});
+                above_zero = above_zero && (j <= i || w.at({b, i, j}) == 0.0f);
+            }
+            worst_row = std::max(worst_row, std::abs(row - 1.0));
+        }
+    const Tensor v = head.value.forward(x);  // (B, T, H)
+    const bool first_is_own = max_abs_diff(out.slice(1, 0, 1), v.slice(1, 0, 1)) == 0.0;
+    r.value("worst_row_sum_error", worst_row);
+    r.check(worst_row <= 1e-6, fmt::format("every row of shares sums to 1 (worst error {:.1e})", worst_row));
+    r.check(above_zero, "everything above the diagonal is exactly 0");
+    r.check(first_is_own, "the first position's output equals its own value exactly");
+}
+
+// --- 5 ------------------------------------------------------------------------------------------------
+void divisor_cell(Report& r, Generator& gen) {
+    r.cell(5, "The divisor, measured");
+    const std::vector<int64_t> widths = {2, 8, 32, 128};
+    const std::vector<double> tutorial = {1.42, 2.84, 5.62, 11.25};
+    const int64_t pairs = 20000;
+    r.print("  head width   raw spread (tutorial, √width)   after ÷√width\n");
+    std::vector<double> raw_spreads, divided_spreads;
+    bool sqrt_law = true, unit = true;
+    for (size_t i = 0; i < widths.size(); ++i) {
+        const double raw = nn::study::score_spread(widths[i], pairs, false, gen);
+        const double divided = nn::study::score_spread(widths[i], pairs, true, gen);
+        const double theory = std::sqrt(double(widths[i]));
+        r.print("  {:>10}   {:6.2f} ({:5.2f}, {:5.2f})          {:5.2f}\n", widths[i], raw, tutorial[i], theory, divided);
+        raw_spreads.push_back(raw);
+        divided_spreads.push_back(divided);
+        sqrt_law = sqrt_law && std::abs(raw / theory - 1.0) < 0.03;
+        unit = unit && std::abs(divided - 1.0) < 0.03;
+    }
+    r.value("widths", std::vector<double>(widths.begin(), widths.end()));
+    r.value("raw_spread", raw_spreads);
+    r.value("divided_spread", divided_spreads);
+    r.check(sqrt_law, "the raw spread grows like √width (each within 3%)");
+    r.check(unit, "after dividing by √width the spread is 1.00 (each within 3%)");
+
+    // One window at width 16, the same head with and without the divisor: every looking row sharpens.
+    const int64_t T = 8, C = 16;
+    nn::Head with({.n_embd = C, .head_size = C}, gen);
+    nn::Head without({.n_embd = C, .head_size = C, .scaled = false}, gen);
+    for (auto [from, to] : {std::pair{&with.query, &without.query}, {&with.key, &without.key}, {&with.value, &without.value}}) {
+        for (float& v : from->weight.data()) v = gen.normal(0.0f, 1.0f / std::sqrt(float(C)));  // everyday-size q, k
+        std::ranges::copy(from->weight.data(), to->weight.data().begin());
+    }
+    const Tensor x = randn({1, T, C}, gen);
+    with.forward(x);
+    without.forward(x);
+    const Tensor largest_with = max(with.last_attention(), -1), largest_without = max(without.last_attention(), -1);
+    r.print("  width 16, one window: largest share per looking row\n  with ÷√16    ");
+    for (int64_t i = 1; i < T; ++i) r.print(" {:4.2f}", largest_with.at({0, i}));
+    r.print("\n  without      ");
+    for (int64_t i = 1; i < T; ++i) r.print(" {:4.2f}", largest_without.at({0, i}));
+    r.print("\n  (the tutorial's figure: 0.32–0.75 with the divisor, past 0.77 without)\n");
+    bool sharpens = true;
+    for (int64_t i = 1; i < T; ++i) sharpens = sharpens && largest_without.at({0, i}) >= largest_with.at({0, i});
+    r.check(sharpens, "without the divisor every looking row sharpens");
+
+    // Why it matters: the gradient that comes back through the softmax, read off the graph.
+    r.print("  gradient through the softmax ({} random heads per width, window {}):\n", 50, T);
+    r.print("  width  divisor  largest share  entropy  row gradient (median)  flat rows  |dWq|   |dWk|\n");
+    std::map<std::pair<int64_t, bool>, nn::study::Saturation> table;
+    for (int64_t width : {2, 8, 32, 128})
+        for (bool divided : {true, false}) {
+            const auto s = nn::study::saturation(width, divided, T, 50, gen);
+            table[{width, divided}] = s;
+            r.print("  {:>5}  {:>7}  {:13.2f}  {:7.3f}  {:21.2e}  {:8.0f}%  {:6.2f}  {:6.2f}\n", width, divided ? "÷√H" : "none",
+                    s.largest_share.median, s.entropy, s.row_gradient.median, 100 * s.flat_rows, s.grad_query, s.grad_key);
+            const std::string key = fmt::format("width_{}_{}", width, divided ? "divided" : "raw");
+            r.value(key + "_row_gradient_median", s.row_gradient.median);
+            r.value(key + "_flat_rows", s.flat_rows);
+            r.value(key + "_grad_query", s.grad_query);
+            r.value(key + "_grad_key", s.grad_key);
+            r.value(key + "_largest_share_median", s.largest_share.median);
+        }
+    r.print("  (|dWq|, |dWk| are whole-matrix norms: without the divisor they come from the few rows that\n"
+            "   are not yet flat, so the typical row's gradient is the one that tells the story)\n");
+    bool steady = true;
+    for (int64_t width : {8, 32, 128})
+        steady = steady && table[{width, true}].row_gradient.median >= 0.5 * table[{2, true}].row_gradient.median;
+    r.check(steady, "with the divisor the typical row's gradient does not fall as width grows");
+    r.check(table[{128, false}].row_gradient.median < 0.1 * table[{128, true}].row_gradient.median &&
+                table[{128, false}].row_gradient.median < 0.1 * table[{2, false}].row_gradient.median,
+            "without it the gradient collapses as width grows (width 128: under a tenth)");
+}
+
+// --- 6 ------------------------------------------------------------------------------------------------
+void whole_head_cell(Report& r, Generator& gen) {
+    r.cell(6, "The whole head");
+    const int64_t B = 2, T = 6, C = 8, H = 4;
+    nn::Head head({.n_embd = C, .head_size = H}, gen);
+    const Tensor x = randn({B, T, C}, gen).requires_grad_();
+    const Tensor upstream = randn({B, T, H}, gen);
+    const Tensor out = head.forward(x);
+    sum(out * upstream).backward();
+    const std::vector<Tensor> head_grads = {x.grad().clone(), head.query.weight.grad().clone(),
+                                            head.key.weight.grad().clone(), head.value.weight.grad().clone()};
+
+    // The same six lines by hand, on copies of the same weights.
+    const Tensor xs = x.detach().clone().requires_grad_(), Wq = head.query.weight.clone().requires_grad_(),
+                 Wk = head.key.weight.clone().requires_grad_(), Wv = head.value.weight.clone().requires_grad_();
+    const Tensor Q = matmul(xs, Wq), K = matmul(xs, Wk), V = matmul(xs, Wv);                 // (B, T, H)
+    const Tensor scores = scale(matmul(Q, K.transpose(1, 2)), 1.0f / std::sqrt(float(H)));    // (B, T, T)
+    const Tensor w = softmax(causal_mask(scores), -1);
+    const Tensor by_hand = matmul(w, V);                                                      // (B, T, H)
+    sum(by_hand * upstream).backward();
+    const double out_diff = max_abs_diff(out, by_hand);
+    double grad_diff = 0.0;
+    const std::vector<Tensor> hand_grads = {xs.grad(), Wq.grad(), Wk.grad(), Wv.grad()};
+    for (size_t i = 0; i < hand_grads.size(); ++i) grad_diff = std::max(grad_diff, max_abs_diff(head_grads[i], hand_grads[i]));
+    r.print("  nn::Head against the six lines by hand: outputs differ by {:.1e}, gradients by {:.1e}\n", out_diff, grad_diff);
+    r.value("output_max_diff", out_diff);
+    r.value("gradient_max_diff", grad_diff);
+    r.check(out_diff <= 1e-6 && grad_diff <= 1e-6, "nn::Head is the composition: same outputs, same gradients");
+
+    const Tensor shares = tensor({0.9f, 0.1f}, {1, 2});
+    const Tensor values = tensor({0.5f, -1.0f, 1.0f, 0.0f}, {2, 2});  // rows v1, v2
+    const Tensor blend = matmul(shares, values);                      // (1, 2)
+    r.print("  shares [0.9, 0.1] over v1 = [0.5, −1.0], v2 = [1.0, 0.0] → [{:.2f}, {:.2f}]\n", blend.at({0, 0}), blend.at({0, 1}));
+    r.value("blend", {blend.at({0, 0}), blend.at({0, 1})});
+    r.check(max_abs_diff(blend, tensor({0.55f, -0.90f}, {1, 2})) < 1e-6, "the blend is [0.55, −0.90]");
+}
+
+[[noreturn]] void usage(int status, std::string_view problem = "") {
+    if (!problem.empty()) fmt::print(stderr, "lab: {}\n", problem);
+    fmt::print(status == 0 ? stdout : stderr,
+               "usage: lab [--cell N] [--json] [--seed S]\n"
+               "  --cell N   run only cell N (1-6)\n"
+               "  --json     print the measured values as one JSON object\n"
+               "  --seed S   seed for every random draw (default 1)\n");
+    std::exit(status);
+}
+
+uint64_t parse_number(std::string_view flag, const char* text, uint64_t max) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || *text == '-' || errno != 0 || v > max)
+        usage(2, fmt::format("{} needs a whole number up to {}, got '{}'", flag, max, text));
+    return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int only = 0;
+    bool json = false;
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const auto next = [&] {
+            if (i + 1 >= argc) usage(2, fmt::format("{} needs a value", arg));
+            return argv[++i];
+        };
+        if (arg == "--cell") {
+            only = static_cast<int>(parse_number(arg, next(), 6));
+            if (only < 1) usage(2, "--cell needs a number from 1 to 6");
+        } else if (arg == "--json") json = true;
+        else if (arg == "--seed") seed = parse_number(arg, next(), UINT64_MAX);
+        else if (arg == "--help" || arg == "-h") usage(0);
+        else usage(2, fmt::format("unknown argument '{}'", arg));
+    }
+
+    Report report(json);
+    report.print("The attention lab: tutorial part 7, computed by tinygpt. Seed {}.\n", seed);
+    // Each cell draws from its own stream, so `--cell N` prints what the full run prints for N.
+    const auto stream = [seed](int cell) { return Generator(seed + 0x9E3779B97F4A7C15ull * cell); };
+    if (!only || only == 1) average_cell(report);
+    if (!only || only == 2) { Generator gen = stream(2); self_matching_cell(report, gen); }
+    if (!only || only == 3) { Generator gen = stream(3); score_grid_cell(report, gen); }
+    if (!only || only == 4) { Generator gen = stream(4); mask_cell(report, gen); }
+    if (!only || only == 5) { Generator gen = stream(5); divisor_cell(report, gen); }
+    if (!only || only == 6) { Generator gen = stream(6); whole_head_cell(report, gen); }
+    return report.finish(seed);
+}

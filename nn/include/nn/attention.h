@@ -1,0 +1,49 @@
+// Attention: the causal self-attention head, and the uniform average it improves on.
+//
+// Shape legend: B batch, T time (window length), C channels (embedding width), H head width.
+//
+//     nn::Head head({.n_embd = 32, .head_size = 16});
+//     Tensor out = head.forward(x);          // x: (B, T, C) -> (B, T, H)
+//     head.last_attention();                 // (B, T, T): row i = how position i shared its attention
+#pragma once
+
+#include "nn/layers.h"
+
+namespace nn {
+
+struct HeadOptions {
+    int64_t n_embd = 0;        // C, width of the rows coming in
+    int64_t head_size = 0;     // H, width of queries, keys and values
+    bool scaled = true;        // divide the scores by sqrt(width of the vectors compared)
+    bool compare_raw = false;  // "compare x with x": scores = x x^T, no query/key matrices
+    bool causal = true;        // -inf above the diagonal: position i never sees j > i
+};
+
+// One head, exactly the tutorial's composition of ops:
+//   Q = x Wq, K = x Wk, V = x Wv;  scores = Q K^T;  scale by 1/sqrt(H);  causal mask;  softmax;  out = w V
+// With compare_raw, Q = K = x (the self-matching failure) and the divisor is 1/sqrt(C).
+class Head : public Module {
+public:
+    explicit Head(HeadOptions options, autograd::Generator& gen = autograd::default_generator());
+    Tensor forward(const Tensor& x);  // x: (B, T, C) -> (B, T, H)
+
+    // The attention weights of the last forward, (B, T, T), detached from the graph; rows sum to 1.
+    const Tensor& last_attention() const { return attention_; }
+    // The scores of the last forward as softmax received them (scaled and masked), (B, T, T), still in
+    // the graph: after backward(), last_scores().grad() is the gradient that came back through the softmax.
+    const Tensor& last_scores() const { return scores_; }
+
+    HeadOptions options;
+    Linear query, key, value;  // each (C, H), no bias; query and key unused with compare_raw
+
+private:
+    Tensor attention_, scores_;
+};
+
+// "Just average them": position i takes the plain mean of positions 0..i. No parameters.
+class Average : public Module {
+public:
+    Tensor forward(const Tensor& x) const;  // x: (B, T, C) -> (B, T, C)
+};
+
+}  // namespace nn

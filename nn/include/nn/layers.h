@@ -1,0 +1,64 @@
+// The basic layers: Linear, Embedding, LayerNorm. Built from autograd ops; no hand-written backward.
+//
+// Shape legend: B batch, T time, C channels (in), K channels (out), V vocab, "..." any leading dims.
+#pragma once
+
+#include <span>
+
+#include <autograd/random.h>
+
+#include "nn/module.h"
+
+namespace nn {
+
+struct LinearOptions {
+    int64_t in = 0;     // C
+    int64_t out = 0;    // K
+    bool bias = true;
+};
+
+// y = x @ weight + bias. weight is (C, K), so the layer reads as the tutorial's `x @ W`.
+// Initialized like PyTorch: uniform in +-1/sqrt(C).
+class Linear : public Module {
+public:
+    explicit Linear(LinearOptions options, autograd::Generator& gen = autograd::default_generator());
+    Tensor forward(const Tensor& x) const;  // x: (..., C) -> (..., K)
+
+    LinearOptions options;
+    Tensor weight;  // (C, K)
+    Tensor bias;    // (K), undefined when options.bias is false
+};
+
+struct EmbeddingOptions {
+    int64_t num = 0;  // V rows
+    int64_t dim = 0;  // C channels
+};
+
+// A table of V rows of width C, initialized N(0, 1) like PyTorch.
+class Embedding : public Module {
+public:
+    explicit Embedding(EmbeddingOptions options, autograd::Generator& gen = autograd::default_generator());
+    // ids: values in [0, V) laid out as ids_shape (e.g. (B, T))  ->  (ids_shape..., C)
+    Tensor forward(std::span<const int64_t> ids, const Shape& ids_shape) const;
+
+    EmbeddingOptions options;
+    Tensor weight;  // (V, C)
+};
+
+struct LayerNormOptions {
+    int64_t dim = 0;    // C, the normalized (last) dim
+    float eps = 1e-5f;
+};
+
+// Normalizes the last dim to mean 0 and variance 1 (biased, as PyTorch), then scales and shifts.
+class LayerNorm : public Module {
+public:
+    explicit LayerNorm(LayerNormOptions options);
+    Tensor forward(const Tensor& x) const;  // x: (..., C) -> (..., C)
+
+    LayerNormOptions options;
+    Tensor gain;  // (C), ones
+    Tensor bias;  // (C), zeros
+};
+
+}  // namespace nn

@@ -1,0 +1,45 @@
+#include "nn/attention.h"
+
+#include <cmath>
+
+namespace nn {
+
+using namespace autograd;
+
+Head::Head(HeadOptions opts, Generator& gen)
+    : options(opts),
+      query({.in = opts.n_embd, .out = opts.head_size, .bias = false}, gen),
+      key({.in = opts.n_embd, .out = opts.head_size, .bias = false}, gen),
+      value({.in = opts.n_embd, .out = opts.head_size, .bias = false}, gen) {
+    // compare_raw has no query/key matrices: registering them would hand the optimizer dead weights
+    if (!opts.compare_raw) {
+        register_module("query", query);
+        register_module("key", key);
+    }
+    register_module("value", value);
+}
+
+Tensor Head::forward(const Tensor& x) {
+    check(x.dim() == 3 && x.size(2) == options.n_embd, "Head: input must be (B, T, {}), got {}", options.n_embd,
+          shape_str(x.shape()));
+    const Tensor q = options.compare_raw ? x : query.forward(x);  // (B, T, H), or (B, T, C) raw
+    const Tensor k = options.compare_raw ? x : key.forward(x);    // (B, T, H), or (B, T, C) raw
+    const Tensor v = value.forward(x);                            // (B, T, H)
+    Tensor scores = matmul(q, k.transpose(1, 2));                 // (B, T, T)
+    if (options.scaled) scores = scale(scores, 1.0f / std::sqrt(static_cast<float>(q.size(-1))));
+    if (options.causal) scores = causal_mask(scores);
+    const Tensor weights = softmax(scores, -1);                   // (B, T, T), rows sum to 1
+    scores_ = scores;
+    attention_ = weights.detach();
+    return matmul(weights, v);                                    // (B, T, H)
+}
+
+Tensor Average::forward(const Tensor& x) const {
+    check(x.dim() == 3, "Average: input must be (B, T, C), got {}", shape_str(x.shape()));
+    // softmax of equal (zero) scores under the causal mask: row i holds 1/(i+1) on positions 0..i
+    const int64_t T = x.size(1);
+    const Tensor weights = softmax(causal_mask(zeros({T, T})), -1);  // (T, T)
+    return matmul(weights, x);                                        // (T, T) @ (B, T, C) -> (B, T, C)
+}
+
+}  // namespace nn

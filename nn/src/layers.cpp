@@ -1,0 +1,46 @@
+#include "nn/layers.h"
+
+#include <cmath>
+
+namespace nn {
+
+using namespace autograd;
+
+Linear::Linear(LinearOptions opts, Generator& gen) : options(opts) {
+    check(opts.in > 0 && opts.out > 0, "Linear: in ({}) and out ({}) must be positive", opts.in, opts.out);
+    const float bound = 1.0f / std::sqrt(static_cast<float>(opts.in));
+    weight = register_parameter("weight", rand({opts.in, opts.out}, gen, -bound, bound));
+    if (opts.bias) bias = register_parameter("bias", rand({opts.out}, gen, -bound, bound));
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+    check(x.dim() >= 2 && x.size(-1) == options.in, "Linear: input of shape {} does not end in {} channels",
+          shape_str(x.shape()), options.in);
+    const Tensor y = matmul(x, weight);
+    return options.bias ? y + bias : y;
+}
+
+Embedding::Embedding(EmbeddingOptions opts, Generator& gen) : options(opts) {
+    check(opts.num > 0 && opts.dim > 0, "Embedding: num ({}) and dim ({}) must be positive", opts.num, opts.dim);
+    weight = register_parameter("weight", randn({opts.num, opts.dim}, gen));
+}
+
+Tensor Embedding::forward(std::span<const int64_t> ids, const Shape& ids_shape) const {
+    return embedding(weight, ids, ids_shape);
+}
+
+LayerNorm::LayerNorm(LayerNormOptions opts) : options(opts) {
+    check(opts.dim > 0 && opts.eps > 0.0f, "LayerNorm: dim ({}) and eps ({}) must be positive", opts.dim, opts.eps);
+    gain = register_parameter("gain", ones({opts.dim}));
+    bias = register_parameter("bias", zeros({opts.dim}));
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const {
+    check(x.dim() >= 1 && x.size(-1) == options.dim, "LayerNorm: input of shape {} does not end in {} channels",
+          shape_str(x.shape()), options.dim);
+    const Tensor centered = x - mean(x, -1, /*keepdim=*/true);                 // (..., C)
+    const Tensor variance = mean(centered * centered, -1, /*keepdim=*/true);   // (..., 1)
+    return centered / sqrt(variance + options.eps) * gain + bias;
+}
+
+}  // namespace nn

@@ -1,0 +1,112 @@
+#include "nn/study.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nn::study {
+
+using namespace autograd;
+
+Spread summarize(std::vector<double> values) {
+    check(!values.empty(), "summarize: no values");
+    std::sort(values.begin(), values.end());
+    Spread s;
+    s.min = values.front();
+    s.max = values.back();
+    const size_t n = values.size();
+    s.median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    for (double v : values) s.mean += v;
+    s.mean /= static_cast<double>(n);
+    return s;
+}
+
+double norm(const Tensor& t) {
+    if (!t.defined()) return 0.0;
+    double total = 0.0;
+    for (float v : t.data()) total += double(v) * v;
+    return std::sqrt(total);
+}
+
+namespace {
+// Visible positions of row i: i + 1 under the causal mask, all T otherwise.
+int64_t visible(int64_t i, int64_t T, bool causal) { return causal ? i + 1 : T; }
+}  // namespace
+
+SelfShare self_share(const HeadOptions& options, int64_t T, int64_t windows, Generator& gen) {
+    check(T >= 2 && windows >= 1, "self_share: need T >= 2 and windows >= 1, got T {} windows {}", T, windows);
+    autograd::NoGradGuard no_grad;
+    Head head(options, gen);
+    const Tensor x = randn({windows, T, options.n_embd}, gen);  // (B, T, C)
+    head.forward(x);
+    const Tensor& w = head.last_attention();                      // (B, T, T)
+    std::vector<double> shares, advantages;
+    for (int64_t b = 0; b < windows; ++b)
+        for (int64_t i = 1; i < T; ++i) {
+            const double share = w.at({b, i, i});
+            shares.push_back(share);
+            advantages.push_back(share * static_cast<double>(visible(i, T, options.causal)));
+        }
+    return {summarize(shares), summarize(advantages), shares};
+}
+
+double score_spread(int64_t width, int64_t pairs, bool divided, Generator& gen) {
+    check(width >= 1 && pairs >= 2, "score_spread: need width >= 1 and pairs >= 2, got {} and {}", width, pairs);
+    autograd::NoGradGuard no_grad;
+    const Tensor q = randn({pairs, 1, width}, gen);  // (pairs, 1, width)
+    const Tensor k = randn({pairs, width, 1}, gen);  // (pairs, width, 1)
+    Tensor scores = matmul(q, k);                    // (pairs, 1, 1): one q . k per pair
+    if (divided) scores = scale(scores, 1.0f / std::sqrt(static_cast<float>(width)));
+    const Tensor centered = scores - mean(scores);
+    return std::sqrt(static_cast<double>(sum(centered * centered).item()) / static_cast<double>(pairs - 1));
+}
+
+Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Generator& gen) {
+    check(width >= 1 && T >= 2 && trials >= 1, "saturation: need width >= 1, T >= 2 and trials >= 1, got {}, {}, {}",
+          width, T, trials);
+    std::vector<double> largest, row_gradient, grad_query, grad_key;
+    double entropy = 0.0;
+    for (int64_t trial = 0; trial < trials; ++trial) {
+        Head head({.n_embd = width, .head_size = width, .scaled = divided}, gen);
+        // Weights N(0, 1/C): a row of N(0, 1) entries maps to q, k and v entries of variance 1.
+        const float init_std = 1.0f / std::sqrt(static_cast<float>(width));
+        for (Linear* layer : {&head.query, &head.key, &head.value})
+            for (float& v : layer->weight.data()) v = gen.normal(0.0f, init_std);
+        const Tensor x = randn({1, T, width}, gen);  // (1, T, C)
+        const Tensor out = head.forward(x);          // (1, T, H)
+        // Upstream std 1/sqrt(H) gives dL/d(shares) = upstream V^T unit variance at every width, so
+        // what changes with width is the softmax alone.
+        const Tensor upstream = randn(out.shape(), gen, 0.0f, 1.0f / std::sqrt(static_cast<float>(width)));
+        sum(out * upstream).backward();
+        grad_query.push_back(norm(head.query.weight.grad()));
+        grad_key.push_back(norm(head.key.weight.grad()));
+
+        const Tensor& w = head.last_attention();             // (1, T, T)
+        const Tensor dscores = head.last_scores().grad();    // (1, T, T)
+        for (int64_t i = 1; i < T; ++i) {
+            double best = 0.0, h = 0.0, g2 = 0.0;
+            for (int64_t j = 0; j <= i; ++j) {
+                const double p = w.at({0, i, j}), g = dscores.at({0, i, j});
+                best = std::max(best, p);
+                if (p > 0.0) h -= p * std::log(p);
+                g2 += g * g;
+            }
+            largest.push_back(best);
+            entropy += h;
+            row_gradient.push_back(std::sqrt(g2));
+        }
+    }
+    Saturation result;
+    result.width = width;
+    result.divided = divided;
+    result.largest_share = summarize(largest);
+    result.entropy = entropy / static_cast<double>(largest.size());
+    result.row_gradient = summarize(row_gradient);
+    result.flat_rows = static_cast<double>(std::count_if(row_gradient.begin(), row_gradient.end(),
+                                                         [](double g) { return g < kFlatRowGradient; })) /
+                       static_cast<double>(row_gradient.size());
+    result.grad_query = summarize(grad_query).median;
+    result.grad_key = summarize(grad_key).median;
+    return result;
+}
+
+}  // namespace nn::study
