@@ -1,0 +1,341 @@
+// Benchmarks for the autograd library: the raw gemm kernels, softmax, the matmul op with its backward,
+// and the per-op bookkeeping cost of the graph.
+//
+// Before anything is timed, main() checks kernels::gemm against kernels::gemm_naive on a few shapes in
+// all four transpose layouts and exits non-zero if they disagree: a fast wrong kernel is not worth timing.
+//
+// Shape legend (as in ops.h): B batch, T time, C channels, H output width; R = B*T rows.
+// A gemm name reads gemm/<kernel>/<layout>/<M>x<N>x<K> for C (M, N) = op(A) (M, K) @ op(B) (K, N);
+// layout NN is the forward x @ w, NT is the backward dx = dy @ w^T, TN is the backward dw = x^T @ dy.
+//
+// Counters: GFLOP is a rate, so the console shows "GFLOP=3.2/s" for 3.2 GFLOP/s. The chain benchmarks
+// show the time per op as "per_op=280ns" (in JSON: seconds) and items_per_second as ops/s; softmax's
+// items are score elements.
+//
+//     build-bench/bench/bench_autograd                          # everything, about 50 s
+//     build-bench/bench/bench_autograd --benchmark_filter=gemm  # one group
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include <autograd/kernels.h>
+#include <autograd/tensor.h>
+
+namespace {
+
+using namespace autograd;
+
+std::vector<float> uniform_values(int64_t n, Generator& gen) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = gen.uniform(-1.0f, 1.0f);
+    return v;
+}
+
+// GFLOP per iteration, reported as a rate: the console prints GFLOP/s as "GFLOP=<value>/s".
+void set_gflops(benchmark::State& state, double flops_per_iteration) {
+    state.counters["GFLOP"] = benchmark::Counter(flops_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// --- the kernel check, run before any timing -------------------------------------------------------
+
+struct GemmCase {
+    int64_t M, N, K;
+};
+
+// Compares gemm with gemm_naive on every case, layout and accumulate mode. The tolerance per element is
+// 4 * K * FLT_EPSILON * sum_k |a_ik * b_kj| (plus |C| when accumulating): a float dot product of length
+// K is within about K * eps/2 of that magnitude, so this is loose for rounding and tight for a bug.
+// Returns the number of mismatching cases (0 when all agree); prints each failure to stderr.
+int check_gemm(double& worst_ratio) {
+    const GemmCase cases[] = {{1, 1, 1}, {3, 5, 7}, {17, 13, 9}, {5, 1, 300}, {64, 65, 32}, {256, 32, 65}};
+    Generator gen(1234);
+    int failures = 0;
+    worst_ratio = 0.0;
+    for (const auto& [M, N, K] : cases)
+        for (int layout = 0; layout < 4; ++layout)
+            for (bool accumulate : {false, true}) {
+                const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+                const std::vector<float> A = uniform_values(M * K, gen), B = uniform_values(K * N, gen);
+                // Without accumulate the old contents must be ignored, so start from NaN.
+                const std::vector<float> C0 = accumulate ? uniform_values(M * N, gen)
+                                                         : std::vector<float>(static_cast<size_t>(M * N),
+                                                                              std::numeric_limits<float>::quiet_NaN());
+                std::vector<float> fast = C0, naive = C0;
+                kernels::gemm(trans_a, trans_b, M, N, K, A.data(), B.data(), fast.data(), accumulate);
+                kernels::gemm_naive(trans_a, trans_b, M, N, K, A.data(), B.data(), naive.data(), accumulate);
+
+                // magnitude: sum_k |a| |b| (+ |C0|), from the naive kernel on absolute values
+                std::vector<float> absA(A), absB(B), magnitude(static_cast<size_t>(M * N), 0.0f);
+                for (float& x : absA) x = std::abs(x);
+                for (float& x : absB) x = std::abs(x);
+                kernels::gemm_naive(trans_a, trans_b, M, N, K, absA.data(), absB.data(), magnitude.data(), false);
+
+                double case_worst = 0.0;
+                int64_t worst_at = 0;
+                for (int64_t i = 0; i < M * N; ++i) {
+                    const double mag = magnitude[i] + (accumulate ? std::abs(C0[i]) : 0.0f);
+                    const double tol = 4.0 * static_cast<double>(K) * std::numeric_limits<float>::epsilon() * mag + 1e-30;
+                    const double diff = std::abs(double(fast[i]) - double(naive[i]));
+                    const double ratio = diff / tol;
+                    if (!(ratio <= case_worst)) {  // also catches NaN
+                        case_worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
+                        worst_at = i;
+                    }
+                }
+                worst_ratio = std::max(worst_ratio, case_worst);
+                if (case_worst > 1.0) {
+                    ++failures;
+                    fmt::print(stderr,
+                               "gemm check FAILED: trans_a={} trans_b={} M={} N={} K={} accumulate={}: at C({}, {}) "
+                               "fast {} vs naive {} (difference is {:.3g}x the tolerance)\n",
+                               trans_a, trans_b, M, N, K, accumulate, worst_at / N, worst_at % N, fast[worst_at],
+                               naive[worst_at], case_worst);
+                }
+            }
+    return failures;
+}
+
+// --- 1. the raw kernels --------------------------------------------------------------------------------
+
+enum class Layout { NN, NT, TN };
+
+const char* layout_name(Layout l) { return l == Layout::NN ? "NN" : l == Layout::NT ? "NT" : "TN"; }
+
+// C (M, N) = op(A) @ op(B) with the layout's transposes. accumulate as the matmul op uses it: the
+// forward overwrites, the backward products add into the gradient.
+using GemmFn = decltype(&kernels::gemm);
+
+void BM_gemm(benchmark::State& state, GemmFn gemm, Layout layout, int64_t M, int64_t N, int64_t K) {
+    const bool trans_a = layout == Layout::TN, trans_b = layout == Layout::NT;
+    const bool accumulate = layout != Layout::NN;
+    Generator gen(7);
+    const std::vector<float> A = uniform_values(M * K, gen), B = uniform_values(K * N, gen);
+    std::vector<float> C(static_cast<size_t>(M * N), 0.0f);
+    for (auto _ : state) {
+        gemm(trans_a, trans_b, M, N, K, A.data(), B.data(), C.data(), accumulate);
+        benchmark::DoNotOptimize(C.data());
+        benchmark::ClobberMemory();
+    }
+    set_gflops(state, 2.0 * double(M) * double(N) * double(K));
+}
+
+// Registers gemm/<kernel>/<layout>/MxNxK with a label saying what it is in the model.
+void register_gemm(bool naive, Layout layout, int64_t M, int64_t N, int64_t K, const std::string& label) {
+    const std::string name =
+        fmt::format("gemm/{}/{}/{}x{}x{}", naive ? "naive" : "fast", layout_name(layout), M, N, K);
+    auto run = [layout, M, N, K, label, naive](benchmark::State& state) {
+        state.SetLabel(label);
+        BM_gemm(state, naive ? kernels::gemm_naive : kernels::gemm, layout, M, N, K);
+    };
+    benchmark::RegisterBenchmark(name.c_str(), run)->Unit(benchmark::kMicrosecond);
+}
+
+// One linear layer of the model, x (R, C) @ w (C, H), as its three gemms.
+struct Linear {
+    int64_t R, C, H;
+    const char* what;
+};
+
+void register_kernel_benchmarks() {
+    // Small config: B*T = 8*32 = 256 rows, C = 32, vocab 65. Larger: B*T = 12*64 = 768, C = 128, MLP 4C.
+    const Linear model[] = {
+        {256, 32, 32, "small: qkv/proj"}, {256, 32, 65, "small: lm head"},   {768, 128, 128, "large: qkv/proj"},
+        {768, 128, 512, "large: mlp up"}, {768, 512, 128, "large: mlp down"}, {768, 128, 65, "large: lm head"},
+    };
+    for (const auto& [R, C, H, what] : model) {
+        const bool small = R * C * H <= 256 * 32 * 65;
+        for (bool naive : {false, true}) {
+            if (naive && !small) continue;  // the reference is slow; time it only where it is cheap
+            register_gemm(naive, Layout::NN, R, H, C, fmt::format("{} fwd ({},{})@({},{})", what, R, C, C, H));
+            register_gemm(naive, Layout::NT, R, C, H, fmt::format("{} dx=dy@w^T", what));
+            register_gemm(naive, Layout::TN, C, H, R, fmt::format("{} dw=x^T@dy", what));
+        }
+    }
+    for (int64_t n : {64, 128, 256, 512, 1024}) {
+        register_gemm(false, Layout::NN, n, n, n, "square");
+        if (n <= 128) register_gemm(true, Layout::NN, n, n, n, "square");
+        if (n == 256 || n == 1024) {
+            register_gemm(false, Layout::NT, n, n, n, "square");
+            register_gemm(false, Layout::TN, n, n, n, "square");
+        }
+    }
+}
+
+// --- 2. softmax over attention scores (B, T, T) --------------------------------------------------------
+
+void BM_softmax_forward(benchmark::State& state) {
+    const int64_t B = state.range(0), T = state.range(1);
+    Generator gen(3);
+    const Tensor x = randn({B, T, T}, gen);  // scores (B, T, T), no gradient: the forward alone
+    for (auto _ : state) {
+        Tensor y = softmax(x, -1);
+        benchmark::DoNotOptimize(y.data().data());
+    }
+    state.SetItemsProcessed(state.iterations() * B * T * T);  // elements
+}
+
+void BM_softmax_forward_backward(benchmark::State& state) {
+    const int64_t B = state.range(0), T = state.range(1);
+    Generator gen(3);
+    Tensor x = randn({B, T, T}, gen).requires_grad_();  // scores (B, T, T)
+    const Tensor dy = randn({B, T, T}, gen);             // upstream gradient (B, T, T)
+    for (auto _ : state) {
+        Tensor y = softmax(x, -1);
+        y.backward(dy);
+        benchmark::DoNotOptimize(x.grad().data().data());
+    }
+    state.SetItemsProcessed(state.iterations() * B * T * T);
+}
+
+// --- 3. the matmul op with its backward ----------------------------------------------------------------
+
+// x (B, T, C) @ w (C, H) -> (B, T, H): the linear layer, forward alone or with its backward.
+void BM_matmul_op(benchmark::State& state, bool backward) {
+    const int64_t B = state.range(0), T = state.range(1), C = state.range(2), H = state.range(3);
+    Generator gen(5);
+    Tensor x = randn({B, T, C}, gen).requires_grad_();
+    Tensor w = randn({C, H}, gen, 0.0f, 0.1f).requires_grad_();
+    const Tensor dy = randn({B, T, H}, gen);
+    for (auto _ : state) {
+        Tensor y = matmul(x, w);
+        if (backward) y.backward(dy);
+        benchmark::DoNotOptimize(y.data().data());
+    }
+    set_gflops(state, (backward ? 3.0 : 1.0) * 2.0 * double(B * T) * double(C) * double(H));
+}
+
+// q (B, T, H) @ k^T (B, H, T) -> scores (B, T, T): the batched path (one small gemm per batch).
+void BM_matmul_op_batched(benchmark::State& state) {
+    const int64_t B = state.range(0), T = state.range(1), H = state.range(2);
+    Generator gen(6);
+    Tensor q = randn({B, T, H}, gen).requires_grad_();
+    Tensor kt = randn({B, H, T}, gen).requires_grad_();
+    const Tensor dy = randn({B, T, T}, gen);
+    for (auto _ : state) {
+        Tensor scores = matmul(q, kt);
+        scores.backward(dy);
+        benchmark::DoNotOptimize(scores.data().data());
+    }
+    set_gflops(state, 3.0 * 2.0 * double(B) * double(T) * double(T) * double(H));
+}
+
+// --- 4. bookkeeping: a long chain of one-element ops --------------------------------------------------
+
+// The time per op here is nearly all graph cost: a result tensor, a Node, a std::function, the
+// topological sort and the release. Each iteration builds the chain, backpropagates and frees it.
+void set_per_op(benchmark::State& state, int64_t ops) {
+    state.SetItemsProcessed(state.iterations() * ops);  // items_per_second = ops/s
+    // rate inverted = seconds per op; the console prints it with an SI prefix, e.g. "41.2ns"
+    state.counters["per_op"] = benchmark::Counter(static_cast<double>(ops),
+                                                  benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_chain_scale(benchmark::State& state) {
+    const int64_t ops = state.range(0);
+    Tensor x0 = scalar(1.0f).requires_grad_();
+    for (auto _ : state) {
+        Tensor x = x0;
+        for (int64_t i = 0; i < ops; ++i) x = x * 1.0001f;  // scale: a unary op
+        x.backward();
+        benchmark::DoNotOptimize(x0.grad().data().data());
+    }
+    set_per_op(state, ops);
+}
+
+void BM_chain_add(benchmark::State& state) {
+    const int64_t ops = state.range(0);
+    Tensor x0 = scalar(1.0f).requires_grad_();
+    Tensor c = scalar(0.001f).requires_grad_();  // reused by every op: its gradient accumulates
+    for (auto _ : state) {
+        Tensor x = x0;
+        for (int64_t i = 0; i < ops; ++i) x = x + c;  // add: a binary op through the broadcast path
+        x.backward();
+        benchmark::DoNotOptimize(c.grad().data().data());
+    }
+    set_per_op(state, ops);
+}
+
+// The forward alone, graph recorded and then dropped (no backward): the cost of building the graph.
+void BM_chain_scale_forward(benchmark::State& state) {
+    const int64_t ops = state.range(0);
+    Tensor x0 = scalar(1.0f).requires_grad_();
+    for (auto _ : state) {
+        Tensor x = x0;
+        for (int64_t i = 0; i < ops; ++i) x = x * 1.0001f;
+        benchmark::DoNotOptimize(x.data().data());
+    }
+    set_per_op(state, ops);
+}
+
+// The forward under NoGradGuard: no graph, so what is left is the op's own work and allocation.
+void BM_chain_scale_no_grad(benchmark::State& state) {
+    const int64_t ops = state.range(0);
+    Tensor x0 = scalar(1.0f).requires_grad_();
+    NoGradGuard no_grad;
+    for (auto _ : state) {
+        Tensor x = x0;
+        for (int64_t i = 0; i < ops; ++i) x = x * 1.0001f;
+        benchmark::DoNotOptimize(x.data().data());
+    }
+    set_per_op(state, ops);
+}
+
+void register_op_benchmarks() {
+    // softmax: (B, T, T) scores
+    for (auto* b : {benchmark::RegisterBenchmark("softmax/fwd", BM_softmax_forward),
+                    benchmark::RegisterBenchmark("softmax/fwd_bwd", BM_softmax_forward_backward)})
+        b->ArgNames({"B", "T"})->Args({32, 8})->Args({16, 32})->Args({12, 64})->Unit(benchmark::kMicrosecond);
+
+    // matmul op: (B, T, C) @ (C, H)
+    for (bool backward : {false, true}) {
+        benchmark::RegisterBenchmark(backward ? "matmul_op/fwd_bwd" : "matmul_op/fwd", BM_matmul_op, backward)
+            ->ArgNames({"B", "T", "C", "H"})
+            ->Args({8, 32, 32, 32})
+            ->Args({8, 32, 32, 65})
+            ->Args({12, 64, 128, 128})
+            ->Args({12, 64, 128, 512})
+            ->Unit(benchmark::kMicrosecond);
+    }
+    // attention scores, q @ k^T per batch: (B, T, H) @ (B, H, T)
+    benchmark::RegisterBenchmark("matmul_op/batched_fwd_bwd", BM_matmul_op_batched)
+        ->ArgNames({"B", "T", "H"})
+        ->Args({8, 32, 8})
+        ->Args({12, 64, 32})
+        ->Unit(benchmark::kMicrosecond);
+
+    // bookkeeping: 1000 one-element ops
+    benchmark::RegisterBenchmark("chain/scale_fwd_bwd", BM_chain_scale)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("chain/add_fwd_bwd", BM_chain_add)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("chain/scale_fwd", BM_chain_scale_forward)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("chain/scale_no_grad", BM_chain_scale_no_grad)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    double worst_ratio = 0.0;
+    if (const int failures = check_gemm(worst_ratio); failures != 0) {
+        fmt::print(stderr, "bench_autograd: kernels::gemm disagrees with kernels::gemm_naive in {} case(s); "
+                           "not timing a wrong kernel.\n", failures);
+        return 1;
+    }
+    fmt::print(stderr, "gemm check: fast matches naive on all shapes, layouts and accumulate modes "
+                       "(worst difference {:.3f}x the tolerance)\n", worst_ratio);
+
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::AddCustomContext("gemm_check", fmt::format("passed, worst {:.3f}x tolerance", worst_ratio));
+    register_kernel_benchmarks();
+    register_op_benchmarks();
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
