@@ -1,18 +1,24 @@
 #include "autograd/gradcheck.h"
 
 #include <cmath>
+#include <utility>
 
 namespace autograd {
 
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
-    // Work on clones so the caller's tensors keep their gradients; same values, fresh leaves.
-    std::vector<Tensor> xs;
-    for (const Tensor& x : inputs) {
-        Tensor c = x.clone();
-        c.requires_grad_(x.requires_grad());
-        xs.push_back(c);
-    }
+    // The inputs themselves are perturbed, so f may also reach them another way (a module's
+    // parameters through its forward). Their gradients are set aside and restored at the end.
+    const std::vector<Tensor>& xs = inputs;
+    std::vector<std::shared_ptr<std::vector<float>>> saved_grads;
+    for (const Tensor& x : xs) saved_grads.push_back(std::exchange(x.impl()->grad, nullptr));
+    struct Restore {
+        const std::vector<Tensor>& xs;
+        std::vector<std::shared_ptr<std::vector<float>>>& grads;
+        ~Restore() {
+            for (size_t i = 0; i < xs.size(); ++i) xs[i].impl()->grad = std::move(grads[i]);
+        }
+    } restore{xs, saved_grads};
 
     Tensor y = f(xs);
     check(y.requires_grad(), "gradcheck: the output does not depend on any input that requires a gradient");
@@ -33,7 +39,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     double worst_excess = -1.0;
     for (size_t n = 0; n < xs.size(); ++n) {
         if (!xs[n].requires_grad()) continue;
-        const Tensor analytic = xs[n].grad();
+        const Tensor analytic = xs[n].grad().defined() ? xs[n].grad().clone() : Tensor();
         auto values = xs[n].data();
         for (int64_t e = 0; e < xs[n].numel(); ++e) {
             const float saved = values[e];

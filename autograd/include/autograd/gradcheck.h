@@ -35,7 +35,9 @@ struct GradcheckResult {
 };
 
 // f maps the inputs to one output tensor. Inputs that do not require a gradient are not checked.
-// The inputs' values are perturbed and restored; their gradients are left untouched.
+// The inputs themselves are perturbed (and restored), so f may reach them another way too, such as
+// a module's parameters: gradcheck(f, {x, w}) with f = [&](auto& v) { return layer.forward(v[0]); }
+// and w = layer.weight. Their gradients are set aside during the check and restored after it.
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 
