@@ -1,0 +1,24 @@
+// Uses the installed package: a gradient through matmul must come out as the hand-computed value,
+// and an attention head from tinygpt::nn must produce causal rows that sum to 1.
+#include <cmath>
+
+#include <autograd/tensor.h>
+#include <nn/attention.h>
+
+int main() {
+    using namespace autograd;
+    Tensor w = tensor({1, 2, 3, 4}, {2, 2}).requires_grad_();
+    Tensor x = tensor({1, 1}, {1, 2});
+    sum(matmul(x, w)).backward();  // d/dw sum(x @ w) = x^T @ ones: every entry 1
+    for (float g : w.grad().data())
+        if (g != 1.0f) return 1;
+
+    Generator gen(1);
+    nn::Head head({.n_embd = 4, .head_size = 2}, gen);
+    head.forward(randn({1, 3, 4}, gen));
+    const Tensor& shares = head.last_attention();  // (1, 3, 3)
+    if (shares.at({0, 0, 1}) != 0.0f || std::abs(shares.at({0, 2, 0}) + shares.at({0, 2, 1}) + shares.at({0, 2, 2}) - 1.0f) > 1e-6f)
+        return 1;
+    fmt::print("consumer: linked tinygpt::autograd and tinygpt::nn, gradient {}\n", w.grad());
+    return 0;
+}
