@@ -9,7 +9,7 @@ using namespace autograd;
 Linear::Linear(LinearOptions opts, Generator& gen) : options(opts) {
     check(opts.in > 0 && opts.out > 0, "Linear: in ({}) and out ({}) must be positive", opts.in, opts.out);
     const float bound = 1.0f / std::sqrt(static_cast<float>(opts.in));
-    weight = register_parameter("weight", rand({opts.in, opts.out}, gen, -bound, bound));
+    weight = register_parameter("weight", rand({opts.in, opts.out}, gen, -bound, bound), /*decay=*/true);
     if (opts.bias) bias = register_parameter("bias", rand({opts.out}, gen, -bound, bound));
 }
 

@@ -2,24 +2,40 @@
 
 namespace nn {
 
-Tensor Module::register_parameter(std::string name, Tensor value) {
+Tensor Module::register_parameter(std::string name, Tensor value, bool decay) {
     autograd::check(value.defined(), "register_parameter: '{}' is undefined", name);
-    for (const auto& [existing, _] : params_)
-        autograd::check(existing != name, "register_parameter: '{}' is registered twice", name);
+    for (const Parameter& p : params_)
+        autograd::check(p.name != name, "register_parameter: '{}' is registered twice", name);
     value.requires_grad_(true).set_name(name);
-    params_.emplace_back(std::move(name), value);
+    params_.push_back({std::move(name), value, decay});
     return value;
 }
 
-void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
-    for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
-    for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+void Module::collect(const std::string& prefix, std::vector<const Parameter*>& out,
+                     std::vector<std::string>& names) const {
+    for (const Parameter& p : params_) {
+        out.push_back(&p);
+        names.push_back(prefix + p.name);
+    }
+    for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out, names);
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+    std::vector<const Parameter*> params;
+    std::vector<std::string> names;
+    collect("", params, names);
     std::vector<std::pair<std::string, Tensor>> out;
-    collect("", out);
+    for (size_t i = 0; i < params.size(); ++i) out.emplace_back(names[i], params[i]->value);
     return out;
+}
+
+std::vector<std::string> Module::decayed_parameter_names() const {
+    std::vector<const Parameter*> params;
+    std::vector<std::string> names, decayed;
+    collect("", params, names);
+    for (size_t i = 0; i < params.size(); ++i)
+        if (params[i]->decay) decayed.push_back(names[i]);
+    return decayed;
 }
 
 std::vector<Tensor> Module::parameters() const {

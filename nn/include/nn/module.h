@@ -35,6 +35,9 @@ public:
     // "child.grandchild.param".
     std::vector<std::pair<std::string, Tensor>> named_parameters() const;
     std::vector<Tensor> parameters() const;
+    // Names of the parameters that take weight decay: matrices that multiply (Linear weights) by
+    // default; biases, norm gains and embedding tables are registered without it.
+    std::vector<std::string> decayed_parameter_names() const;
     int64_t parameter_count() const;  // number of scalars
     void zero_grad();
 
@@ -44,7 +47,8 @@ public:
 
 protected:
     // Marks the tensor as requiring a gradient, names it, and returns it (assign it to a member).
-    Tensor register_parameter(std::string name, Tensor value);
+    // `decay`: whether optimizers apply weight decay to it.
+    Tensor register_parameter(std::string name, Tensor value, bool decay = false);
     template <typename M>
     M& register_module(std::string name, M& child) {
         children_.emplace_back(std::move(name), &child);
@@ -52,8 +56,14 @@ protected:
     }
 
 private:
-    void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
-    std::vector<std::pair<std::string, Tensor>> params_;
+    struct Parameter {
+        std::string name;
+        Tensor value;
+        bool decay;
+    };
+    void collect(const std::string& prefix, std::vector<const Parameter*>& out,
+                 std::vector<std::string>& names) const;
+    std::vector<Parameter> params_;
     std::vector<std::pair<std::string, Module*>> children_;
     bool training_ = true;
 };
