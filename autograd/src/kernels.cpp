@@ -3,6 +3,23 @@
 #include <algorithm>
 #include <vector>
 
+#include "autograd/check.h"
+#include "autograd/threads.h"
+
+namespace autograd {
+
+namespace {
+int thread_count = 1;
+}  // namespace
+
+void set_num_threads(int n) {
+    check(n >= 1, "set_num_threads: need at least one thread, got {}", n);
+    thread_count = n;
+}
+int num_threads() { return thread_count; }
+
+}  // namespace autograd
+
 namespace autograd::kernels {
 
 void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
@@ -23,6 +40,7 @@ namespace {
 // C (M, N) += A (M, K) @ B (K, N). Row of C times broadcast scalar: the inner j loop vectorizes.
 void gemm_nn(int64_t M, int64_t N, int64_t K, const float* __restrict A, const float* __restrict B,
              float* __restrict C) {
+#pragma omp parallel for num_threads(thread_count) if (thread_count > 1 && M * N * K > (1 << 16)) schedule(static)
     for (int64_t i = 0; i < M; ++i) {
         float* __restrict c = C + i * N;
         for (int64_t k = 0; k < K; ++k) {
@@ -36,12 +54,18 @@ void gemm_nn(int64_t M, int64_t N, int64_t K, const float* __restrict A, const f
 // C (M, N) += A^T @ B with A stored (K, M).
 void gemm_tn(int64_t M, int64_t N, int64_t K, const float* __restrict A, const float* __restrict B,
              float* __restrict C) {
-    for (int64_t k = 0; k < K; ++k) {
-        const float* __restrict b = B + k * N;
-        for (int64_t i = 0; i < M; ++i) {
-            const float a = A[k * M + i];
-            float* __restrict c = C + i * N;
-            for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+    // Threads take blocks of C's rows; within a block k stays outermost so each B row is reused.
+    constexpr int64_t kRows = 16;
+#pragma omp parallel for num_threads(thread_count) if (thread_count > 1 && M * N * K > (1 << 16)) schedule(static)
+    for (int64_t i0 = 0; i0 < M; i0 += kRows) {
+        const int64_t i1 = std::min(M, i0 + kRows);
+        for (int64_t k = 0; k < K; ++k) {
+            const float* __restrict b = B + k * N;
+            for (int64_t i = i0; i < i1; ++i) {
+                const float a = A[k * M + i];
+                float* __restrict c = C + i * N;
+                for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+            }
         }
     }
 }

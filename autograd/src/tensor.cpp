@@ -121,7 +121,7 @@ Tensor Tensor::grad() const {
     return Tensor(std::move(g));
 }
 
-void Tensor::zero_grad() { checked_impl().grad.reset(); }
+void Tensor::zero_grad() const { checked_impl().grad.reset(); }
 
 const char* Tensor::op() const {
     const TensorImpl& impl = checked_impl();
@@ -152,7 +152,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end) const {
 
 // --- the engine --------------------------------------------------------------------------------------
 
-void Tensor::backward(bool retain_graph) {
+void Tensor::backward(bool retain_graph) const {
     check(numel() == 1,
           "backward: called without a gradient on a tensor of shape {}; only one-element outputs have an "
           "implied gradient of 1, pass output_grad otherwise",
@@ -160,7 +160,7 @@ void Tensor::backward(bool retain_graph) {
     backward(ones(shape()), retain_graph);
 }
 
-void Tensor::backward(const Tensor& output_grad, bool retain_graph) {
+void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
     check(output_grad.shape() == shape(), "backward: output_grad has shape {} but the tensor has shape {}",
           shape_str(output_grad.shape()), shape_str(shape()));
     check(requires_grad(), "backward: the tensor does not require a gradient (no input requires one, or it "

@@ -91,10 +91,10 @@ public:
     Tensor& requires_grad_(bool on = true);  // only on leaves
     bool is_leaf() const;
     Tensor grad() const;  // shares the gradient storage; undefined until a gradient arrives
-    void zero_grad();     // drops the gradient (it is re-created as zeros on the next backward)
+    void zero_grad() const;  // drops the gradient (it is re-created as zeros on the next backward)
     // Backpropagate from this tensor. With no argument it must have one element (seed gradient 1).
-    void backward(bool retain_graph = false);
-    void backward(const Tensor& output_grad, bool retain_graph = false);
+    void backward(bool retain_graph = false) const;
+    void backward(const Tensor& output_grad, bool retain_graph = false) const;
     const char* op() const;  // name of the op that made it, "leaf" for leaves
     const std::string& name() const;
     Tensor& set_name(std::string name);
@@ -156,4 +156,5 @@ int64_t normalize_dim(int64_t dim, int64_t rank, const char* op);
 
 #include "autograd/ops.h"     // IWYU pragma: export
 #include "autograd/random.h"  // IWYU pragma: export
+#include "autograd/threads.h"  // IWYU pragma: export
 #include "autograd/format.h"  // IWYU pragma: export
