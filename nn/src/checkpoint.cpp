@@ -1,0 +1,432 @@
+// safetensors reading and writing. What load_safetensors rejects, each with the path and the numbers:
+//   - a missing, unreadable or non-regular file (a directory), a file over limits.max_file_bytes;
+//   - fewer than 8 bytes; a header length past the end of the file or over limits.max_header_bytes;
+//   - a header that is not JSON, not an object, or repeats a key (a tensor name, or a field of an entry);
+//   - an entry that is not an object with "dtype" (a string, and "F32"), "shape" (non-negative integers
+//     whose product does not overflow) and "data_offsets" ([begin, end], begin <= end,
+//     end - begin = 4 * numel); "__metadata__" that is not an object of strings;
+//   - offsets that, sorted by begin, do not start at 0 and follow each other exactly (overlap or gap), or
+//     that end before or after the end of the file (trailing bytes, truncation).
+// Nothing is allocated from the file's numbers until all of this has passed; the data is then read once,
+// straight into the tensors.
+#include "nn/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include <autograd/check.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace nn {
+
+using autograd::check;
+using autograd::shape_str;
+using autograd::Tensor;
+
+namespace {
+
+constexpr const char* kMetadataKey = "__metadata__";
+
+std::string path_str(const std::filesystem::path& path) { return fmt::format("'{}'", path.string()); }
+
+// A name from a file, quoted and escaped as JSON (control characters cannot break the message), and
+// shortened if a hostile header made it long.
+std::string quoted_name(const std::string& name) {
+    constexpr size_t kMax = 80;
+    std::string shown = nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (shown.size() > kMax) shown = shown.substr(0, kMax) + "...\"";
+    return shown;
+}
+
+void store_le64(unsigned char* out, uint64_t v) {
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+uint64_t load_le64(const unsigned char* in) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{in[i]} << (8 * i);
+    return v;
+}
+
+// float32 values are stored little-endian; on a big-endian host swap each one in place.
+void to_or_from_little_endian(std::span<float> values) {
+    if constexpr (std::endian::native == std::endian::big) {
+        for (float& v : values) v = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(v)));
+    } else {
+        (void)values;
+    }
+}
+
+struct FileCloser {
+    int fd = -1;
+    ~FileCloser() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+// --- writing --------------------------------------------------------------------------------------
+
+// A temporary file beside the target that becomes the target on commit() and is removed otherwise.
+class AtomicFile {
+public:
+    explicit AtomicFile(const std::filesystem::path& target) : target_(target) {
+        const std::string filename = target.filename().string();
+        if (filename.empty() || filename == "." || filename == "..") fail("not a file name", 0);
+        const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+        static std::atomic<uint64_t> counter{0};
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            temp_ = dir / fmt::format(".{}.tmp-{}-{}", filename, ::getpid(), counter++);
+            fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd_ >= 0) return;
+            if (errno != EEXIST) break;
+        }
+        const int error = errno;
+        fail(fmt::format("cannot create a temporary file in {}", path_str(dir)), error);
+    }
+    AtomicFile(const AtomicFile&) = delete;
+    AtomicFile& operator=(const AtomicFile&) = delete;
+    ~AtomicFile() {
+        if (fd_ >= 0) ::close(fd_);
+        if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+    }
+
+    void write(const void* data, size_t size) {
+        const auto* p = static_cast<const char*>(data);
+        while (size > 0) {
+            const ssize_t n = ::write(fd_, p, size);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) fail("write failed", n < 0 ? errno : ENOSPC);
+            p += n;
+            size -= static_cast<size_t>(n);
+        }
+    }
+
+    void commit() {
+        if (::fsync(fd_) != 0) fail("fsync failed", errno);
+        const int fd = fd_;
+        fd_ = -1;
+        if (::close(fd) != 0) fail("close failed", errno);
+        if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
+        committed_ = true;
+        // Make the rename itself durable. Best effort: the new file is already in place.
+        const std::filesystem::path dir = target_.has_parent_path() ? target_.parent_path() : ".";
+        FileCloser d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+        if (d.fd >= 0) (void)::fsync(d.fd);
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what, int error) const {
+        throw std::runtime_error(fmt::format("save_safetensors: cannot write {}: {}{}", path_str(target_), what,
+                                             error ? fmt::format(" ({})", std::strerror(error)) : ""));
+    }
+    std::filesystem::path target_, temp_;
+    int fd_ = -1;
+    bool committed_ = false;
+};
+
+// --- reading --------------------------------------------------------------------------------------
+
+struct Entry {
+    std::string name;
+    autograd::Shape shape;
+    uint64_t begin = 0, end = 0;
+};
+
+class Reader {
+public:
+    Reader(const std::filesystem::path& path) : path_(path) {}
+
+    [[noreturn]] void fail(const std::string& what) const {
+        throw std::runtime_error(fmt::format("load_safetensors: {}: {}", path_str(path_), what));
+    }
+
+    // Reads exactly `size` bytes, or fails naming where the file ended.
+    void read_exact(int fd, void* out, size_t size) {
+        auto* p = static_cast<char*>(out);
+        while (size > 0) {
+            const ssize_t n = ::read(fd, p, size);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) fail(fmt::format("read failed at byte {} ({})", position_, std::strerror(errno)));
+            if (n == 0) fail(fmt::format("the file ends at byte {} while reading (truncated while being read?)", position_));
+            p += n;
+            size -= static_cast<size_t>(n);
+            position_ += static_cast<uint64_t>(n);
+        }
+    }
+
+    // A JSON array of non-negative integers, or a failure naming `what`.
+    std::vector<uint64_t> unsigned_array(const nlohmann::json& value, const std::string& what) const {
+        if (!value.is_array()) fail(fmt::format("{} must be an array of non-negative integers, got {}", what, value.type_name()));
+        std::vector<uint64_t> out;
+        for (const auto& v : value) {
+            if (!v.is_number_unsigned())
+                fail(fmt::format("{} must be an array of non-negative integers, got {}", what,
+                                 quoted_name(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+            out.push_back(v.get<uint64_t>());
+        }
+        return out;
+    }
+
+    Entry entry(const std::string& name, const nlohmann::json& value) const {
+        const std::string who = "tensor " + quoted_name(name);
+        if (!value.is_object()) fail(fmt::format("{} must be an object, got {}", who, value.type_name()));
+        for (const char* field : {"dtype", "shape", "data_offsets"})
+            if (!value.contains(field)) fail(fmt::format("{} has no \"{}\"", who, field));
+        const auto& dtype = value.at("dtype");
+        if (!dtype.is_string()) fail(fmt::format("{}: \"dtype\" must be a string, got {}", who, dtype.type_name()));
+        if (dtype.get<std::string>() != "F32")
+            fail(fmt::format("{} has dtype {}; only F32 is supported", who, quoted_name(dtype.get<std::string>())));
+
+        Entry e{name, {}, 0, 0};
+        uint64_t numel = 1;
+        for (uint64_t d : unsigned_array(value.at("shape"), who + ": \"shape\"")) {
+            constexpr auto kMaxDim = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+            if (d > kMaxDim || (d != 0 && numel > kMaxDim / 4 / d))
+                fail(fmt::format("{}: shape {} has too many elements", who, value.at("shape").dump()));
+            numel *= d;
+            e.shape.push_back(static_cast<int64_t>(d));
+        }
+        const auto offsets = unsigned_array(value.at("data_offsets"), who + ": \"data_offsets\"");
+        if (offsets.size() != 2 || offsets[0] > offsets[1])
+            fail(fmt::format("{}: \"data_offsets\" must be [begin, end] with begin <= end, got {}", who,
+                             value.at("data_offsets").dump()));
+        e.begin = offsets[0];
+        e.end = offsets[1];
+        if (e.end - e.begin != 4 * numel)
+            fail(fmt::format("{}: data_offsets [{}, {}] hold {} bytes, but shape {} of F32 needs {}", who, e.begin,
+                             e.end, e.end - e.begin, shape_str(e.shape), 4 * numel));
+        return e;
+    }
+
+private:
+    std::filesystem::path path_;
+    uint64_t position_ = 0;
+};
+
+// Parses the header, rejecting a key repeated within one object (nlohmann::json would keep the last).
+nlohmann::json parse_header(const std::string& header, const Reader& reader) {
+    std::vector<std::set<std::string>> open_objects;
+    std::string duplicate;
+    bool duplicate_is_tensor = false;
+    const auto on_event = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using E = nlohmann::json::parse_event_t;
+        if (event == E::object_start) {
+            open_objects.emplace_back();
+        } else if (event == E::object_end) {
+            open_objects.pop_back();
+        } else if (event == E::key && duplicate.empty() && !open_objects.empty() &&
+                   !open_objects.back().insert(parsed.get<std::string>()).second) {
+            duplicate = parsed.get<std::string>();
+            duplicate_is_tensor = open_objects.size() == 1;
+        }
+        return true;
+    };
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(header, on_event);
+    } catch (const nlohmann::json::exception& e) {
+        reader.fail(fmt::format("the header is not valid JSON ({})", e.what()));
+    }
+    if (!duplicate.empty())
+        reader.fail(duplicate_is_tensor ? fmt::format("the header names tensor {} twice", quoted_name(duplicate))
+                                        : fmt::format("the header repeats the key {} in one object", quoted_name(duplicate)));
+    if (!j.is_object()) reader.fail(fmt::format("the header is not a JSON object but {}", j.type_name()));
+    return j;
+}
+
+}  // namespace
+
+void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+    std::set<std::string_view> names;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        const auto& [name, t] = tensors[i];
+        check(!name.empty(), "save_safetensors: {}: tensor {} has an empty name", path_str(path), i);
+        check(name != kMetadataKey, "save_safetensors: {}: the name \"{}\" is reserved for metadata", path_str(path),
+              kMetadataKey);
+        check(names.insert(name).second, "save_safetensors: {}: the name {} is used twice", path_str(path),
+              quoted_name(name));
+        check(t.defined(), "save_safetensors: {}: tensor {} is undefined", path_str(path), quoted_name(name));
+    }
+
+    // The header: metadata first, then the tensors in the given order with contiguous offsets.
+    nlohmann::ordered_json header = nlohmann::ordered_json::object();
+    if (!metadata.empty()) header[kMetadataKey] = metadata;
+    uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        const uint64_t bytes = 4 * static_cast<uint64_t>(t.numel());
+        header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    std::string json;
+    try {
+        json = header.dump();
+    } catch (const nlohmann::json::exception&) {
+        throw std::invalid_argument(fmt::format("save_safetensors: {}: a tensor name or metadata entry is not valid UTF-8",
+                                                path_str(path)));
+    }
+    json.append((8 - json.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference writes it
+    unsigned char length[8];
+    store_le64(length, json.size());
+
+    AtomicFile file(path);
+    file.write(length, sizeof length);
+    file.write(json.data(), json.size());
+    for (const auto& [name, t] : tensors) {
+        if constexpr (std::endian::native == std::endian::little) {
+            file.write(t.data().data(), t.data().size_bytes());
+        } else {
+            std::vector<float> copy = t.to_vector();
+            to_or_from_little_endian(copy);
+            file.write(copy.data(), copy.size() * sizeof(float));
+        }
+    }
+    file.commit();
+}
+
+Safetensors load_safetensors(const std::filesystem::path& path, const SafetensorsLimits& limits) {
+    Reader reader(path);
+    FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (file.fd < 0) reader.fail(fmt::format("cannot open ({})", std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(file.fd, &st) != 0) reader.fail(fmt::format("cannot stat ({})", std::strerror(errno)));
+    if (S_ISDIR(st.st_mode)) reader.fail("is a directory, not a safetensors file");
+    if (!S_ISREG(st.st_mode)) reader.fail("is not a regular file");
+
+    const auto file_size = static_cast<uint64_t>(st.st_size);
+    if (file_size > limits.max_file_bytes)
+        reader.fail(fmt::format("the file is {} bytes, over the limit of {}", file_size, limits.max_file_bytes));
+    if (file_size < 8)
+        reader.fail(fmt::format("the file is {} bytes, too short for the 8-byte header length", file_size));
+    unsigned char length_bytes[8];
+    reader.read_exact(file.fd, length_bytes, 8);
+    const uint64_t header_size = load_le64(length_bytes);
+    if (header_size > file_size - 8)
+        reader.fail(fmt::format("the header length {} runs past the end of the file ({} bytes follow the length)",
+                                header_size, file_size - 8));
+    if (header_size > limits.max_header_bytes)
+        reader.fail(fmt::format("the header length {} is over the limit of {}", header_size, limits.max_header_bytes));
+    std::string header_text(header_size, '\0');
+    reader.read_exact(file.fd, header_text.data(), header_text.size());
+
+    const nlohmann::json header = parse_header(header_text, reader);
+    Safetensors out;
+    std::vector<Entry> entries;
+    for (const auto& [name, value] : header.items()) {
+        if (name == kMetadataKey) {
+            if (!value.is_object()) reader.fail(fmt::format("\"{}\" must be an object of strings, got {}", kMetadataKey, value.type_name()));
+            for (const auto& [key, v] : value.items()) {
+                if (!v.is_string())
+                    reader.fail(fmt::format("\"{}\" must be an object of strings, but {} is {}", kMetadataKey,
+                                            quoted_name(key), v.type_name()));
+                out.metadata.emplace(key, v.get<std::string>());
+            }
+        } else {
+            entries.push_back(reader.entry(name, value));
+        }
+    }
+
+    // Sorted by begin, the tensors must tile the data section exactly: no overlap, no gap, no tail.
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+    const uint64_t data_size = file_size - 8 - header_size;
+    uint64_t expected = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+        const Entry& e = entries[i];
+        if (e.begin < expected)
+            reader.fail(fmt::format("tensor {} (data_offsets [{}, {}]) overlaps tensor {} (data_offsets [{}, {}])",
+                                    quoted_name(e.name), e.begin, e.end, quoted_name(entries[i - 1].name), entries[i - 1].begin,
+                                    entries[i - 1].end));
+        if (e.begin > expected)
+            reader.fail(fmt::format("a gap of {} bytes before tensor {} (data_offsets [{}, {}]): the data before it ends at {}",
+                                    e.begin - expected, quoted_name(e.name), e.begin, e.end, expected));
+        if (e.end > data_size)
+            reader.fail(fmt::format("tensor {} (data_offsets [{}, {}]) ends past the end of the file: the data section "
+                                    "holds {} bytes (truncated?)",
+                                    quoted_name(e.name), e.begin, e.end, data_size));
+        expected = e.end;
+    }
+    if (expected != data_size)
+        reader.fail(fmt::format("{} bytes of trailing data after the last tensor (the tensors end at {}, the data "
+                                "section holds {} bytes)",
+                                data_size - expected, expected, data_size));
+
+    // Every number is now checked against the file size (at most limits.max_file_bytes): allocate and read.
+    for (const Entry& e : entries) {
+        Tensor t = autograd::zeros(e.shape);
+        reader.read_exact(file.fd, t.data().data(), t.data().size_bytes());
+        to_or_from_little_endian(t.data());
+        out.tensors.emplace_back(e.name, std::move(t));
+    }
+    char extra = 0;
+    ssize_t n = 0;
+    do n = ::read(file.fd, &extra, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 0) reader.fail("the file grew or failed while being read");
+    return out;
+}
+
+void save_module(const std::filesystem::path& path, const Module& module,
+                 const std::map<std::string, std::string>& metadata) {
+    save_safetensors(path, module.named_parameters(), metadata);
+}
+
+void load_module(const std::filesystem::path& path, Module& module) {
+    const Safetensors file = load_safetensors(path);
+    try {
+        load_parameters(module, file.tensors);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("load_module: {}: {}", path_str(path), e.what()));
+    }
+}
+
+void load_parameters(Module& module, const NamedTensors& tensors) {
+    const NamedTensors params = module.named_parameters();
+
+    std::map<std::string_view, const Tensor*> given;
+    for (const auto& [name, t] : tensors) given.emplace(name, &t);
+    std::vector<std::string> missing, mismatched, extra;
+    std::set<std::string_view> wanted;
+    for (const auto& [name, p] : params) {
+        wanted.insert(name);
+        const auto it = given.find(name);
+        if (it == given.end())
+            missing.push_back(fmt::format("{} {}", name, shape_str(p.shape())));
+        else if (it->second->shape() != p.shape())
+            mismatched.push_back(fmt::format("{} is {} in the file, {} in the module", name,
+                                             shape_str(it->second->shape()), shape_str(p.shape())));
+    }
+    for (const auto& [name, t] : tensors)
+        if (!wanted.contains(name)) extra.push_back(fmt::format("{} {}", quoted_name(name), shape_str(t.shape())));
+
+    if (!missing.empty() || !mismatched.empty() || !extra.empty()) {
+        const auto list = [](const std::vector<std::string>& items, const char* what) -> std::string {
+            if (items.empty()) return {};
+            constexpr size_t kMaxListed = 10;
+            std::string s = fmt::format("; {} {}: ", items.size(), what);
+            for (size_t i = 0; i < items.size() && i < kMaxListed; ++i) s += (i ? ", " : "") + items[i];
+            if (items.size() > kMaxListed) s += fmt::format(", and {} more", items.size() - kMaxListed);
+            return s;
+        };
+        throw std::invalid_argument(fmt::format("the tensors do not fit the module (nothing was loaded){}{}{}",
+                                                list(missing, "missing from the file"),
+                                                list(extra, "in the file but not in the module"),
+                                                list(mismatched, "of a different shape")));
+    }
+    for (const auto& [name, p] : params) {
+        const auto src = given.at(name)->data();
+        std::copy(src.begin(), src.end(), p.data().begin());
+    }
+}
+
+}  // namespace nn
