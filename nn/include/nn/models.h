@@ -1,0 +1,204 @@
+// The model ladder, from the one-character model to a small GPT. Each is a Module with one options
+// struct; all map a (B, T) window of token ids to (B, T, V) logits for the next token.
+//
+// Shape legend: B batch, T time (window), C n_embd, H head width, V vocab.
+//
+//     nn::GPT model({.vocab = 65, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64});
+//     Tensor logits = model.forward(ids, B, T);                    // (B, T, V)
+//     Tensor loss = cross_entropy(logits, targets);                // mean over B * T rows
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <autograd/random.h>
+
+#include "nn/attention.h"
+#include "nn/layers.h"
+
+namespace nn {
+
+// What every model of the ladder is: ids in, next-token logits out.
+class LanguageModel : public Module {
+public:
+    // ids: (B, T) row-major, each in [0, V), T <= block_size()  ->  logits (B, T, V)
+    virtual Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) = 0;
+    virtual int64_t block_size() const = 0;  // the longest window the model reads
+    virtual int64_t vocab_size() const = 0;
+
+protected:
+    void check_ids(std::span<const int64_t> ids, int64_t B, int64_t T, const char* model) const;
+};
+
+// --- one model per rung ------------------------------------------------------------------------------
+
+struct BigramOptions {
+    int64_t vocab = 0;
+};
+// The one-character model: a table of next-character logits per character. Reads the last character only.
+class Bigram : public LanguageModel {
+public:
+    explicit Bigram(BigramOptions options, autograd::Generator& gen = autograd::default_generator());
+    Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    int64_t block_size() const override { return 1; }
+    int64_t vocab_size() const override { return options.vocab; }
+
+    BigramOptions options;
+    Embedding logits_table;  // (V, V)
+};
+
+struct AverageModelOptions {
+    int64_t vocab = 0;
+    int64_t n_embd = 32;  // C
+    int64_t block = 8;    // longest window
+};
+// "Just average them": token + position embeddings, the uniform causal average, a linear map to V.
+class AverageModel : public LanguageModel {
+public:
+    explicit AverageModel(AverageModelOptions options, autograd::Generator& gen = autograd::default_generator());
+    Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    int64_t block_size() const override { return options.block; }
+    int64_t vocab_size() const override { return options.vocab; }
+
+    AverageModelOptions options;
+    Embedding token, position;
+    Average average;
+    Linear lm_head;
+};
+
+struct SingleHeadOptions {
+    int64_t vocab = 0;
+    int64_t n_embd = 32;     // C
+    int64_t head_size = 0;   // H; 0 means n_embd
+    int64_t block = 8;
+};
+// Token + position embeddings, one causal attention Head, a linear map to V.
+class SingleHead : public LanguageModel {
+public:
+    explicit SingleHead(SingleHeadOptions options, autograd::Generator& gen = autograd::default_generator());
+    Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    int64_t block_size() const override { return options.block; }
+    int64_t vocab_size() const override { return options.vocab; }
+
+    SingleHeadOptions options;
+    Embedding token, position;
+    Head head;
+    Linear lm_head;
+};
+
+struct MultiHeadAttentionOptions {
+    int64_t n_embd = 0;   // C
+    int64_t n_head = 1;   // heads of width C / n_head
+    float dropout = 0.0f; // on the projected output, in training mode
+};
+// Several Heads side by side, concatenated back to C channels, then projected: (B, T, C) -> (B, T, C).
+class MultiHeadAttention : public Module {
+public:
+    explicit MultiHeadAttention(MultiHeadAttentionOptions options, autograd::Generator& gen);
+    Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
+
+    MultiHeadAttentionOptions options;
+    std::vector<std::unique_ptr<Head>> heads;
+    Linear projection;
+};
+
+struct FeedForwardOptions {
+    int64_t n_embd = 0;   // C; the hidden layer is 4 C wide
+    float dropout = 0.0f;
+};
+// Linear C -> 4C, GELU, Linear 4C -> C: (B, T, C) -> (B, T, C).
+class FeedForward : public Module {
+public:
+    explicit FeedForward(FeedForwardOptions options, autograd::Generator& gen);
+    Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
+
+    FeedForwardOptions options;
+    Linear up, down;
+};
+
+struct MultiHeadOptions {
+    int64_t vocab = 0;
+    int64_t n_embd = 32;       // C
+    int64_t n_head = 4;        // heads of width C / n_head
+    int64_t block = 8;
+    bool feed_forward = false; // add a FeedForward after the attention (the lecture's next rung)
+};
+// Token + position embeddings, multi-head attention (and optionally a feed-forward), linear to V.
+// No residuals or norms: those arrive with GPT.
+class MultiHead : public LanguageModel {
+public:
+    explicit MultiHead(MultiHeadOptions options, autograd::Generator& gen = autograd::default_generator());
+    Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    int64_t block_size() const override { return options.block; }
+    int64_t vocab_size() const override { return options.vocab; }
+
+    MultiHeadOptions options;
+    Embedding token, position;
+    MultiHeadAttention attention;
+    std::unique_ptr<FeedForward> feed_forward;  // null unless options.feed_forward
+    Linear lm_head;
+};
+
+struct GPTOptions {
+    int64_t vocab = 0;
+    int64_t n_embd = 64;   // C
+    int64_t n_head = 4;
+    int64_t n_layer = 4;
+    int64_t block = 32;
+    float dropout = 0.0f;  // on embeddings and on each residual branch, in training mode
+    uint64_t dropout_seed = 0;
+};
+// x + attention(LayerNorm(x)), then x + feed_forward(LayerNorm(x)): one block, (B, T, C) -> (B, T, C).
+class Block : public Module {
+public:
+    Block(const GPTOptions& options, autograd::Generator& gen);
+    Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
+
+    LayerNorm norm1, norm2;
+    MultiHeadAttention attention;
+    FeedForward feed_forward;
+};
+// The small GPT: embeddings, n_layer blocks, a final LayerNorm, a linear head. Weights start as in
+// GPT-2 (normal, std 0.02; residual projections 0.02 / sqrt(2 n_layer)).
+class GPT : public LanguageModel {
+public:
+    explicit GPT(GPTOptions options, autograd::Generator& gen = autograd::default_generator());
+    Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    int64_t block_size() const override { return options.block; }
+    int64_t vocab_size() const override { return options.vocab; }
+    autograd::Generator& dropout_generator() { return dropout_gen_; }
+    const autograd::Generator& dropout_generator() const { return dropout_gen_; }
+
+    GPTOptions options;
+    Embedding token, position;
+    std::vector<std::unique_ptr<Block>> blocks;
+    LayerNorm final_norm;
+    Linear lm_head;
+
+private:
+    autograd::Generator dropout_gen_;
+};
+
+// --- one description for every rung (training program, checkpoints) --------------------------------
+
+struct ModelConfig {
+    std::string kind = "gpt";  // bigram | average | head | multihead | gpt
+    int64_t vocab = 0;
+    int64_t n_embd = 32;
+    int64_t n_head = 4;
+    int64_t n_layer = 4;
+    int64_t block = 8;
+    float dropout = 0.0f;
+    bool feed_forward = false;  // multihead only
+
+    std::map<std::string, std::string> to_metadata() const;  // "model.kind", "model.n_embd", ...
+    static ModelConfig from_metadata(const std::map<std::string, std::string>& metadata);
+    bool operator==(const ModelConfig&) const = default;
+};
+// Validates the config (sizes positive, n_head divides n_embd, known kind) and builds the model.
+std::unique_ptr<LanguageModel> make_model(const ModelConfig& config, autograd::Generator& gen);
+
+}  // namespace nn

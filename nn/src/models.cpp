@@ -1,0 +1,250 @@
+#include "nn/models.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace nn {
+
+using namespace autograd;
+
+void LanguageModel::check_ids(std::span<const int64_t> ids, int64_t B, int64_t T, const char* model) const {
+    check(B > 0 && T > 0 && static_cast<int64_t>(ids.size()) == B * T, "{}: {} ids do not form a ({}, {}) window",
+          model, ids.size(), B, T);
+    check(T <= block_size(), "{}: window of {} is longer than the block size {}", model, T, block_size());
+    for (size_t i = 0; i < ids.size(); ++i)
+        check(ids[i] >= 0 && ids[i] < vocab_size(), "{}: id {} at position {} is outside the vocabulary of {}", model,
+              ids[i], i, vocab_size());
+}
+
+namespace {
+// Token embeddings plus position embeddings: (B, T, C).
+Tensor embed(const Embedding& token, const Embedding& position, std::span<const int64_t> ids, int64_t B, int64_t T) {
+    std::vector<int64_t> positions(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) positions[t] = t;
+    return token.forward(ids, {B, T}) + position.forward(positions, {T});  // (B, T, C) + (T, C)
+}
+}  // namespace
+
+// --- Bigram ------------------------------------------------------------------------------------------
+
+Bigram::Bigram(BigramOptions opts, Generator& gen) : options(opts), logits_table({.num = opts.vocab, .dim = opts.vocab}, gen) {
+    register_module("logits_table", logits_table);
+}
+
+Tensor Bigram::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    // Reads each position's own character only, so any window length works.
+    check(B > 0 && T > 0 && static_cast<int64_t>(ids.size()) == B * T, "Bigram: {} ids do not form a ({}, {}) window",
+          ids.size(), B, T);
+    return logits_table.forward(ids, {B, T});  // (B, T, V)
+}
+
+// --- AverageModel --------------------------------------------------------------------------------------
+
+AverageModel::AverageModel(AverageModelOptions opts, Generator& gen)
+    : options(opts),
+      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
+      position({.num = opts.block, .dim = opts.n_embd}, gen),
+      lm_head({.in = opts.n_embd, .out = opts.vocab}, gen) {
+    register_module("token", token);
+    register_module("position", position);
+    register_module("lm_head", lm_head);
+}
+
+Tensor AverageModel::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    check_ids(ids, B, T, "AverageModel");
+    return lm_head.forward(average.forward(embed(token, position, ids, B, T)));  // (B, T, V)
+}
+
+// --- SingleHead -----------------------------------------------------------------------------------------
+
+SingleHead::SingleHead(SingleHeadOptions opts, Generator& gen)
+    : options(opts),
+      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
+      position({.num = opts.block, .dim = opts.n_embd}, gen),
+      head({.n_embd = opts.n_embd, .head_size = opts.head_size > 0 ? opts.head_size : opts.n_embd}, gen),
+      lm_head({.in = head.options.head_size, .out = opts.vocab}, gen) {
+    register_module("token", token);
+    register_module("position", position);
+    register_module("head", head);
+    register_module("lm_head", lm_head);
+}
+
+Tensor SingleHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    check_ids(ids, B, T, "SingleHead");
+    return lm_head.forward(head.forward(embed(token, position, ids, B, T)));  // (B, T, V)
+}
+
+// --- MultiHeadAttention and FeedForward ------------------------------------------------------------------
+
+MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator& gen)
+    : options(opts), projection({.in = opts.n_embd, .out = opts.n_embd}, gen) {
+    check(opts.n_head > 0 && opts.n_embd > 0 && opts.n_embd % opts.n_head == 0,
+          "MultiHeadAttention: n_head {} must divide n_embd {}", opts.n_head, opts.n_embd);
+    for (int64_t h = 0; h < opts.n_head; ++h) {
+        heads.push_back(std::make_unique<Head>(HeadOptions{.n_embd = opts.n_embd, .head_size = opts.n_embd / opts.n_head}, gen));
+        register_module(fmt::format("heads.{}", h), *heads.back());
+    }
+    register_module("projection", projection);
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
+    std::vector<Tensor> outs;
+    for (auto& head : heads) outs.push_back(head->forward(x));  // each (B, T, C / n_head)
+    return dropout(projection.forward(concat(outs, -1)), options.dropout, is_training(), dropout_gen);  // (B, T, C)
+}
+
+FeedForward::FeedForward(FeedForwardOptions opts, Generator& gen)
+    : options(opts), up({.in = opts.n_embd, .out = 4 * opts.n_embd}, gen), down({.in = 4 * opts.n_embd, .out = opts.n_embd}, gen) {
+    register_module("up", up);
+    register_module("down", down);
+}
+
+Tensor FeedForward::forward(const Tensor& x, Generator& dropout_gen) {
+    return dropout(down.forward(gelu(up.forward(x))), options.dropout, is_training(), dropout_gen);  // (B, T, C)
+}
+
+// --- MultiHead -------------------------------------------------------------------------------------------
+
+MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
+    : options(opts),
+      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
+      position({.num = opts.block, .dim = opts.n_embd}, gen),
+      attention({.n_embd = opts.n_embd, .n_head = opts.n_head}, gen),
+      lm_head({.in = opts.n_embd, .out = opts.vocab}, gen) {
+    register_module("token", token);
+    register_module("position", position);
+    register_module("attention", attention);
+    if (opts.feed_forward) {
+        feed_forward = std::make_unique<FeedForward>(FeedForwardOptions{.n_embd = opts.n_embd}, gen);
+        register_module("feed_forward", *feed_forward);
+    }
+    register_module("lm_head", lm_head);
+}
+
+Tensor MultiHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    check_ids(ids, B, T, "MultiHead");
+    Generator unused;  // no dropout in this model
+    Tensor x = attention.forward(embed(token, position, ids, B, T), unused);  // (B, T, C)
+    if (feed_forward) x = feed_forward->forward(x, unused);
+    return lm_head.forward(x);  // (B, T, V)
+}
+
+// --- GPT -----------------------------------------------------------------------------------------------
+
+Block::Block(const GPTOptions& opts, Generator& gen)
+    : norm1({.dim = opts.n_embd}),
+      norm2({.dim = opts.n_embd}),
+      attention({.n_embd = opts.n_embd, .n_head = opts.n_head, .dropout = opts.dropout}, gen),
+      feed_forward({.n_embd = opts.n_embd, .dropout = opts.dropout}, gen) {
+    register_module("norm1", norm1);
+    register_module("attention", attention);
+    register_module("norm2", norm2);
+    register_module("feed_forward", feed_forward);
+}
+
+Tensor Block::forward(const Tensor& x, Generator& dropout_gen) {
+    const Tensor h = x + attention.forward(norm1.forward(x), dropout_gen);  // (B, T, C)
+    return h + feed_forward.forward(norm2.forward(h), dropout_gen);         // (B, T, C)
+}
+
+GPT::GPT(GPTOptions opts, Generator& gen)
+    : options(opts),
+      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
+      position({.num = opts.block, .dim = opts.n_embd}, gen),
+      final_norm({.dim = opts.n_embd}),
+      lm_head({.in = opts.n_embd, .out = opts.vocab}, gen),
+      dropout_gen_(opts.dropout_seed) {
+    check(opts.n_layer > 0, "GPT: n_layer must be positive, got {}", opts.n_layer);
+    register_module("token", token);
+    register_module("position", position);
+    for (int64_t l = 0; l < opts.n_layer; ++l) {
+        blocks.push_back(std::make_unique<Block>(opts, gen));
+        register_module(fmt::format("blocks.{}", l), *blocks.back());
+    }
+    register_module("final_norm", final_norm);
+    register_module("lm_head", lm_head);
+
+    // GPT-2's initialization: weights N(0, 0.02), biases 0, and the projections that write into the
+    // residual stream scaled down by sqrt(2 n_layer) so the stream's variance does not grow with depth.
+    const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(opts.n_layer));
+    for (auto& [name, p] : named_parameters()) {
+        const bool bias = name.ends_with(".bias"), norm = name.find("norm") != std::string::npos;
+        if (norm) continue;
+        const bool residual = name.ends_with("projection.weight") || name.ends_with("down.weight");
+        for (float& v : p.data()) v = bias ? 0.0f : gen.normal(0.0f, residual ? residual_std : 0.02f);
+    }
+}
+
+Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    check_ids(ids, B, T, "GPT");
+    Tensor x = dropout(embed(token, position, ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
+    for (auto& block : blocks) x = block->forward(x, dropout_gen_);
+    return lm_head.forward(final_norm.forward(x));  // (B, T, V)
+}
+
+// --- ModelConfig -----------------------------------------------------------------------------------------
+
+std::map<std::string, std::string> ModelConfig::to_metadata() const {
+    return {{"model.kind", kind},
+            {"model.vocab", std::to_string(vocab)},
+            {"model.n_embd", std::to_string(n_embd)},
+            {"model.n_head", std::to_string(n_head)},
+            {"model.n_layer", std::to_string(n_layer)},
+            {"model.block", std::to_string(block)},
+            {"model.dropout", fmt::format("{}", dropout)},
+            {"model.feed_forward", feed_forward ? "1" : "0"}};
+}
+
+ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>& metadata) {
+    const auto field = [&](const std::string& key) -> const std::string& {
+        const auto it = metadata.find(key);
+        check(it != metadata.end(), "checkpoint: metadata has no '{}'", key);
+        return it->second;
+    };
+    const auto integer = [&](const std::string& key) {
+        const std::string& text = field(key);
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        check(!text.empty() && *end == '\0', "checkpoint: '{}' is '{}', not a whole number", key, text);
+        return static_cast<int64_t>(v);
+    };
+    ModelConfig c;
+    c.kind = field("model.kind");
+    c.vocab = integer("model.vocab");
+    c.n_embd = integer("model.n_embd");
+    c.n_head = integer("model.n_head");
+    c.n_layer = integer("model.n_layer");
+    c.block = integer("model.block");
+    const std::string& d = field("model.dropout");
+    char* end = nullptr;
+    c.dropout = std::strtof(d.c_str(), &end);
+    check(!d.empty() && *end == '\0', "checkpoint: 'model.dropout' is '{}', not a number", d);
+    c.feed_forward = integer("model.feed_forward") != 0;
+    return c;
+}
+
+std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) {
+    check(c.vocab > 0, "model: vocab must be positive, got {}", c.vocab);
+    check(c.n_embd > 0 && c.block > 0, "model: n_embd ({}) and block ({}) must be positive", c.n_embd, c.block);
+    check(c.dropout >= 0.0f && c.dropout < 1.0f, "model: dropout {} must be in [0, 1)", c.dropout);
+    if (c.kind == "bigram") return std::make_unique<Bigram>(BigramOptions{.vocab = c.vocab}, gen);
+    if (c.kind == "average")
+        return std::make_unique<AverageModel>(AverageModelOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
+    if (c.kind == "head")
+        return std::make_unique<SingleHead>(SingleHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
+    check(c.n_head > 0 && c.n_embd % c.n_head == 0, "model: n_head {} must divide n_embd {}", c.n_head, c.n_embd);
+    if (c.kind == "multihead")
+        return std::make_unique<MultiHead>(
+            MultiHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .block = c.block, .feed_forward = c.feed_forward},
+            gen);
+    if (c.kind == "gpt") {
+        check(c.n_layer > 0, "model: n_layer must be positive, got {}", c.n_layer);
+        return std::make_unique<GPT>(GPTOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
+                                                .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64()},
+                                     gen);
+    }
+    check(false, "model: unknown kind '{}' (bigram, average, head, multihead, gpt)", c.kind);
+    return nullptr;
+}
+
+}  // namespace nn

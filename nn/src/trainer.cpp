@@ -1,0 +1,213 @@
+#include "nn/trainer.h"
+
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+
+#include "nn/checkpoint.h"
+
+namespace nn {
+
+using namespace autograd;
+
+namespace {
+constexpr std::string_view kStatePrefix = "train_state.";
+constexpr const char* kFormat = "tinygpt-checkpoint-1";
+
+// FNV-1a over the token ids: resuming on different data is an error, not a silent new run.
+uint64_t fingerprint(const std::vector<int64_t>& tokens) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t t : tokens) {
+        h ^= static_cast<uint64_t>(t);
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+// Generator state as text, exactly (the spare normal by its bits).
+std::string to_text(const Generator::State& s) {
+    return fmt::format("{} {} {}", s.counter, s.has_spare ? 1 : 0, std::bit_cast<uint32_t>(s.spare));
+}
+
+const std::string& field(const std::map<std::string, std::string>& metadata, const std::string& key,
+                         const std::filesystem::path& path) {
+    const auto it = metadata.find(key);
+    if (it == metadata.end())
+        throw std::runtime_error(fmt::format("{}: not a tinygpt training checkpoint (no '{}' in its metadata)", path.string(), key));
+    return it->second;
+}
+
+uint64_t to_u64(const std::string& text, const std::string& key, const std::filesystem::path& path) {
+    size_t used = 0;
+    uint64_t v = 0;
+    try {
+        v = std::stoull(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size() || text[0] == '-')
+        throw std::runtime_error(fmt::format("{}: metadata '{}' is '{}', not a whole number", path.string(), key, text));
+    return v;
+}
+
+float to_float(const std::string& text, const std::string& key, const std::filesystem::path& path) {
+    return std::bit_cast<float>(static_cast<uint32_t>(to_u64(text, key, path)));
+}
+
+Generator::State state_from_text(const std::string& text, const std::string& key, const std::filesystem::path& path) {
+    unsigned long long counter = 0, spare = 0;
+    int has_spare = 0;
+    char extra = 0;
+    if (std::sscanf(text.c_str(), "%llu %d %llu %c", &counter, &has_spare, &spare, &extra) != 3 || has_spare < 0 ||
+        has_spare > 1 || spare > UINT32_MAX)
+        throw std::runtime_error(fmt::format("{}: metadata '{}' is not a generator state: '{}'", path.string(), key, text));
+    return {counter, has_spare == 1, std::bit_cast<float>(static_cast<uint32_t>(spare))};
+}
+
+// Floats are stored by their bits, so a resumed run uses exactly the same numbers.
+std::string bits(float v) { return std::to_string(std::bit_cast<uint32_t>(v)); }
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens)
+    : Trainer(config, std::move(tokenizer), std::move(tokens), true) {}
+
+Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens, bool)
+    : config_(config),
+      tokenizer_(std::move(tokenizer)),
+      data_fingerprint_(fingerprint(tokens)),
+      data_(std::move(tokens)),
+      init_gen_(config.seed),
+      batch_gen_(config.seed + 1),
+      eval_gen_(config.seed + 2) {
+    check(config.steps >= 0, "train: steps must not be negative, got {}", config.steps);
+    check(config.batch > 0, "train: batch must be positive, got {}", config.batch);
+    check(config.warmup >= 0, "train: warmup must not be negative, got {}", config.warmup);
+    check(config.grad_clip >= 0.0f && std::isfinite(config.grad_clip), "train: grad_clip must be >= 0, got {}", config.grad_clip);
+    check(config.model.vocab == tokenizer_.vocab_size(), "train: the model's vocab {} differs from the tokenizer's {}",
+          config.model.vocab, tokenizer_.vocab_size());
+    for (Split split : {Split::train, Split::validation})
+        check(data_.size(split) > config.model.block,
+              "train: block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
+              config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
+    model_ = make_model(config.model, init_gen_);
+    optimizer_ = std::make_unique<AdamW>(*model_, AdamWOptions{.lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2,
+                                                                .weight_decay = config.weight_decay});
+}
+
+float Trainer::lr_at(int64_t step) const {
+    const float min_lr = config_.min_lr < 0.0f ? config_.lr / 10.0f : config_.min_lr;
+    return CosineSchedule{.lr = config_.lr, .min_lr = min_lr, .warmup = config_.warmup, .total = config_.steps}.at(step);
+}
+
+StepStats Trainer::step() {
+    const int64_t B = config_.batch, T = config_.model.block;
+    const Batch batch = data_.batch(Split::train, B, T, batch_gen_);
+    const float lr = lr_at(step_count());
+    optimizer_->set_lr(lr);
+    model_->train();
+    optimizer_->zero_grad();
+    const Tensor loss = cross_entropy(model_->forward(batch.inputs, B, T), batch.targets);
+    loss.backward();
+    const float norm = clip_grad_norm(model_->parameters(), config_.grad_clip);
+    if (!std::isfinite(loss.item()) || !std::isfinite(norm))
+        throw std::runtime_error(fmt::format("train: at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
+                                             "stopped before updating the parameters",
+                                             step_count() + 1, loss.item(), norm, lr));
+    optimizer_->step();
+    return {step_count(), loss.item(), lr, norm, B * T};
+}
+
+double Trainer::evaluate(Split split, int64_t iters) {
+    check(iters > 0, "evaluate: iters must be positive, got {}", iters);
+    NoGradGuard no_grad;
+    const bool was_training = model_->is_training();
+    model_->eval();
+    const int64_t B = config_.batch, T = config_.model.block;
+    double total = 0.0;
+    for (int64_t i = 0; i < iters; ++i) {
+        const Batch batch = data_.batch(split, B, T, eval_gen_);
+        total += cross_entropy(model_->forward(batch.inputs, B, T), batch.targets).item();
+    }
+    model_->train(was_training);
+    return total / static_cast<double>(iters);
+}
+
+void Trainer::save(const std::filesystem::path& path) const {
+    NamedTensors tensors = model_->named_parameters();
+    for (auto& [name, t] : optimizer_->state()) tensors.emplace_back(std::string(kStatePrefix) + name, t);
+    std::map<std::string, std::string> metadata = config_.model.to_metadata();
+    const TrainConfig& c = config_;
+    metadata.insert({{"format", kFormat},
+                     {"tokenizer.vocabulary", tokenizer_.vocabulary_utf8()},
+                     {"train.step", std::to_string(step_count())},
+                     {"train.steps", std::to_string(c.steps)},
+                     {"train.batch", std::to_string(c.batch)},
+                     {"train.lr", bits(c.lr)},
+                     {"train.min_lr", bits(c.min_lr)},
+                     {"train.warmup", std::to_string(c.warmup)},
+                     {"train.weight_decay", bits(c.weight_decay)},
+                     {"train.beta1", bits(c.beta1)},
+                     {"train.beta2", bits(c.beta2)},
+                     {"train.grad_clip", bits(c.grad_clip)},
+                     {"train.seed", std::to_string(c.seed)},
+                     {"train.rng.batch", to_text(batch_gen_.state())},
+                     {"train.rng.eval", to_text(eval_gen_.state())},
+                     {"data.tokens", std::to_string(data_.size(Split::train) + data_.size(Split::validation))},
+                     {"data.fingerprint", std::to_string(data_fingerprint_)}});
+    if (const auto* gpt = dynamic_cast<const GPT*>(model_.get()))
+        metadata["train.rng.dropout"] = to_text(gpt->dropout_generator().state());
+    save_safetensors(path, tensors, metadata);
+}
+
+Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
+    Safetensors file = load_safetensors(path);
+    const auto& meta = file.metadata;
+    if (field(meta, "format", path) != kFormat)
+        throw std::runtime_error(fmt::format("{}: checkpoint format '{}' is not '{}'", path.string(), meta.at("format"), kFormat));
+
+    TrainConfig c;
+    try {
+        c.model = ModelConfig::from_metadata(meta);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+    }
+    c.steps = static_cast<int64_t>(to_u64(field(meta, "train.steps", path), "train.steps", path));
+    c.batch = static_cast<int64_t>(to_u64(field(meta, "train.batch", path), "train.batch", path));
+    c.lr = to_float(field(meta, "train.lr", path), "train.lr", path);
+    c.min_lr = to_float(field(meta, "train.min_lr", path), "train.min_lr", path);
+    c.warmup = static_cast<int64_t>(to_u64(field(meta, "train.warmup", path), "train.warmup", path));
+    c.weight_decay = to_float(field(meta, "train.weight_decay", path), "train.weight_decay", path);
+    c.beta1 = to_float(field(meta, "train.beta1", path), "train.beta1", path);
+    c.beta2 = to_float(field(meta, "train.beta2", path), "train.beta2", path);
+    c.grad_clip = to_float(field(meta, "train.grad_clip", path), "train.grad_clip", path);
+    c.seed = to_u64(field(meta, "train.seed", path), "train.seed", path);
+    const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
+
+    CharTokenizer tokenizer = CharTokenizer::from_vocabulary_utf8(field(meta, "tokenizer.vocabulary", path));
+    std::vector<int64_t> tokens = tokenizer.encode(text);
+    const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
+    if (fingerprint(tokens) != expected)
+        throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); resume with "
+                                             "the same --data file", path.string(), field(meta, "data.tokens", path)));
+
+    Trainer trainer(c, std::move(tokenizer), std::move(tokens), false);
+
+    NamedTensors weights, state;
+    for (auto& [name, t] : file.tensors) {
+        if (name.starts_with(kStatePrefix)) state.emplace_back(name.substr(kStatePrefix.size()), t);
+        else weights.emplace_back(name, t);
+    }
+    try {
+        load_parameters(*trainer.model_, weights);
+        trainer.optimizer_->load_state(state, step);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+    }
+    trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
+    trainer.eval_gen_.set_state(state_from_text(field(meta, "train.rng.eval", path), "train.rng.eval", path));
+    if (auto* gpt = dynamic_cast<GPT*>(trainer.model_.get()))
+        gpt->dropout_generator().set_state(state_from_text(field(meta, "train.rng.dropout", path), "train.rng.dropout", path));
+    return trainer;
+}
+
+}  // namespace nn
