@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <autograd/tensor.h>
 #include <nn/sample.h>
@@ -37,6 +38,7 @@ model (a fresh run; fixed by the checkpoint with --resume)
   --n-layer L          transformer blocks (gpt)                           (default 4)
   --feed-forward       add a feed-forward layer (multihead)
   --dropout P          dropout probability in [0, 1) (gpt)                (default 0)
+  --init KIND          gpt2 (normal, std 0.02) or default (the layers' own) (default gpt2)
 training
   --data FILE          text to train on (90% train, 10% validation); without it, the built-in
                        copy task that only attention can solve
@@ -122,13 +124,20 @@ Options parse(int argc, char** argv) {
         if (flag == "--json") { o.json = true; continue; }
         if (flag == "--feed-forward") { c.model.feed_forward = true; o.model_flags.push_back(flag); continue; }
         if (!flag.starts_with("--")) usage_error(fmt::format("unexpected argument '{}'", flag));
-        if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
+        if (i + 1 >= argc) {  // the usage lists every flag, each on a line of its own: "  --steps N ..."
+            const bool known = std::string_view(kUsage).find("\n  " + flag + " ") != std::string_view::npos;
+            usage_error(known ? fmt::format("{} needs a value", flag) : fmt::format("unknown flag '{}'", flag));
+        }
         const std::string value = argv[++i];
         const auto model_flag = [&] { o.model_flags.push_back(flag); };
         if (flag == "--model") {
             if (value != "bigram" && value != "average" && value != "head" && value != "multihead" && value != "gpt")
                 usage_error(fmt::format("--model must be bigram, average, head, multihead or gpt, got '{}'", value));
             c.model.kind = value;
+            model_flag();
+        } else if (flag == "--init") {
+            if (value != "gpt2" && value != "default") usage_error(fmt::format("--init must be gpt2 or default, got '{}'", value));
+            c.model.gpt2_init = value == "gpt2";
             model_flag();
         } else if (flag == "--data") o.data = value;
         else if (flag == "--steps") { c.steps = parse_int(flag, value, 1, kBig); model_flag(); }
@@ -165,6 +174,8 @@ Options parse(int argc, char** argv) {
                                 o.model_flags.front()));
     if (!o.resume && c.model.kind != "multihead" && c.model.feed_forward)
         usage_error("--feed-forward applies to --model multihead only");
+    if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
+        usage_error(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
     return o;
 }
 
@@ -229,12 +240,11 @@ int run(const Options& o) {
         trainer.emplace(config, std::move(tokenizer), std::move(tokens));
     }
     const nn::TrainConfig& config = trainer->config();
-    // The prompt is checked now, not after hours of training. Without --prompt: a newline where the
-    // text has them, else its first character.
-    const std::vector<int64_t> first_id = {0};
-    const std::string prompt = o.prompt.value_or(trainer->tokenizer().encode("\n", nn::Unknown::skip).empty()
-                                                     ? trainer->tokenizer().decode(first_id) : "\n");
+    // The prompt is checked now, not after hours of training.
+    const std::string prompt = o.prompt.value_or(nn::default_prompt(trainer->tokenizer()));
     const std::vector<int64_t> prompt_ids = trainer->tokenizer().encode(prompt);
+    if (o.sample > 0 && o.top_k > config.model.vocab)
+        throw std::runtime_error(fmt::format("--top-k {} is more than the vocabulary of {} characters", o.top_k, config.model.vocab));
     const int64_t last = std::min(config.steps, o.until.value_or(config.steps));
 
     std::FILE* csv = nullptr;

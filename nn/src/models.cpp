@@ -166,6 +166,7 @@ GPT::GPT(GPTOptions opts, Generator& gen)
 
     // GPT-2's initialization: weights N(0, 0.02), biases 0, and the projections that write into the
     // residual stream scaled down by sqrt(2 n_layer) so the stream's variance does not grow with depth.
+    if (!opts.gpt2_init) return;
     const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(opts.n_layer));
     for (auto& [name, p] : named_parameters()) {
         const bool bias = name.ends_with(".bias"), norm = name.find("norm") != std::string::npos;
@@ -192,7 +193,8 @@ std::map<std::string, std::string> ModelConfig::to_metadata() const {
             {"model.n_layer", std::to_string(n_layer)},
             {"model.block", std::to_string(block)},
             {"model.dropout", fmt::format("{}", dropout)},
-            {"model.feed_forward", feed_forward ? "1" : "0"}};
+            {"model.feed_forward", feed_forward ? "1" : "0"},
+            {"model.gpt2_init", gpt2_init ? "1" : "0"}};
 }
 
 ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>& metadata) {
@@ -220,6 +222,7 @@ ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>&
     c.dropout = std::strtof(d.c_str(), &end);
     check(!d.empty() && *end == '\0', "checkpoint: 'model.dropout' is '{}', not a number", d);
     c.feed_forward = integer("model.feed_forward") != 0;
+    c.gpt2_init = integer("model.gpt2_init") != 0;
     return c;
 }
 
@@ -240,7 +243,8 @@ std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) 
     if (c.kind == "gpt") {
         check(c.n_layer > 0, "model: n_layer must be positive, got {}", c.n_layer);
         return std::make_unique<GPT>(GPTOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
-                                                .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64()},
+                                                .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64(),
+                                                .gpt2_init = c.gpt2_init},
                                      gen);
     }
     check(false, "model: unknown kind '{}' (bigram, average, head, multihead, gpt)", c.kind);

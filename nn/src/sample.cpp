@@ -56,4 +56,9 @@ std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context
     return produced;
 }
 
+std::string default_prompt(const CharTokenizer& tokenizer) {
+    const std::vector<int64_t> first = {0};
+    return tokenizer.encode("\n", Unknown::skip).empty() ? tokenizer.decode(first) : "\n";
+}
+
 }  // namespace nn

@@ -66,7 +66,57 @@ Generator::State state_from_text(const std::string& text, const std::string& key
 
 // Floats are stored by their bits, so a resumed run uses exactly the same numbers.
 std::string bits(float v) { return std::to_string(std::bit_cast<uint32_t>(v)); }
+// The checkpoint's own parts: weights under their names, optimizer state under kStatePrefix.
+struct CheckpointParts {
+    NamedTensors weights, state;
+};
+CheckpointParts split(NamedTensors tensors) {
+    CheckpointParts parts;
+    for (auto& [name, t] : tensors) {
+        if (name.starts_with(kStatePrefix)) parts.state.emplace_back(name.substr(kStatePrefix.size()), t);
+        else parts.weights.emplace_back(name, t);
+    }
+    return parts;
+}
+
+void check_format(const std::map<std::string, std::string>& meta, const std::filesystem::path& path) {
+    if (field(meta, "format", path) != kFormat)
+        throw std::runtime_error(fmt::format("{}: checkpoint format '{}' is not '{}'", path.string(), meta.at("format"), kFormat));
+}
+
+ModelConfig model_config(const std::map<std::string, std::string>& meta, const std::filesystem::path& path) {
+    try {
+        return ModelConfig::from_metadata(meta);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+    }
+}
+
+// Copies the weights in; a mismatch with the config's model names the path.
+void load_weights(LanguageModel& model, const NamedTensors& weights, const std::filesystem::path& path) {
+    try {
+        load_parameters(model, weights);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+    }
+}
 }  // namespace
+
+TrainedModel load_trained_model(const std::filesystem::path& path) {
+    const Safetensors file = load_safetensors(path);
+    check_format(file.metadata, path);
+    TrainedModel out{model_config(file.metadata, path),
+                     CharTokenizer::from_vocabulary_utf8(field(file.metadata, "tokenizer.vocabulary", path)), nullptr};
+    Generator unused_init;  // every weight is overwritten by the file's
+    try {
+        out.model = make_model(out.config, unused_init);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+    }
+    load_weights(*out.model, split(file.tensors).weights, path);
+    out.model->eval();
+    return out;
+}
 
 Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens)
     : Trainer(config, std::move(tokenizer), std::move(tokens), true) {}
@@ -162,15 +212,9 @@ void Trainer::save(const std::filesystem::path& path) const {
 Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
     Safetensors file = load_safetensors(path);
     const auto& meta = file.metadata;
-    if (field(meta, "format", path) != kFormat)
-        throw std::runtime_error(fmt::format("{}: checkpoint format '{}' is not '{}'", path.string(), meta.at("format"), kFormat));
-
+    check_format(meta, path);
     TrainConfig c;
-    try {
-        c.model = ModelConfig::from_metadata(meta);
-    } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
-    }
+    c.model = model_config(meta, path);
     c.steps = static_cast<int64_t>(to_u64(field(meta, "train.steps", path), "train.steps", path));
     c.batch = static_cast<int64_t>(to_u64(field(meta, "train.batch", path), "train.batch", path));
     c.lr = to_float(field(meta, "train.lr", path), "train.lr", path);
@@ -183,24 +227,27 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     c.seed = to_u64(field(meta, "train.seed", path), "train.seed", path);
     const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
 
-    CharTokenizer tokenizer = CharTokenizer::from_vocabulary_utf8(field(meta, "tokenizer.vocabulary", path));
-    std::vector<int64_t> tokens = tokenizer.encode(text);
-    const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
-    if (fingerprint(tokens) != expected)
-        throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); resume with "
-                                             "the same --data file", path.string(), field(meta, "data.tokens", path)));
+    // Bad values in the file or text outside its vocabulary surface as invalid_argument: name the file.
+    Trainer trainer = [&] {
+        try {
+            CharTokenizer tokenizer = CharTokenizer::from_vocabulary_utf8(field(meta, "tokenizer.vocabulary", path));
+            std::vector<int64_t> tokens = tokenizer.encode(text);
+            const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
+            if (fingerprint(tokens) != expected)
+                throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
+                                                     "resume with the same --data file",
+                                                     path.string(), field(meta, "data.tokens", path)));
+            return Trainer(c, std::move(tokenizer), std::move(tokens), false);
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+        }
+    }();
 
-    Trainer trainer(c, std::move(tokenizer), std::move(tokens), false);
-
-    NamedTensors weights, state;
-    for (auto& [name, t] : file.tensors) {
-        if (name.starts_with(kStatePrefix)) state.emplace_back(name.substr(kStatePrefix.size()), t);
-        else weights.emplace_back(name, t);
-    }
+    const CheckpointParts parts = split(std::move(file.tensors));
+    load_weights(*trainer.model_, parts.weights, path);
     try {
-        load_parameters(*trainer.model_, weights);
-        trainer.optimizer_->load_state(state, step);
-    } catch (const std::exception& e) {
+        trainer.optimizer_->load_state(parts.state, step);
+    } catch (const std::invalid_argument& e) {
         throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
     }
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));

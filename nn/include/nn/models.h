@@ -150,6 +150,7 @@ struct GPTOptions {
     int64_t block = 32;
     float dropout = 0.0f;  // on embeddings and on each residual branch, in training mode
     uint64_t dropout_seed = 0;
+    bool gpt2_init = true; // GPT-2's initialization; false keeps the layers' own (PyTorch's defaults)
 };
 // x + attention(LayerNorm(x)), then x + feed_forward(LayerNorm(x)): one block, (B, T, C) -> (B, T, C).
 class Block : public Module {
@@ -162,7 +163,7 @@ public:
     FeedForward feed_forward;
 };
 // The small GPT: embeddings, n_layer blocks, a final LayerNorm, a linear head. Weights start as in
-// GPT-2 (normal, std 0.02; residual projections 0.02 / sqrt(2 n_layer)).
+// GPT-2 (normal, std 0.02; residual projections 0.02 / sqrt(2 n_layer)) unless gpt2_init is false.
 class GPT : public LanguageModel {
 public:
     explicit GPT(GPTOptions options, autograd::Generator& gen = autograd::default_generator());
@@ -193,6 +194,7 @@ struct ModelConfig {
     int64_t block = 8;
     float dropout = 0.0f;
     bool feed_forward = false;  // multihead only
+    bool gpt2_init = true;      // gpt only
 
     std::map<std::string, std::string> to_metadata() const;  // "model.kind", "model.n_embd", ...
     static ModelConfig from_metadata(const std::map<std::string, std::string>& metadata);

@@ -6,6 +6,7 @@
 #include <autograd/random.h>
 
 #include "nn/models.h"
+#include "nn/text.h"
 
 namespace nn {
 
@@ -19,5 +20,9 @@ struct SampleOptions {
 // back in the mode it was in. The same generator state gives the same text.
 std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context, int64_t n,
                               const SampleOptions& options, autograd::Generator& gen);
+
+// Where a sample starts when the user gives no prompt: a newline if the vocabulary has one (a fresh
+// line, as in nanoGPT), else the vocabulary's first character.
+std::string default_prompt(const CharTokenizer& tokenizer);
 
 }  // namespace nn

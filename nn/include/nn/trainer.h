@@ -83,4 +83,13 @@ private:
     std::unique_ptr<AdamW> optimizer_;
 };
 
+// A trained model for inference: its config, vocabulary and weights, read from a training checkpoint
+// (the training state in it is ignored). Errors name the path and the problem.
+struct TrainedModel {
+    ModelConfig config;
+    CharTokenizer tokenizer;
+    std::unique_ptr<LanguageModel> model;
+};
+TrainedModel load_trained_model(const std::filesystem::path& path);
+
 }  // namespace nn
