@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The model ladder on a text file: trains each rung with a fixed seed and prints our validation loss
+# beside the reference from Karpathy's "Let's build GPT" lecture and nanoGPT's CPU "baby GPT".
+#
+#   examples/ladder.sh ../shared/data/tinyshakespeare.txt [build/release/examples/train]
+#
+# A rung passes when our validation loss is at most the reference + 0.03. Exit status 1 if any fails.
+set -euo pipefail
+data=${1:?usage: ladder.sh DATA [TRAIN_BINARY]}
+train=${2:-"$(dirname "$0")/../build/release/examples/train"}
+threads=${THREADS:-1}
+[ -r "$data" ] || { echo "ladder: cannot read $data" >&2; exit 2; }
+[ -x "$train" ] || { echo "ladder: no train program at $train (build first)" >&2; exit 2; }
+
+# name | reference | flags. The lecture's rungs keep the learning rate constant (min-lr = lr) and
+# use AdamW's default weight decay; the baby GPT uses nanoGPT's settings.
+rungs=(
+  "bigram|2.49|--model bigram --block 8 --batch 32 --lr 1e-2 --min-lr 1e-2 --weight-decay 0.01 --steps 3000"
+  "single head|2.40|--model head --n-embd 32 --block 8 --batch 32 --lr 1e-3 --min-lr 1e-3 --weight-decay 0.01 --steps 5000"
+  "4 heads of 8|2.28|--model multihead --n-embd 32 --n-head 4 --block 8 --batch 32 --lr 1e-3 --min-lr 1e-3 --weight-decay 0.01 --steps 5000"
+  "+ feed-forward|2.24|--model multihead --feed-forward --n-embd 32 --n-head 4 --block 8 --batch 32 --lr 1e-3 --min-lr 1e-3 --weight-decay 0.01 --steps 5000"
+  "+ residual blocks, LayerNorm|2.06|--model gpt --init default --n-layer 3 --n-embd 32 --n-head 4 --block 8 --batch 32 --lr 1e-3 --min-lr 1e-3 --weight-decay 0.01 --steps 5000"
+  "baby GPT|1.88|--model gpt --n-layer 4 --n-head 4 --n-embd 128 --block 64 --batch 12 --lr 1e-3 --min-lr 1e-4 --warmup 100 --weight-decay 0.1 --grad-clip 1.0 --steps 2000"
+)
+
+printf '%-30s %10s %10s %10s %8s %9s %s\n' rung params "val loss" reference delta seconds result
+failed=0
+for rung in "${rungs[@]}"; do
+  IFS='|' read -r name reference flags <<<"$rung"
+  # shellcheck disable=SC2086
+  json=$("$train" $flags --data "$data" --seed 1337 --eval-iters 200 --eval-every 1000000 --sample 0 --threads "$threads" --json 2>/dev/null)
+  field() { sed -E "s/.*\"$1\": ([^,}]*).*/\1/" <<<"$json"; }
+  val=$(field val_loss)
+  verdict=$(awk -v v="$val" -v r="$reference" 'BEGIN { print (v <= r + 0.03) ? "ok" : "FAIL" }')
+  [ "$verdict" = ok ] || failed=1
+  printf '%-30s %10s %10.4f %10.2f %+8.3f %9.1f %s\n' "$name" "$(field params)" "$val" "$reference" \
+    "$(awk -v v="$val" -v r="$reference" 'BEGIN { print v - r }')" "$(field seconds)" "$verdict"
+done
+exit $failed
