@@ -19,6 +19,21 @@ void for_each_row(const Axis& ax, F&& f) {
     for (int64_t o = 0; o < ax.outer; ++o)
         for (int64_t i = 0; i < ax.inner; ++i) f([&ax, o, i](int64_t k) { return ax.at(o, k, i); });
 }
+
+// The largest value of a row, and the row's log-sum-exp after subtracting it; -inf for a fully
+// masked row (every entry -inf).
+struct RowStats {
+    float max = kNegInf;
+    double sum_exp = 0.0;  // sum of exp(x - max)
+};
+template <typename At>
+RowStats row_stats(const float* src, int64_t n, At at) {
+    RowStats r;
+    for (int64_t k = 0; k < n; ++k) r.max = std::max(r.max, src[at(k)]);
+    if (r.max == kNegInf) return r;
+    for (int64_t k = 0; k < n; ++k) r.sum_exp += std::exp(double(src[at(k)]) - r.max);
+    return r;
+}
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
@@ -27,15 +42,9 @@ Tensor softmax(const Tensor& x, int64_t dim) {
     const float* src = x.data().data();
     std::vector<float> out(x.numel());
     for_each_row(ax, [&](auto at) {
-        float row_max = kNegInf;
-        for (int64_t k = 0; k < ax.n; ++k) row_max = std::max(row_max, src[at(k)]);
-        if (row_max == kNegInf) {  // fully masked row: defined as all zeros (out is already 0)
-            return;
-        }
-        double total = 0.0;
-        for (int64_t k = 0; k < ax.n; ++k) total += out[at(k)] = std::exp(src[at(k)] - row_max);
-        const auto inv = static_cast<float>(1.0 / total);
-        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] *= inv;
+        const RowStats row = row_stats(src, ax.n, at);
+        if (row.max == kNegInf) return;  // fully masked row: defined as all zeros (out is already 0)
+        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = static_cast<float>(std::exp(double(src[at(k)]) - row.max) / row.sum_exp);
     });
     return make_result("softmax", x.shape(), std::move(out), {x}, [ax](const GradContext& g) {
         // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
@@ -54,16 +63,11 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
     const float* src = x.data().data();
     std::vector<float> out(x.numel());
     for_each_row(ax, [&](auto at) {
-        float row_max = kNegInf;
-        for (int64_t k = 0; k < ax.n; ++k) row_max = std::max(row_max, src[at(k)]);
-        if (row_max == kNegInf) {  // fully masked row: log of zero shares
-            for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = kNegInf;
-            return;
-        }
-        double total = 0.0;
-        for (int64_t k = 0; k < ax.n; ++k) total += std::exp(double(src[at(k)]) - row_max);
-        const auto log_total = static_cast<float>(std::log(total));
-        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = src[at(k)] - row_max - log_total;
+        const RowStats row = row_stats(src, ax.n, at);
+        // a fully masked row is the log of zero shares: -inf everywhere. Subtract the max first: it is
+        // exact near the max, where adding log(sum) to a large max would round.
+        const auto log_sum = static_cast<float>(std::log(row.sum_exp));
+        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = row.max == kNegInf ? kNegInf : (src[at(k)] - row.max) - log_sum;
     });
     return make_result("log_softmax", x.shape(), std::move(out), {x}, [ax](const GradContext& g) {
         // dx = dy - softmax * sum(dy); softmax = exp(out), which is 0 on a fully masked row
@@ -98,11 +102,9 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets) {
     for (int64_t r = 0; r < N; ++r) {
         const float* row = src + r * V;
         float* p = probs.data() + r * V;
-        const float row_max = *std::max_element(row, row + V);
-        double total = 0.0;
-        for (int64_t k = 0; k < V; ++k) total += p[k] = std::exp(row[k] - row_max);
-        for (int64_t k = 0; k < V; ++k) p[k] = static_cast<float>(p[k] / total);
-        loss += std::log(total) + row_max - row[targets[r]];
+        const RowStats stats = row_stats(row, V, [](int64_t k) { return k; });
+        for (int64_t k = 0; k < V; ++k) p[k] = static_cast<float>(std::exp(double(row[k]) - stats.max) / stats.sum_exp);
+        loss += std::log(stats.sum_exp) + stats.max - row[targets[r]];
     }
     std::vector<int64_t> target_copy(targets.begin(), targets.end());
     return make_result("cross_entropy", {}, {static_cast<float>(loss / static_cast<double>(N))}, {logits},
