@@ -127,8 +127,7 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector
       data_fingerprint_(fingerprint(tokens)),
       data_(std::move(tokens)),
       init_gen_(config.seed),
-      batch_gen_(config.seed + 1),
-      eval_gen_(config.seed + 2) {
+      batch_gen_(config.seed + 1) {
     check(config.steps >= 0, "train: steps must not be negative, got {}", config.steps);
     check(config.batch > 0, "train: batch must be positive, got {}", config.batch);
     check(config.warmup >= 0, "train: warmup must not be negative, got {}", config.warmup);
@@ -173,9 +172,12 @@ double Trainer::evaluate(Split split, int64_t iters) {
     const bool was_training = model_->is_training();
     model_->eval();
     const int64_t B = config_.batch, T = config_.model.block;
+    // Batches drawn from the seed, the step and the split alone: an evaluation gives the same figure
+    // whenever it runs, so a run stopped and resumed reports what a straight run reports.
+    Generator gen(config_.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(2 * step_count() + (split == Split::train ? 1 : 2))));
     double total = 0.0;
     for (int64_t i = 0; i < iters; ++i) {
-        const Batch batch = data_.batch(split, B, T, eval_gen_);
+        const Batch batch = data_.batch(split, B, T, gen);
         total += cross_entropy(model_->forward(batch.inputs, B, T), batch.targets).item();
     }
     model_->train(was_training);
@@ -201,7 +203,6 @@ void Trainer::save(const std::filesystem::path& path) const {
                      {"train.grad_clip", bits(c.grad_clip)},
                      {"train.seed", std::to_string(c.seed)},
                      {"train.rng.batch", to_text(batch_gen_.state())},
-                     {"train.rng.eval", to_text(eval_gen_.state())},
                      {"data.tokens", std::to_string(data_.size(Split::train) + data_.size(Split::validation))},
                      {"data.fingerprint", std::to_string(data_fingerprint_)}});
     if (const auto* gpt = dynamic_cast<const GPT*>(model_.get()))
@@ -251,7 +252,6 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
         throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
     }
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
-    trainer.eval_gen_.set_state(state_from_text(field(meta, "train.rng.eval", path), "train.rng.eval", path));
     if (auto* gpt = dynamic_cast<GPT*>(trainer.model_.get()))
         gpt->dropout_generator().set_state(state_from_text(field(meta, "train.rng.dropout", path), "train.rng.dropout", path));
     return trainer;

@@ -60,7 +60,8 @@ public:
     // One optimizer step. Throws std::runtime_error if the loss or gradient norm is not finite,
     // before the parameters are touched.
     StepStats step();
-    // Mean loss over `iters` random batches of the split, without a graph, in eval mode.
+    // Mean loss over `iters` random batches of the split, without a graph, in eval mode. The batches
+    // depend only on the seed, the step and the split, so the figure does not depend on when it is asked.
     double evaluate(Split split, int64_t iters);
     void save(const std::filesystem::path& path) const;
 
@@ -78,7 +79,7 @@ private:
     CharTokenizer tokenizer_;
     uint64_t data_fingerprint_;
     TextData data_;
-    autograd::Generator init_gen_, batch_gen_, eval_gen_;
+    autograd::Generator init_gen_, batch_gen_;
     std::unique_ptr<LanguageModel> model_;
     std::unique_ptr<AdamW> optimizer_;
 };
