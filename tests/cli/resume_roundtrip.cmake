@@ -1,0 +1,74 @@
+# train -> --until -> --resume through the command line gives the same final figures as a straight run.
+#
+#   cmake -DTRAIN=path/to/train -DWORK_DIR=dir -P resume_roundtrip.cmake
+#
+# A GPT with dropout (so the dropout generator must resume too), warmup and cosine decay, trained 20
+# steps straight, and 10 + 10 with a checkpoint between. Both evaluate at step 10 (--eval-every 10), so
+# their CSV logs have the same rows. The JSON train_loss and val_loss must be equal as printed
+# (6 decimals, from bit-identical weights), and so must the CSV logs apart from tokens/s.
+cmake_minimum_required(VERSION 3.19)
+foreach(var TRAIN WORK_DIR)
+  if(NOT ${var})
+    message(FATAL_ERROR "resume_roundtrip.cmake: ${var} is not set")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+set(run_args --model gpt --n-embd 16 --n-head 2 --n-layer 1 --block 8 --batch 8 --dropout 0.1 --lr 3e-3 --warmup 3
+             --steps 20 --seed 5)
+set(eval_args --eval-every 10 --eval-iters 2 --sample 0 --json)
+
+# Runs train with the given arguments; sets <prefix>_out to its stdout, fails on a non-zero exit.
+function(run_train prefix)
+  execute_process(COMMAND "${TRAIN}" ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REPLACE ";" " " shown "${ARGN}")
+  if(NOT code EQUAL 0)
+    message(FATAL_ERROR "train ${shown} exited with ${code}\n${out}\n${err}")
+  endif()
+  message(STATUS "train ${shown}\n${out}")
+  set(${prefix}_out "${out}" PARENT_SCOPE)
+endfunction()
+
+# The CSV without its last column (tokens/s, a timing).
+function(read_csv_without_timing path var)
+  file(STRINGS "${path}" lines)
+  set(kept "")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE ",[^,]*$" "" line "${line}")
+    string(APPEND kept "${line}\n")
+  endforeach()
+  set(${var} "${kept}" PARENT_SCOPE)
+endfunction()
+
+run_train(straight ${run_args} ${eval_args} --csv "${WORK_DIR}/straight.csv")
+run_train(first ${run_args} ${eval_args} --csv "${WORK_DIR}/split.csv" --until 10 --out "${WORK_DIR}/run.safetensors")
+if(NOT EXISTS "${WORK_DIR}/run.safetensors")
+  message(FATAL_ERROR "--out ${WORK_DIR}/run.safetensors was not written")
+endif()
+string(JSON first_steps GET "${first_out}" steps)
+if(NOT first_steps EQUAL 10)
+  message(FATAL_ERROR "--until 10 stopped at step ${first_steps}")
+endif()
+run_train(resumed --resume "${WORK_DIR}/run.safetensors" ${eval_args} --csv "${WORK_DIR}/split.csv")
+
+foreach(key steps train_loss val_loss params model)
+  string(JSON straight_value GET "${straight_out}" ${key})
+  string(JSON resumed_value GET "${resumed_out}" ${key})
+  if(NOT straight_value STREQUAL resumed_value)
+    message(FATAL_ERROR "${key}: straight run ${straight_value}, resumed run ${resumed_value}")
+  endif()
+endforeach()
+
+read_csv_without_timing("${WORK_DIR}/straight.csv" straight_csv)
+read_csv_without_timing("${WORK_DIR}/split.csv" split_csv)
+if(NOT straight_csv STREQUAL split_csv)
+  message(FATAL_ERROR "the CSV logs differ:\nstraight:\n${straight_csv}\nsplit:\n${split_csv}")
+endif()
+string(REGEX MATCHALL "\n" rows "${straight_csv}")
+list(LENGTH rows n_rows)
+if(NOT n_rows EQUAL 3)
+  message(FATAL_ERROR "expected a header and 2 rows in the CSV:\n${straight_csv}")
+endif()
+file(REMOVE_RECURSE "${WORK_DIR}")
+message(STATUS "the resumed run ends with the same figures as the straight run")

@@ -1,0 +1,356 @@
+// nn/models.h: every rung of the ladder against finite differences with respect to all of its
+// parameters, the shapes and errors of forward, make_model's validation, the config's metadata round
+// trip, dropout in training mode only, and the documented parameter names.
+#include <nn/models.h>
+
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <limits>
+#include <memory>
+
+#include "helpers.h"
+
+using Catch::Matchers::Contains;
+using namespace autograd;
+using test::Inputs;
+
+namespace {
+
+// The tiny sizes every gradient check uses: V 5, C 4 (two heads of 2), block 4, a (2, 4) window.
+constexpr int64_t kVocab = 5, kEmbd = 4, kBlock = 4, kB = 2, kT = 4;
+const std::vector<int64_t> kIds = {0, 3, 1, 4, 2, 2, 4, 0};  // (2, 4), every id of the vocabulary used
+
+struct NamedModel {
+    std::string name;
+    std::function<std::unique_ptr<nn::LanguageModel>(Generator&)> make;
+};
+
+// One entry per model the brief names, built directly from its own options struct.
+std::vector<NamedModel> tiny_models() {
+    return {
+        {"Bigram", [](Generator& g) { return std::make_unique<nn::Bigram>(nn::BigramOptions{.vocab = kVocab}, g); }},
+        {"AverageModel",
+         [](Generator& g) {
+             return std::make_unique<nn::AverageModel>(nn::AverageModelOptions{.vocab = kVocab, .n_embd = kEmbd, .block = kBlock}, g);
+         }},
+        {"SingleHead",
+         [](Generator& g) {
+             return std::make_unique<nn::SingleHead>(
+                 nn::SingleHeadOptions{.vocab = kVocab, .n_embd = kEmbd, .head_size = 3, .block = kBlock}, g);
+         }},
+        {"MultiHead",
+         [](Generator& g) {
+             return std::make_unique<nn::MultiHead>(
+                 nn::MultiHeadOptions{.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .block = kBlock}, g);
+         }},
+        {"MultiHead with feed_forward",
+         [](Generator& g) {
+             return std::make_unique<nn::MultiHead>(
+                 nn::MultiHeadOptions{.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .block = kBlock, .feed_forward = true}, g);
+         }},
+        {"GPT",
+         [](Generator& g) {
+             return std::make_unique<nn::GPT>(
+                 nn::GPTOptions{.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.0f}, g);
+         }},
+    };
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+    const auto bits = [](float v) { return std::bit_cast<uint32_t>(v); };
+    return a.shape() == b.shape() && std::ranges::equal(a.data(), b.data(), {}, bits, bits);
+}
+
+std::vector<std::string> names_of(const nn::Module& m) {
+    std::vector<std::string> names;
+    for (const auto& [name, p] : m.named_parameters()) names.push_back(name);
+    return names;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+    return std::ranges::find(names, name) != names.end();
+}
+
+// The message of the std::invalid_argument make_model throws; fails the test otherwise.
+std::string make_model_error(const nn::ModelConfig& config) {
+    Generator gen(1);
+    try {
+        (void)nn::make_model(config, gen);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    FAIL("make_model accepted kind '" << config.kind << "' n_embd " << config.n_embd << " n_head " << config.n_head);
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("Every model's gradients match finite differences for all its parameters", "[models][gradcheck]") {
+    for (const NamedModel& entry : tiny_models()) {
+        DYNAMIC_SECTION(entry.name) {
+            Generator gen(11);
+            const auto model = entry.make(gen);
+            // Initial weights are small (GPT's are N(0, 0.02)): with them most gradients would be far
+            // below gradcheck's atol of 2e-3 and any backward would pass. O(1) weights make every
+            // gradient large enough to mean something; the loop below proves they are.
+            for (Tensor& p : model->parameters())
+                for (float& v : p.data()) v = gen.uniform(-1.0f, 1.0f);
+
+            // Every parameter tensor takes part: each receives a gradient well above the tolerance,
+            // so the comparison below is not won by tiny numbers on both sides.
+            {
+                const Tensor logits = model->forward(kIds, kB, kT);
+                REQUIRE(logits.shape() == Shape{kB, kT, kVocab});
+                logits.backward(randn(logits.shape(), gen));
+                for (const auto& [name, p] : model->named_parameters()) {
+                    INFO(entry.name << " parameter " << name);
+                    REQUIRE(p.grad().defined());
+                    float largest = 0.0f;
+                    for (float g : p.grad().data()) largest = std::max(largest, std::abs(g));
+                    CHECK(largest > 2e-2f);
+                }
+                model->zero_grad();
+            }
+            // The default tolerance (|analytic - numeric| <= 2e-3 + 2e-2 |numeric|) is kept; only the
+            // step is larger. Through GPT's two blocks (LayerNorm, attention, GELU) the float32 rounding
+            // of each forward, divided by 2 eps, dominates at the default eps 1e-3: GPT's worst error was
+            // 1e-3 (2.7e-3 for the f + 2f check, over atol). It fell to 3.7e-4 at eps 3e-3 and to 8e-5
+            // (2.4e-4 for f + 2f) at eps 1e-2; at 3e-2 the truncation error (~eps^2) takes over (3.6e-3).
+            // So eps 1e-2: every model passes with 8x margin, and a wrong backward is still off by O(1).
+            REQUIRE_GRADCHECK([&](const Inputs&) { return model->forward(kIds, kB, kT); }, model->parameters(),
+                              {.eps = 1e-2});
+        }
+    }
+}
+
+TEST_CASE("Models map a (B, T) window to (B, T, V) logits and check their input", "[models]") {
+    for (const NamedModel& entry : tiny_models()) {
+        DYNAMIC_SECTION(entry.name) {
+            Generator gen(12);
+            const auto model = entry.make(gen);
+            CHECK(model->vocab_size() == kVocab);
+            for (int64_t T = 1; T <= model->block_size(); ++T) {
+                const std::vector<int64_t> ids(static_cast<size_t>(3 * T), 1);
+                CHECK(model->forward(ids, 3, T).shape() == Shape{3, T, kVocab});
+            }
+            // An id outside [0, V) is an error, whatever its position.
+            for (int64_t bad : {int64_t{-1}, kVocab, int64_t{1000}}) {
+                std::vector<int64_t> ids = kIds;
+                ids[5] = bad;
+                CHECK_THROWS_WITH(model->forward(ids, kB, kT), Contains(fmt::format("id {}", bad)));
+            }
+            // The ids must fill the window exactly.
+            CHECK_THROWS_AS(model->forward(std::vector<int64_t>(7, 0), kB, kT), std::invalid_argument);
+            CHECK_THROWS_AS(model->forward({}, 0, kT), std::invalid_argument);
+        }
+    }
+}
+
+TEST_CASE("A window longer than the block is rejected with a message naming the model", "[models]") {
+    for (const NamedModel& entry : tiny_models()) {
+        if (entry.name == "Bigram") continue;  // reads one character at a time: see the next test
+        DYNAMIC_SECTION(entry.name) {
+            Generator gen(13);
+            const auto model = entry.make(gen);
+            const int64_t T = model->block_size() + 1;
+            const std::vector<int64_t> ids(static_cast<size_t>(2 * T), 0);
+            const std::string model_name = entry.name.substr(0, entry.name.find(' '));  // "MultiHead with..." -> "MultiHead"
+            CHECK_THROWS_WITH(model->forward(ids, 2, T),
+                              Contains(model_name) && Contains("longer than the block size 4"));
+        }
+    }
+}
+
+TEST_CASE("Bigram reads each position's own character, so any window length works", "[models]") {
+    Generator gen(14);
+    nn::Bigram model({.vocab = kVocab}, gen);
+    CHECK(model.block_size() == 1);
+    const std::vector<int64_t> ids = {2, 0, 4, 4, 1, 3, 2};
+    const Tensor logits = model.forward(ids, 1, 7);  // T 7 > block 1
+    REQUIRE(logits.shape() == Shape{1, 7, kVocab});
+    for (int64_t t = 0; t < 7; ++t)
+        for (int64_t v = 0; v < kVocab; ++v) CHECK(logits.at({0, t, v}) == model.logits_table.weight.at({ids[t], v}));
+    CHECK_THROWS_WITH(model.forward(ids, 2, 7), Contains("Bigram"));
+}
+
+TEST_CASE("make_model builds each kind and validates the config with clear messages", "[models]") {
+    const nn::ModelConfig base{.kind = "gpt", .vocab = 7, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6};
+    for (const std::string kind : {"bigram", "average", "head", "multihead", "gpt"}) {
+        nn::ModelConfig c = base;
+        c.kind = kind;
+        Generator gen(15);
+        const auto model = nn::make_model(c, gen);
+        REQUIRE(model);
+        CHECK(model->vocab_size() == 7);
+        CHECK(model->block_size() == (kind == "bigram" ? 1 : 6));
+        const std::vector<int64_t> ids(6, 3);
+        CHECK(model->forward(ids, 1, 6).shape() == Shape{1, 6, 7});
+    }
+    {
+        nn::ModelConfig c = base;
+        c.kind = "multihead";
+        c.feed_forward = true;
+        Generator gen(15);
+        const auto model = nn::make_model(c, gen);
+        CHECK(has(names_of(*model), "feed_forward.up.weight"));
+    }
+
+    nn::ModelConfig c = base;
+    c.n_head = 3;  // does not divide 8
+    for (const std::string kind : {"multihead", "gpt"}) {
+        c.kind = kind;
+        CHECK_THAT(make_model_error(c), Contains("n_head 3 must divide n_embd 8"));
+    }
+    c = base;
+    c.n_head = 0;
+    CHECK_THAT(make_model_error(c), Contains("n_head 0"));
+    c = base;
+    c.kind = "lstm";
+    CHECK_THAT(make_model_error(c), Contains("unknown kind 'lstm'") && Contains("bigram"));
+    c = base;
+    c.kind = "";
+    CHECK_THAT(make_model_error(c), Contains("unknown kind ''"));
+    c = base;
+    c.vocab = 0;
+    CHECK_THAT(make_model_error(c), Contains("vocab must be positive, got 0"));
+    c = base;
+    c.n_embd = 0;
+    CHECK_THAT(make_model_error(c), Contains("n_embd (0)"));
+    c = base;
+    c.block = 0;
+    CHECK_THAT(make_model_error(c), Contains("block (0)"));
+    c = base;
+    c.block = -3;
+    CHECK_THAT(make_model_error(c), Contains("block (-3)"));
+    c = base;
+    c.n_layer = 0;
+    CHECK_THAT(make_model_error(c), Contains("n_layer must be positive, got 0"));
+    for (float p : {-0.1f, 1.0f, std::numeric_limits<float>::quiet_NaN()}) {
+        c = base;
+        c.dropout = p;
+        CHECK_THAT(make_model_error(c), Contains("dropout"));
+    }
+}
+
+TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a malformed field", "[models]") {
+    const nn::ModelConfig config{.kind = "multihead", .vocab = 65, .n_embd = 48, .n_head = 6, .n_layer = 3, .block = 17,
+                                 .dropout = 0.1f, .feed_forward = true, .gpt2_init = false};
+    const auto metadata = config.to_metadata();
+    CHECK(metadata.at("model.kind") == "multihead");
+    CHECK(metadata.at("model.n_embd") == "48");
+    CHECK(metadata.at("model.gpt2_init") == "0");
+    CHECK(nn::ModelConfig::from_metadata(metadata) == config);
+    const nn::ModelConfig defaults;
+    CHECK(nn::ModelConfig::from_metadata(defaults.to_metadata()) == defaults);
+    // dropout values that have no short decimal form come back bit for bit too
+    for (float p : {0.3f, 1.0f / 3.0f, 0.123456789f}) {
+        nn::ModelConfig c = config;
+        c.dropout = p;
+        CHECK(std::bit_cast<uint32_t>(nn::ModelConfig::from_metadata(c.to_metadata()).dropout) == std::bit_cast<uint32_t>(p));
+    }
+
+    for (const std::string bad : {"abc", "12x", "", "4.5"}) {
+        auto m = metadata;
+        m["model.n_embd"] = bad;
+        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains("model.n_embd") && Contains("not a whole number"));
+    }
+    auto m = metadata;
+    m["model.dropout"] = "lots";
+    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains("model.dropout") && Contains("lots"));
+    m = metadata;
+    m.erase("model.block");
+    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains("model.block"));
+}
+
+TEST_CASE("GPT applies dropout in training mode only, and eval mode is deterministic", "[models]") {
+    Generator gen(16);
+    nn::GPT model({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.3f}, gen);
+    model.train();
+    const Tensor train1 = model.forward(kIds, kB, kT);
+    const Tensor train2 = model.forward(kIds, kB, kT);
+    model.eval();
+    const Tensor eval1 = model.forward(kIds, kB, kT);
+    const Tensor eval2 = model.forward(kIds, kB, kT);
+    CHECK(test::max_abs_diff(train1, eval1) > 1e-3);
+    CHECK(test::max_abs_diff(train1, train2) > 1e-3);  // a new mask each forward
+    CHECK(same_bits(eval1, eval2));
+
+    // Without dropout, training mode changes nothing.
+    Generator same(17), again(17);
+    nn::GPT plain({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock}, same);
+    const Tensor in_training = plain.forward(kIds, kB, kT);
+    plain.eval();
+    CHECK(same_bits(in_training, plain.forward(kIds, kB, kT)));
+
+    // The dropout stream is the model's own generator: the same state gives the same masks.
+    nn::GPT a({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.3f, .dropout_seed = 5}, again);
+    const auto state = a.dropout_generator().state();
+    const Tensor first = a.forward(kIds, kB, kT);
+    a.dropout_generator().set_state(state);
+    CHECK(same_bits(first, a.forward(kIds, kB, kT)));
+}
+
+TEST_CASE("Parameters carry the documented names, and only Linear weights decay", "[models]") {
+    Generator gen(18);
+    nn::GPT gpt({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock}, gen);
+    const auto names = names_of(gpt);
+    for (const std::string name :
+         {"token.weight", "position.weight", "blocks.0.norm1.gain", "blocks.0.norm1.bias",
+          "blocks.0.attention.heads.0.query.weight", "blocks.0.attention.heads.1.key.weight",
+          "blocks.1.attention.heads.1.value.weight", "blocks.0.attention.projection.weight",
+          "blocks.0.attention.projection.bias", "blocks.1.norm2.gain", "blocks.1.feed_forward.up.weight",
+          "blocks.1.feed_forward.up.bias", "blocks.1.feed_forward.down.weight", "final_norm.gain", "final_norm.bias",
+          "lm_head.weight", "lm_head.bias"})
+        CHECK(has(names, name));
+    CHECK_FALSE(has(names, "blocks.2.norm1.gain"));
+    CHECK_FALSE(has(names, "blocks.0.attention.heads.2.query.weight"));
+    CHECK_FALSE(has(names, "blocks.0.attention.heads.0.query.bias"));  // the head's matrices have no bias
+    // C 8, 4C 32, V 5, block 4, two layers:
+    const int64_t per_block = 2 * (2 * 8)                       // two LayerNorms
+                              + 3 * 8 * 8 + (8 * 8 + 8)         // q, k, v of both heads; projection
+                              + (8 * 32 + 32) + (32 * 8 + 8);   // feed-forward up and down
+    CHECK(gpt.parameter_count() == 5 * 8 + 4 * 8 + 2 * per_block + 2 * 8 + (8 * 5 + 5));
+
+    {
+        Generator g(19);
+        nn::SingleHead head({.vocab = kVocab, .n_embd = 8, .block = kBlock}, g);
+        CHECK(names_of(head) == std::vector<std::string>{"token.weight", "position.weight", "head.query.weight",
+                                                         "head.key.weight", "head.value.weight", "lm_head.weight",
+                                                         "lm_head.bias"});
+        nn::Bigram bigram({.vocab = kVocab}, g);
+        CHECK(names_of(bigram) == std::vector<std::string>{"logits_table.weight"});
+        CHECK(bigram.decayed_parameter_names().empty());  // an embedding table only
+        nn::MultiHead multi({.vocab = kVocab, .n_embd = 8, .n_head = 2, .block = kBlock, .feed_forward = true}, g);
+        CHECK(has(names_of(multi), "attention.heads.1.query.weight"));
+        CHECK(has(names_of(multi), "feed_forward.down.weight"));
+    }
+
+    // Decay goes to exactly the Linear weights: the names ending in ".weight" that are not embedding
+    // tables (LayerNorm's parameters are gain and bias).
+    for (const NamedModel& entry : tiny_models()) {
+        Generator g(20);
+        const auto model = entry.make(g);
+        std::vector<std::string> expected;
+        for (const std::string& name : names_of(*model))
+            if (name.ends_with(".weight") && !name.starts_with("token.") && !name.starts_with("position.") &&
+                !name.starts_with("logits_table."))
+                expected.push_back(name);
+        const auto decayed = model->decayed_parameter_names();
+        INFO(entry.name);
+        CHECK(decayed == expected);
+        for (const std::string& name : decayed) {
+            CHECK_FALSE(name.ends_with(".bias"));
+            CHECK_FALSE(name.ends_with(".gain"));
+            CHECK(name.find("norm") == std::string::npos);
+        }
+    }
+    const auto decayed = gpt.decayed_parameter_names();
+    CHECK(has(decayed, "blocks.0.attention.heads.0.query.weight"));
+    CHECK(has(decayed, "blocks.1.feed_forward.down.weight"));
+    CHECK(has(decayed, "lm_head.weight"));
+    CHECK_FALSE(has(decayed, "token.weight"));
+    CHECK_FALSE(has(decayed, "position.weight"));
+    CHECK_FALSE(has(decayed, "lm_head.bias"));
+    CHECK_FALSE(has(decayed, "final_norm.gain"));
+}

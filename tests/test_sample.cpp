@@ -1,0 +1,162 @@
+// nn/sample.h: generate() against the model's own logits computed by hand: seeded determinism,
+// top-k and temperature, cropping to the block, argument checks, and the model's mode left as it was.
+#include <nn/sample.h>
+
+#include <algorithm>
+
+#include "helpers.h"
+
+using Catch::Matchers::Contains;
+using namespace autograd;
+
+namespace {
+
+constexpr int64_t kVocab = 7, kBlock = 5;
+
+// The logits of the next token after `context`, by hand: forward on the last block_size() ids, in
+// eval mode, without a graph.  -> (V)
+std::vector<float> next_logits(nn::LanguageModel& model, const std::vector<int64_t>& context) {
+    NoGradGuard no_grad;
+    const bool was_training = model.is_training();
+    model.eval();
+    const auto T = std::min<int64_t>(static_cast<int64_t>(context.size()), model.block_size());
+    const std::vector<int64_t> window(context.end() - T, context.end());
+    const Tensor logits = model.forward(window, 1, T);  // (1, T, V)
+    model.train(was_training);
+    const auto last = logits.data().subspan(static_cast<size_t>((T - 1) * model.vocab_size()));
+    return {last.begin(), last.end()};
+}
+
+int64_t argmax_of(const std::vector<float>& v) { return std::ranges::max_element(v) - v.begin(); }
+
+// The rank of v[i] in v, 0 for the largest.
+int64_t rank_of(const std::vector<float>& v, int64_t i) {
+    return std::ranges::count_if(v, [&](float x) { return x > v[static_cast<size_t>(i)]; });
+}
+
+// Replays `produced` after `context`: each token must satisfy ok(logits, token).
+template <typename Ok>
+void replay(nn::LanguageModel& model, std::vector<int64_t> context, const std::vector<int64_t>& produced, Ok ok) {
+    for (size_t i = 0; i < produced.size(); ++i) {
+        const std::vector<float> logits = next_logits(model, context);
+        INFO("token " << i << " = " << produced[i] << ", logits " << fmt::format("{}", logits));
+        CHECK(ok(logits, produced[i]));
+        context.push_back(produced[i]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("generate gives the same tokens for the same generator state", "[sample]") {
+    Generator init(1);
+    nn::SingleHead model({.vocab = kVocab, .n_embd = 8, .block = kBlock}, init);
+    const std::vector<int64_t> context = {1, 2};
+    Generator a(99), b(99), c(100);
+    const auto first = nn::generate(model, context, 40, {}, a);
+    REQUIRE(first.size() == 40);
+    CHECK(nn::generate(model, context, 40, {}, b) == first);
+    CHECK(nn::generate(model, context, 40, {}, c) != first);  // 40 draws of 7 choices: a collision is ~0
+    for (int64_t id : first) CHECK((id >= 0 && id < kVocab));
+    // Resuming the generator's stream resumes the text.
+    Generator d(99);
+    const auto half = nn::generate(model, context, 20, {}, d);
+    std::vector<int64_t> longer = context;
+    longer.insert(longer.end(), half.begin(), half.end());
+    auto rest = nn::generate(model, longer, 20, {}, d);
+    std::vector<int64_t> joined = half;
+    joined.insert(joined.end(), rest.begin(), rest.end());
+    CHECK(joined == first);
+    CHECK(nn::generate(model, context, 0, {}, d).empty());
+}
+
+TEST_CASE("top_k = 1 always picks the argmax of the model's logits", "[sample]") {
+    Generator init(2);
+    nn::GPT model({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock}, init);
+    // GPT's initial weights are tiny; spread them so the logits differ clearly.
+    for (Tensor& p : model.parameters())
+        for (float& v : p.data()) v = init.normal(0.0f, 0.5f);
+    const std::vector<int64_t> context = {3, 0, 6};
+    Generator gen(7);
+    const auto produced = nn::generate(model, context, 30, {.temperature = 1.0f, .top_k = 1}, gen);
+    replay(model, context, produced, [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
+    // With top_k = 1 the generator is irrelevant.
+    Generator other(8);
+    CHECK(nn::generate(model, context, 30, {.temperature = 2.0f, .top_k = 1}, other) == produced);
+}
+
+TEST_CASE("a very low temperature approaches the argmax, and top_k keeps only the k most likely", "[sample]") {
+    Generator init(3);
+    nn::SingleHead model({.vocab = kVocab, .n_embd = 8, .block = kBlock}, init);
+    const std::vector<int64_t> context = {4};
+    Generator gen(9);
+    // logits of an untrained head differ by ~0.1; divided by 1e-4 the runner-up's share is ~e^-1000.
+    const auto cold = nn::generate(model, context, 40, {.temperature = 1e-4f}, gen);
+    replay(model, context, cold, [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
+
+    const auto hot = nn::generate(model, context, 200, {.temperature = 1.0f}, gen);
+    CHECK(std::ranges::count_if(hot, [&](int64_t id) { return id != hot[0]; }) > 0);  // not stuck on one token
+
+    const auto top2 = nn::generate(model, context, 200, {.temperature = 5.0f, .top_k = 2}, gen);
+    replay(model, context, top2, [](const std::vector<float>& logits, int64_t id) { return rank_of(logits, id) < 2; });
+    // a high temperature spreads the draws, so both of the top two do occur somewhere
+    std::vector<int64_t> ranks;
+    std::vector<int64_t> c = context;
+    for (int64_t id : top2) {
+        ranks.push_back(rank_of(next_logits(model, c), id));
+        c.push_back(id);
+    }
+    CHECK(std::ranges::count(ranks, 0) > 0);
+    CHECK(std::ranges::count(ranks, 1) > 0);
+}
+
+TEST_CASE("generate rejects bad options and contexts", "[sample]") {
+    Generator init(4);
+    nn::SingleHead model({.vocab = kVocab, .n_embd = 8, .block = kBlock}, init);
+    Generator gen(1);
+    const std::vector<int64_t> ok = {1, 2};
+    for (float t : {0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
+        CHECK_THROWS_WITH(nn::generate(model, ok, 3, {.temperature = t}, gen), Contains("temperature"));
+    CHECK_THROWS_WITH(nn::generate(model, ok, 3, {.top_k = kVocab + 1}, gen), Contains("top_k 8"));
+    CHECK_THROWS_WITH(nn::generate(model, ok, 3, {.top_k = -1}, gen), Contains("top_k -1"));
+    CHECK_NOTHROW(nn::generate(model, ok, 3, {.top_k = kVocab}, gen));
+    CHECK_THROWS_WITH(nn::generate(model, {}, 3, {}, gen), Contains("context is empty"));
+    CHECK_THROWS_WITH(nn::generate(model, {1, kVocab}, 3, {}, gen), Contains("context id 7"));
+    CHECK_THROWS_WITH(nn::generate(model, {-1}, 3, {}, gen), Contains("context id -1"));
+    CHECK_THROWS_AS(nn::generate(model, ok, -1, {}, gen), std::invalid_argument);
+}
+
+TEST_CASE("generate samples in eval mode and restores the model's mode", "[sample]") {
+    Generator init(5);
+    nn::GPT model({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = kBlock, .dropout = 0.5f}, init);
+    for (Tensor& p : model.parameters())
+        for (float& v : p.data()) v = init.normal(0.0f, 0.5f);
+    const std::vector<int64_t> context = {2, 5};
+    Generator gen(3);
+
+    model.train();
+    const auto dropout_state = model.dropout_generator().state();
+    const auto produced = nn::generate(model, context, 20, {.top_k = 1}, gen);
+    CHECK(model.is_training());
+    CHECK(model.dropout_generator().state() == dropout_state);  // no dropout mask was drawn
+    // Argmax of the eval-mode logits: with dropout 0.5 active, training-mode logits would disagree.
+    replay(model, context, produced, [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
+
+    model.eval();
+    nn::generate(model, context, 5, {}, gen);
+    CHECK_FALSE(model.is_training());
+}
+
+TEST_CASE("generate reads at most the block: a context longer than the block works", "[sample]") {
+    Generator init(6);
+    nn::SingleHead model({.vocab = kVocab, .n_embd = 8, .block = kBlock}, init);
+    const std::vector<int64_t> long_context = {0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5};  // 13 > block 5
+    const std::vector<int64_t> last_block(long_context.end() - kBlock, long_context.end());
+    Generator a(11), b(11);
+    const auto from_long = nn::generate(model, long_context, 25, {}, a);
+    CHECK(from_long == nn::generate(model, last_block, 25, {}, b));  // only the last 5 ids matter
+
+    // The one-character model reads the last character only.
+    nn::Bigram bigram({.vocab = kVocab}, init);
+    Generator c(12), d(12);
+    CHECK(nn::generate(bigram, long_context, 25, {}, c) == nn::generate(bigram, {long_context.back()}, 25, {}, d));
+}
