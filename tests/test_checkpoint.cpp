@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
+#include "temp_dir.h"
 
 using Catch::Matchers::Contains;
 using namespace autograd;
@@ -23,35 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() / fmt::format("tinygpt-test-checkpoint-{}-{}", ::getpid(), name)) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::permissions(path, fs::perms::owner_all, ignored);
-        fs::remove_all(path, ignored);
-    }
-    fs::path write(const std::string& name, std::string_view bytes) const {
-        const fs::path p = path / name;
-        std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        return p;
-    }
-    std::vector<std::string> files() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-};
-
-std::string read_bytes(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test::read_bytes;
+using test::TempDir;
 
 // The format, written out by hand: u64 little-endian header length, the header, the data.
 std::string file_bytes(const std::string& header, const std::string& data) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "helpers.h"
+#include "temp_dir.h"
 
 using Catch::Matchers::Contains;
 using nn::CharTokenizer;
@@ -19,24 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A directory of its own under the system temp directory, removed with everything in it.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() / fmt::format("tinygpt-test-text-{}-{}", ::getpid(), name)) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    fs::path write(const std::string& name, std::string_view bytes) const {
-        const fs::path p = path / name;
-        std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        return p;
-    }
-};
+using test::TempDir;
 
 // The what() of the std::invalid_argument `f` throws; fails the test if it throws nothing or another type.
 template <typename F>

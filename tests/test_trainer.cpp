@@ -15,6 +15,7 @@
 #include <map>
 
 #include "helpers.h"
+#include "temp_dir.h"
 
 using Catch::Matchers::Contains;
 using namespace autograd;
@@ -22,26 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A directory of its own per test (process id and test name), removed at the end.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& name)
-        : path(fs::temp_directory_path() / fmt::format("tinygpt-test-trainer-{}-{}", ::getpid(), name)) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
-
-std::string read_bytes(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using test::read_bytes;
+using test::TempDir;
 void write_bytes(const fs::path& p, std::string_view bytes) {
     std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
