@@ -20,7 +20,11 @@ struct NamedBinary {
     BinaryOp op;
 };
 
-const NamedBinary binary_ops[] = {{"add", &autograd::add}, {"sub", &autograd::sub}, {"mul", &autograd::mul}, {"div", &autograd::div}};
+// Lambdas, not &autograd::add: every op takes a trailing source_location parameter (ops.h).
+const NamedBinary binary_ops[] = {{"add", [](const Tensor& a, const Tensor& b) { return autograd::add(a, b); }},
+                                  {"sub", [](const Tensor& a, const Tensor& b) { return autograd::sub(a, b); }},
+                                  {"mul", [](const Tensor& a, const Tensor& b) { return autograd::mul(a, b); }},
+                                  {"div", [](const Tensor& a, const Tensor& b) { return autograd::div(a, b); }}};
 
 // The broadcast patterns every binary op is checked on: (a shape, b shape, result shape).
 struct Pattern {

@@ -311,4 +311,23 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         CHECK(trainer.step_count() == 1);
         require_same_parameters(trainer.model(), before);  // the NaN included, bit for bit
     }
+    SECTION("in anomaly mode the message names the op, and the last checkpoint stays intact") {
+        TempDir dir("anomaly");
+        nn::Trainer trainer = make_trainer({.model = {.kind = "gpt", .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+                                            .steps = 50, .batch = 4},
+                                           text);
+        trainer.step();
+        const fs::path checkpoint = dir.path / "good.safetensors";
+        trainer.save(checkpoint);
+        const std::string saved = read_bytes(checkpoint);
+        auto* gpt = dynamic_cast<nn::GPT*>(&trainer.model());
+        REQUIRE(gpt);
+        gpt->blocks[0]->feed_forward.up.weight.data()[3] = std::numeric_limits<float>::quiet_NaN();
+        const AnomalyGuard anomaly;
+        // The NaN weight meets the activations in the feed-forward's matmul, called in nn/src/layers.cpp.
+        CHECK_THROWS_WITH(trainer.step(), Contains("'matmul'") && Contains("forward") && Contains("layers.cpp"));
+        CHECK(trainer.step_count() == 1);
+        CHECK(read_bytes(checkpoint) == saved);
+        CHECK(nn::Trainer::resume(checkpoint, text).step_count() == 1);
+    }
 }

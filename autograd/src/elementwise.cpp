@@ -11,7 +11,7 @@ using detail::broadcast;
 
 // --- binary ----------------------------------------------------------------------------------------
 
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "add");
     const float *x = a.data().data(), *y = b.data().data();
     std::vector<float> out(numel_of(bc.out));
@@ -19,10 +19,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
     return make_result("add", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
         if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] += g.dout[i]; }); }
-    });
+    }, where);
 }
 
-Tensor sub(const Tensor& a, const Tensor& b) {
+Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "sub");
     const float *x = a.data().data(), *y = b.data().data();
     std::vector<float> out(numel_of(bc.out));
@@ -30,10 +30,10 @@ Tensor sub(const Tensor& a, const Tensor& b) {
     return make_result("sub", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
         if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i]; }); }
-    });
+    }, where);
 }
 
-Tensor mul(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "mul");
     const float *x = a.data().data(), *y = b.data().data();
     std::vector<float> out(numel_of(bc.out));
@@ -42,10 +42,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
         const float *av = g.inputs[0].data().data(), *bv = g.inputs[1].data().data();
         if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] * bv[ib]; }); }
         if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { gb[ib] += g.dout[i] * av[ia]; }); }
-    });
+    }, where);
 }
 
-Tensor div(const Tensor& a, const Tensor& b) {
+Tensor div(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "div");
     const float *x = a.data().data(), *y = b.data().data();
     std::vector<float> out(numel_of(bc.out));
@@ -55,7 +55,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
         // d(a/b)/da = 1/b;  d(a/b)/db = -(a/b)/b = -out/b
         if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] / bv[ib]; }); }
         if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i] * g.out[i] / bv[ib]; }); }
-    });
+    }, where);
 }
 
 // --- unary -----------------------------------------------------------------------------------------
@@ -63,7 +63,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 namespace {
 // y = f(x) elementwise; the backward multiplies dout by local(x, y) = dy/dx.
 template <typename F, typename Local>
-Tensor unary(const char* op, const Tensor& x, F f, Local local) {
+Tensor unary(const char* op, const Tensor& x, F f, Local local, SourceLocation where) {
     std::vector<float> out(x.numel());
     const auto in = x.data();
     for (size_t i = 0; i < out.size(); ++i) out[i] = f(in[i]);
@@ -71,57 +71,57 @@ Tensor unary(const char* op, const Tensor& x, F f, Local local) {
         const auto xv = g.inputs[0].data();
         auto gx = g.grad(0);
         for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i] * local(xv[i], g.out[i]);
-    });
+    }, where);
 }
 }  // namespace
 
-Tensor neg(const Tensor& x) {
-    return unary("neg", x, [](float v) { return -v; }, [](float, float) { return -1.0f; });
+Tensor neg(const Tensor& x, SourceLocation where) {
+    return unary("neg", x, [](float v) { return -v; }, [](float, float) { return -1.0f; }, where);
 }
 
-Tensor scale(const Tensor& x, float factor) {
-    return unary("scale", x, [factor](float v) { return v * factor; }, [factor](float, float) { return factor; });
+Tensor scale(const Tensor& x, float factor, SourceLocation where) {
+    return unary("scale", x, [factor](float v) { return v * factor; }, [factor](float, float) { return factor; }, where);
 }
 
-Tensor exp(const Tensor& x) {
-    return unary("exp", x, [](float v) { return std::exp(v); }, [](float, float y) { return y; });
+Tensor exp(const Tensor& x, SourceLocation where) {
+    return unary("exp", x, [](float v) { return std::exp(v); }, [](float, float y) { return y; }, where);
 }
 
-Tensor log(const Tensor& x) {
-    return unary("log", x, [](float v) { return std::log(v); }, [](float v, float) { return 1.0f / v; });
+Tensor log(const Tensor& x, SourceLocation where) {
+    return unary("log", x, [](float v) { return std::log(v); }, [](float v, float) { return 1.0f / v; }, where);
 }
 
-Tensor sqrt(const Tensor& x) {
-    return unary("sqrt", x, [](float v) { return std::sqrt(v); }, [](float, float y) { return 0.5f / y; });
+Tensor sqrt(const Tensor& x, SourceLocation where) {
+    return unary("sqrt", x, [](float v) { return std::sqrt(v); }, [](float, float y) { return 0.5f / y; }, where);
 }
 
-Tensor pow(const Tensor& x, float exponent) {
+Tensor pow(const Tensor& x, float exponent, SourceLocation where) {
     return unary("pow", x, [exponent](float v) { return std::pow(v, exponent); },
-                 [exponent](float v, float) { return exponent * std::pow(v, exponent - 1.0f); });
+                 [exponent](float v, float) { return exponent * std::pow(v, exponent - 1.0f); }, where);
 }
 
-Tensor tanh(const Tensor& x) {
-    return unary("tanh", x, [](float v) { return std::tanh(v); }, [](float, float y) { return 1.0f - y * y; });
+Tensor tanh(const Tensor& x, SourceLocation where) {
+    return unary("tanh", x, [](float v) { return std::tanh(v); }, [](float, float y) { return 1.0f - y * y; }, where);
 }
 
-Tensor relu(const Tensor& x) {
+Tensor relu(const Tensor& x, SourceLocation where) {
     return unary("relu", x, [](float v) { return v > 0.0f ? v : 0.0f; },
-                 [](float v, float) { return v > 0.0f ? 1.0f : 0.0f; });
+                 [](float v, float) { return v > 0.0f ? 1.0f : 0.0f; }, where);
 }
 
-Tensor gelu(const Tensor& x) {
+Tensor gelu(const Tensor& x, SourceLocation where) {
     // gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x)
     constexpr float inv_sqrt2 = 0.70710678118654752f;
     constexpr float inv_sqrt_2pi = 0.39894228040143268f;
     return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * inv_sqrt2)); },
                  [](float v, float) {
                      return 0.5f * (1.0f + std::erf(v * inv_sqrt2)) + v * inv_sqrt_2pi * std::exp(-0.5f * v * v);
-                 });
+                 }, where);
 }
 
 // --- dropout ---------------------------------------------------------------------------------------
 
-Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
+Tensor dropout(const Tensor& x, float p, bool training, Generator& gen, SourceLocation where) {
     check(p >= 0.0f && p < 1.0f, "dropout: probability {} must be in [0, 1)", p);
     if (!training || p == 0.0f) return x;
     const float keep_scale = 1.0f / (1.0f - p);
@@ -133,7 +133,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
     return make_result("dropout", x.shape(), std::move(out), {x}, [mask = std::move(mask)](const GradContext& g) {
         auto gx = g.grad(0);
         for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i] * mask[i];
-    });
+    }, where);
 }
 
 // --- operators -------------------------------------------------------------------------------------

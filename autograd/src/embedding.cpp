@@ -3,7 +3,7 @@
 
 namespace autograd {
 
-Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape& ids_shape) {
+Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape& ids_shape, SourceLocation where) {
     check(weight.dim() == 2, "embedding: weight must be (V, C), got shape {}", shape_str(weight.shape()));
     check(numel_of(ids_shape) == static_cast<int64_t>(ids.size()), "embedding: {} ids do not fill ids shape {}",
           ids.size(), shape_str(ids_shape));
@@ -22,7 +22,7 @@ Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape
                            auto gw = g.grad(0);
                            for (size_t i = 0; i < rows.size(); ++i)
                                for (int64_t c = 0; c < C; ++c) gw[rows[i] * C + c] += g.dout[i * C + c];
-                       });
+                       }, where);
 }
 
 }  // namespace autograd

@@ -32,7 +32,7 @@ BatchPlan plan_batches(const Shape& a_lead, const Shape& b_lead, const Shape& a,
 }
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Shape &as = a.shape(), &bs = b.shape();
     check(as.size() >= 2 && bs.size() >= 2, "matmul: both operands need rank >= 2, got {} and {}", shape_str(as),
           shape_str(bs));
@@ -52,7 +52,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             // dA (R, K) += dC (R, N) @ B^T;   dB (K, N) += A^T @ dC
             if (g.needs(0)) kernels::gemm(false, true, R, K, N, g.dout.data(), w, g.grad(0).data(), true);
             if (g.needs(1)) kernels::gemm(true, false, K, N, R, x, g.dout.data(), g.grad(1).data(), true);
-        });
+        }, where);
     }
 
     const BatchPlan plan = plan_batches(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), as, bs);
@@ -76,7 +76,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                 kernels::gemm(true, false, K, N, M, x + plan.a_batch[i] * M * K, dc,
                               g.grad(1).data() + plan.b_batch[i] * K * N, true);
         }
-    });
+    }, where);
 }
 
 }  // namespace autograd

@@ -17,16 +17,16 @@ Shape reduced_shape(Shape shape, int64_t dim, bool keepdim) {
 }
 }  // namespace
 
-Tensor sum(const Tensor& x) {
+Tensor sum(const Tensor& x, SourceLocation where) {
     double total = 0.0;  // double: a float running sum loses digits over millions of elements
     for (float v : x.data()) total += v;
     return make_result("sum", {}, {static_cast<float>(total)}, {x}, [](const GradContext& g) {
         auto gx = g.grad(0);
         for (float& v : gx) v += g.dout[0];
-    });
+    }, where);
 }
 
-Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "sum");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
@@ -39,18 +39,18 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
         for (int64_t o = 0; o < ax.outer; ++o)
             for (int64_t k = 0; k < ax.n; ++k)
                 for (int64_t i = 0; i < ax.inner; ++i) gx[ax.at(o, k, i)] += g.dout[o * ax.inner + i];
-    });
+    }, where);
 }
 
-Tensor mean(const Tensor& x) {
+Tensor mean(const Tensor& x, SourceLocation where) {
     check(x.numel() > 0, "mean: empty tensor of shape {}", shape_str(x.shape()));
-    return scale(sum(x), 1.0f / static_cast<float>(x.numel()));
+    return scale(sum(x, where), 1.0f / static_cast<float>(x.numel()), where);
 }
 
-Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     const int64_t n = x.shape()[detail::dim_of(x.shape(), dim, "mean")];
     check(n > 0, "mean: dim {} of shape {} is empty", dim, shape_str(x.shape()));
-    return scale(sum(x, dim, keepdim), 1.0f / static_cast<float>(n));
+    return scale(sum(x, dim, keepdim, where), 1.0f / static_cast<float>(n), where);
 }
 
 std::vector<int64_t> argmax(const Tensor& x, int64_t dim) {
@@ -68,23 +68,23 @@ std::vector<int64_t> argmax(const Tensor& x, int64_t dim) {
     return best;
 }
 
-Tensor max(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor max(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "max");
     const Axis ax = axis_of(x.shape(), dim);
-    std::vector<int64_t> where = argmax(x, dim);
-    std::vector<float> out(where.size());
+    std::vector<int64_t> best = argmax(x, dim);  // per output element, the index of its maximum
+    std::vector<float> out(best.size());
     const float* src = x.data().data();
     for (int64_t o = 0; o < ax.outer; ++o)
-        for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] = src[ax.at(o, where[o * ax.inner + i], i)];
+        for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] = src[ax.at(o, best[o * ax.inner + i], i)];
     return make_result("max", reduced_shape(x.shape(), dim, keepdim), std::move(out), {x},
-                       [ax, where = std::move(where)](const GradContext& g) {
+                       [ax, best = std::move(best)](const GradContext& g) {
                            auto gx = g.grad(0);
                            for (int64_t o = 0; o < ax.outer; ++o)
                                for (int64_t i = 0; i < ax.inner; ++i) {
                                    const int64_t r = o * ax.inner + i;
-                                   gx[ax.at(o, where[r], i)] += g.dout[r];
+                                   gx[ax.at(o, best[r], i)] += g.dout[r];
                                }
-                       });
+                       }, where);
 }
 
 }  // namespace autograd

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "anomaly.h"
 #include "autograd/tensor.h"
 #include "axis.h"
 #include "broadcast.h"
@@ -11,7 +12,7 @@ namespace autograd {
 using detail::Axis;
 using detail::axis_of;
 
-Tensor reshape(const Tensor& x, Shape shape) {
+Tensor reshape(const Tensor& x, Shape shape, SourceLocation where) {
     int64_t known = 1, infer_at = -1;
     for (size_t d = 0; d < shape.size(); ++d) {
         if (shape[d] == -1) {
@@ -35,10 +36,10 @@ Tensor reshape(const Tensor& x, Shape shape) {
     return make_result("reshape", std::move(shape), x.impl()->data, {x}, [](const GradContext& g) {
         auto gx = g.grad(0);
         for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i];
-    });
+    }, where);
 }
 
-Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, SourceLocation where) {
     const Shape& in = x.shape();
     const auto rank = static_cast<int64_t>(in.size());
     dim0 = detail::dim_of(in, dim0, "transpose");
@@ -61,10 +62,10 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
     return make_result("transpose", std::move(out_shape), std::move(out), {x}, [walk](const GradContext& g) {
         auto gx = g.grad(0);
         walk.for_each([&](int64_t i, int64_t ix, int64_t) { gx[ix] += g.dout[i]; });
-    });
+    }, where);
 }
 
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "slice");
     const int64_t n = x.shape()[dim];
     check(0 <= start && start <= end && end <= n, "slice: range [{}, {}) is outside dim {} of shape {}", start, end,
@@ -81,10 +82,10 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
         auto gx = g.grad(0);
         for (int64_t o = 0; o < ax.outer; ++o)
             for (int64_t j = 0; j < out_ax.n * ax.inner; ++j) gx[ax.at(o, start, 0) + j] += g.dout[out_ax.at(o, 0, 0) + j];
-    });
+    }, where);
 }
 
-Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) {
     check(!xs.empty(), "concat: no tensors given");
     const Shape& first = xs[0].shape();
     dim = detail::dim_of(first, dim, "concat");
@@ -117,10 +118,10 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
             for (int64_t o = 0; o < ax.outer; ++o)
                 for (int64_t j = 0; j < ax.n * ax.inner; ++j) gx[ax.at(o, 0, 0) + j] += g.dout[out_ax.at(o, offsets[k], 0) + j];
         }
-    });
+    }, where);
 }
 
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "split");
     int64_t total = 0;
     for (int64_t s : sizes) {
@@ -132,23 +133,23 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
     std::vector<Tensor> parts;
     int64_t start = 0;
     for (int64_t s : sizes) {
-        parts.push_back(slice(x, dim, start, start + s));
+        parts.push_back(slice(x, dim, start, start + s, where));
         start += s;
     }
     return parts;
 }
 
-std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim, SourceLocation where) {
     check(size > 0, "split: chunk size {} must be positive (shape {})", size, shape_str(x.shape()));
     dim = detail::dim_of(x.shape(), dim, "split");
     std::vector<int64_t> sizes;
     for (int64_t left = x.shape()[dim]; left > 0; left -= size) sizes.push_back(std::min(size, left));
-    return split(x, sizes, dim);
+    return split(x, sizes, dim, where);
 }
 
 // --- masking ---------------------------------------------------------------------------------------
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocation where) {
     const detail::Broadcast bc = detail::broadcast(x.shape(), mask.shape(), "masked_fill");
     check(bc.out == x.shape(), "masked_fill: mask of shape {} does not broadcast to the input's shape {}",
           shape_str(mask.shape()), shape_str(x.shape()));
@@ -156,11 +157,13 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
     std::vector<float> out(x.numel());
     bc.for_each([&](int64_t i, int64_t ix, int64_t im) { out[i] = m[im] != 0.0f ? value : src[ix]; });
     // Only x gets a gradient; the mask is a constant (its stored values are read at backward time).
+    // An infinite fill value is intended: anomaly mode counts it as an input's infinity.
+    const detail::IntendedInfinity intended(std::isinf(value));
     return make_result("masked_fill", x.shape(), std::move(out), {x, mask.detach()}, [bc](const GradContext& g) {
         const float* mv = g.inputs[1].data().data();
         auto gx = g.grad(0);
         bc.for_each([&](int64_t i, int64_t ix, int64_t im) { gx[ix] += mv[im] != 0.0f ? 0.0f : g.dout[i]; });
-    });
+    }, where);
 }
 
 Tensor upper_triangle_mask(int64_t T) {
@@ -171,11 +174,11 @@ Tensor upper_triangle_mask(int64_t T) {
     return mask;
 }
 
-Tensor causal_mask(const Tensor& x) {
+Tensor causal_mask(const Tensor& x, SourceLocation where) {
     const Shape& s = x.shape();
     check(s.size() >= 2 && s[s.size() - 1] == s[s.size() - 2],
           "causal_mask: needs (..., T, T) scores, got shape {}", shape_str(s));
-    return masked_fill(x, upper_triangle_mask(s.back()), -std::numeric_limits<float>::infinity());
+    return masked_fill(x, upper_triangle_mask(s.back()), -std::numeric_limits<float>::infinity(), where);
 }
 
 }  // namespace autograd

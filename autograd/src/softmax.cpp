@@ -36,7 +36,7 @@ RowStats row_stats(const float* src, int64_t n, At at) {
 }
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "softmax");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
@@ -54,10 +54,10 @@ Tensor softmax(const Tensor& x, int64_t dim) {
             for (int64_t k = 0; k < ax.n; ++k) dot += double(g.dout[at(k)]) * g.out[at(k)];
             for (int64_t k = 0; k < ax.n; ++k) gx[at(k)] += g.out[at(k)] * (g.dout[at(k)] - static_cast<float>(dot));
         });
-    });
+    }, where);
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "log_softmax");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
@@ -81,10 +81,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
             for (int64_t k = 0; k < ax.n; ++k)
                 gx[at(k)] += g.dout[at(k)] - std::exp(g.out[at(k)]) * static_cast<float>(total);
         });
-    });
+    }, where);
 }
 
-Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets) {
+Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, SourceLocation where) {
     check(logits.dim() >= 1, "cross_entropy: logits need a class dim, got shape {}", shape_str(logits.shape()));
     const int64_t V = logits.shape().back();
     const int64_t N = V > 0 ? logits.numel() / V : 0;
@@ -116,11 +116,11 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets) {
                                for (int64_t k = 0; k < V; ++k) gx[r * V + k] += s * probs[r * V + k];
                                gx[r * V + targets[r]] -= s;
                            }
-                       });
+                       }, where);
 }
 
-Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets) {
-    return cross_entropy(logits, std::span<const int64_t>(targets));
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets, SourceLocation where) {
+    return cross_entropy(logits, std::span<const int64_t>(targets), where);
 }
 
 }  // namespace autograd

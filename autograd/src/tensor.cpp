@@ -5,6 +5,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "anomaly.h"
 #include "axis.h"
 
 namespace autograd {
@@ -144,10 +145,21 @@ Tensor Tensor::detach() const {
 
 Tensor Tensor::clone() const { return Tensor(new_impl(shape(), to_vector())); }
 
-Tensor Tensor::reshape(Shape shape) const { return autograd::reshape(*this, std::move(shape)); }
-Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const { return autograd::transpose(*this, dim0, dim1); }
-Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end) const {
-    return autograd::slice(*this, dim, start, end);
+HookHandle Tensor::register_hook(std::function<void(const Tensor& grad)> hook) const {
+    TensorImpl& impl = checked_impl();
+    check(impl.requires_grad, "register_hook: the tensor does not require a gradient, so no gradient will reach it");
+    check(static_cast<bool>(hook), "register_hook: empty hook");
+    return impl.hooks.add(std::move(hook));
+}
+
+Tensor Tensor::reshape(Shape shape, std::source_location where) const {
+    return autograd::reshape(*this, std::move(shape), where);
+}
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1, std::source_location where) const {
+    return autograd::transpose(*this, dim0, dim1, where);
+}
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, std::source_location where) const {
+    return autograd::slice(*this, dim, start, end, where);
 }
 
 // --- the engine --------------------------------------------------------------------------------------
@@ -198,12 +210,18 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
         for (size_t i = 0; i < g->size(); ++i) (*g)[i] += seed[i];
     }
 
+    // In reverse topological order every consumer of a tensor comes before it, so when the walk
+    // reaches a tensor its gradient for this pass is complete: its hooks run then.
+    const bool anomalies = detail::anomaly_checks();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         TensorImpl& impl = **it;
+        if (!impl.grad) continue;  // nothing flowed here
+        if (!impl.hooks.empty()) impl.hooks.run(Tensor(*it).grad());
         Node* node = impl.grad_fn.get();
-        if (!node || !impl.grad) continue;  // a leaf, or nothing flowed here
+        if (!node) continue;  // a leaf
         GradContext ctx{*impl.data, *impl.grad, node->inputs};
         node->backward(ctx);
+        if (anomalies) [[unlikely]] detail::check_backward(*node, impl);
     }
 
     if (!retain_graph) {
@@ -220,15 +238,16 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
 // --- making results ----------------------------------------------------------------------------------
 
 Tensor make_result(const char* op, Shape shape, std::vector<float> values, std::vector<Tensor> inputs,
-                   BackwardFn backward) {
+                   BackwardFn backward, std::source_location where) {
     return make_result(op, std::move(shape), std::make_shared<std::vector<float>>(std::move(values)),
-                       std::move(inputs), std::move(backward));
+                       std::move(inputs), std::move(backward), where);
 }
 
 Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<float>> storage,
-                   std::vector<Tensor> inputs, BackwardFn backward) {
+                   std::vector<Tensor> inputs, BackwardFn backward, std::source_location where) {
     check(numel_of(shape) == static_cast<int64_t>(storage->size()), "{}: result shape {} does not hold {} values",
           op, shape_str(shape), storage->size());
+    if (detail::anomaly_checks()) [[unlikely]] detail::check_forward(op, shape, *storage, inputs, where);
     auto impl = std::make_shared<TensorImpl>();
     impl->shape = std::move(shape);
     impl->data = std::move(storage);
@@ -236,7 +255,7 @@ Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<floa
                                                    [](const Tensor& t) { return t.requires_grad(); });
     if (track) {
         impl->requires_grad = true;
-        impl->grad_fn = std::make_shared<Node>(Node{op, std::move(inputs), std::move(backward)});
+        impl->grad_fn = std::make_shared<Node>(Node{op, std::move(inputs), std::move(backward), where});
     }
     return Tensor(std::move(impl));
 }

@@ -31,7 +31,7 @@ Tensor Head::forward(const Tensor& x) {
     const Tensor weights = softmax(scores, -1);                   // (B, T, T), rows sum to 1
     scores_ = scores;
     attention_ = weights.detach();
-    return matmul(weights, v);                                    // (B, T, H)
+    return output(matmul(weights, v));                            // (B, T, H)
 }
 
 Tensor Average::forward(const Tensor& x) const {
@@ -39,7 +39,7 @@ Tensor Average::forward(const Tensor& x) const {
     // softmax of equal (zero) scores under the causal mask: row i holds 1/(i+1) on positions 0..i
     const int64_t T = x.size(1);
     const Tensor weights = softmax(causal_mask(zeros({T, T})), -1);  // (T, T)
-    return matmul(weights, x);                                        // (T, T) @ (B, T, C) -> (B, T, C)
+    return output(matmul(weights, x));                                // (T, T) @ (B, T, C) -> (B, T, C)
 }
 
 }  // namespace nn

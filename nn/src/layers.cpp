@@ -17,7 +17,7 @@ Tensor Linear::forward(const Tensor& x) const {
     check(x.dim() >= 2 && x.size(-1) == options.in, "Linear: input of shape {} does not end in {} channels",
           shape_str(x.shape()), options.in);
     const Tensor y = matmul(x, weight);
-    return options.bias ? y + bias : y;
+    return output(options.bias ? y + bias : y);
 }
 
 Embedding::Embedding(EmbeddingOptions opts, Generator& gen) : options(opts) {
@@ -26,7 +26,7 @@ Embedding::Embedding(EmbeddingOptions opts, Generator& gen) : options(opts) {
 }
 
 Tensor Embedding::forward(std::span<const int64_t> ids, const Shape& ids_shape) const {
-    return embedding(weight, ids, ids_shape);
+    return output(embedding(weight, ids, ids_shape));
 }
 
 LayerNorm::LayerNorm(LayerNormOptions opts) : options(opts) {
@@ -40,7 +40,7 @@ Tensor LayerNorm::forward(const Tensor& x) const {
           shape_str(x.shape()), options.dim);
     const Tensor centered = x - mean(x, -1, /*keepdim=*/true);                 // (..., C)
     const Tensor variance = mean(centered * centered, -1, /*keepdim=*/true);   // (..., 1)
-    return centered / sqrt(variance + options.eps) * gain + bias;
+    return output(centered / sqrt(variance + options.eps) * gain + bias);
 }
 
 }  // namespace nn

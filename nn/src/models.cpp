@@ -35,7 +35,7 @@ Tensor Bigram::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     // Reads each position's own character only, so any window length works.
     check(B > 0 && T > 0 && static_cast<int64_t>(ids.size()) == B * T, "Bigram: {} ids do not form a ({}, {}) window",
           ids.size(), B, T);
-    return logits_table.forward(ids, {B, T});  // (B, T, V)
+    return output(logits_table.forward(ids, {B, T}));  // (B, T, V)
 }
 
 // --- AverageModel --------------------------------------------------------------------------------------
@@ -52,7 +52,7 @@ AverageModel::AverageModel(AverageModelOptions opts, Generator& gen)
 
 Tensor AverageModel::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "AverageModel");
-    return lm_head.forward(average.forward(embed(token, position, ids, B, T)));  // (B, T, V)
+    return output(lm_head.forward(average.forward(embed(token, position, ids, B, T))));  // (B, T, V)
 }
 
 // --- SingleHead -----------------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ SingleHead::SingleHead(SingleHeadOptions opts, Generator& gen)
     : options(opts),
       token({.num = opts.vocab, .dim = opts.n_embd}, gen),
       position({.num = opts.block, .dim = opts.n_embd}, gen),
-      head({.n_embd = opts.n_embd, .head_size = opts.head_size > 0 ? opts.head_size : opts.n_embd}, gen),
+      head({.n_embd = opts.n_embd, .head_size = opts.head_size > 0 ? opts.head_size : opts.n_embd, .scaled = opts.scaled}, gen),
       lm_head({.in = head.options.head_size, .out = opts.vocab}, gen) {
     register_module("token", token);
     register_module("position", position);
@@ -71,7 +71,7 @@ SingleHead::SingleHead(SingleHeadOptions opts, Generator& gen)
 
 Tensor SingleHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "SingleHead");
-    return lm_head.forward(head.forward(embed(token, position, ids, B, T)));  // (B, T, V)
+    return output(lm_head.forward(head.forward(embed(token, position, ids, B, T))));  // (B, T, V)
 }
 
 // --- MultiHeadAttention and FeedForward ------------------------------------------------------------------
@@ -90,7 +90,7 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
 Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
     std::vector<Tensor> outs;
     for (auto& head : heads) outs.push_back(head->forward(x));  // each (B, T, C / n_head)
-    return dropout(projection.forward(concat(outs, -1)), options.dropout, is_training(), dropout_gen);  // (B, T, C)
+    return output(dropout(projection.forward(concat(outs, -1)), options.dropout, is_training(), dropout_gen));  // (B, T, C)
 }
 
 FeedForward::FeedForward(FeedForwardOptions opts, Generator& gen)
@@ -100,7 +100,7 @@ FeedForward::FeedForward(FeedForwardOptions opts, Generator& gen)
 }
 
 Tensor FeedForward::forward(const Tensor& x, Generator& dropout_gen) {
-    return dropout(down.forward(gelu(up.forward(x))), options.dropout, is_training(), dropout_gen);  // (B, T, C)
+    return output(dropout(down.forward(gelu(up.forward(x))), options.dropout, is_training(), dropout_gen));  // (B, T, C)
 }
 
 // --- MultiHead -------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ Tensor MultiHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     Generator unused;  // no dropout in this model
     Tensor x = attention.forward(embed(token, position, ids, B, T), unused);  // (B, T, C)
     if (feed_forward) x = feed_forward->forward(x, unused);
-    return lm_head.forward(x);  // (B, T, V)
+    return output(lm_head.forward(x));  // (B, T, V)
 }
 
 // --- GPT -----------------------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ Block::Block(const GPTOptions& opts, Generator& gen)
 
 Tensor Block::forward(const Tensor& x, Generator& dropout_gen) {
     const Tensor h = x + attention.forward(norm1.forward(x), dropout_gen);  // (B, T, C)
-    return h + feed_forward.forward(norm2.forward(h), dropout_gen);         // (B, T, C)
+    return output(h + feed_forward.forward(norm2.forward(h), dropout_gen));  // (B, T, C)
 }
 
 GPT::GPT(GPTOptions opts, Generator& gen)
@@ -180,7 +180,7 @@ Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT");
     Tensor x = dropout(embed(token, position, ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
     for (auto& block : blocks) x = block->forward(x, dropout_gen_);
-    return lm_head.forward(final_norm.forward(x));  // (B, T, V)
+    return output(lm_head.forward(final_norm.forward(x)));  // (B, T, V)
 }
 
 // --- ModelConfig -----------------------------------------------------------------------------------------

@@ -25,7 +25,11 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
     std::vector<std::string> names;
     collect("", params, names);
     std::vector<std::pair<std::string, Tensor>> out;
-    for (size_t i = 0; i < params.size(); ++i) out.emplace_back(names[i], params[i]->value);
+    for (size_t i = 0; i < params.size(); ++i) {
+        Tensor value = params[i]->value;  // a handle: naming it names the parameter
+        value.set_name(names[i]);
+        out.emplace_back(names[i], value);
+    }
     return out;
 }
 
@@ -44,6 +48,13 @@ std::vector<Tensor> Module::parameters() const {
     return out;
 }
 
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+    std::vector<std::pair<std::string, const Module*>> out = {{"", this}};
+    for (const auto& [name, child] : children_)
+        for (auto& [sub, module] : child->named_modules()) out.emplace_back(sub.empty() ? name : name + "." + sub, module);
+    return out;
+}
+
 int64_t Module::parameter_count() const {
     int64_t n = 0;
     for (const Tensor& p : parameters()) n += p.numel();
@@ -52,6 +63,16 @@ int64_t Module::parameter_count() const {
 
 void Module::zero_grad() {
     for (Tensor& p : parameters()) p.zero_grad();
+}
+
+HookHandle Module::register_forward_hook(std::function<void(const Module&, const Tensor& output)> hook) {
+    autograd::check(static_cast<bool>(hook), "register_forward_hook: empty hook");
+    return forward_hooks_.add(std::move(hook));
+}
+
+Tensor Module::output(Tensor out) const {
+    if (!forward_hooks_.empty()) forward_hooks_.run(*this, out);
+    return out;
 }
 
 void Module::train(bool on) {

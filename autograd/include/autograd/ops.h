@@ -4,9 +4,18 @@
 // Shape legend: B batch, T time, C channels, H head width, V vocab, N rows, "..." any leading dims.
 // Broadcasting follows NumPy: shapes align from the right; a dim of 1 (or a missing one) stretches.
 // Gradients of broadcast inputs are summed back to the input's shape.
+//
+// Call site: every op that makes a graph node ends in `std::source_location where = ...current()`.
+// Leave it out: it records the line that calls the op, which anomaly mode (anomaly.h) names when the
+// op's forward or backward makes a NaN. Composite ops hand their own `where` to the ops they are made
+// of, so `mean(x)` reports your line, not reduce.cpp. A function of your own built from ops can do the
+// same: take a `where` parameter and pass it on. The one gap: operators (a + b, x * 2.0f, -x) cannot
+// take an extra parameter, so they record the operator's own location in elementwise.cpp; write
+// add(a, b), scale(x, 2.0f), neg(x) where the line matters.
 #pragma once
 
 #include <cstdint>
+#include <source_location>
 #include <span>
 #include <vector>
 
@@ -14,70 +23,87 @@ namespace autograd {
 
 class Tensor;
 class Generator;
+using SourceLocation = std::source_location;
 
 // --- elementwise, broadcasting --------------------------------------------------------------
-Tensor add(const Tensor& a, const Tensor& b);  // a: (...)  b: broadcastable  ->  broadcast shape
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor neg(const Tensor& x);
-Tensor scale(const Tensor& x, float factor);  // x * factor, factor a constant
+// a: (...)  b: broadcastable  ->  broadcast shape
+Tensor add(const Tensor& a, const Tensor& b, SourceLocation where = SourceLocation::current());
+Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where = SourceLocation::current());
+Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where = SourceLocation::current());
+Tensor div(const Tensor& a, const Tensor& b, SourceLocation where = SourceLocation::current());
+Tensor neg(const Tensor& x, SourceLocation where = SourceLocation::current());
+// x * factor, factor a constant
+Tensor scale(const Tensor& x, float factor, SourceLocation where = SourceLocation::current());
 
 // --- elementwise, unary (x: any shape -> same shape) -----------------------------------------
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor pow(const Tensor& x, float exponent);
-Tensor tanh(const Tensor& x);
-Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);  // exact: x * Phi(x), with the erf (as torch.nn.GELU())
+Tensor exp(const Tensor& x, SourceLocation where = SourceLocation::current());
+Tensor log(const Tensor& x, SourceLocation where = SourceLocation::current());
+Tensor sqrt(const Tensor& x, SourceLocation where = SourceLocation::current());
+Tensor pow(const Tensor& x, float exponent, SourceLocation where = SourceLocation::current());
+Tensor tanh(const Tensor& x, SourceLocation where = SourceLocation::current());
+Tensor relu(const Tensor& x, SourceLocation where = SourceLocation::current());
+// exact: x * Phi(x), with the erf (as torch.nn.GELU())
+Tensor gelu(const Tensor& x, SourceLocation where = SourceLocation::current());
 
 // --- matrix product ----------------------------------------------------------------------------
 // a: (..., M, K)  b: (..., K, N)  ->  (broadcast(...), M, N). Leading dims broadcast, so both
 // (B, T, C) @ (C, H) and (B, T, H) @ (B, H, T) work. Both operands need rank >= 2.
-Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where = SourceLocation::current());
 
 // --- shape ---------------------------------------------------------------------------------------
-Tensor reshape(const Tensor& x, Shape shape);                     // same numel; one dim may be -1
-Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);    // swaps two dims (copies)
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);  // [start, end) along dim
-Tensor concat(const std::vector<Tensor>& xs, int64_t dim);        // all shapes equal except dim
-std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim);  // chunks of `size` (last may be shorter)
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);
+// same numel; one dim may be -1
+Tensor reshape(const Tensor& x, Shape shape, SourceLocation where = SourceLocation::current());
+// swaps two dims (copies)
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, SourceLocation where = SourceLocation::current());
+// [start, end) along dim
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end,
+             SourceLocation where = SourceLocation::current());
+// all shapes equal except dim
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where = SourceLocation::current());
+// chunks of `size` (the last may be shorter), or of the given sizes
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim, SourceLocation where = SourceLocation::current());
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim,
+                          SourceLocation where = SourceLocation::current());
 
 // --- reductions ------------------------------------------------------------------------------------
-Tensor sum(const Tensor& x);                                          // -> ()
-Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor mean(const Tensor& x);                                         // -> ()
-Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor max(const Tensor& x, int64_t dim, bool keepdim = false);     // gradient to the first maximum
-std::vector<int64_t> argmax(const Tensor& x, int64_t dim);           // no gradient; row-major over the rest
+Tensor sum(const Tensor& x, SourceLocation where = SourceLocation::current());   // -> ()
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false, SourceLocation where = SourceLocation::current());
+Tensor mean(const Tensor& x, SourceLocation where = SourceLocation::current());  // -> ()
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false, SourceLocation where = SourceLocation::current());
+// gradient to the first maximum
+Tensor max(const Tensor& x, int64_t dim, bool keepdim = false, SourceLocation where = SourceLocation::current());
+std::vector<int64_t> argmax(const Tensor& x, int64_t dim);  // no gradient (no node); row-major over the rest
 
 // --- masking and attention pieces ----------------------------------------------------------------
 // mask: broadcastable to x; where mask != 0 the result is `value` and no gradient flows to x.
-Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
-Tensor upper_triangle_mask(int64_t T);  // (T, T): 1 strictly above the diagonal, else 0
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocation where = SourceLocation::current());
+Tensor upper_triangle_mask(int64_t T);  // (T, T): 1 strictly above the diagonal, else 0 (a constant leaf)
 // x: (..., T, T) -> same, with -inf strictly above the diagonal (position i cannot see j > i).
-Tensor causal_mask(const Tensor& x);
+Tensor causal_mask(const Tensor& x, SourceLocation where = SourceLocation::current());
 
 // softmax along dim, numerically stable (the row max is subtracted). A row that is entirely -inf
 // (fully masked) gives all zeros and passes no gradient: defined, and never NaN.
-Tensor softmax(const Tensor& x, int64_t dim);
+Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocation::current());
 // log_softmax along dim. A fully masked row gives -inf everywhere and passes no gradient.
-Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocation::current());
 // logits: (..., V)  targets: one class index per row (numel / V of them)  ->  () mean loss
-Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets);
-Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets);
+Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets,
+                     SourceLocation where = SourceLocation::current());
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
+                     SourceLocation where = SourceLocation::current());
 
 // --- lookup and noise ------------------------------------------------------------------------------
 // weight: (V, C)  ids: indices in [0, V), laid out as ids_shape  ->  (ids_shape..., C).
 // The gradient is scatter-added, so repeated ids accumulate.
-Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape& ids_shape);
+Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape& ids_shape,
+                 SourceLocation where = SourceLocation::current());
 // Zeroes each element with probability p and scales the survivors by 1/(1-p); identity when
 // training is false or p == 0.
-Tensor dropout(const Tensor& x, float p, bool training, Generator& gen);
+Tensor dropout(const Tensor& x, float p, bool training, Generator& gen,
+               SourceLocation where = SourceLocation::current());
 
 // --- operators -----------------------------------------------------------------------------------
+// They record their own location in elementwise.cpp, not yours (see "Call site" above).
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

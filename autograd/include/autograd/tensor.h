@@ -23,17 +23,21 @@
 // - Leaves accumulate gradients across backward calls until zero_grad(); a non-leaf tensor's grad()
 //   holds the gradient of the most recent backward through it (useful for inspection).
 // - Bad shapes, dims and indices throw std::invalid_argument naming the op and the shapes.
+// - Inspecting (see README "Inspecting the graph"): to_dot() draws the graph (graph.h), register_hook()
+//   sees or edits a gradient during backward, anomaly mode (anomaly.h) names the op that made a NaN.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <source_location>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "autograd/check.h"
+#include "autograd/hooks.h"
 
 namespace autograd {
 
@@ -56,6 +60,7 @@ struct Node {
     const char* op;
     std::vector<Tensor> inputs;
     BackwardFn backward;
+    std::source_location where;  // where the op was called (anomaly messages)
     bool released = false;  // saved inputs and closure freed after backward
     ~Node();                // iterative teardown, so dropping a 100,000-op chain cannot overflow the stack
 };
@@ -67,6 +72,7 @@ struct TensorImpl {
     std::shared_ptr<Node> grad_fn;             // null for leaves
     bool requires_grad = false;
     std::string name;                          // optional label (parameter names), for inspection
+    HookList<const Tensor&> hooks;             // gradient hooks (register_hook)
 };
 
 class Tensor {
@@ -96,6 +102,14 @@ public:
     void backward(bool retain_graph = false) const;
     void backward(const Tensor& output_grad, bool retain_graph = false) const;
     const char* op() const;  // name of the op that made it, "leaf" for leaves
+    // Calls hook(grad) during each backward that reaches this tensor, once its gradient for that pass
+    // is complete: for a leaf after every contribution of the pass (so grad includes what earlier
+    // backward calls accumulated), for a non-leaf just before its op's backward runs. `grad` shares
+    // the gradient storage: read it, or modify it in place and the change flows on (into the op's
+    // backward, or stays in a leaf's grad()). Hooks run in registration order; the handle's remove()
+    // unregisters one, also from inside a hook. The tensor must require a gradient. A hook that
+    // captures its own tensor by value keeps it alive (a cycle through the tensor): capture by reference.
+    HookHandle register_hook(std::function<void(const Tensor& grad)> hook) const;
     const std::string& name() const;
     Tensor& set_name(std::string name);
 
@@ -104,9 +118,12 @@ public:
     // All tensors are contiguous; kept so code written against strided libraries reads the same.
     Tensor contiguous() const { return *this; }
 
-    Tensor reshape(Shape shape) const;               // one dim may be -1
-    Tensor transpose(int64_t dim0, int64_t dim1) const;
-    Tensor slice(int64_t dim, int64_t start, int64_t end) const;  // [start, end) along dim
+    // The ops of the same names (ops.h), recording the caller's location like them.
+    // one dim may be -1
+    Tensor reshape(Shape shape, std::source_location where = std::source_location::current()) const;
+    Tensor transpose(int64_t dim0, int64_t dim1, std::source_location where = std::source_location::current()) const;
+    Tensor slice(int64_t dim, int64_t start, int64_t end,  // [start, end) along dim
+                 std::source_location where = std::source_location::current()) const;
 
     const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
 
@@ -141,12 +158,16 @@ private:
 
 // --- writing an op ----------------------------------------------------------------------------
 // Wraps a forward result; attaches a Node with `backward` when grad mode is on and any input
-// requires a gradient. Every op in ops.h is written with this, and so can a user's own op.
+// requires a gradient. Every op in ops.h is written with this, and so can a user's own op. `where`
+// is the op's call site, kept in the Node for anomaly messages: an op passes its own `where`
+// parameter on (see ops.h); left out, it is the line that calls make_result. In anomaly mode the
+// values are checked here.
 Tensor make_result(const char* op, Shape shape, std::vector<float> values, std::vector<Tensor> inputs,
-                   BackwardFn backward);
+                   BackwardFn backward, std::source_location where = std::source_location::current());
 // The same over existing storage (reshape shares its input's values instead of copying them).
 Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<float>> storage,
-                   std::vector<Tensor> inputs, BackwardFn backward);
+                   std::vector<Tensor> inputs, BackwardFn backward,
+                   std::source_location where = std::source_location::current());
 
 int64_t numel_of(const Shape& shape);
 // Normalize a possibly negative dim for a tensor of rank `rank`; throws naming `op` if out of range.
@@ -155,6 +176,8 @@ int64_t normalize_dim(int64_t dim, int64_t rank, const char* op);
 }  // namespace autograd
 
 #include "autograd/ops.h"     // IWYU pragma: export
+#include "autograd/anomaly.h"  // IWYU pragma: export
+#include "autograd/graph.h"    // IWYU pragma: export
 #include "autograd/random.h"  // IWYU pragma: export
 #include "autograd/threads.h"  // IWYU pragma: export
 #include "autograd/format.h"  // IWYU pragma: export

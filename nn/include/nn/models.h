@@ -74,6 +74,7 @@ struct SingleHeadOptions {
     int64_t n_embd = 32;     // C
     int64_t head_size = 0;   // H; 0 means n_embd
     int64_t block = 8;
+    bool scaled = true;      // the head divides its scores by sqrt(H) (examples/gradflow trains without)
 };
 // Token + position embeddings, one causal attention Head, a linear map to V.
 class SingleHead : public LanguageModel {

@@ -4,15 +4,23 @@
 //     struct TwoLayer : nn::Module {
 //         nn::Linear first{{.in = 8, .out = 16}}, second{{.in = 16, .out = 4}};
 //         TwoLayer() { register_module("first", first); register_module("second", second); }
-//         Tensor forward(const Tensor& x) { return second.forward(relu(first.forward(x))); }
+//         Tensor forward(const Tensor& x) { return output(second.forward(relu(first.forward(x)))); }
 //     };
 //     TwoLayer m;  m.named_parameters();  // first.weight, first.bias, second.weight, second.bias
 //
 // Modules hold registered children by address, so a Module can be neither copied nor moved: keep
 // modules as members, or in std::unique_ptr when their number is chosen at run time.
+//
+// Forward hooks see every module's output: each module's forward returns through output(), which
+// runs them. A module of your own does the same: `return output(y);`.
+//
+//     HookHandle h = model.blocks[0]->attention.register_forward_hook(
+//         [](const nn::Module&, const Tensor& out) { fmt::print("{}\n", autograd::shape_str(out.shape())); });
+//     h.remove();
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +29,7 @@
 
 namespace nn {
 
+using autograd::HookHandle;
 using autograd::Shape;
 using autograd::Tensor;
 
@@ -32,20 +41,34 @@ public:
     Module& operator=(const Module&) = delete;
 
     // Parameters of this module and its children, depth first in registration order, named
-    // "child.grandchild.param".
+    // "child.grandchild.param". Also sets each tensor's name() to that full name, so graphs (to_dot)
+    // and messages show it; names are relative to the module called, so the last call wins (a
+    // block's own named_parameters() names its weights "attention.heads.0.query.weight", the GPT's
+    // "blocks.0.attention.heads.0.query.weight"). parameters(), zero_grad() and the others go
+    // through it too.
     std::vector<std::pair<std::string, Tensor>> named_parameters() const;
     std::vector<Tensor> parameters() const;
     // Names of the parameters that take weight decay: matrices that multiply (Linear weights) by
     // default; biases, norm gains and embedding tables are registered without it.
     std::vector<std::string> decayed_parameter_names() const;
     int64_t parameter_count() const;  // number of scalars
+    // This module ("") and every module inside it, depth first, by dotted name ("blocks.0.attention").
+    std::vector<std::pair<std::string, const Module*>> named_modules() const;
     void zero_grad();
 
     void train(bool on = true);  // also sets every child
     void eval() { train(false); }
     bool is_training() const { return training_; }
 
+    // Calls hook(*this, output) each time this module's forward returns, after the output is made and
+    // before the caller sees it; hooks run in registration order. The output is the tensor the
+    // forward returns (in the graph, so a hook may register_hook() on it to see its gradient later).
+    // remove() on the handle unregisters it, also from inside the hook.
+    HookHandle register_forward_hook(std::function<void(const Module&, const Tensor& output)> hook);
+
 protected:
+    // Every forward returns through this: it runs the forward hooks on `out` and returns it.
+    Tensor output(Tensor out) const;
     // Marks the tensor as requiring a gradient, names it, and returns it (assign it to a member).
     // `decay`: whether optimizers apply weight decay to it.
     Tensor register_parameter(std::string name, Tensor value, bool decay = false);
@@ -65,6 +88,7 @@ private:
                  std::vector<std::string>& names) const;
     std::vector<Parameter> params_;
     std::vector<std::pair<std::string, Module*>> children_;
+    mutable autograd::HookList<const Module&, const Tensor&> forward_hooks_;
     bool training_ = true;
 };
 

@@ -1,0 +1,105 @@
+// Inspecting modules: parameters carry their full dotted names, forward hooks see every module's
+// output and can be removed, and a model's graph shows those names.
+#include <string>
+#include <vector>
+
+#include <nn/attention.h>
+#include <nn/layers.h>
+#include <nn/models.h>
+
+#include "helpers.h"
+
+using namespace autograd;
+
+TEST_CASE("named_parameters names each tensor by its full dotted name", "[graph]") {
+    Generator gen(1);
+    nn::GPT gpt({.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 4}, gen);
+    for (const auto& [name, p] : gpt.named_parameters()) CHECK(p.name() == name);
+    REQUIRE(gpt.blocks[0]->attention.heads[1]->query.weight.name() == "blocks.0.attention.heads.1.query.weight");
+    REQUIRE(gpt.lm_head.bias.name() == "lm_head.bias");
+
+    // The names show in the graph of a forward.
+    const std::vector<int64_t> ids = {0, 1, 2, 3};
+    const std::string dot = to_dot(gpt.forward(ids, 1, 4));
+    REQUIRE(dot.find("\"blocks.1.feed_forward.down.weight\\n(32, 8)\"") != std::string::npos);
+    REQUIRE(dot.find("\"token.weight\\n(5, 8)\"") != std::string::npos);
+}
+
+TEST_CASE("forward hooks see the module and its output, and can be removed", "[graph]") {
+    Generator gen(2);
+    nn::Linear linear({.in = 3, .out = 2}, gen);
+    const Tensor x = randn({4, 3}, gen);
+    int calls = 0;
+    const nn::Module* seen_module = nullptr;
+    Tensor seen;
+    nn::HookHandle handle = linear.register_forward_hook([&](const nn::Module& m, const Tensor& out) {
+        ++calls;
+        seen_module = &m;
+        seen = out;
+    });
+    const Tensor y = linear.forward(x);
+    REQUIRE(calls == 1);
+    REQUIRE(seen_module == &linear);
+    REQUIRE(seen.impl() == y.impl());  // the very tensor forward returns
+    linear.forward(x);
+    REQUIRE(calls == 2);
+
+    handle.remove();
+    REQUIRE_FALSE(handle.active());
+    linear.forward(x);
+    REQUIRE(calls == 2);
+
+    // A hook that removes itself fires once.
+    nn::HookHandle once;
+    once = linear.register_forward_hook([&](const nn::Module&, const Tensor&) {
+        ++calls;
+        once.remove();
+    });
+    linear.forward(x);
+    linear.forward(x);
+    REQUIRE(calls == 3);
+}
+
+TEST_CASE("every module's forward runs its hooks: a GPT reports each layer once", "[graph]") {
+    Generator gen(3);
+    nn::GPT gpt({.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 4}, gen);
+    std::vector<std::string> order;
+    std::vector<nn::HookHandle> handles;
+    const auto watch = [&](nn::Module& m, std::string label) {
+        handles.push_back(m.register_forward_hook([&order, label](const nn::Module&, const Tensor& out) {
+            order.push_back(fmt::format("{} {}", label, shape_str(out.shape())));
+        }));
+    };
+    watch(gpt.token, "token");
+    watch(gpt.blocks[0]->norm1, "norm1");
+    watch(*gpt.blocks[0]->attention.heads[0], "head");
+    watch(gpt.blocks[0]->attention, "attention");
+    watch(gpt.blocks[0]->feed_forward, "feed_forward");
+    watch(*gpt.blocks[0], "block");
+    watch(gpt.lm_head, "lm_head");
+    watch(gpt, "gpt");
+    const std::vector<int64_t> ids = {0, 1, 2, 3, 4, 0};
+    gpt.forward(ids, 2, 3);
+    REQUIRE(order == std::vector<std::string>{"token (2, 3, 8)", "norm1 (2, 3, 8)", "head (2, 3, 4)",
+                                              "attention (2, 3, 8)", "feed_forward (2, 3, 8)", "block (2, 3, 8)",
+                                              "lm_head (2, 3, 5)", "gpt (2, 3, 5)"});
+
+    for (auto& h : handles) h.remove();
+    order.clear();
+    gpt.forward(ids, 2, 3);
+    REQUIRE(order.empty());
+
+    // The other modules return through their hooks too.
+    int calls = 0;
+    const auto count = [&](const nn::Module&, const Tensor&) { ++calls; };
+    nn::Average average;
+    nn::Embedding embedding({.num = 4, .dim = 3}, gen);
+    nn::Bigram bigram({.vocab = 4}, gen);
+    average.register_forward_hook(count);
+    embedding.register_forward_hook(count);
+    bigram.register_forward_hook(count);
+    average.forward(randn({1, 3, 2}, gen));
+    embedding.forward(std::vector<int64_t>{1, 2}, {2});
+    bigram.forward(std::vector<int64_t>{1, 2}, 1, 2);
+    REQUIRE(calls == 3);  // the bigram's table is an Embedding of its own, not watched here
+}
