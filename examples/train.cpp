@@ -51,10 +51,13 @@ training
   --grad-clip X        clip the global gradient norm; 0 = off             (default 1)
   --seed S             initialization, batches and dropout                (default 1337)
   --threads N          threads for the kernels                            (default 1)
+  --detect-anomaly     check every op for NaN/Inf and name the first one (slower)
 evaluation, logs, checkpoints
   --eval-every N       evaluate (and save) every N steps                  (default 500)
   --eval-iters N       batches per evaluation                             (default 200)
   --csv FILE           log step, train loss, val loss, lr, grad norm, tokens/s
+  --grad-report N      print the gradient-flow report every N steps
+  --grad-csv FILE      and log it to FILE (step, kind, name, norms, update ratio, head stats)
   --out CKPT           save a checkpoint at every evaluation and at the end
   --resume CKPT        continue a saved run exactly where it stopped
   --until STEP         stop after this step (the run's schedule still spans --steps)
@@ -74,12 +77,12 @@ sampling
 
 struct Options {
     nn::TrainConfig config;
-    std::optional<std::string> data, csv, out, resume;
-    int64_t eval_every = 500, eval_iters = 200, sample = 200, top_k = 0, threads = 1;
+    std::optional<std::string> data, csv, grad_csv, out, resume;
+    int64_t eval_every = 500, eval_iters = 200, sample = 200, top_k = 0, threads = 1, grad_report = 0;
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
     float temperature = 1.0f;
-    bool json = false;
+    bool json = false, detect_anomaly = false;
     std::vector<std::string> model_flags;  // given explicitly: an error with --resume
 };
 
@@ -122,6 +125,7 @@ Options parse(int argc, char** argv) {
             std::exit(0);
         }
         if (flag == "--json") { o.json = true; continue; }
+        if (flag == "--detect-anomaly") { o.detect_anomaly = true; continue; }
         if (flag == "--feed-forward") { c.model.feed_forward = true; o.model_flags.push_back(flag); continue; }
         if (!flag.starts_with("--")) usage_error(fmt::format("unexpected argument '{}'", flag));
         if (i + 1 >= argc) {  // the usage lists every flag, each on a line of its own: "  --steps N ..."
@@ -157,6 +161,8 @@ Options parse(int argc, char** argv) {
         else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1, kBig);
         else if (flag == "--eval-iters") o.eval_iters = parse_int(flag, value, 1, 1 << 20);
         else if (flag == "--csv") o.csv = value;
+        else if (flag == "--grad-report") o.grad_report = parse_int(flag, value, 1, kBig);
+        else if (flag == "--grad-csv") o.grad_csv = value;
         else if (flag == "--out") o.out = value;
         else if (flag == "--resume") o.resume = value;
         else if (flag == "--until") o.until = parse_int(flag, value, 1, kBig);
@@ -228,6 +234,9 @@ private:
 
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
+    // A NaN then stops the run naming the op and where it was called, before any parameter changes;
+    // the last checkpoint written stays as it was.
+    set_anomaly_mode(o.detect_anomaly);
     const std::string text = training_text(o);
     std::optional<nn::Trainer> trainer;
     if (o.resume) {
@@ -247,13 +256,17 @@ int run(const Options& o) {
         throw std::runtime_error(fmt::format("--top-k {} is more than the vocabulary of {} characters", o.top_k, config.model.vocab));
     const int64_t last = std::min(config.steps, o.until.value_or(config.steps));
 
-    std::FILE* csv = nullptr;
-    if (o.csv) {
-        const bool fresh = !o.resume || !std::ifstream(*o.csv).good();
-        csv = std::fopen(o.csv->c_str(), fresh ? "w" : "a");
-        if (!csv) throw std::runtime_error(fmt::format("--csv {}: cannot open for writing: {}", *o.csv, std::strerror(errno)));
-        if (fresh) fmt::print(csv, "step,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
-    }
+    // A resumed run appends to its logs; a fresh one starts them with their header.
+    const auto open_log = [&](const std::optional<std::string>& path, const char* flag, std::string_view header) -> std::FILE* {
+        if (!path) return nullptr;
+        const bool fresh = !o.resume || !std::ifstream(*path).good();
+        std::FILE* f = std::fopen(path->c_str(), fresh ? "w" : "a");
+        if (!f) throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag, *path, std::strerror(errno)));
+        if (fresh) fmt::print(f, "{}", header);
+        return f;
+    };
+    std::FILE* csv = open_log(o.csv, "--csv", "step,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
+    std::FILE* grad_csv = open_log(o.grad_csv, "--grad-csv", nn::GradientReport::csv_header());
 
     fmt::print(stderr, "{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config.model.kind,
                trainer->model().parameter_count(), config.model.vocab, trainer->data().size(nn::Split::train),
@@ -279,16 +292,26 @@ int run(const Options& o) {
     };
     while (trainer->step_count() < last) {
         const auto t0 = Clock::now();
-        stats = trainer->step();
+        const bool reporting = o.grad_report > 0 && (trainer->step_count() + 1) % o.grad_report == 0;
+        nn::GradientReport report;
+        stats = trainer->step(reporting ? &report : nullptr);
         train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
         tokens += stats.tokens;
         progress.update(stats, train_seconds, tokens);
+        if (reporting) {
+            progress.message(report.table());
+            if (grad_csv) {
+                fmt::print(grad_csv, "{}", report.csv_rows());
+                std::fflush(grad_csv);
+            }
+        }
         if (stats.step % o.eval_every == 0 && stats.step != last) evaluate_and_save();
     }
     stats.step = trainer->step_count();
     evaluate_and_save();
     progress.finish();
-    if (csv) std::fclose(csv);
+    for (std::FILE* f : {csv, grad_csv})
+        if (f) std::fclose(f);
 
     std::string sample;
     if (o.sample > 0) {

@@ -54,11 +54,22 @@ size_t Optimizer::add_buffer(std::string name) {
 
 void Optimizer::step() {
     autograd::NoGradGuard no_grad;
+    last_update_ratios_.clear();
+    std::vector<float> before;
     for (size_t i = 0; i < params_.size(); ++i) {
         const Tensor g = params_[i].grad();
         if (!g.defined()) continue;
-        update(i, params_[i].data(), g.data(), counts_[i]);
+        const auto p = params_[i].data();
+        before.assign(p.begin(), p.end());
+        update(i, p, g.data(), counts_[i]);
         ++counts_[i];
+        // ||update|| / ||parameter||: about 1e-3 is healthy; far above, the step is too big for the weights
+        double update2 = 0.0, param2 = 0.0;
+        for (size_t k = 0; k < p.size(); ++k) {
+            update2 += double(p[k] - before[k]) * double(p[k] - before[k]);
+            param2 += double(p[k]) * double(p[k]);
+        }
+        last_update_ratios_.emplace_back(names_[i], param2 > 0.0 ? std::sqrt(update2 / param2) : INFINITY);
     }
     ++steps_;
 }

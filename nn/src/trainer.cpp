@@ -148,7 +148,7 @@ float Trainer::lr_at(int64_t step) const {
     return CosineSchedule{.lr = config_.lr, .min_lr = min_lr, .warmup = config_.warmup, .total = config_.steps}.at(step);
 }
 
-StepStats Trainer::step() {
+StepStats Trainer::step(GradientReport* report) {
     const int64_t B = config_.batch, T = config_.model.block;
     const Batch batch = data_.batch(Split::train, B, T, batch_gen_);
     const float lr = lr_at(step_count());
@@ -157,12 +157,14 @@ StepStats Trainer::step() {
     optimizer_->zero_grad();
     const Tensor loss = cross_entropy(model_->forward(batch.inputs, B, T), batch.targets);
     loss.backward();
+    if (report) *report = gradient_report(*model_, nullptr, step_count() + 1);
     const float norm = clip_grad_norm(model_->parameters(), config_.grad_clip);
     if (!std::isfinite(loss.item()) || !std::isfinite(norm))
         throw std::runtime_error(fmt::format("train: at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
                                              "stopped before updating the parameters",
                                              step_count() + 1, loss.item(), norm, lr));
     optimizer_->step();
+    if (report) report->add_update_ratios(*optimizer_);
     return {step_count(), loss.item(), lr, norm, B * T};
 }
 

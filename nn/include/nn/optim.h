@@ -45,6 +45,9 @@ public:
     float lr() const { return lr_; }
     void set_lr(float lr);  // throws std::invalid_argument unless finite and >= 0
     int64_t steps() const { return steps_; }  // number of step() calls (or the value load_state set)
+    // For each parameter the last step() updated: ||change|| / ||parameter after the step||
+    // (infinity for an all-zero parameter). Empty before the first step.
+    const std::vector<std::pair<std::string, double>>& last_update_ratios() const { return last_update_ratios_; }
 
     // --- checkpoints ---------------------------------------------------------------------------
     // Copies of the optimizer's buffers, named "<kind>.<buffer>.<parameter>", e.g.
@@ -82,6 +85,7 @@ private:
     std::vector<bool> decay_;
     std::vector<int64_t> counts_;  // updates each parameter has received
     std::vector<Buffer> buffers_;
+    std::vector<std::pair<std::string, double>> last_update_ratios_;
     std::string kind_, prefix_;
     float lr_;
     int64_t steps_ = 0;

@@ -22,6 +22,7 @@
 
 #include "nn/models.h"
 #include "nn/optim.h"
+#include "nn/report.h"
 #include "nn/text.h"
 
 namespace nn {
@@ -58,8 +59,9 @@ public:
     static Trainer resume(const std::filesystem::path& path, std::string_view text);
 
     // One optimizer step. Throws std::runtime_error if the loss or gradient norm is not finite,
-    // before the parameters are touched.
-    StepStats step();
+    // before the parameters are touched. With `report`, also fills the gradient-flow report:
+    // gradient norms before clipping, update ratios of this step, the heads of this forward.
+    StepStats step(GradientReport* report = nullptr);
     // Mean loss over `iters` random batches of the split, without a graph, in eval mode. The batches
     // depend only on the seed, the step and the split, so the figure does not depend on when it is asked.
     double evaluate(Split split, int64_t iters);
