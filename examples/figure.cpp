@@ -1,0 +1,341 @@
+// The tutorial's figure (../shared/seed/07-attention.md) as one self-contained HTML page: the score
+// grid of a short window, a ▶ button that walks one row through its journey (scores, scaled, masked,
+// softmax shares, blend of values) and the two checkboxes "compare x with x" and "divide by √width".
+//
+//   figure                                           random rows (seed 1), width 16: figure.html
+//   figure --seed 7 --window 6 --out seven.html      another draw, six positions
+//   figure --checkpoint run.safetensors --prompt "the cat"   a trained model's first head
+//   figure --json                                    print the page's numbers instead
+//
+// Every number on the page is computed here, by nn::Head forwards with the options of each of the four
+// checkbox states, and embedded as JSON; the page's script only displays them. The state (checkboxes,
+// selected row, journey step) lives in the URL fragment, e.g. figure.html#raw=1&scale=0&row=3&step=2.
+// The page loads nothing: inline CSS and JS, system fonts.
+//
+// Exit status: 0 done, 1 failed (a bad checkpoint or prompt, an unwritable file), 2 bad arguments.
+//
+// Shape legend: T window length, C row width (embedding), H head width.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <autograd/tensor.h>
+#include <nn/attention.h>
+#include <nn/trainer.h>
+
+#include "figure_page.h"
+
+using namespace autograd;
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: figure [options]
+  --out FILE           the page to write                               (default figure.html)
+  --seed S             random rows and head weights                    (default 1)
+  --window T           positions of the random window, 2 to 16         (default 8)
+  --checkpoint CKPT    show a trained model's first head instead (with --prompt)
+  --prompt TEXT        the characters the trained head reads (at most the model's block)
+  --json               print the page's numbers as JSON on stdout (the page is then
+                       written only when --out is given)
+  --help               this text
+)";
+
+constexpr int64_t kRandomWidth = 16;  // C = H = 16, the tutorial's "divide by √16"
+
+[[noreturn]] void usage_error(const std::string& problem) {
+    fmt::print(stderr, "figure: {}\n\n{}", problem, kUsage);
+    std::exit(2);
+}
+
+int64_t to_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || v < min || v > max)
+        usage_error(fmt::format("{} needs a whole number from {} to {}, got '{}'", flag, min, max, text));
+    return v;
+}
+
+struct Options {
+    std::optional<std::string> out, checkpoint, prompt;
+    std::optional<int64_t> seed, window;
+    bool json = false;
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") {
+            fmt::print("{}", kUsage);
+            std::exit(0);
+        }
+        if (flag == "--json") {
+            o.json = true;
+            continue;
+        }
+        if (!flag.starts_with("--")) usage_error(fmt::format("unexpected argument '{}'", flag));
+        const bool known = std::string_view(kUsage).find("\n  " + flag + " ") != std::string_view::npos;
+        if (!known) usage_error(fmt::format("unknown flag '{}'", flag));
+        if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
+        const std::string value = argv[++i];
+        if (flag == "--out") o.out = value;
+        else if (flag == "--seed") o.seed = to_int(flag, value, 0, INT64_MAX);
+        else if (flag == "--window") o.window = to_int(flag, value, 2, 16);
+        else if (flag == "--checkpoint") o.checkpoint = value;
+        else if (flag == "--prompt") o.prompt = value;
+    }
+    if (o.out && o.out->empty()) usage_error("--out needs a file name");
+    if (o.prompt && o.prompt->empty()) usage_error("--prompt needs at least one character");
+    if (o.checkpoint && !o.prompt) usage_error("--checkpoint needs --prompt: the characters the head reads");
+    if (o.prompt && !o.checkpoint) usage_error("--prompt needs --checkpoint: random rows have no characters");
+    if (o.checkpoint && (o.seed || o.window))
+        usage_error(fmt::format("{} applies to random rows, not to --checkpoint", o.seed ? "--seed" : "--window"));
+    return o;
+}
+
+// --- what the head reads ------------------------------------------------------------------------------
+
+// The window the figure shows: the rows x, the head whose weights are used, and the axis labels.
+struct Window {
+    Tensor x;                              // (1, T, C)
+    const nn::Head* head = nullptr;        // its weights and sizes; the options come from the checkboxes
+    std::vector<std::string> labels;       // one per position
+    std::string source;                    // "random" or "checkpoint"
+    std::string description;               // one line for the page's header
+    uint64_t seed = 0;
+    std::string checkpoint, prompt, model;
+    // owners
+    std::unique_ptr<nn::Head> own_head;
+    std::optional<nn::TrainedModel> trained;
+};
+
+std::unique_ptr<Window> random_window(uint64_t seed, int64_t T) {
+    auto w = std::make_unique<Window>();
+    Generator gen(seed);
+    w->x = randn({1, T, kRandomWidth}, gen);  // rows of everyday size, as in the tutorial
+    w->own_head = std::make_unique<nn::Head>(nn::HeadOptions{.n_embd = kRandomWidth, .head_size = kRandomWidth}, gen);
+    w->head = w->own_head.get();
+    for (int64_t t = 0; t < T; ++t) w->labels.push_back(fmt::format("{}", t));
+    w->source = "random";
+    w->seed = seed;
+    w->description = fmt::format("random rows and an untrained head, seed {}, {} positions of width {}", seed, T,
+                                 kRandomWidth);
+    return w;
+}
+
+// How a character is written on an axis: visible stand-ins for blanks.
+std::string axis_label(const std::string& c) {
+    if (c == " ") return "␣";
+    if (c == "\n") return "↵";
+    if (c == "\t") return "⇥";
+    if (c.size() == 1 && static_cast<unsigned char>(c[0]) < 0x20) return fmt::format("\\x{:02x}", c[0]);
+    return c;
+}
+
+// The first head of a trained model, reading the prompt as that head sees it: the token + position
+// embedding, and for GPT the first block's LayerNorm of it.
+std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::string& prompt) {
+    auto w = std::make_unique<Window>();
+    const nn::TrainedModel& trained = w->trained.emplace(nn::load_trained_model(path));
+    nn::LanguageModel& model = *trained.model;
+    const std::string& kind = trained.config.kind;
+    auto* single = dynamic_cast<nn::SingleHead*>(&model);
+    auto* multi = dynamic_cast<nn::MultiHead*>(&model);
+    auto* gpt = dynamic_cast<nn::GPT*>(&model);
+    if (!single && !multi && !gpt)
+        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", path, kind));
+
+    const std::vector<int64_t> ids = trained.tokenizer.encode(prompt);  // lists unknown characters
+    const auto T = static_cast<int64_t>(ids.size());
+    if (T > model.block_size())
+        throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
+                                             model.block_size()));
+    std::vector<int64_t> positions(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) positions[t] = t;
+    const auto embed = [&](const nn::Embedding& token, const nn::Embedding& position) {
+        return token.forward(ids, {1, T}) + position.forward(positions, {T});  // (1, T, C) + (T, C)
+    };
+    if (single) {
+        w->x = embed(single->token, single->position);
+        w->head = &single->head;
+    } else if (multi) {
+        w->x = embed(multi->token, multi->position);
+        w->head = multi->attention.heads.front().get();
+    } else {
+        const nn::Block& first = *gpt->blocks.front();
+        w->x = first.norm1.forward(embed(gpt->token, gpt->position));  // what the first block's heads read
+        w->head = first.attention.heads.front().get();
+    }
+    for (int64_t id : ids) w->labels.push_back(axis_label(trained.tokenizer.decode(std::vector<int64_t>{id})));
+    w->source = "checkpoint";
+    w->checkpoint = path;
+    w->prompt = prompt;
+    w->model = kind;
+    const std::string model_name = kind == "head" ? "single-head" : kind == "multihead" ? "multi-head" : "GPT";
+    w->description = fmt::format("the first head of a trained {} model ({}), reading the prompt", model_name, path);
+    return w;
+}
+
+// --- the numbers, computed by nn::Head ------------------------------------------------------------------
+
+// A head with the given options and the weights of `source`.
+std::unique_ptr<nn::Head> head_like(const nn::Head& source, bool compare_raw, bool scaled, bool causal) {
+    Generator unused(0);  // every weight is overwritten below
+    auto head = std::make_unique<nn::Head>(nn::HeadOptions{.n_embd = source.options.n_embd,
+                                                           .head_size = source.options.head_size,
+                                                           .scaled = scaled,
+                                                           .compare_raw = compare_raw,
+                                                           .causal = causal},
+                                           unused);
+    std::ranges::copy(source.query.weight.data(), head->query.weight.data().begin());
+    std::ranges::copy(source.key.weight.data(), head->key.weight.data().begin());
+    std::ranges::copy(source.value.weight.data(), head->value.weight.data().begin());
+    return head;
+}
+
+// A JSON number; -inf (a masked score) and any other non-finite value as null.
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+std::string json_number(float v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+
+// A (1, R, K) or (R, K) tensor as a JSON array of R rows.
+std::string json_rows(const Tensor& t) {
+    const int64_t R = t.size(-2), K = t.size(-1);
+    const auto values = t.data();
+    std::vector<std::string> rows;
+    for (int64_t r = 0; r < R; ++r) {
+        std::vector<std::string> row;
+        for (int64_t k = 0; k < K; ++k) row.push_back(json_number(values[r * K + k]));
+        rows.push_back(fmt::format("[{}]", fmt::join(row, ",")));
+    }
+    return fmt::format("[{}]", fmt::join(rows, ","));
+}
+
+std::string json_list(const Tensor& t) {
+    std::vector<std::string> items;
+    for (float v : t.data()) items.push_back(json_number(v));
+    return fmt::format("[{}]", fmt::join(items, ","));
+}
+
+// A JSON string that is also safe inside <script>: no "<", ">" or "&" appear literally.
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"') out += "\\\"";
+        else if (c == '\\') out += "\\\\";
+        else if (c == '\n') out += "\\n";
+        else if (u < 0x20 || c == '<' || c == '>' || c == '&') out += fmt::format("\\u{:04x}", u);
+        else out += c;
+    }
+    return out + "\"";
+}
+
+double max_abs(const Tensor& t) {
+    double m = 0.0;
+    for (float v : t.data())
+        if (std::isfinite(v)) m = std::max(m, double(std::abs(v)));
+    return m;
+}
+
+// One checkbox state: the row's journey for every row at once, each stage a Head forward.
+std::string state_json(const Window& w, bool raw, bool scale) {
+    NoGradGuard no_grad;
+    const int64_t T = w.x.size(1);
+    // 1. raw scores, neither scaled nor masked; 2. scaled (or not); 3. masked, softmax and the blend
+    const auto plain = head_like(*w.head, raw, false, false);
+    plain->forward(w.x);
+    const Tensor scores = plain->last_scores();  // (1, T, T)
+    const auto scaled_head = head_like(*w.head, raw, scale, false);
+    scaled_head->forward(w.x);
+    const Tensor scaled = scaled_head->last_scores();  // (1, T, T)
+    const auto head = head_like(*w.head, raw, scale, true);
+    const Tensor output = head->forward(w.x);   // (1, T, H)
+    const Tensor masked = head->last_scores();  // (1, T, T), -inf above the diagonal
+    const Tensor shares = head->last_attention();  // (1, T, T)
+    const Tensor values = head->value.forward(w.x);  // (1, T, H)
+    const Tensor row_sums = sum(shares, -1);         // (1, T)
+
+    // The tutorial's two measurements over the looking rows (1..T-1; row 0 can only see itself).
+    std::vector<double> self, largest;
+    for (int64_t i = 1; i < T; ++i) {
+        self.push_back(shares.at({0, i, i}));
+        double m = 0.0;
+        for (int64_t j = 0; j <= i; ++j) m = std::max(m, double(shares.at({0, i, j})));
+        largest.push_back(m);
+    }
+    std::ranges::sort(self);
+    std::ranges::sort(largest);
+    constexpr double none = std::numeric_limits<double>::quiet_NaN();
+    const auto median = [](const std::vector<double>& v) {
+        if (v.empty()) return none;  // a window of one position has no looking row: null
+        return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    const auto front = [](const std::vector<double>& v) { return v.empty() ? none : v.front(); };
+    const auto back = [](const std::vector<double>& v) { return v.empty() ? none : v.back(); };
+
+    const int64_t width = raw ? w.head->options.n_embd : w.head->options.head_size;  // the vectors compared
+    return fmt::format(
+        "{{\"raw\":{},\"scale\":{},\"width\":{},\"divisor\":{},\n"
+        "\"scores\":{},\n\"scaled\":{},\n\"masked\":{},\n\"shares\":{},\n\"row_sums\":{},\n\"values\":{},\n\"output\":{},\n"
+        "\"scores_range\":{},\"values_range\":{},\"self_share\":{{\"min\":{},\"median\":{}}},"
+        "\"largest_share\":{{\"min\":{},\"max\":{}}}}}",
+        raw ? 1 : 0, scale ? 1 : 0, width, json_number(std::sqrt(double(width))), json_rows(scores), json_rows(scaled),
+        json_rows(masked), json_rows(shares), json_list(row_sums), json_rows(values), json_rows(output),
+        json_number(max_abs(scores)), json_number(max_abs(values)), json_number(front(self)), json_number(median(self)),
+        json_number(front(largest)), json_number(back(largest)));
+}
+
+std::string figure_json(const Window& w) {
+    std::vector<std::string> labels, states;
+    for (const auto& l : w.labels) labels.push_back(json_string(l));
+    for (int raw = 0; raw < 2; ++raw)  // states[2 * raw + scale]
+        for (int scale = 0; scale < 2; ++scale) states.push_back(state_json(w, raw == 1, scale == 1));
+    const auto optional_string = [](const std::string& s) { return s.empty() ? std::string("null") : json_string(s); };
+    return fmt::format(
+        "{{\"source\":{},\"description\":{},\"seed\":{},\"checkpoint\":{},\"model\":{},\"prompt\":{},\n"
+        "\"T\":{},\"C\":{},\"H\":{},\"labels\":[{}],\n\"states\":[\n{}\n]}}\n",
+        json_string(w.source), json_string(w.description), w.source == "random" ? fmt::format("{}", w.seed) : "null",
+        optional_string(w.checkpoint), optional_string(w.model), optional_string(w.prompt), w.x.size(1),
+        w.head->options.n_embd, w.head->options.head_size, fmt::join(labels, ","), fmt::join(states, ",\n"));
+}
+
+void write_page(const std::string& path, const std::string& json) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary);
+        out << figure::kPageBeforeData << json << figure::kPageAfterData;
+        out.close();
+        if (!out) throw std::runtime_error(fmt::format("{}: cannot write the page", path));
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw std::runtime_error(fmt::format("{}: cannot write the page: {}", path, ec.message()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options o = parse(argc, argv);
+    try {
+        const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(*o.checkpoint, *o.prompt)
+                                                            : random_window(o.seed.value_or(1), o.window.value_or(8));
+        const std::string json = figure_json(*window);
+        if (o.json) fmt::print("{}", json);
+        if (!o.json || o.out) {
+            const std::string path = o.out.value_or("figure.html");
+            write_page(path, json);
+            if (!o.json) fmt::print("wrote {} ({})\n", path, window->description);
+        }
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "figure: {}\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,241 @@
+// An attention heatmap in the terminal: the prompt's characters along both axes, each cell the share of
+// attention the row's position gives the column's, as a background colour; an ASCII shade ramp instead
+// when stdout is not a terminal or NO_COLOR is set.
+//
+//   heatmap --prompt "the cat sat"                        an untrained head on random embeddings (seeded)
+//   heatmap --prompt "abcd abcd" --checkpoint run.safetensors [--layer L] [--head N]
+//
+// With a checkpoint the whole model runs on the prompt (in eval mode, without a graph) and the chosen
+// head's last_attention() is shown: what that head saw is exactly what it sees inside the model (for a
+// GPT, layer L's LayerNorm of the residual stream after the blocks before it).
+// Exit status: 0 shown, 1 failed (message on stderr), 2 bad arguments.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/color.h>
+
+#include <autograd/tensor.h>
+#include <nn/attention.h>
+#include <nn/models.h>
+#include <nn/text.h>
+#include <nn/trainer.h>
+
+using namespace autograd;
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: heatmap --prompt TEXT [options]
+  --prompt TEXT        the characters to look at (both axes)
+  --checkpoint CKPT    a trained model (from train --out); without it, an untrained head
+  --layer L            which block, for a GPT                                   (default 0)
+  --head N             which head of that layer                                 (default 0)
+  --width H            untrained head: width of the embeddings and the head     (default 16)
+  --seed S             untrained head: seed for the embeddings and the weights  (default 1)
+  --color WHEN         auto (colour on a terminal unless NO_COLOR is set), always or never
+  --help               this text
+)";
+
+constexpr int64_t kUntrainedBlock = 64;       // the longest prompt an untrained head is shown for
+constexpr std::string_view kRamp = " .:-=+*#%@";  // ASCII shades; ' ' is kept for masked cells
+
+[[noreturn]] void usage(int status, std::string_view problem = "") {
+    if (!problem.empty()) fmt::print(stderr, "heatmap: {}\n\n", problem);
+    fmt::print(status == 0 ? stdout : stderr, "{}", kUsage);
+    std::exit(status);
+}
+
+int64_t parse_number(std::string_view flag, const char* text, int64_t min, int64_t max) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || errno != 0 || v < min || v > max)
+        usage(2, fmt::format("{} needs a whole number from {} to {}, got '{}'", flag, min, max, text));
+    return v;
+}
+
+struct Options {
+    std::optional<std::string> prompt, checkpoint;
+    int64_t layer = 0, head = 0, width = 16;
+    uint64_t seed = 1;
+    std::string color = "auto";
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const auto next = [&] {
+            if (i + 1 >= argc) usage(2, fmt::format("{} needs a value", arg));
+            return argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") usage(0);
+        else if (arg == "--prompt") o.prompt = next();
+        else if (arg == "--checkpoint") o.checkpoint = next();
+        else if (arg == "--layer") o.layer = parse_number(arg, next(), 0, 1 << 20);
+        else if (arg == "--head") o.head = parse_number(arg, next(), 0, 1 << 20);
+        else if (arg == "--width") o.width = parse_number(arg, next(), 1, 4096);
+        else if (arg == "--seed") o.seed = static_cast<uint64_t>(parse_number(arg, next(), 0, INT64_MAX));
+        else if (arg == "--color") {
+            o.color = next();
+            if (o.color != "auto" && o.color != "always" && o.color != "never")
+                usage(2, fmt::format("--color must be auto, always or never, got '{}'", o.color));
+        } else usage(2, fmt::format("unknown argument '{}'", arg));
+    }
+    if (!o.prompt) usage(2, "--prompt is required");
+    if (o.prompt->empty()) usage(2, "--prompt needs at least one character");
+    if (o.checkpoint && o.width != 16) usage(2, "--width applies to the untrained head only (a checkpoint fixes it)");
+    return o;
+}
+
+// What the heatmap shows: (T, T) shares, the characters, and a line saying whose attention it is.
+struct Map {
+    std::vector<std::string> labels;  // one per position, one terminal column each
+    std::vector<float> shares;        // (T, T) row-major
+    int64_t T = 0;
+    std::string title;
+};
+
+// A character as one visible terminal column.
+std::string visible(const std::string& c) {
+    if (c == " ") return "␣";
+    if (c == "\n") return "↵";
+    if (c == "\t") return "⇥";
+    if (c.size() == 1 && (static_cast<unsigned char>(c[0]) < 0x20 || c[0] == 0x7f)) return "?";
+    return c;
+}
+
+std::vector<std::string> labels_of(const nn::CharTokenizer& tokenizer, const std::vector<int64_t>& ids) {
+    std::vector<std::string> out;
+    for (int64_t id : ids) out.push_back(visible(tokenizer.decode(std::vector<int64_t>{id})));
+    return out;
+}
+
+Map from_attention(const Tensor& w, std::vector<std::string> labels, std::string title) {  // w: (1, T, T)
+    Map m{.labels = std::move(labels), .shares = w.to_vector(), .T = w.size(1), .title = std::move(title)};
+    return m;
+}
+
+Map untrained(const Options& o) {
+    const std::string& prompt = *o.prompt;
+    const auto tokenizer = nn::CharTokenizer::from_text(prompt);
+    const auto ids = tokenizer.encode(prompt);
+    const auto T = static_cast<int64_t>(ids.size());
+    if (T > kUntrainedBlock)
+        throw std::runtime_error(
+            fmt::format("the prompt has {} characters, more than the block of {} an untrained head is shown for", T, kUntrainedBlock));
+    Generator gen(o.seed);
+    const int64_t C = o.width;
+    // Everyday-size rows (N(0, 1)) per distinct character, and weights N(0, 1/C) so q and k are everyday-size
+    // too, as in nn::study: the shares are then as spread as the tutorial's untrained figure.
+    const Tensor table = randn({tokenizer.vocab_size(), C}, gen);  // (V, C)
+    nn::Head head({.n_embd = C, .head_size = C}, gen);
+    for (nn::Linear* layer : {&head.query, &head.key, &head.value})
+        for (float& v : layer->weight.data()) v = gen.normal(0.0f, 1.0f / std::sqrt(static_cast<float>(C)));
+    NoGradGuard no_grad;
+    head.forward(embedding(table, ids, {1, T}));  // (1, T, C) -> (1, T, H)
+    return from_attention(head.last_attention(), labels_of(tokenizer, ids),
+                          fmt::format("an untrained head (width {}, random embeddings, seed {})", C, o.seed));
+}
+
+Map trained(const Options& o) {
+    nn::TrainedModel loaded = nn::load_trained_model(*o.checkpoint);
+    const nn::ModelConfig& config = loaded.config;
+    const auto ids = loaded.tokenizer.encode(*o.prompt);  // unknown characters throw, listing them
+    const auto T = static_cast<int64_t>(ids.size());
+    if (T > loaded.model->block_size())
+        throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
+                                             loaded.model->block_size()));
+    const nn::Head* head = nullptr;
+    int64_t heads = 1, layers = 1;
+    if (auto* m = dynamic_cast<nn::SingleHead*>(loaded.model.get())) {
+        if (o.head == 0 && o.layer == 0) head = &m->head;
+    } else if (auto* mh = dynamic_cast<nn::MultiHead*>(loaded.model.get())) {
+        heads = static_cast<int64_t>(mh->attention.heads.size());
+        if (o.head < heads && o.layer == 0) head = mh->attention.heads[o.head].get();
+    } else if (auto* gpt = dynamic_cast<nn::GPT*>(loaded.model.get())) {
+        layers = static_cast<int64_t>(gpt->blocks.size());
+        heads = gpt->options.n_head;
+        if (o.layer < layers && o.head < heads) head = gpt->blocks[o.layer]->attention.heads[o.head].get();
+    } else {
+        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", *o.checkpoint, config.kind));
+    }
+    if (!head)
+        throw std::runtime_error(fmt::format("{}: no head {} in layer {}: this {} model has {} layer{} of {} head{} (numbered from 0)",
+                                             *o.checkpoint, o.head, o.layer, config.kind, layers, layers == 1 ? "" : "s",
+                                             heads, heads == 1 ? "" : "s"));
+    NoGradGuard no_grad;
+    loaded.model->forward(ids, 1, T);
+    return from_attention(head->last_attention(), labels_of(loaded.tokenizer, ids),
+                          fmt::format("head {} of layer {} of the trained {} model in {}", o.head, o.layer, config.kind,
+                                      *o.checkpoint));
+}
+
+// A blue-green-yellow ramp (viridis' stops), dark for a small share, bright for a large one.
+fmt::rgb ramp_colour(double share) {
+    static constexpr int stops[][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+    const double t = std::clamp(share, 0.0, 1.0) * 4.0;
+    const int k = std::min(3, static_cast<int>(t));
+    const double f = t - k;
+    const auto mix = [&](int c) { return static_cast<uint8_t>(std::lround(stops[k][c] + f * (stops[k + 1][c] - stops[k][c]))); };
+    return fmt::rgb(mix(0), mix(1), mix(2));
+}
+
+// Shade 1..9 of the ramp: share in ((k-1)/9, k/9] is shade k; a share of exactly 0 that is not masked is shade 1.
+char shade(double share) {
+    const int k = std::clamp(static_cast<int>(std::ceil(share * 9.0 - 1e-9)), 1, 9);
+    return kRamp[static_cast<size_t>(k)];
+}
+
+void show(const Map& m, bool colour) {
+    fmt::print("attention of {}\nrow = the position looking, column = the position looked at; each row sums to 1\n\n",
+               m.title);
+    std::string header = "    ";
+    for (const auto& l : m.labels) header += l + " ";
+    while (!header.empty() && header.back() == ' ') header.pop_back();
+    fmt::print("{}\n", header);
+    for (int64_t i = 0; i < m.T; ++i) {
+        fmt::print("  {} ", m.labels[i]);
+        for (int64_t j = 0; j < m.T; ++j) {
+            const double p = m.shares[i * m.T + j];
+            if (j > i) fmt::print("  ");  // masked: the future
+            else if (colour) fmt::print(fmt::bg(ramp_colour(p)), "  ");
+            else fmt::print("{0}{0}", shade(p));
+        }
+        fmt::print("\n");
+    }
+    fmt::print("\n");
+    if (colour) {
+        fmt::print("share 0 ");
+        for (int k = 0; k <= 10; ++k) fmt::print(fmt::bg(ramp_colour(k / 10.0)), "  ");
+        fmt::print(" 1    blank: masked (the future)\n");
+    } else {
+        fmt::print("shade:");
+        for (int k = 1; k <= 9; ++k) fmt::print(" {} <={:.2f}", kRamp[static_cast<size_t>(k)], k / 9.0);
+        fmt::print("   blank: masked (the future)\n");
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options o = parse(argc, argv);
+    try {
+        const Map m = o.checkpoint ? trained(o) : untrained(o);
+        const char* no_colour = std::getenv("NO_COLOR");
+        const bool colour = o.color == "always" ||
+                            (o.color == "auto" && isatty(STDOUT_FILENO) == 1 && !(no_colour && *no_colour));
+        show(m, colour);
+        return 0;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "heatmap: {}\n", e.what());
+        return 1;
+    }
+}
