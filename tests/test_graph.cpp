@@ -309,3 +309,13 @@ TEST_CASE("anomaly mode: the causal mask's -inf is intended, and off means no ch
     set_anomaly_mode(false);
     REQUIRE_FALSE(anomaly_mode());
 }
+
+TEST_CASE("to_dot notes the causal mask's -inf without highlighting it, and highlights a NaN", "[graph]") {
+    const Tensor scores = tensor({1, 2, 3, 4}, {2, 2}).requires_grad_();
+    const Tensor masked = causal_mask(scores);  // -inf above the diagonal, on purpose
+    const std::string dot = to_dot(sum(softmax(masked, -1)));
+    CHECK_THAT(dot, Catch::Contains("inf from the mask"));
+    CHECK_THAT(dot, !Catch::Contains("#ff8080"));
+    const std::string bad = to_dot(sum(autograd::log(scores - 5.0f)));  // log of negatives: NaN
+    CHECK_THAT(bad, Catch::Contains("NaN in values") && Catch::Contains("#ff8080"));
+}

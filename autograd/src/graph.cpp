@@ -1,6 +1,7 @@
 // to_dot: the graph behind a tensor as Graphviz DOT, with stable ids and NaN/inf highlighted.
 #include "autograd/graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <unordered_map>
@@ -94,6 +95,14 @@ std::string to_dot(const Tensor& root, const DotOptions& options) {
         if (options.show_grad_norms && t.grad) lines.push_back(fmt::format("grad norm {:.4g}", l2_norm(*t.grad)));
         const char* bad_values = non_finite(*t.data);
         const char* bad_grad = t.grad ? non_finite(*t.grad) : nullptr;
+        // Infinities a mask put there (masked_fill's -inf), or carried on from an input, are intended: the
+        // same rule anomaly mode applies. They are noted, not highlighted; NaN always is.
+        if (bad_values && std::string_view(bad_values) == "inf" && node &&
+            (std::string_view(node->op) == "masked_fill" ||
+             std::any_of(node->inputs.begin(), node->inputs.end(), [](const Tensor& in) { return non_finite(in.data()) != nullptr; }))) {
+            lines.emplace_back("inf from the mask");
+            bad_values = nullptr;
+        }
         if (bad_values) lines.push_back(fmt::format("{} in values", bad_values));
         if (bad_grad) lines.push_back(fmt::format("{} in grad", bad_grad));
         if (node && node->released) lines.emplace_back("(graph released)");
