@@ -5,7 +5,8 @@
 // all four transpose layouts and exits non-zero if they disagree: a fast wrong kernel is not worth timing.
 //
 // Shape legend (as in ops.h): B batch, T time, C channels, H output width; R = B*T rows.
-// A gemm name reads gemm/<kernel>/<layout>/<M>x<N>x<K> for C (M, N) = op(A) (M, K) @ op(B) (K, N);
+// A gemm name reads gemm/<kernel>/<layout>/<M>x<N>x<K> for C (M, N) = op(A) (M, K) @ op(B) (K, N), with
+// <kernel> naive, each implementation this CPU runs (portable, avx2, avx512), and openblas if built with it;
 // layout NN is the forward x @ w, NT is the backward dx = dy @ w^T, TN is the backward dw = x^T @ dy.
 //
 // Counters: GFLOP is a rate, so the console shows "GFLOP=3.2/s" for 3.2 GFLOP/s. The chain benchmarks
@@ -20,14 +21,20 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
 
 #include <autograd/kernels.h>
 #include <autograd/tensor.h>
+
+#if defined(TINYGPT_BENCH_OPENBLAS)
+#include <cblas.h>
+#endif
 
 namespace {
 
@@ -54,7 +61,7 @@ struct GemmCase {
 // 4 * K * FLT_EPSILON * sum_k |a_ik * b_kj| (plus |C| when accumulating): a float dot product of length
 // K is within about K * eps/2 of that magnitude, so this is loose for rounding and tight for a bug.
 // Returns the number of mismatching cases (0 when all agree); prints each failure to stderr.
-int check_gemm(double& worst_ratio) {
+int check_gemm(kernels::Isa isa, double& worst_ratio) {
     const GemmCase cases[] = {{1, 1, 1}, {3, 5, 7}, {17, 13, 9}, {5, 1, 300}, {64, 65, 32}, {256, 32, 65}};
     Generator gen(1234);
     int failures = 0;
@@ -69,7 +76,7 @@ int check_gemm(double& worst_ratio) {
                                                          : std::vector<float>(static_cast<size_t>(M * N),
                                                                               std::numeric_limits<float>::quiet_NaN());
                 std::vector<float> fast = C0, naive = C0;
-                kernels::gemm(trans_a, trans_b, M, N, K, A.data(), B.data(), fast.data(), accumulate);
+                kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A.data(), B.data(), fast.data(), accumulate);
                 kernels::gemm_naive(trans_a, trans_b, M, N, K, A.data(), B.data(), naive.data(), accumulate);
 
                 // magnitude: sum_k |a| |b| (+ |C0|), from the naive kernel on absolute values
@@ -94,9 +101,9 @@ int check_gemm(double& worst_ratio) {
                 if (case_worst > 1.0) {
                     ++failures;
                     fmt::print(stderr,
-                               "gemm check FAILED: trans_a={} trans_b={} M={} N={} K={} accumulate={}: at C({}, {}) "
+                               "gemm check FAILED ({}): trans_a={} trans_b={} M={} N={} K={} accumulate={}: at C({}, {}) "
                                "fast {} vs naive {} (difference is {:.3g}x the tolerance)\n",
-                               trans_a, trans_b, M, N, K, accumulate, worst_at / N, worst_at % N, fast[worst_at],
+                               kernels::isa_name(isa), trans_a, trans_b, M, N, K, accumulate, worst_at / N, worst_at % N, fast[worst_at],
                                naive[worst_at], case_worst);
                 }
             }
@@ -111,9 +118,20 @@ const char* layout_name(Layout l) { return l == Layout::NN ? "NN" : l == Layout:
 
 // C (M, N) = op(A) @ op(B) with the layout's transposes. accumulate as the matmul op uses it: the
 // forward overwrites, the backward products add into the gradient.
-using GemmFn = decltype(&kernels::gemm);
+using GemmFn = std::function<void(bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, bool)>;
 
-void BM_gemm(benchmark::State& state, GemmFn gemm, Layout layout, int64_t M, int64_t N, int64_t K) {
+#if defined(TINYGPT_BENCH_OPENBLAS)
+// OpenBLAS sgemm in our row-major convention, on one thread (set in main).
+void openblas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+                   float* C, bool accumulate) {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A,
+                static_cast<blasint>(trans_a ? M : K), B, static_cast<blasint>(trans_b ? K : N), accumulate ? 1.0f : 0.0f,
+                C, static_cast<blasint>(N));
+}
+#endif
+
+void BM_gemm(benchmark::State& state, const GemmFn& gemm, Layout layout, int64_t M, int64_t N, int64_t K) {
     const bool trans_a = layout == Layout::TN, trans_b = layout == Layout::NT;
     const bool accumulate = layout != Layout::NN;
     Generator gen(7);
@@ -127,15 +145,27 @@ void BM_gemm(benchmark::State& state, GemmFn gemm, Layout layout, int64_t M, int
     set_gflops(state, 2.0 * double(M) * double(N) * double(K));
 }
 
-// Registers gemm/<kernel>/<layout>/MxNxK with a label saying what it is in the model.
+// Registers gemm/<kernel>/<layout>/MxNxK with a label saying what it is in the model. <kernel> is each
+// implementation this CPU runs (portable, avx2, avx512: gemm uses the last), then openblas when the
+// bench was built with it; with naive, the reference alone.
 void register_gemm(bool naive, Layout layout, int64_t M, int64_t N, int64_t K, const std::string& label) {
-    const std::string name =
-        fmt::format("gemm/{}/{}/{}x{}x{}", naive ? "naive" : "fast", layout_name(layout), M, N, K);
-    auto run = [layout, M, N, K, label, naive](benchmark::State& state) {
-        state.SetLabel(label);
-        BM_gemm(state, naive ? kernels::gemm_naive : kernels::gemm, layout, M, N, K);
+    auto add = [&](std::string_view kernel, GemmFn fn) {
+        const std::string name = fmt::format("gemm/{}/{}/{}x{}x{}", kernel, layout_name(layout), M, N, K);
+        auto run = [layout, M, N, K, label, fn](benchmark::State& state) {
+            state.SetLabel(label);
+            BM_gemm(state, fn, layout, M, N, K);
+        };
+        benchmark::RegisterBenchmark(name.c_str(), run)->Unit(benchmark::kMicrosecond);
     };
-    benchmark::RegisterBenchmark(name.c_str(), run)->Unit(benchmark::kMicrosecond);
+    if (naive) return add("naive", kernels::gemm_naive);
+    for (kernels::Isa isa : kernels::available_isas())
+        add(kernels::isa_name(isa), [isa](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                                          const float* b, float* c, bool acc) {
+            kernels::gemm_with(isa, ta, tb, m, n, k, a, b, c, acc);
+        });
+#if defined(TINYGPT_BENCH_OPENBLAS)
+    add("openblas", openblas_gemm);
+#endif
 }
 
 // One linear layer of the model, x (R, C) @ w (C, H), as its three gemms.
@@ -322,13 +352,20 @@ void register_op_benchmarks() {
 
 int main(int argc, char** argv) {
     double worst_ratio = 0.0;
-    if (const int failures = check_gemm(worst_ratio); failures != 0) {
-        fmt::print(stderr, "bench_autograd: kernels::gemm disagrees with kernels::gemm_naive in {} case(s); "
-                           "not timing a wrong kernel.\n", failures);
-        return 1;
+    for (kernels::Isa isa : kernels::available_isas()) {
+        double isa_worst = 0.0;
+        if (const int failures = check_gemm(isa, isa_worst); failures != 0) {
+            fmt::print(stderr, "bench_autograd: the {} gemm disagrees with kernels::gemm_naive in {} case(s); "
+                               "not timing a wrong kernel.\n", kernels::isa_name(isa), failures);
+            return 1;
+        }
+        fmt::print(stderr, "gemm check ({}): matches naive on all shapes, layouts and accumulate modes "
+                           "(worst difference {:.3f}x the tolerance)\n", kernels::isa_name(isa), isa_worst);
+        worst_ratio = std::max(worst_ratio, isa_worst);
     }
-    fmt::print(stderr, "gemm check: fast matches naive on all shapes, layouts and accumulate modes "
-                       "(worst difference {:.3f}x the tolerance)\n", worst_ratio);
+#if defined(TINYGPT_BENCH_OPENBLAS)
+    openblas_set_num_threads(1);  // side by side with our kernels on one thread
+#endif
 
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include <autograd/kernels.h>
+#include <autograd/threads.h>
 
 #include "helpers.h"
 
@@ -156,4 +157,93 @@ TEST_CASE("matmul op matches a naive loop on a batched broadcast case", "[kernel
                 for (int64_t m = 0; m < 3; ++m) s += double(p.at({bt, m, k})) * up.at({bt, m, n});
                 REQUIRE(q.grad().at({bt, k, n}) == Approx(s).margin(1e-5));
             }
+}
+
+TEST_CASE("every available gemm implementation matches gemm_naive on edge sizes", "[kernels]") {
+    // Sizes straddle each micro-kernel's tile (4x16, 6x16, 12x32) and blocking (KC 256/384, NC 512/1024).
+    const int64_t sizes[] = {1, 3, 7, 15, 17, 31, 33, 63, 65, 127, 129, 255, 257};
+    Generator gen(24);
+    int64_t checked = 0;
+    for (kernels::Isa isa : kernels::available_isas())
+        for (int64_t M : sizes)
+            for (int64_t N : sizes)
+                for (int64_t K : sizes) {
+                    // every M and N with a few K, plus big K on small tiles: keeps this under a second
+                    const bool big = M * N * K > 65 * 65 * 65;
+                    if (big && !(K == 257 && M <= 33 && N <= 33)) continue;
+                    if ((M + 3 * N + 7 * K) % 5 != 0 && M > 3 && N > 3) continue;
+                    const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
+                    const std::vector<float> C0 = random_values(M * N, gen);
+                    const int layout = int((M + N + K) % 4);  // one transpose case per shape, all four in turn
+                    const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+                    for (bool accumulate : {false, true}) {
+                        INFO(kernels::isa_name(isa) << " M " << M << " N " << N << " K " << K << " trans_a "
+                                                    << trans_a << " trans_b " << trans_b << " accumulate " << accumulate);
+                        std::vector<float> fast = C0, ref = C0;
+                        kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A.data(), B.data(), fast.data(), accumulate);
+                        kernels::gemm_naive(trans_a, trans_b, M, N, K, A.data(), B.data(), ref.data(), accumulate);
+                        const double tol = 1e-6 * double(K) + 1e-6;
+                        const double diff = max_abs(fast, ref);
+                        INFO("max abs diff " << diff << " tolerance " << tol);
+                        REQUIRE(diff <= tol);
+                        ++checked;
+                    }
+                }
+    REQUIRE(checked > 0);
+}
+
+TEST_CASE("every gemm implementation handles all transposes on blocked sizes", "[kernels]") {
+    // Larger than one K block and one N block of every kernel, not multiples of any tile.
+    struct Size {
+        int64_t M, N, K;
+    };
+    const Size sizes[] = {{37, 1030, 400}, {130, 70, 800}, {1, 600, 9}, {200, 1, 513}};
+    Generator gen(25);
+    for (kernels::Isa isa : kernels::available_isas())
+        for (const Size& s : sizes) {
+            const std::vector<float> A = random_values(s.M * s.K, gen), B = random_values(s.K * s.N, gen);
+            const std::vector<float> C0 = random_values(s.M * s.N, gen);
+            for (bool trans_a : {false, true})
+                for (bool trans_b : {false, true})
+                    for (bool accumulate : {false, true}) {
+                        INFO(kernels::isa_name(isa) << " M " << s.M << " N " << s.N << " K " << s.K << " trans_a "
+                                                    << trans_a << " trans_b " << trans_b << " accumulate " << accumulate);
+                        std::vector<float> fast = C0, ref = C0;
+                        kernels::gemm_with(isa, trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), fast.data(),
+                                           accumulate);
+                        kernels::gemm_naive(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), ref.data(), accumulate);
+                        REQUIRE(max_abs(fast, ref) <= 1e-6 * double(s.K) + 1e-6);
+                    }
+        }
+}
+
+TEST_CASE("gemm is deterministic: the same bits twice and for 1, 2 and 3 threads", "[kernels]") {
+    Generator gen(26);
+    const int64_t M = 301, N = 97, K = 450;  // several row panels per thread, edge tiles, two K blocks
+    const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
+    const std::vector<float> C0 = random_values(M * N, gen);
+    const int saved = num_threads();
+    for (kernels::Isa isa : kernels::available_isas())
+        for (int layout = 0; layout < 4; ++layout) {
+            const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+            INFO(kernels::isa_name(isa) << " trans_a " << trans_a << " trans_b " << trans_b);
+            std::vector<float> first;
+            for (int threads : {1, 1, 2, 3}) {
+                set_num_threads(threads);
+                std::vector<float> C = C0;
+                kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A.data(), B.data(), C.data(), true);
+                if (first.empty()) first = C;
+                INFO("threads " << threads);
+                REQUIRE(C == first);  // bit-identical, not just close
+            }
+        }
+    set_num_threads(saved);
+}
+
+TEST_CASE("gemm lists its implementations and uses the best", "[kernels]") {
+    const std::vector<kernels::Isa> isas = kernels::available_isas();
+    REQUIRE(!isas.empty());
+    REQUIRE(isas.front() == kernels::Isa::portable);
+    REQUIRE(kernels::gemm_isa() == isas.back());
+    REQUIRE(kernels::isa_name(kernels::Isa::avx512) == "avx512");
 }

@@ -1,0 +1,197 @@
+// The cache-blocked gemm driver shared by every instruction set (private to autograd/src).
+//
+// BLIS-style, for row-major C (M, N) = op(A) (M, K) @ op(B) (K, N):
+//
+//   for n0 in N by Kn::NC:                       B block (KC, NC) lives in L2
+//     for k0 in K by Kn::KC:
+//       pack B (k0.., n0..) into NR-wide micro-panels [k][NR], zero-padded   (threads share the work)
+//       for each MR-row panel of A owned by this thread:                     A micro-panel lives in L1
+//         pack it [k][MR] (or read it in place when A is row-major and the panel is full)
+//         for each B micro-panel: the MR x NR register tile, k = k0 .. k0 + KC in order
+//
+// Every transpose case is handled by the packing (no transposed copy of a whole operand); where a panel
+// would be used only a few times, it is read in place instead of packed (see gemm_blocked_thread), and
+// the micro-kernel takes its strides. Each element of
+// C is finished by one thread: its value is the KC-blocked sum "C = tile(k-block 0); C += tile(block 1)
+// ..." (or "C += tile" per block when accumulating), with k in increasing order inside a block. Neither
+// the row split nor edge padding changes that sequence, so results are bit-identical for any thread
+// count.
+//
+// This header is included by one translation unit per instruction set, each compiled with its own
+// flags. Everything here is a template over the kernel type Kn, which each of those files defines in an
+// anonymous namespace: the instantiations therefore have internal linkage, and the linker can never
+// substitute an AVX-512 copy for the portable one. For the same reason nothing here calls into the
+// standard library.
+#pragma once
+
+#include <cstdint>
+
+#include <omp.h>
+
+namespace autograd::kernels::detail {
+
+struct GemmArgs {
+    bool trans_a, trans_b;
+    int64_t M, N, K;
+    const float* A;
+    const float* B;
+    float* C;
+    bool accumulate;
+    float* work;  // at least workspace_floats<Kn>(threads), 64-byte aligned
+    int threads;
+};
+
+template <class Kn>
+constexpr int64_t workspace_floats(int threads) {
+    return Kn::KC * Kn::NC + int64_t(threads) * Kn::KC * Kn::MR;
+}
+
+inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// B rows k0 .. k0+kb, columns j0 .. j0+nb (nb <= NR) as one micro-panel dst[k][NR], zero-padded.
+template <class Kn>
+void pack_b_panel(const GemmArgs& g, int64_t k0, int64_t kb, int64_t j0, int64_t nb, float* __restrict dst) {
+    constexpr int64_t NR = Kn::NR;
+    if (!g.trans_b) {  // B (K, N): rows of NR contiguous floats
+        const float* __restrict src = g.B + k0 * g.N + j0;
+        for (int64_t k = 0; k < kb; ++k) {
+            float* __restrict d = dst + k * NR;
+            const float* __restrict s = src + k * g.N;
+            if (nb == NR)
+                for (int64_t j = 0; j < NR; ++j) d[j] = s[j];
+            else {
+                for (int64_t j = 0; j < nb; ++j) d[j] = s[j];
+                for (int64_t j = nb; j < NR; ++j) d[j] = 0.0f;
+            }
+        }
+    } else {  // B stored (N, K): column j of op(B) is row j of B, contiguous in k
+        const float* __restrict src = g.B + j0 * g.K + k0;
+        for (int64_t j = 0; j < nb; ++j) {
+            const float* __restrict s = src + j * g.K;
+            for (int64_t k = 0; k < kb; ++k) dst[k * NR + j] = s[k];
+        }
+        for (int64_t j = nb; j < NR; ++j)
+            for (int64_t k = 0; k < kb; ++k) dst[k * NR + j] = 0.0f;
+    }
+}
+
+// op(A) rows i0 .. i0+mb (mb <= MR), k0 .. k0+kb, as dst[k][MR], zero-padded.
+template <class Kn>
+void pack_a_panel(const GemmArgs& g, int64_t i0, int64_t mb, int64_t k0, int64_t kb, float* __restrict dst) {
+    constexpr int64_t MR = Kn::MR;
+    if (g.trans_a) {  // A stored (K, M): MR contiguous floats per k
+        const float* __restrict src = g.A + k0 * g.M + i0;
+        for (int64_t k = 0; k < kb; ++k) {
+            float* __restrict d = dst + k * MR;
+            const float* __restrict s = src + k * g.M;
+            if (mb == MR)
+                for (int64_t r = 0; r < MR; ++r) d[r] = s[r];
+            else {
+                for (int64_t r = 0; r < mb; ++r) d[r] = s[r];
+                for (int64_t r = mb; r < MR; ++r) d[r] = 0.0f;
+            }
+        }
+    } else {  // A (M, K): row r contiguous in k
+        const float* __restrict src = g.A + i0 * g.K + k0;
+        for (int64_t r = 0; r < mb; ++r) {
+            const float* __restrict s = src + r * g.K;
+            for (int64_t k = 0; k < kb; ++k) dst[k * MR + r] = s[k];
+        }
+        for (int64_t r = mb; r < MR; ++r)
+            for (int64_t k = 0; k < kb; ++k) dst[k * MR + r] = 0.0f;
+    }
+}
+
+// One thread's share: MR-row panels [p_begin, p_end). With team, the threads of gemm_blocked's parallel
+// region share the B packing; without, this thread does it alone and uses no OpenMP construct, so gemm
+// also works when called from inside somebody else's parallel region.
+template <class Kn>
+void gemm_blocked_thread(const GemmArgs& g, bool team, int tid, int64_t p_begin, int64_t p_end) {
+    constexpr int64_t MR = Kn::MR, NR = Kn::NR, KC = Kn::KC, NC = Kn::NC;
+    float* const bpack = g.work;
+    float* const apack = g.work + KC * NC + int64_t(tid) * KC * MR;
+    alignas(64) float tile[MR * NR];
+
+    // Packing pays when a panel is reused; with few row panels, full NR-wide panels of a row-major B are
+    // read in place, and with few column panels so are MR-row panels of a transposed A. Row-major A is
+    // always read in place (MR rows, each contiguous in k). Same operations either way.
+    const int64_t row_panels = (g.M + MR - 1) / MR;
+    const bool b_in_place = Kn::kInPlace && !g.trans_b && row_panels <= 4;
+
+    for (int64_t n0 = 0; n0 < g.N; n0 += NC) {
+        const int64_t nc = min_i64(NC, g.N - n0);
+        const int64_t panels = (nc + NR - 1) / NR;
+        const bool a_in_place = Kn::kInPlace && (!g.trans_a || panels <= 4);
+        for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
+            const int64_t kb = min_i64(KC, g.K - k0);
+            const bool overwrite = k0 == 0 && !g.accumulate;
+            if (team) {
+#pragma omp for schedule(static)
+                for (int64_t p = 0; p < panels; ++p) {
+                    const int64_t nb = min_i64(NR, nc - p * NR);
+                    if (!(b_in_place && nb == NR)) pack_b_panel<Kn>(g, k0, kb, n0 + p * NR, nb, bpack + p * kb * NR);
+                }
+                // (the implicit barrier: B is packed)
+            } else {
+                for (int64_t p = 0; p < panels; ++p) {
+                    const int64_t nb = min_i64(NR, nc - p * NR);
+                    if (!(b_in_place && nb == NR)) pack_b_panel<Kn>(g, k0, kb, n0 + p * NR, nb, bpack + p * kb * NR);
+                }
+            }
+
+            for (int64_t ip = p_begin; ip < p_end; ++ip) {
+                const int64_t i0 = ip * MR, mb = min_i64(MR, g.M - i0);
+                // A element (r, k) of this panel at a[r * rs + k * cs]
+                const float* a = apack;
+                int64_t rs = 1, cs = MR;
+                if (a_in_place && mb == MR) {
+                    if (g.trans_a) a = g.A + k0 * g.M + i0, rs = 1, cs = g.M;
+                    else a = g.A + i0 * g.K + k0, rs = g.K, cs = 1;
+                } else {
+                    pack_a_panel<Kn>(g, i0, mb, k0, kb, apack);
+                }
+                for (int64_t p = 0; p < panels; ++p) {
+                    const int64_t j0 = n0 + p * NR, nb = min_i64(NR, g.N - j0);
+                    const bool b_direct = b_in_place && nb == NR;
+                    const float* b = b_direct ? g.B + k0 * g.N + j0 : bpack + p * kb * NR;
+                    const int64_t ldb = b_direct ? g.N : NR;
+                    float* c = g.C + i0 * g.N + j0;
+                    if (mb == MR && nb == NR) {
+                        Kn::tile(kb, a, rs, cs, b, ldb, c, g.N, overwrite, NR);
+                    } else {  // edge tile: the same arithmetic through a full-size buffer
+                        if (!overwrite)
+                            for (int64_t r = 0; r < mb; ++r)
+                                for (int64_t j = 0; j < nb; ++j) tile[r * NR + j] = c[r * g.N + j];
+                        // (a kernel may compute only the first NR/2 columns when nb <= NR/2: the same
+                        // operations on each of them)
+                        Kn::tile(kb, a, rs, cs, b, ldb, tile, NR, overwrite, nb);
+                        for (int64_t r = 0; r < mb; ++r)
+                            for (int64_t j = 0; j < nb; ++j) c[r * g.N + j] = tile[r * NR + j];
+                    }
+                }
+            }
+            if (team) {
+#pragma omp barrier
+            }
+        }
+    }
+}
+
+// C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1. g.threads threads split the rows.
+template <class Kn>
+void gemm_blocked(const GemmArgs& g) {
+    const int64_t row_panels = (g.M + Kn::MR - 1) / Kn::MR;
+    const int threads = int(min_i64(g.threads, row_panels));
+    if (threads <= 1) {
+        gemm_blocked_thread<Kn>(g, false, 0, 0, row_panels);
+        return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        const int tid = omp_get_thread_num();
+        const int n = omp_get_num_threads();
+        gemm_blocked_thread<Kn>(g, true, tid, row_panels * tid / n, row_panels * (tid + 1) / n);
+    }
+}
+
+}  // namespace autograd::kernels::detail

@@ -1,0 +1,64 @@
+// The gemm micro-kernel for AVX-512 (compiled with -mavx512f -mfma; called only when the CPU has them).
+// Register tile 12 x 32: 24 zmm accumulators, two zmm of B and one broadcast of A per k (16 columns, one
+// zmm, for narrow edge tiles).
+#include <immintrin.h>
+
+#include "gemm_blocked.h"
+#include "kernels_isa.h"
+
+namespace autograd::kernels::detail {
+namespace {
+
+// MR x 32 tile (x 16 with kHalf): A element (r, k) at a[r * rs + k * cs], B row k at b + k * ldb;
+// C = acc or C += acc.
+template <int64_t MR, bool kHalf = false>
+__attribute__((always_inline)) inline void tile_512(int64_t kb, const float* __restrict a, int64_t rs, int64_t cs,
+                                                    const float* __restrict b, int64_t ldb, float* __restrict c,
+                                                    int64_t ldc, bool overwrite) {
+    __m512 lo[MR], hi[MR];
+    for (int64_t r = 0; r < MR; ++r) lo[r] = hi[r] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kb; ++k) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = kHalf ? b0 : _mm512_loadu_ps(b + 16);
+        for (int64_t r = 0; r < MR; ++r) {
+            const __m512 av = _mm512_set1_ps(a[r * rs]);
+            lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
+            if (!kHalf) hi[r] = _mm512_fmadd_ps(av, b1, hi[r]);
+        }
+        a += cs;
+        b += ldb;
+    }
+    for (int64_t r = 0; r < MR; ++r) {
+        float* cr = c + r * ldc;
+        if (overwrite) {
+            _mm512_storeu_ps(cr, lo[r]);
+            if (!kHalf) _mm512_storeu_ps(cr + 16, hi[r]);
+        } else {
+            _mm512_storeu_ps(cr, _mm512_add_ps(_mm512_loadu_ps(cr), lo[r]));
+            if (!kHalf) _mm512_storeu_ps(cr + 16, _mm512_add_ps(_mm512_loadu_ps(cr + 16), hi[r]));
+        }
+    }
+}
+
+struct Avx512 {
+    static constexpr int64_t MR = 12, NR = 32, KC = 384, NC = 512;
+    static constexpr bool kInPlace = true;
+    // A element (r, k) at a[r * rs + k * cs] with cs == 1 (rows of A) or rs == 1 (packed, or A transposed);
+    // B row k at b + k * ldb. Computes NR columns, or only NR/2 when nb <= NR/2 (the edge tiles).
+    static void tile(int64_t kb, const float* a, int64_t rs, int64_t cs, const float* b, int64_t ldb, float* c,
+                     int64_t ldc, bool overwrite, int64_t nb) {
+        if (nb <= NR / 2) {
+            if (cs == 1) tile_512<MR, true>(kb, a, rs, 1, b, ldb, c, ldc, overwrite);
+            else tile_512<MR, true>(kb, a, 1, cs, b, ldb, c, ldc, overwrite);
+        } else {
+            if (cs == 1) tile_512<MR>(kb, a, rs, 1, b, ldb, c, ldc, overwrite);
+            else tile_512<MR>(kb, a, 1, cs, b, ldb, c, ldc, overwrite);
+        }
+    }
+};
+
+}  // namespace
+
+int64_t gemm_workspace_avx512(int threads) { return workspace_floats<Avx512>(threads); }
+void gemm_avx512(const GemmArgs& g) { gemm_blocked<Avx512>(g); }
+
+}  // namespace autograd::kernels::detail

@@ -1,0 +1,16 @@
+// Entry points of the per-instruction-set gemm files (private to autograd/src). Each is compiled with
+// its own target flags and must only be called when __builtin_cpu_supports says the CPU has them.
+#pragma once
+
+#include <cstdint>
+
+namespace autograd::kernels::detail {
+
+struct GemmArgs;
+
+int64_t gemm_workspace_avx2(int threads);  // floats of workspace gemm_avx2 needs
+void gemm_avx2(const GemmArgs& g);
+int64_t gemm_workspace_avx512(int threads);
+void gemm_avx512(const GemmArgs& g);
+
+}  // namespace autograd::kernels::detail
