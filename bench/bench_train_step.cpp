@@ -1,0 +1,109 @@
+// One full training step (forward, cross_entropy, backward, clip 1.0, AdamW) of the three models of the
+// speed issue, on 1 and 2 threads: the tutorial model, the 4-layer n_embd-64 GPT and nanoGPT's baby GPT
+// (bench/train_step.h holds the configurations). bench/compare.sh runs this beside
+// bench/pytorch_reference.py and prints the ratios.
+//
+// Each benchmark is train_step/<config>/threads:<n>. Counters:
+//   items_per_second  tokens/s (B * T tokens a step)
+//   GFLOP             achieved GFLOP/s, shown as "GFLOP=12.3/s": 6 * Linear weights * tokens plus
+//                     12 * layers * head width * T * tokens for attention (train_step.h, step_flops)
+//   median_ms         the median of the individual step times of the final run (what compare.sh reads;
+//                     PyTorch's side reports its median the same way)
+//   step_gflop, step_tokens  the work of one step (compare.sh divides them by median_ms)
+//   loss              the loss of the first step of that run (the same fixed batch and seed every time)
+//
+// Before timing, main() runs a few steps of each configuration and exits non-zero unless the loss is
+// finite and falls on the fixed batch: a broken step is not worth timing. --check_only stops there.
+//
+//     build/bench/bench_train_step                                   # all six, about 20 s
+//     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include <autograd/threads.h>
+
+#include "train_step.h"
+
+namespace {
+
+void BM_train_step(benchmark::State& state, const bench::StepConfig* config) {
+    const int threads = static_cast<int>(state.range(0));
+    autograd::set_num_threads(threads);
+    bench::TrainStep step(*config);
+    for (int i = 0; i < 2; ++i) step.step();  // warm up: allocator, optimizer state, caches
+    bench::TrainStep fresh(*config);          // the timed run starts from the seed's weights
+    step.model.swap(fresh.model);
+    step.optimizer.swap(fresh.optimizer);
+
+    std::vector<double> seconds;
+    double first_loss = 0;
+    for (auto _ : state) {
+        const auto start = std::chrono::steady_clock::now();
+        const double loss = step.step();
+        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        if (seconds.size() == 1) first_loss = loss;
+    }
+    autograd::set_num_threads(1);
+
+    std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2), seconds.end());
+    const double tokens = static_cast<double>(config->batch * config->model.block);
+    state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(tokens));
+    state.counters["GFLOP"] = benchmark::Counter(bench::step_flops(*config, *step.model) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["median_ms"] = seconds[seconds.size() / 2] * 1e3;
+    state.counters["step_gflop"] = bench::step_flops(*config, *step.model) * 1e-9;
+    state.counters["step_tokens"] = tokens;
+    state.counters["loss"] = first_loss;
+}
+
+// A few steps of each configuration on one thread: the loss must be finite and fall on the fixed batch.
+bool check_steps() {
+    bool ok = true;
+    for (const auto& config : bench::step_configs()) {
+        bench::TrainStep step(config);
+        const double first = step.step();
+        double last = first;
+        for (int i = 0; i < 4; ++i) last = step.step();
+        const bool good = std::isfinite(first) && std::isfinite(last) && last < first;
+        fmt::print(stderr, "{} step check {}: loss {:.4f} -> {:.4f} after 5 steps\n", good ? "ok" : "FAILED",
+                   config.name, first, last);
+        ok = ok && good;
+    }
+    return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool check_only = false;
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--check_only") == 0) {
+            check_only = true;
+            for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+            --argc;
+            break;
+        }
+    if (!check_steps()) return 1;
+    if (check_only) return 0;
+
+    for (const auto& config : bench::step_configs())
+        benchmark::RegisterBenchmark(fmt::format("train_step/{}", config.name).c_str(), BM_train_step, &config)
+            ->ArgName("threads")
+            ->Arg(1)
+            ->Arg(2)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

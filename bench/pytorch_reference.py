@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""PyTorch's side of the speed comparison (bench/compare.sh runs both).
+
+The three models of bench/train_step.h, written in PyTorch with the same architecture as nn/src/models.cpp:
+token + position embeddings; blocks of LayerNorm -> multi-head attention (separate heads without biases,
+concatenated, projected with a bias) -> residual, LayerNorm -> Linear(C, 4C) -> exact GELU -> Linear(4C, C)
+-> residual; a final LayerNorm; lm_head with a bias (LayerNorm eps 1e-5). The tutorial model is embeddings ->
+one head -> lm_head. Same optimizer (AdamW, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights
+only, lr 1e-3), same clipping (global norm 1.0), timed the same way: the median of individual steps after
+a warm-up.
+
+Before timing it loads OUR weights and batch (written by build/bench/export_weights DIR) and requires the
+same loss before the first step and after each of the first three steps, to 1e-4 relative, so both sides
+do the same work.
+
+Run with Debian's python3 and python3-torch (another python3 may come first on PATH without torch):
+
+    build/bench/export_weights /tmp/tg && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg --threads 1
+    /usr/bin/python3 bench/pytorch_reference.py --train tinyshakespeare.txt --steps 20   # for peak memory
+
+Prints one JSON line per configuration: {"config", "threads", "median_ms", "tokens_per_s", "loss", ...}.
+"""
+import argparse
+import json
+import math
+import struct
+import sys
+import time
+
+import torch
+import torch.nn as tnn
+import torch.nn.functional as F
+
+CONFIGS = {  # the same as bench/train_step.h
+    "tutorial": dict(kind="head", n_embd=32, n_head=1, n_layer=1, block=8, batch=32),
+    "small": dict(kind="gpt", n_embd=64, n_head=4, n_layer=4, block=32, batch=16),
+    "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64, batch=12),
+}
+VOCAB = 65
+
+
+# --- the models, named as ours so our parameter names map one to one ------------------------------------
+
+class Head(tnn.Module):
+    def __init__(self, n_embd, head_size, block):
+        super().__init__()
+        self.query = tnn.Linear(n_embd, head_size, bias=False)
+        self.key = tnn.Linear(n_embd, head_size, bias=False)
+        self.value = tnn.Linear(n_embd, head_size, bias=False)
+        self.register_buffer("tril", torch.tril(torch.ones(block, block)))
+
+    def forward(self, x):  # (B, T, C) -> (B, T, H)
+        T = x.shape[1]
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        scores = (q @ k.transpose(1, 2)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, T, T)
+        scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
+        return F.softmax(scores, dim=-1) @ v
+
+
+class MultiHeadAttention(tnn.Module):
+    def __init__(self, n_embd, n_head, block):
+        super().__init__()
+        self.heads = tnn.ModuleList(Head(n_embd, n_embd // n_head, block) for _ in range(n_head))
+        self.projection = tnn.Linear(n_embd, n_embd)
+
+    def forward(self, x):
+        return self.projection(torch.cat([h(x) for h in self.heads], dim=-1))
+
+
+class FeedForward(tnn.Module):
+    def __init__(self, n_embd):
+        super().__init__()
+        self.up = tnn.Linear(n_embd, 4 * n_embd)
+        self.down = tnn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))  # exact erf GELU, as ours
+
+
+class Block(tnn.Module):
+    def __init__(self, n_embd, n_head, block):
+        super().__init__()
+        self.norm1 = tnn.LayerNorm(n_embd, eps=1e-5)
+        self.attention = MultiHeadAttention(n_embd, n_head, block)
+        self.norm2 = tnn.LayerNorm(n_embd, eps=1e-5)
+        self.feed_forward = FeedForward(n_embd)
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return x + self.feed_forward(self.norm2(x))
+
+
+class GPT(tnn.Module):
+    def __init__(self, n_embd, n_head, n_layer, block):
+        super().__init__()
+        self.token = tnn.Embedding(VOCAB, n_embd)
+        self.position = tnn.Embedding(block, n_embd)
+        self.blocks = tnn.ModuleList(Block(n_embd, n_head, block) for _ in range(n_layer))
+        self.final_norm = tnn.LayerNorm(n_embd, eps=1e-5)
+        self.lm_head = tnn.Linear(n_embd, VOCAB)
+
+    def forward(self, ids):  # (B, T) -> (B, T, V)
+        x = self.token(ids) + self.position(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.final_norm(x))
+
+
+class SingleHead(tnn.Module):
+    def __init__(self, n_embd, block):
+        super().__init__()
+        self.token = tnn.Embedding(VOCAB, n_embd)
+        self.position = tnn.Embedding(block, n_embd)
+        self.head = Head(n_embd, n_embd, block)
+        self.lm_head = tnn.Linear(n_embd, VOCAB)
+
+    def forward(self, ids):
+        x = self.token(ids) + self.position(torch.arange(ids.shape[1]))
+        return self.lm_head(self.head(x))
+
+
+def make_model(c):
+    if c["kind"] == "head":
+        return SingleHead(c["n_embd"], c["block"])
+    return GPT(c["n_embd"], c["n_head"], c["n_layer"], c["block"])
+
+
+def make_optimizer(model):
+    # weight decay on Linear weights only, as ours (not biases, norms or embeddings)
+    decay = [m.weight for m in model.modules() if isinstance(m, tnn.Linear)]
+    decay_ids = {id(p) for p in decay}
+    rest = [p for p in model.parameters() if id(p) not in decay_ids]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                             lr=1e-3, betas=(0.9, 0.99), eps=1e-8)
+
+
+def train_step(model, optimizer, ids, targets):
+    optimizer.zero_grad(set_to_none=True)  # ours drops the gradients too
+    logits = model(ids)
+    loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
+# --- our safetensors files, read by hand ----------------------------------------------------------------
+
+def read_safetensors(path):
+    """(tensors by name, metadata): 8-byte little-endian header length, JSON header, raw little-endian F32."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    metadata = header.pop("__metadata__", {})
+    data = blob[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        assert info["dtype"] == "F32", f"{path}: {name} is {info['dtype']}, not F32"
+        begin, end = info["data_offsets"]
+        t = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.float32) if end > begin else torch.zeros(0)
+        tensors[name] = t.reshape(info["shape"])
+    return tensors, metadata
+
+
+def load_ours(model, tensors):
+    """Copies our parameters in: LayerNorm gain -> weight, Linear (in, out) -> torch's (out, in)."""
+    linear_weights = {n + ".weight" for n, m in model.named_modules() if isinstance(m, tnn.Linear)}
+    state = {}
+    for name, t in tensors.items():
+        torch_name = name[: -len(".gain")] + ".weight" if name.endswith(".gain") else name
+        state[torch_name] = t.t().contiguous() if torch_name in linear_weights else t
+    missing = set(model.state_dict()) - set(state) - {n for n in model.state_dict() if n.endswith("tril")}
+    extra = set(state) - set(model.state_dict())
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    model.load_state_dict(state, strict=False)
+
+
+def close(a, b, rel=1e-4):
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True):
+    model = make_model(c)
+    tensors, _ = read_safetensors(f"{weights_dir}/{name}.safetensors")
+    load_ours(model, tensors)
+    batch, meta = read_safetensors(f"{weights_dir}/{name}.batch.safetensors")
+    ids, targets = batch["ids"].long(), batch["targets"].long()
+    optimizer = make_optimizer(model)
+
+    with torch.no_grad():
+        logits = model(ids)
+        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1)).item()
+    ours = float(meta["loss"])
+    ours_steps = [float(s) for s in meta["step_losses"].split(",")]
+    theirs_steps = [train_step(model, optimizer, ids, targets) for _ in ours_steps]
+    ok = close(loss, ours) and all(close(a, b) for a, b in zip(ours_steps, theirs_steps))
+    if check:
+        print(f"loss check {name}: ours {ours:.6f} pytorch {loss:.6f} (rel diff {abs(loss - ours) / abs(ours):.1e}); "
+              f"steps 1-3 ours {', '.join(f'{v:.6f}' for v in ours_steps)} pytorch "
+              f"{', '.join(f'{v:.6f}' for v in theirs_steps)}: {'equal' if ok else 'DIFFERENT'}", file=sys.stderr)
+    if not ok:
+        sys.exit(f"{name}: the losses differ by more than 1e-4 relative: not the same work, not timing")
+
+    for _ in range(warmup):
+        train_step(model, optimizer, ids, targets)
+    seconds = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        train_step(model, optimizer, ids, targets)
+        seconds.append(time.perf_counter() - start)
+    median = sorted(seconds)[len(seconds) // 2]
+    tokens = c["batch"] * c["block"]
+    return {"config": name, "threads": threads, "median_ms": median * 1e3, "tokens_per_s": tokens / median,
+            "steps": steps, "loss": loss}
+
+
+def train_for_memory(path, steps, threads):
+    """A baby-GPT training run on a text file (random windows), for peak resident memory only."""
+    torch.manual_seed(1337)
+    text = open(path, encoding="utf-8").read()
+    chars = sorted(set(text))
+    assert len(chars) <= VOCAB, f"{path}: {len(chars)} characters, more than {VOCAB}"
+    index = {ch: i for i, ch in enumerate(chars)}
+    data = torch.tensor([index[ch] for ch in text], dtype=torch.long)
+    c = CONFIGS["baby"]
+    model = make_model(c)
+    optimizer = make_optimizer(model)
+    B, T = c["batch"], c["block"]
+    start = time.perf_counter()
+    for _ in range(steps):
+        ix = torch.randint(len(data) - T - 1, (B,))
+        x = torch.stack([data[i:i + T] for i in ix])
+        y = torch.stack([data[i + 1:i + T + 1] for i in ix])
+        loss = train_step(model, optimizer, x, y)
+    print(json.dumps({"config": "baby", "threads": threads, "steps": steps, "loss": loss,
+                      "seconds": time.perf_counter() - start}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--weights", help="directory written by build/bench/export_weights")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--configs", default="tutorial,small,baby")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--min-time", type=float, default=2.0, help="seconds of timed steps per config (at least 10 steps)")
+    parser.add_argument("--train", metavar="TEXT", help="train the baby GPT on TEXT instead (peak memory)")
+    parser.add_argument("--steps", type=int, default=20, help="steps for --train")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    if args.train:
+        train_for_memory(args.train, args.steps, args.threads)
+        return
+    if not args.weights:
+        parser.error("--weights DIR or --train TEXT")
+    for name in args.configs.split(","):
+        c = CONFIGS[name]
+        # estimate a step to fill about --min-time
+        probe = check_and_time(name, c, args.weights, args.threads, warmup=args.warmup, steps=3)
+        steps = max(10, int(args.min_time / (probe["median_ms"] * 1e-3)))
+        print(json.dumps(check_and_time(name, c, args.weights, args.threads, args.warmup, steps, check=False)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

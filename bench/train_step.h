@@ -1,0 +1,101 @@
+// The three training-step configurations of the speed issue, shared by bench_train_step (which times
+// them) and export_weights (which writes their weights and batch for bench/pytorch_reference.py).
+//
+// Shape legend: B batch, T window (= block), C n_embd, V vocab (65, tiny Shakespeare's).
+//
+// A step is what examples/train does per iteration: forward, cross_entropy, backward, clip the global
+// gradient norm to 1.0, AdamW (lr 1e-3, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights).
+// The batch is fixed random token ids, so no file is needed; it and the weights come from the seed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include <autograd/tensor.h>
+#include <nn/models.h>
+#include <nn/optim.h>
+
+namespace bench {
+
+struct StepConfig {
+    std::string_view name;  // tutorial | small | baby
+    nn::ModelConfig model;
+    int64_t batch;          // B; T is model.block
+};
+
+inline constexpr int64_t kVocab = 65;
+inline constexpr uint64_t kSeed = 1337;
+
+inline const std::array<StepConfig, 3>& step_configs() {
+    static const std::array<StepConfig, 3> configs = {{
+        // the tutorial model: embeddings, one head of width 32, lm_head
+        {"tutorial", {.kind = "head", .vocab = kVocab, .n_embd = 32, .block = 8}, 32},
+        // the 4-layer model
+        {"small", {.kind = "gpt", .vocab = kVocab, .n_embd = 64, .n_head = 4, .n_layer = 4, .block = 32}, 16},
+        // nanoGPT's baby GPT (shakespeare_char on CPU)
+        {"baby", {.kind = "gpt", .vocab = kVocab, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64}, 12},
+    }};
+    return configs;
+}
+
+// FLOPs of one step (forward + backward), counted as
+//     6 * P_matmul * B*T                      (2 forward, 4 backward per weight per token)
+//   + 12 * L * W * T * B*T                    (attention: Q K^T and weights @ V, each 2 T W per token per
+//                                              layer forward, times 3 for forward + backward, full T x T
+//                                              grids as we compute them, the causal half not subtracted)
+// where P_matmul is the number of Linear weights (lm_head included, embeddings, biases and norms not),
+// L the attention layers and W the total width of their heads (C for GPT, the head width for the
+// tutorial model). This is nanoGPT's/PaLM's estimate_mfu formula.
+inline double step_flops(const StepConfig& config, const nn::LanguageModel& model) {
+    double matmul_params = 0;
+    for (const auto& name : model.decayed_parameter_names())
+        for (const auto& [n, p] : model.named_parameters())
+            if (n == name) matmul_params += static_cast<double>(p.numel());
+    const double tokens = static_cast<double>(config.batch * config.model.block);
+    const double layers = config.model.kind == "gpt" ? static_cast<double>(config.model.n_layer) : 1.0;
+    const double T = static_cast<double>(config.model.block), W = static_cast<double>(config.model.n_embd);
+    return 6.0 * matmul_params * tokens + 12.0 * layers * W * T * tokens;
+}
+
+// One model, its optimizer and a fixed batch: the state one timed step works on.
+struct TrainStep {
+    explicit TrainStep(const StepConfig& c, uint64_t seed = kSeed) : config(c) {
+        autograd::Generator init(seed);
+        model = nn::make_model(c.model, init);
+        optimizer = std::make_unique<nn::AdamW>(*model, nn::AdamWOptions{.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
+                                                                          .eps = 1e-8f, .weight_decay = 0.1f});
+        // ids and targets: (B, T), uniform in [0, V), from their own stream
+        autograd::Generator data(seed + 1);
+        const int64_t n = c.batch * c.model.block;
+        ids.resize(static_cast<size_t>(n));
+        targets.resize(static_cast<size_t>(n));
+        for (auto& id : ids) id = static_cast<int64_t>(data.next_u64() % static_cast<uint64_t>(kVocab));
+        for (auto& t : targets) t = static_cast<int64_t>(data.next_u64() % static_cast<uint64_t>(kVocab));
+    }
+
+    // The loss of the current weights on the batch, without a graph.
+    double loss() {
+        autograd::NoGradGuard no_grad;
+        return autograd::cross_entropy(model->forward(ids, config.batch, config.model.block), targets).item();
+    }
+
+    // One training step; returns the loss of the batch before the update.
+    double step() {
+        optimizer->zero_grad();
+        autograd::Tensor loss = autograd::cross_entropy(model->forward(ids, config.batch, config.model.block), targets);
+        loss.backward();
+        nn::clip_grad_norm(model->parameters(), 1.0f);
+        optimizer->step();
+        return loss.item();
+    }
+
+    StepConfig config;
+    std::unique_ptr<nn::LanguageModel> model;
+    std::unique_ptr<nn::AdamW> optimizer;
+    std::vector<int64_t> ids, targets;
+};
+
+}  // namespace bench
