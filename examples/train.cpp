@@ -5,12 +5,18 @@
 //   train --resume run.safetensors --data ../shared/data/tinyshakespeare.txt
 //
 // Progress goes to stderr (a bar on a terminal, plain lines otherwise); results to stdout, or one
-// JSON line with --json. Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
+// JSON line with --json. Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments,
+// 130 interrupted by SIGINT (143 by SIGTERM) after saving a checkpoint to --out.
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -23,166 +29,27 @@
 #include <nn/tasks.h>
 #include <nn/trainer.h>
 
+#include "train_args.h"
+
 using namespace autograd;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: train [options]
+using train_args::kUsage;
+using train_args::Options;
 
-model (a fresh run; fixed by the checkpoint with --resume)
-  --model KIND         bigram | average | head | multihead | gpt          (default head)
-  --block T            window length                                      (default 8)
-  --n-embd C           embedding width                                    (default 32)
-  --n-head N           attention heads (multihead, gpt); must divide C    (default 4)
-  --n-layer L          transformer blocks (gpt)                           (default 4)
-  --feed-forward       add a feed-forward layer (multihead)
-  --dropout P          dropout probability in [0, 1) (gpt)                (default 0)
-  --init KIND          gpt2 (normal, std 0.02) or default (the layers' own) (default gpt2)
-training
-  --data FILE          text to train on (90% train, 10% validation); without it, the built-in
-                       copy task that only attention can solve
-  --steps N            optimizer steps                                    (default 2000)
-  --batch B            windows per step                                   (default 32)
-  --lr X               peak learning rate (AdamW)                         (default 1e-3)
-  --min-lr X           end of the cosine decay                            (default lr/10)
-  --warmup N           linear warmup steps                                (default 0)
-  --weight-decay X     decoupled weight decay on Linear weights           (default 0.1)
-  --grad-clip X        clip the global gradient norm; 0 = off             (default 1)
-  --seed S             initialization, batches and dropout                (default 1337)
-  --threads N          threads for the kernels                            (default 1)
-  --detect-anomaly     check every op for NaN/Inf and name the first one (slower)
-evaluation, logs, checkpoints
-  --eval-every N       evaluate (and save) every N steps                  (default 500)
-  --eval-iters N       batches per evaluation                             (default 200)
-  --csv FILE           log step, train loss, val loss, lr, grad norm, tokens/s
-  --grad-report N      print the gradient-flow report every N steps
-  --grad-csv FILE      and log it to FILE (step, kind, name, norms, update ratio, head stats)
-  --out CKPT           save a checkpoint at every evaluation and at the end
-  --resume CKPT        continue a saved run exactly where it stopped
-  --until STEP         stop after this step (the run's schedule still spans --steps)
-  --json               print one JSON line with the final figures on stdout
-sampling
-  --sample N           characters to sample at the end                   (default 200)
-  --prompt TEXT        what the sample starts from                        (default a newline)
-  --temperature X      sampling temperature                               (default 1)
-  --top-k K            sample from the K most likely characters; 0 = all  (default 0)
-  --help               this text
-)";
-
-[[noreturn]] void usage_error(const std::string& problem) {
-    fmt::print(stderr, "train: {}\n\n{}", problem, kUsage);
-    std::exit(2);
-}
-
-struct Options {
-    nn::TrainConfig config;
-    std::optional<std::string> data, csv, grad_csv, out, resume;
-    int64_t eval_every = 500, eval_iters = 200, sample = 200, top_k = 0, threads = 1, grad_report = 0;
-    std::optional<int64_t> until;
-    std::optional<std::string> prompt;
-    float temperature = 1.0f;
-    bool json = false, detect_anomaly = false;
-    std::vector<std::string> model_flags;  // given explicitly: an error with --resume
-};
-
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        usage_error(fmt::format("{} needs a whole number, got '{}'", flag, text));
-    }
-    if (used != text.size()) usage_error(fmt::format("{} needs a whole number, got '{}'", flag, text));
-    if (v < min || v > max) usage_error(fmt::format("{} must be between {} and {}, got {}", flag, min, max, v));
-    return v;
-}
-
-float parse_float(const std::string& flag, const std::string& text, double min, double max, bool min_open = false) {
-    size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        usage_error(fmt::format("{} needs a number, got '{}'", flag, text));
-    }
-    if (used != text.size() || !std::isfinite(v)) usage_error(fmt::format("{} needs a number, got '{}'", flag, text));
-    if (v < min || v > max || (min_open && v == min))
-        usage_error(fmt::format("{} must be {} {} and at most {}, got {}", flag, min_open ? "above" : "at least", min, max, text));
-    return static_cast<float>(v);
-}
-
+// The command line (examples/train_args.h), or exit: 0 after printing the usage for --help, 2 for a bad one.
 Options parse(int argc, char** argv) {
-    Options o;
-    nn::TrainConfig& c = o.config;
-    c.model.kind = "head";
-    constexpr int64_t kBig = int64_t{1} << 40;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") {
-            fmt::print("{}", kUsage);
-            std::exit(0);
-        }
-        if (flag == "--json") { o.json = true; continue; }
-        if (flag == "--detect-anomaly") { o.detect_anomaly = true; continue; }
-        if (flag == "--feed-forward") { c.model.feed_forward = true; o.model_flags.push_back(flag); continue; }
-        if (!flag.starts_with("--")) usage_error(fmt::format("unexpected argument '{}'", flag));
-        if (i + 1 >= argc) {  // the usage lists every flag, each on a line of its own: "  --steps N ..."
-            const bool known = std::string_view(kUsage).find("\n  " + flag + " ") != std::string_view::npos;
-            usage_error(known ? fmt::format("{} needs a value", flag) : fmt::format("unknown flag '{}'", flag));
-        }
-        const std::string value = argv[++i];
-        const auto model_flag = [&] { o.model_flags.push_back(flag); };
-        if (flag == "--model") {
-            if (value != "bigram" && value != "average" && value != "head" && value != "multihead" && value != "gpt")
-                usage_error(fmt::format("--model must be bigram, average, head, multihead or gpt, got '{}'", value));
-            c.model.kind = value;
-            model_flag();
-        } else if (flag == "--init") {
-            if (value != "gpt2" && value != "default") usage_error(fmt::format("--init must be gpt2 or default, got '{}'", value));
-            c.model.gpt2_init = value == "gpt2";
-            model_flag();
-        } else if (flag == "--data") o.data = value;
-        else if (flag == "--steps") { c.steps = parse_int(flag, value, 1, kBig); model_flag(); }
-        else if (flag == "--batch") { c.batch = parse_int(flag, value, 1, 1 << 20); model_flag(); }
-        else if (flag == "--block") { c.model.block = parse_int(flag, value, 1, 1 << 20); model_flag(); }
-        else if (flag == "--n-embd") { c.model.n_embd = parse_int(flag, value, 1, 1 << 16); model_flag(); }
-        else if (flag == "--n-head") { c.model.n_head = parse_int(flag, value, 1, 1 << 12); model_flag(); }
-        else if (flag == "--n-layer") { c.model.n_layer = parse_int(flag, value, 1, 1 << 10); model_flag(); }
-        else if (flag == "--dropout") { c.model.dropout = parse_float(flag, value, 0.0, 0.99); model_flag(); }
-        else if (flag == "--lr") { c.lr = parse_float(flag, value, 0.0, 10.0, true); model_flag(); }
-        else if (flag == "--min-lr") { c.min_lr = parse_float(flag, value, 0.0, 10.0); model_flag(); }
-        else if (flag == "--warmup") { c.warmup = parse_int(flag, value, 0, kBig); model_flag(); }
-        else if (flag == "--weight-decay") { c.weight_decay = parse_float(flag, value, 0.0, 10.0); model_flag(); }
-        else if (flag == "--grad-clip") { c.grad_clip = parse_float(flag, value, 0.0, 1e6); model_flag(); }
-        else if (flag == "--seed") { c.seed = static_cast<uint64_t>(parse_int(flag, value, 0, INT64_MAX)); model_flag(); }
-        else if (flag == "--threads") o.threads = parse_int(flag, value, 1, 256);
-        else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1, kBig);
-        else if (flag == "--eval-iters") o.eval_iters = parse_int(flag, value, 1, 1 << 20);
-        else if (flag == "--csv") o.csv = value;
-        else if (flag == "--grad-report") o.grad_report = parse_int(flag, value, 1, kBig);
-        else if (flag == "--grad-csv") o.grad_csv = value;
-        else if (flag == "--out") o.out = value;
-        else if (flag == "--resume") o.resume = value;
-        else if (flag == "--until") o.until = parse_int(flag, value, 1, kBig);
-        else if (flag == "--sample") o.sample = parse_int(flag, value, 0, 1 << 24);
-        else if (flag == "--prompt") {
-            if (value.empty()) usage_error("--prompt needs at least one character");
-            o.prompt = value;
-        }
-        else if (flag == "--temperature") o.temperature = parse_float(flag, value, 0.0, 100.0, true);
-        else if (flag == "--top-k") o.top_k = parse_int(flag, value, 0, 1 << 24);
-        else usage_error(fmt::format("unknown flag '{}'", flag));
+    try {
+        return train_args::parse_args(argc, argv);
+    } catch (const train_args::HelpRequested&) {
+        fmt::print("{}", kUsage);
+        std::exit(0);
+    } catch (const train_args::UsageError& e) {
+        fmt::print(stderr, "train: {}\n\n{}", e.what(), kUsage);
+        std::exit(2);
     }
-    if (o.resume && !o.model_flags.empty())
-        usage_error(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
-                                o.model_flags.front()));
-    if (!o.resume && c.model.kind != "multihead" && c.model.feed_forward)
-        usage_error("--feed-forward applies to --model multihead only");
-    if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
-        usage_error(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
-    return o;
 }
 
 // The text to train on: the file, or the copy task (always the same text, so a resume finds it again).
@@ -232,11 +99,57 @@ private:
     double smoothed_ = 0;
 };
 
+// SIGINT and SIGTERM only set this flag; the training loop reads it after each step, saves and stops.
+// A second signal while saving sets it again and changes nothing: the save always completes.
+volatile sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+// Installs the handler (SA_RESTART: reads and writes in progress carry on) for the training loop;
+// the destructor restores the previous dispositions, so a Ctrl-C while sampling ends the program.
+class StopSignals {
+public:
+    StopSignals() {
+        struct sigaction action {};
+        action.sa_handler = on_stop_signal;
+        sigemptyset(&action.sa_mask);
+        action.sa_flags = SA_RESTART;
+        ::sigaction(SIGINT, &action, &old_int_);
+        ::sigaction(SIGTERM, &action, &old_term_);
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+    ~StopSignals() {
+        ::sigaction(SIGINT, &old_int_, nullptr);
+        ::sigaction(SIGTERM, &old_term_, nullptr);
+    }
+
+private:
+    struct sigaction old_int_ {}, old_term_ {};
+};
+
+// --out is checked before training, not at the first evaluation: its directory must exist and be
+// writable, and it must not itself be a directory.
+void check_output_path(const std::string& path) {
+    const std::filesystem::path p(path);
+    const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0)
+        throw std::runtime_error(fmt::format("--out {}: cannot use {} as its directory: {}", path, dir.string(), std::strerror(errno)));
+    if (!S_ISDIR(st.st_mode))
+        throw std::runtime_error(fmt::format("--out {}: {} is not a directory", path, dir.string()));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw std::runtime_error(fmt::format("--out {}: cannot write in {}: {}", path, dir.string(), std::strerror(errno)));
+    if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw std::runtime_error(fmt::format("--out {}: is a directory", path));
+}
+
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
     // the last checkpoint written stays as it was.
     set_anomaly_mode(o.detect_anomaly);
+    if (o.out) check_output_path(*o.out);
     const std::string text = training_text(o);
     std::optional<nn::Trainer> trainer;
     if (o.resume) {
@@ -279,18 +192,40 @@ int run(const Options& o) {
     nn::StepStats stats;
     double train_loss = NAN, val_loss = NAN;
     const auto start = Clock::now();
+    int64_t saved_step = -1;  // the step of the last checkpoint written to --out
     const auto evaluate_and_save = [&] {
         train_loss = trainer->evaluate(nn::Split::train, o.eval_iters);
         val_loss = trainer->evaluate(nn::Split::validation, o.eval_iters);
         const double tps = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
         progress.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats.step, train_loss, val_loss));
+        // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
+        // stops before applying a NaN) are not saved over a good checkpoint.
+        if (!std::isfinite(train_loss) || !std::isfinite(val_loss))
+            throw std::runtime_error(fmt::format("at step {} the evaluation loss is {} (train) and {} (validation); "
+                                                 "stopped without saving", stats.step, train_loss, val_loss));
         if (csv) {
             fmt::print(csv, "{},{:.6f},{:.6f},{:.6g},{:.6g},{:.1f}\n", stats.step, train_loss, val_loss, stats.lr, stats.grad_norm, tps);
             std::fflush(csv);
         }
-        if (o.out) trainer->save(*o.out);
+        if (o.out) {
+            trainer->save(*o.out);
+            saved_step = trainer->step_count();
+        }
     };
-    while (trainer->step_count() < last) {
+    // Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal.
+    const auto interrupted = [&] {
+        const int signal = g_stop_signal;
+        progress.finish();
+        const int64_t step = trainer->step_count();
+        if (o.out && saved_step != step) trainer->save(*o.out);
+        progress.message(o.out ? fmt::format("interrupted at step {}; saved {}", step, *o.out)
+                               : fmt::format("interrupted at step {}; nothing saved (no --out)", step));
+        for (std::FILE* f : {csv, grad_csv})
+            if (f) std::fclose(f);
+        return 128 + signal;
+    };
+    std::optional<StopSignals> stop_signals(std::in_place);
+    while (trainer->step_count() < last && g_stop_signal == 0) {
         const auto t0 = Clock::now();
         const bool reporting = o.grad_report > 0 && (trainer->step_count() + 1) % o.grad_report == 0;
         nn::GradientReport report;
@@ -305,10 +240,14 @@ int run(const Options& o) {
                 std::fflush(grad_csv);
             }
         }
+        if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
         if (stats.step % o.eval_every == 0 && stats.step != last) evaluate_and_save();
     }
+    if (g_stop_signal != 0) return interrupted();
     stats.step = trainer->step_count();
     evaluate_and_save();
+    if (g_stop_signal != 0) return interrupted();  // during the last evaluation: saved already
+    stop_signals.reset();
     progress.finish();
     for (std::FILE* f : {csv, grad_csv})
         if (f) std::fclose(f);

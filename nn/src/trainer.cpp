@@ -1,5 +1,8 @@
 #include "nn/trainer.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
@@ -100,13 +103,66 @@ void load_weights(LanguageModel& model, const NamedTensors& weights, const std::
         throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
     }
 }
+
+// About how many parameters the model of `m` has, in double: absurd sizes overflow int64 first.
+double approximate_parameters(const ModelConfig& m) {
+    const double V = double(m.vocab), C = double(m.n_embd), T = double(m.block);
+    const double L = double(std::max<int64_t>(m.n_layer, 1));
+    if (m.kind == "bigram") return V * V;
+    double params = 2 * V * C + T * C + V;  // token and position tables, lm_head
+    if (m.kind == "head") params += 3 * C * C;  // query, key, value
+    else if (m.kind == "multihead") params += 4 * C * C + (m.feed_forward ? 8 * C * C : 0);  // heads, projection, feed-forward
+    else if (m.kind == "gpt") params += L * 13 * C * C;  // per block: attention 4C², feed-forward 8C², norms
+    return params;
+}
+
+// The model sizes in a file are believed only as far as the file's own weights go: a config whose model
+// would need far more parameters than the file stores (a corrupt or edited size) is refused before the
+// model is allocated, instead of allocating whatever it names.
+void check_sizes_against_weights(const ModelConfig& m, const NamedTensors& weights, const std::filesystem::path& path) {
+    double stored = 0;
+    for (const auto& [name, t] : weights) stored += double(t.numel());
+    const double needed = approximate_parameters(m);
+    if (needed > 2 * stored + 4096)
+        throw std::runtime_error(fmt::format("{}: the model in its metadata ({} n_embd {} n_layer {} block {} vocab {}) needs "
+                                             "about {:.3g} parameters, but the file stores {:.3g}",
+                                             path.string(), m.kind, m.n_embd, m.n_layer, m.block, m.vocab, needed, stored));
+}
 }  // namespace
+
+uint64_t estimate_training_bytes(const TrainConfig& config) {
+    // In double: absurd sizes overflow int64 long before they reach the comparison.
+    const ModelConfig& m = config.model;
+    const double V = double(m.vocab), C = double(m.n_embd), T = double(m.block), B = double(config.batch);
+    const double H = double(std::max<int64_t>(m.n_head, 1)), L = double(std::max<int64_t>(m.n_layer, 1));
+    const double params = approximate_parameters(m);
+    double layers = 1, heads = 0;
+    if (m.kind == "head") {
+        heads = 1;
+    } else if (m.kind == "multihead") {
+        heads = H;
+    } else if (m.kind == "gpt") {
+        layers = L;
+        heads = H;
+    }
+    // Activations kept for backward, in floats: a dozen or so (B, T, C) tensors per layer, the attention
+    // weights (scores, mask, softmax, dropout) per head, and the logits with their softmax and gradient.
+    const double activations = layers * (B * T * C * 16 + B * heads * T * T * 4) + B * T * V * 3;
+    const double bytes = 4.0 * (params * 4 + activations);
+    return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
+}
+
+uint64_t physical_memory_bytes() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
 
 TrainedModel load_trained_model(const std::filesystem::path& path) {
     const Safetensors file = load_safetensors(path);
     check_format(file.metadata, path);
     TrainedModel out{model_config(file.metadata, path),
                      CharTokenizer::from_vocabulary_utf8(field(file.metadata, "tokenizer.vocabulary", path)), nullptr};
+    check_sizes_against_weights(out.config, split(file.tensors).weights, path);
     Generator unused_init;  // every weight is overwritten by the file's
     try {
         out.model = make_model(out.config, unused_init);
@@ -138,6 +194,12 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector
         check(data_.size(split) > config.model.block,
               "train: block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
               config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
+    const uint64_t need = estimate_training_bytes(config), have = physical_memory_bytes();
+    check(have == 0 || need <= have,
+          "train: this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
+          "batch {}), more than this machine's {:.3g} GB; choose smaller sizes",
+          double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block, config.batch,
+          double(have) / 1e9);
     model_ = make_model(config.model, init_gen_);
     optimizer_ = std::make_unique<AdamW>(*model_, AdamWOptions{.lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2,
                                                                 .weight_decay = config.weight_decay});
@@ -229,6 +291,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     c.grad_clip = to_float(field(meta, "train.grad_clip", path), "train.grad_clip", path);
     c.seed = to_u64(field(meta, "train.seed", path), "train.seed", path);
     const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
+    check_sizes_against_weights(c.model, split(file.tensors).weights, path);
 
     // Bad values in the file or text outside its vocabulary surface as invalid_argument: name the file.
     Trainer trainer = [&] {

@@ -50,9 +50,19 @@ struct StepStats {
     int64_t tokens = 0;      // B * T
 };
 
+// What training `config` needs in memory, roughly, in bytes: parameters x 4 bytes x (weights, gradients
+// and AdamW's two moments), plus one step's activations (each layer keeps a few (B, T, C) tensors and,
+// with attention, its (B, heads, T, T) weights; the logits are (B, T, vocab)). An estimate to refuse
+// absurd sizes before allocating, not an exact figure; it saturates instead of overflowing.
+uint64_t estimate_training_bytes(const TrainConfig& config);
+// The machine's physical memory in bytes (0 when the system does not say).
+uint64_t physical_memory_bytes();
+
 class Trainer {
 public:
-    // A fresh run. The tokens are split 90/10 into training and validation.
+    // A fresh run. The tokens are split 90/10 into training and validation. A config whose
+    // estimate_training_bytes exceeds the physical memory is refused (std::invalid_argument) before
+    // anything is allocated.
     Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens);
     // Continues the run saved at `path` on the same text, encoded with the checkpoint's vocabulary
     // (characters outside it are an error that lists them) and checked against the saved fingerprint.

@@ -1,0 +1,145 @@
+// Writes the seed corpus of fuzz/corpus/ (run by hand; its output is committed):
+//     cmake --build build/release --target fuzz_make_seeds && build/release/fuzz/fuzz_make_seeds fuzz/corpus
+// Valid files come from the library itself; the invalid ones are cut or edited from them.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+
+#include <nn/checkpoint.h>
+#include <nn/layers.h>
+#include <nn/trainer.h>
+
+#include "seed_text.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void put(const fs::path& path, const std::string& bytes) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << bytes;
+    std::printf("%s (%zu bytes)\n", path.c_str(), bytes.size());
+}
+
+// The file with its JSON header replaced by `header` (padded to a multiple of 8), the data unchanged.
+std::string with_header(const std::string& file, std::string header) {
+    uint64_t old = 0;
+    for (int i = 7; i >= 0; --i) old = (old << 8) | static_cast<unsigned char>(file[static_cast<size_t>(i)]);
+    while (header.size() % 8) header.push_back(' ');
+    std::string out(8, '\0');
+    for (size_t i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    return out + header + file.substr(8 + old);
+}
+
+std::string header_of(const std::string& file) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(file[static_cast<size_t>(i)]);
+    return file.substr(8, n);
+}
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+    const auto at = s.find(from);
+    if (at == std::string::npos) {
+        std::fprintf(stderr, "make_seeds: '%s' not found\n", from.c_str());
+        std::exit(1);
+    }
+    return s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: fuzz_make_seeds CORPUS_DIR\n");
+        return 2;
+    }
+    const fs::path root = argv[1];
+    const fs::path tmp = fs::temp_directory_path() / "tinygpt-make-seeds";
+    fs::create_directories(tmp);
+
+    // Weights: a Linear(3, 2) as save_module writes it (the safetensors target loads it into one).
+    autograd::Generator gen(7);
+    nn::Linear layer(nn::LinearOptions{.in = 3, .out = 2}, gen);
+    nn::save_module(tmp / "linear.safetensors", layer, {{"vocabulary", "ab"}});
+    const std::string weights = slurp(tmp / "linear.safetensors");
+    const fs::path st = root / "safetensors";
+    put(st / "valid_linear", weights);
+    put(st / "truncated_length", weights.substr(0, 5));
+    put(st / "truncated_header", weights.substr(0, 8 + header_of(weights).size() / 2));
+    put(st / "truncated_data", weights.substr(0, weights.size() - 4));
+    put(st / "header_past_end", std::string("\xff\xff\xff\xff\x00\x00\x00\x00{}      ", 16));
+    put(st / "empty_header", std::string("\x08\x00\x00\x00\x00\x00\x00\x00{}      ", 16));
+    put(st / "wrong_dtype", with_header(weights, replaced(header_of(weights), "F32", "F16")));
+    put(st / "overlapping_offsets", with_header(weights, replaced(header_of(weights), "[24,32]", "[20,28]")));
+    put(st / "not_json", with_header(weights, "{\"weight\": [1, 2"));
+    put(st / "random_bytes", std::string("\x13\x37\xbe\xef\x00\x01\x02\x03\xde\xad\xc0\xde\x7f\x80\x90\xa0", 16));
+
+    // Training checkpoints: a head model and a bigram trained two steps on kSeedText.
+    const fs::path ck = root / "checkpoint";
+    const auto tok = nn::CharTokenizer::from_text(fuzz::kSeedText);
+    for (const char* kind : {"head", "bigram"}) {
+        nn::TrainConfig config;
+        config.model.kind = kind;
+        config.model.vocab = tok.vocab_size();
+        config.model.n_embd = 4;
+        config.model.block = 4;
+        config.steps = 3;
+        config.batch = 2;
+        nn::Trainer trainer(config, tok, tok.encode(fuzz::kSeedText));
+        trainer.step();
+        trainer.step();
+        const fs::path path = tmp / (std::string(kind) + ".safetensors");
+        trainer.save(path);
+        const std::string file = slurp(path);
+        put(ck / (std::string("valid_") + kind), file);
+        if (std::string(kind) == "head") {
+            put(ck / "truncated_header", file.substr(0, 8 + header_of(file).size() / 3));
+            put(ck / "truncated_data", file.substr(0, file.size() - 16));
+            put(ck / "weights_only", weights);
+        }
+    }
+    // Metadata edited on a real checkpoint: sizes that disagree with the tensors, absurd or negative sizes,
+    // another model kind.
+    const std::string head = slurp(tmp / "head.safetensors");
+    const std::string h = header_of(head);
+    put(ck / "n_embd_disagrees", with_header(head, replaced(h, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"8\"")));
+    put(ck / "regression_n_embd_huge", with_header(head, replaced(h, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"99999999999\"")));
+    put(ck / "block_negative", with_header(head, replaced(h, "\"model.block\":\"4\"", "\"model.block\":\"-4\"")));
+    put(ck / "kind_gpt", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"gpt\"")));
+
+    const fs::path tk = root / "tokenizer";
+    put(tk / "ascii", "hello world\n");
+    put(tk / "utf8", "na\xc3\xafve caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x99\x82");
+    put(tk / "invalid_continuation", "ab\xc3(cd");
+    put(tk / "overlong", "\xc0\xaf");
+    put(tk / "surrogate", "\xed\xa0\x80");
+    put(tk / "truncated_4byte", "x\xf0\x9f\x99");
+    put(tk / "nul_byte", std::string("a\0b", 3));
+    put(tk / "above_max", "\xf4\x90\x80\x80");
+
+    const fs::path ta = root / "train_args";
+    auto args = [](std::initializer_list<std::string> list) {
+        std::string out;
+        for (const auto& a : list) out += a + std::string(1, '\0');
+        return out;
+    };
+    put(ta / "gpt", args({"--model", "gpt", "--n-embd", "16", "--n-head", "2", "--steps", "10", "--lr", "3e-4"}));
+    put(ta / "resume", args({"--resume", "run.safetensors", "--until", "5", "--json"}));
+    put(ta / "help", args({"--help"}));
+    put(ta / "missing_value", args({"--steps"}));
+    put(ta / "not_dividing", args({"--model", "multihead", "--n-embd", "10", "--n-head", "3"}));
+    put(ta / "nan", args({"--dropout", "nan", "--temperature", "inf"}));
+    put(ta / "huge", args({"--steps", "99999999999999999999999", "--seed", "-1"}));
+    put(ta / "resume_and_lr", args({"--resume", "x", "--lr", "0.1"}));
+    put(ta / "hex_float", args({"--lr", "0x1p-3", "--min-lr", "1e-400", "--top-k", "0"}));
+    fs::remove_all(tmp);
+    return 0;
+}

@@ -1,0 +1,38 @@
+// Fuzz target: examples/train's command line (examples/train_args.h). The input is the arguments
+// separated by NUL bytes. A bad command line must be train_args::UsageError (a std::invalid_argument),
+// --help train_args::HelpRequested; an accepted one must keep the promises the rest of train relies on.
+#include <string>
+#include <vector>
+
+#include "fuzz_common.h"
+#include "train_args.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    std::vector<std::string> args{"train"};
+    std::string current;
+    for (size_t i = 0; i < size && args.size() < 64; ++i) {
+        if (data[i] == '\0') {
+            args.push_back(current);
+            current.clear();
+        } else {
+            current.push_back(static_cast<char>(data[i]));
+        }
+    }
+    if (!current.empty() && args.size() < 64) args.push_back(current);
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
+    try {
+        const train_args::Options o = train_args::parse_args(static_cast<int>(args.size()), argv.data());
+        const nn::TrainConfig& c = o.config;
+        if (c.steps < 1 || c.batch < 1 || c.model.block < 1 || c.model.n_embd < 1 || c.model.n_head < 1)
+            fuzz::fail("parse accepted a size below 1");
+        if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
+            fuzz::fail("parse accepted an n_head that does not divide n_embd");
+        if (o.resume && !o.model_flags.empty()) fuzz::fail("parse accepted model flags with --resume");
+        if (!(c.lr > 0.0f) || !(o.temperature > 0.0f)) fuzz::fail("parse accepted a learning rate or temperature <= 0");
+    } catch (const train_args::UsageError&) {
+    } catch (const train_args::HelpRequested&) {
+    }
+    return 0;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A save that cannot complete leaves the old checkpoint intact and says why:
+#  - a full disk: a 256 KB tmpfs filled to 4 KB from the top when this user may mount one (root), otherwise skipped;
+#  - a file size limit (ulimit -f, SIGXFSZ ignored), which fails write() the way a full disk does;
+#  - an --out whose directory is a regular file, or does not exist: refused before training starts.
+#
+#   bash disk_full.sh path/to/train work_dir
+set -uo pipefail
+TRAIN=$(realpath "$1")
+WORK=$2
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+fail() {
+    echo "FAIL: $*"
+    sed 's/^/  | /' err.log 2>/dev/null | tail -5
+    exit 1
+}
+# About 250 KB a checkpoint; the first one is written at step 2, the failing save at step 4.
+model=(--model gpt --n-embd 32 --n-head 2 --n-layer 2 --block 8 --batch 4 --steps 100 --eval-iters 1 --sample 0)
+"$TRAIN" "${model[@]}" --until 2 --out good.st >/dev/null 2>&1 || fail "cannot make the first checkpoint"
+
+# check_intact DIR: DIR/run.st is still the first checkpoint, loads, and no temporary file is left.
+check_intact() {
+    cmp -s "$1/run.st" good.st || fail "the old checkpoint changed"
+    [[ -z $(find "$1" -name '.run.st.tmp-*') ]] || fail "a temporary file was left in $1"
+    "$TRAIN" --resume "$1/run.st" --until 1 --eval-iters 1 --sample 0 >/dev/null 2>&1 || fail "the old checkpoint does not load"
+}
+
+# The file size limit: every file this process writes stops at 64 KB.
+mkdir limited && cp good.st limited/run.st
+(ulimit -f 64 && trap '' XFSZ && exec "$TRAIN" --resume limited/run.st --until 4 --out limited/run.st) >out.log 2>err.log
+status=$?
+[[ $status == 1 ]] || fail "exit status $status with a file size limit, expected 1"
+grep -Eq "save_safetensors: cannot write 'limited/run\.st': write failed \(File too large\)" err.log ||
+    fail "no 'write failed (File too large)' message"
+check_intact limited
+echo "ok: file size limit: '$(grep -o 'save_safetensors.*' err.log)', the old checkpoint intact"
+
+# A real full disk, where mounting is allowed.
+mkdir full
+if mount -t tmpfs -o size=256k tmpfs full 2>/dev/null; then
+    trap 'umount "$WORK/full" 2>/dev/null' EXIT
+    small=("${model[@]}" --n-embd 16)
+    "$TRAIN" "${small[@]}" --until 2 --out full/run.st >/dev/null 2>&1 || fail "cannot train into the tmpfs"
+    cp full/run.st small.st
+    # Fill the disk but for 4 KB, far less than a checkpoint.
+    dd if=/dev/zero of=full/filler bs=1k count=$(($(df -k --output=avail full | tail -1) - 4)) status=none
+    "$TRAIN" --resume full/run.st --until 4 --out full/run.st >out.log 2>err.log
+    status=$?
+    [[ $status == 1 ]] || fail "exit status $status on a full disk, expected 1"
+    grep -Eq "save_safetensors: cannot write 'full/run\.st': write failed \(No space left on device\)" err.log ||
+        fail "no 'No space left on device' message"
+    cmp -s full/run.st small.st || fail "the old checkpoint on the full disk changed"
+    [[ -z $(find full -name '.run.st.tmp-*') ]] || fail "a temporary file was left on the full disk"
+    "$TRAIN" --resume full/run.st --until 1 --eval-iters 1 --sample 0 >/dev/null 2>&1 || fail "the old checkpoint does not load"
+    echo "ok: full disk (tmpfs): '$(grep -o 'save_safetensors.*' err.log)', the old checkpoint intact"
+    umount full
+    trap - EXIT
+else
+    echo "skipped: a full tmpfs (mount is not allowed here)"
+fi
+
+# Unwritable places, refused before the first step.
+echo "not a directory" >a_file.txt
+for out in a_file.txt/run.st no/such/dir/run.st; do
+    "$TRAIN" --resume good.st --until 4 --out "$out" >out.log 2>err.log
+    status=$?
+    [[ $status == 1 ]] || fail "exit status $status for --out $out, expected 1"
+    grep -Eq -- "--out $out: (.* is not a directory|cannot use .* as its directory: No such file or directory)" err.log ||
+        fail "no message naming --out $out"
+    grep -q "step 3" err.log && fail "trained before refusing --out $out"
+    echo "ok: --out $out: '$(grep -o -- '--out.*' err.log)'"
+done
+rm -rf "$WORK"

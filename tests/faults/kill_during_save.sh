@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SIGKILL examples/train at random moments while it saves a checkpoint after every step, many times,
+# each run resuming from what the last one left. After every kill the checkpoint at --out must load;
+# at the end the checkpoint, which went through every kill and resume, must be byte-identical to the
+# one a straight run saves at the same step, and a resumed run must report the same losses.
+#
+#   bash kill_during_save.sh path/to/train work_dir [kills]
+set -uo pipefail
+TRAIN=$(realpath "$1")
+WORK=$2
+KILLS=${3:-20}
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+
+# A checkpoint of about 1.3 MB written (and fsynced) after every step, so most of the time goes to saving.
+model=(--model gpt --n-embd 64 --n-head 4 --n-layer 2 --block 4 --batch 2 --steps 100000 --seed 11)
+every_step=(--eval-every 1 --eval-iters 1 --sample 0)
+RANDOM=2024
+
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+# The step of a checkpoint, by loading it (--until 1 is behind it, so no step runs and nothing is saved).
+step_of() {
+    local out
+    out=$(timeout 60 "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json 2>"$1.err") ||
+        fail "$1 does not load: $(tail -1 "$1.err")"
+    sed -E 's/.*"steps": ([0-9]+).*/\1/' <<<"$out"
+}
+
+kills=0 mid_save=0 last_step=0 attempts=0
+while ((kills < KILLS)); do
+    ((attempts++ < 3 * KILLS)) || fail "only $kills kills after $attempts attempts"
+    if [[ -f run.st ]]; then
+        "$TRAIN" --resume run.st "${every_step[@]}" --out run.st >/dev/null 2>&1 &
+    else
+        "$TRAIN" "${model[@]}" "${every_step[@]}" --out run.st >/dev/null 2>&1 &
+    fi
+    pid=$!
+    sleep "0.$((300 + RANDOM % 500))"  # 0.3 to 0.8 s: past the start, somewhere in the saves
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    [[ -f run.st ]] || continue  # killed before its first save: nothing to check yet
+    kills=$((kills + 1))
+    temps=$(find . -maxdepth 1 -name '.run.st.tmp-*' | wc -l)
+    ((temps > 0)) && mid_save=$((mid_save + 1))
+    step=$(step_of run.st) || exit 1
+    ((step >= last_step)) || fail "the checkpoint went back from step $last_step to $step"
+    echo "kill $kills: checkpoint at step $step loads; temporary files left by the kill: $temps"
+    last_step=$step
+    rm -f .run.st.tmp-*  # a killed save leaves its temporary file; the next save never reads it
+done
+((mid_save > 0)) || fail "no kill landed while a checkpoint was being written"
+
+# The checkpoint that lived through every kill against a straight run to the same step.
+final=$(step_of run.st) || exit 1
+timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 1 --sample 0 --until "$final" --out straight.st \
+    >/dev/null 2>&1 || fail "the straight run to step $final failed"
+cmp -s run.st straight.st || fail "after $kills kills the checkpoint at step $final differs from a straight run's"
+more=$((final + 5))
+resumed=$(timeout 60 "$TRAIN" --resume run.st --until "$more" --eval-iters 2 --sample 0 --json 2>/dev/null) ||
+    fail "resuming after the kills failed"
+straight=$(timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 2 --sample 0 --until "$more" --json \
+    2>/dev/null) || fail "the straight run to step $more failed"
+losses() { sed -E 's/.*("train_loss": [0-9.]+, "val_loss": [0-9.]+).*/\1/' <<<"$1"; }
+[[ $(losses "$resumed") == $(losses "$straight") ]] ||
+    fail "step $more: resumed $(losses "$resumed"), straight $(losses "$straight")"
+echo "$kills kills ($mid_save while a checkpoint was being written): the previous checkpoint always loaded;"
+echo "the survivor at step $final is byte-identical to a straight run's, and resuming it to step $more" \
+    "gives the straight run's losses ($(losses "$straight"))"
+rm -rf "$WORK"
