@@ -41,7 +41,7 @@ const char* kind_of(float v) { return std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-
 std::string input_shapes(std::span<const Tensor> inputs) {
     if (inputs.empty()) return "no inputs";
     std::string s = inputs.size() == 1 ? "input " : "inputs ";
-    for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + shape_str(inputs[i].shape());
+    for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + shape_str(inputs[i].shape()).str();
     return s;
 }
 

@@ -13,7 +13,7 @@ Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape
               V, shape_str(weight.shape()));
     Shape out_shape = ids_shape;  // (ids_shape..., C)
     out_shape.push_back(C);
-    std::vector<float> out(ids.size() * C);
+    Buffer out(ids.size() * C);
     const float* table = weight.data().data();
     for (size_t i = 0; i < ids.size(); ++i) std::copy_n(table + ids[i] * C, C, out.data() + i * C);
     std::vector<int64_t> rows(ids.begin(), ids.end());

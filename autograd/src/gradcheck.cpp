@@ -10,11 +10,11 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     // The inputs themselves are perturbed, so f may also reach them another way (a module's
     // parameters through its forward). Their gradients are set aside and restored at the end.
     const std::vector<Tensor>& xs = inputs;
-    std::vector<std::shared_ptr<std::vector<float>>> saved_grads;
+    std::vector<std::shared_ptr<Buffer>> saved_grads;
     for (const Tensor& x : xs) saved_grads.push_back(std::exchange(x.impl()->grad, nullptr));
     struct Restore {
         const std::vector<Tensor>& xs;
-        std::vector<std::shared_ptr<std::vector<float>>>& grads;
+        std::vector<std::shared_ptr<Buffer>>& grads;
         ~Restore() {
             for (size_t i = 0; i < xs.size(); ++i) xs[i].impl()->grad = std::move(grads[i]);
         }

@@ -20,7 +20,7 @@ Shape reduced_shape(Shape shape, int64_t dim, bool keepdim) {
 Tensor sum(const Tensor& x, SourceLocation where) {
     double total = 0.0;  // double: a float running sum loses digits over millions of elements
     for (float v : x.data()) total += v;
-    return make_result("sum", {}, {static_cast<float>(total)}, {x}, [](const GradContext& g) {
+    return make_result("sum", {}, Buffer{static_cast<float>(total)}, {x}, [](const GradContext& g) {
         auto gx = g.grad(0);
         for (float& v : gx) v += g.dout[0];
     }, where);
@@ -30,7 +30,7 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "sum");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
-    std::vector<float> out(ax.outer * ax.inner, 0.0f);
+    Buffer out(ax.outer * ax.inner, 0.0f);
     for (int64_t o = 0; o < ax.outer; ++o)
         for (int64_t k = 0; k < ax.n; ++k)
             for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] += src[ax.at(o, k, i)];
@@ -72,7 +72,7 @@ Tensor max(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "max");
     const Axis ax = axis_of(x.shape(), dim);
     std::vector<int64_t> best = argmax(x, dim);  // per output element, the index of its maximum
-    std::vector<float> out(best.size());
+    Buffer out(best.size());
     const float* src = x.data().data();
     for (int64_t o = 0; o < ax.outer; ++o)
         for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] = src[ax.at(o, best[o * ax.inner + i], i)];

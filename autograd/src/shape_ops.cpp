@@ -56,7 +56,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, SourceLocation whe
     if (rank == 0 || dim0 == dim1) walk.kind = detail::Broadcast::Kind::same;
 
     const float* src = x.data().data();
-    std::vector<float> out(x.numel());
+    Buffer out(x.numel());
     walk.for_each([&](int64_t i, int64_t ix, int64_t) { out[i] = src[ix]; });
     Shape out_shape = walk.out;
     return make_result("transpose", std::move(out_shape), std::move(out), {x}, [walk](const GradContext& g) {
@@ -74,7 +74,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, SourceLoc
     const Axis out_ax{ax.outer, end - start, ax.inner};
     Shape out_shape = x.shape();
     out_shape[dim] = end - start;
-    std::vector<float> out(numel_of(out_shape));
+    Buffer out(numel_of(out_shape));
     const float* src = x.data().data();
     for (int64_t o = 0; o < ax.outer; ++o)
         std::copy_n(src + ax.at(o, start, 0), out_ax.n * ax.inner, out.data() + out_ax.at(o, 0, 0));
@@ -100,7 +100,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
         check(s == first, "concat: shapes {} and {} differ outside dim {}", shape_str(first), shape_str(x.shape()), dim);
     }
     const Axis out_ax = axis_of(out_shape, dim);
-    std::vector<float> out(numel_of(out_shape));
+    Buffer out(numel_of(out_shape));
     std::vector<int64_t> offsets;  // where each input starts along dim
     int64_t offset = 0;
     for (const Tensor& x : xs) {
@@ -154,7 +154,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocat
     check(bc.out == x.shape(), "masked_fill: mask of shape {} does not broadcast to the input's shape {}",
           shape_str(mask.shape()), shape_str(x.shape()));
     const float *src = x.data().data(), *m = mask.data().data();
-    std::vector<float> out(x.numel());
+    Buffer out(x.numel());
     bc.for_each([&](int64_t i, int64_t ix, int64_t im) { out[i] = m[im] != 0.0f ? value : src[ix]; });
     // Only x gets a gradient; the mask is a constant (its stored values are read at backward time).
     // An infinite fill value is intended: anomaly mode counts it as an input's infinity.

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
+#include <atomic>
 
 #include "anomaly.h"
 #include "axis.h"
@@ -13,10 +13,10 @@ namespace autograd {
 namespace {
 thread_local bool grad_enabled = true;
 
-std::shared_ptr<TensorImpl> new_impl(Shape shape, std::vector<float> values) {
+std::shared_ptr<TensorImpl> new_impl(Shape shape, Buffer values) {
     auto impl = std::make_shared<TensorImpl>();
     impl->shape = std::move(shape);
-    impl->data = std::make_shared<std::vector<float>>(std::move(values));
+    impl->data = std::make_shared<Buffer>(std::move(values));
     return impl;
 }
 
@@ -43,7 +43,7 @@ bool GradContext::needs(size_t i) const { return inputs[i].requires_grad(); }
 
 std::span<float> GradContext::grad(size_t i) const {
     TensorImpl& impl = *inputs[i].impl();
-    if (!impl.grad) impl.grad = std::make_shared<std::vector<float>>(impl.data->size(), 0.0f);
+    if (!impl.grad) impl.grad = std::make_shared<Buffer>(impl.data->size(), 0.0f);
     return *impl.grad;
 }
 
@@ -143,7 +143,7 @@ Tensor Tensor::detach() const {
     return Tensor(std::move(impl));
 }
 
-Tensor Tensor::clone() const { return Tensor(new_impl(shape(), to_vector())); }
+Tensor Tensor::clone() const { return Tensor(new_impl(shape(), Buffer(data().begin(), data().end()))); }
 
 HookHandle Tensor::register_hook(std::function<void(const Tensor& grad)> hook) const {
     TensorImpl& impl = checked_impl();
@@ -179,23 +179,30 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
                            "was made under NoGradGuard)");
 
     // Topological order by iterative DFS (post-order): every tensor comes after all of its inputs.
-    // Strong references keep the graph alive while we walk it and release it.
+    // Strong references keep the graph alive while we walk it; each pass stamps the tensors it has seen
+    // with its own number (cheaper than a set).
+    static std::atomic<uint64_t> passes{0};
+    const uint64_t pass = ++passes;
     std::vector<std::shared_ptr<TensorImpl>> order;
-    std::unordered_set<const TensorImpl*> visited;
-    std::vector<std::pair<std::shared_ptr<TensorImpl>, size_t>> stack;  // (tensor, next input to visit)
-    stack.emplace_back(impl_, 0);
-    visited.insert(impl_.get());
+    // (the tensor's handle inside its consumer's Node, next input to visit); the graph does not change
+    // during the walk, so those handles stay put
+    std::vector<std::pair<const std::shared_ptr<TensorImpl>*, size_t>> stack;
+    const auto visit = [&](const std::shared_ptr<TensorImpl>& impl) {
+        impl->visit_mark = pass;
+        stack.emplace_back(&impl, 0);
+    };
+    visit(impl_);
     while (!stack.empty()) {
         auto& [impl, next] = stack.back();
-        const Node* node = impl->grad_fn.get();
+        const Node* node = (*impl)->grad_fn.get();
         if (node) check(!node->released,
                         "backward: the graph through '{}' was already released by an earlier backward(); "
                         "call the first backward with retain_graph = true to backpropagate twice", node->op);
         if (node && next < node->inputs.size()) {
             const auto& input = node->inputs[next++].impl();
-            if (input->requires_grad && visited.insert(input.get()).second) stack.emplace_back(input, 0);
+            if (input->requires_grad && input->visit_mark != pass) visit(input);
         } else {
-            order.push_back(std::move(impl));
+            order.push_back(*impl);
             stack.pop_back();
         }
     }
@@ -205,45 +212,58 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
         if (impl->grad_fn) impl->grad.reset();
     {
         auto& g = impl_->grad;
-        if (!g) g = std::make_shared<std::vector<float>>(impl_->data->size(), 0.0f);
+        if (!g) g = std::make_shared<Buffer>(impl_->data->size(), 0.0f);
         const auto seed = output_grad.data();
         for (size_t i = 0; i < g->size(); ++i) (*g)[i] += seed[i];
     }
 
     // In reverse topological order every consumer of a tensor comes before it, so when the walk
-    // reaches a tensor its gradient for this pass is complete: its hooks run then.
+    // reaches a tensor its gradient for this pass is complete: its hooks run then. Once its op's backward
+    // has run, nothing needs the op's saved inputs any more: without retain_graph they are released right
+    // away, so activations and gradients are freed during the walk instead of all at its end. (Anomaly
+    // mode releases only after a clean walk: a failing backward leaves the whole graph to draw.)
     const bool anomalies = detail::anomaly_checks();
+    const auto release = [](Node* node) {
+        node->inputs.clear();
+        node->backward = nullptr;
+        node->released = true;
+    };
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         TensorImpl& impl = **it;
-        if (!impl.grad) continue;  // nothing flowed here
-        if (!impl.hooks.empty()) impl.hooks.run(Tensor(*it).grad());
         Node* node = impl.grad_fn.get();
-        if (!node) continue;  // a leaf
-        GradContext ctx{*impl.data, *impl.grad, node->inputs};
-        node->backward(ctx);
-        if (anomalies) [[unlikely]] detail::check_backward(*node, impl);
-    }
-
-    if (!retain_graph) {
-        for (const auto& impl : order) {
-            if (Node* node = impl->grad_fn.get()) {
-                node->inputs.clear();
-                node->backward = nullptr;
-                node->released = true;
+        if (impl.grad) {  // else nothing flowed here
+            if (!impl.hooks.empty()) impl.hooks.run(Tensor(*it).grad());
+            if (node) {
+                GradContext ctx{*impl.data, *impl.grad, node->inputs};
+                node->backward(ctx);
+                if (anomalies) [[unlikely]] detail::check_backward(*node, impl);
             }
         }
+        if (!anomalies) {
+            if (node && !retain_graph) release(node);
+            it->reset();  // a tensor nobody else holds goes now, with its gradient
+        }
     }
+    if (anomalies && !retain_graph)
+        for (const auto& impl : order)
+            if (Node* node = impl->grad_fn.get()) release(node);
 }
 
 // --- making results ----------------------------------------------------------------------------------
 
-Tensor make_result(const char* op, Shape shape, std::vector<float> values, std::vector<Tensor> inputs,
-                   BackwardFn backward, std::source_location where) {
-    return make_result(op, std::move(shape), std::make_shared<std::vector<float>>(std::move(values)),
-                       std::move(inputs), std::move(backward), where);
+Tensor make_result(const char* op, Shape shape, Buffer values, std::vector<Tensor> inputs, BackwardFn backward,
+                   std::source_location where) {
+    return make_result(op, std::move(shape), std::make_shared<Buffer>(std::move(values)), std::move(inputs),
+                       std::move(backward), where);
 }
 
-Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<float>> storage,
+Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, std::vector<Tensor> inputs,
+                   BackwardFn backward, std::source_location where) {
+    return make_result(op, std::move(shape), Buffer(values.begin(), values.end()), std::move(inputs),
+                       std::move(backward), where);
+}
+
+Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
                    std::vector<Tensor> inputs, BackwardFn backward, std::source_location where) {
     check(numel_of(shape) == static_cast<int64_t>(storage->size()), "{}: result shape {} does not hold {} values",
           op, shape_str(shape), storage->size());
@@ -264,32 +284,32 @@ Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<floa
 
 Tensor full(const Shape& shape, float value) {
     check_shape(shape, "full");
-    return Tensor(new_impl(shape, std::vector<float>(static_cast<size_t>(numel_of(shape)), value)));
+    return Tensor(new_impl(shape, Buffer(static_cast<size_t>(numel_of(shape)), value)));
 }
 Tensor zeros(const Shape& shape) { return full(shape, 0.0f); }
 Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
 Tensor scalar(float value) { return full({}, value); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
 
-Tensor tensor(std::vector<float> values, const Shape& shape) {
+Tensor tensor(const std::vector<float>& values, const Shape& shape) {
     check_shape(shape, "tensor");
     check(numel_of(shape) == static_cast<int64_t>(values.size()), "tensor: {} values do not fill shape {} ({} elements)",
           values.size(), shape_str(shape), numel_of(shape));
-    return Tensor(new_impl(shape, std::move(values)));
+    return Tensor(new_impl(shape, Buffer(values.begin(), values.end())));
 }
 
-Tensor tensor(std::vector<float> values) {
+Tensor tensor(const std::vector<float>& values) {
     const auto n = static_cast<int64_t>(values.size());
-    return tensor(std::move(values), {n});
+    return tensor(values, {n});
 }
 
 Tensor arange(float start, float end, float step) {
     check(step != 0.0f && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
           "arange: bad range start {} end {} step {}", start, end, step);
     const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((double(end) - start) / step)));
-    std::vector<float> values(static_cast<size_t>(n));
+    Buffer values(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(start + double(step) * static_cast<double>(i));
-    return tensor(std::move(values), {n});
+    return Tensor(new_impl({n}, std::move(values)));
 }
 
 Tensor arange(int64_t n) {

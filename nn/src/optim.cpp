@@ -1,5 +1,6 @@
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numbers>
@@ -199,32 +200,48 @@ void AdamW::update(size_t i, std::span<float> p, std::span<const float> g, int64
     const float decay = static_cast<float>(1.0 - static_cast<double>(lr()) * static_cast<double>(o.weight_decay));
     const bool decayed = decays(i) && o.weight_decay != 0.0f;
     const float one_minus_beta1 = 1.0f - o.beta1, one_minus_beta2 = 1.0f - o.beta2;
-    const std::span<float> m = buffer(m_, i), v = buffer(v_, i);
-    for (size_t k = 0; k < p.size(); ++k) {
-        if (decayed) p[k] *= decay;
-        m[k] = o.beta1 * m[k] + one_minus_beta1 * g[k];
-        v[k] = o.beta2 * v[k] + one_minus_beta2 * g[k] * g[k];
-        p[k] -= step_size * m[k] / (std::sqrt(v[k]) / bias_correction2_sqrt + o.eps);
-    }
+    float* __restrict pw = p.data();
+    const float* __restrict gr = g.data();
+    float* __restrict m = buffer(m_, i).data();
+    float* __restrict v = buffer(v_, i).data();
+    const float beta1 = o.beta1, beta2 = o.beta2, eps = o.eps;
+    autograd::parallel_for(static_cast<int64_t>(p.size()), autograd::kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+            if (decayed) pw[k] *= decay;
+            m[k] = beta1 * m[k] + one_minus_beta1 * gr[k];
+            v[k] = beta2 * v[k] + one_minus_beta2 * gr[k] * gr[k];
+            pw[k] -= step_size * m[k] / (std::sqrt(v[k]) / bias_correction2_sqrt + eps);
+        }
+    });
 }
 
 // --- clipping and schedule ------------------------------------------------------------------------
 
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
+    // Sum of squares in fixed chunks (partial sums in double, added in order): the same bits for any
+    // thread count, and the chunks can run in parallel.
+    constexpr int64_t kChunk = 4096;
+    std::vector<std::span<float>> grads;
+    for (const Tensor& p : params)
+        if (const Tensor g = p.grad(); g.defined()) grads.push_back(g.data());
     double sum_squares = 0.0;
-    for (const Tensor& p : params) {
-        const Tensor g = p.grad();
-        if (!g.defined()) continue;
-        for (const float x : g.data()) sum_squares += static_cast<double>(x) * static_cast<double>(x);
+    for (const std::span<float> g : grads) {
+        const int64_t n = static_cast<int64_t>(g.size()), chunks = (n + kChunk - 1) / kChunk;
+        std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
+        autograd::parallel_for(chunks, autograd::kMinElementsPerThread / kChunk, [&](int64_t begin, int64_t end) {
+            for (int64_t c = begin; c < end; ++c)
+                for (int64_t k = c * kChunk; k < std::min(n, (c + 1) * kChunk); ++k)
+                    partial[c] += static_cast<double>(g[k]) * static_cast<double>(g[k]);
+        });
+        for (const double s : partial) sum_squares += s;
     }
     const double norm = std::sqrt(sum_squares);
     if (max_norm > 0.0f && std::isfinite(norm) && norm > static_cast<double>(max_norm)) {
         const float coef = static_cast<float>(static_cast<double>(max_norm) / (norm + 1e-6));
-        for (const Tensor& p : params) {
-            const Tensor g = p.grad();
-            if (!g.defined()) continue;
-            for (float& x : g.data()) x *= coef;
-        }
+        for (const std::span<float> g : grads)
+            autograd::parallel_for(static_cast<int64_t>(g.size()), autograd::kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+                for (int64_t k = begin; k < end; ++k) g[k] *= coef;
+            });
     }
     return static_cast<float>(norm);
 }

@@ -27,6 +27,7 @@
 //   sees or edits a gradient during backward, anomaly mode (anomaly.h) names the op that made a NaN.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -34,6 +35,7 @@
 #include <source_location>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/check.h"
@@ -43,6 +45,38 @@ namespace autograd {
 
 class Tensor;
 struct TensorImpl;
+
+namespace detail {
+// Tensor storage comes from here: a per-thread cache of freed blocks by size, because a training step
+// allocates the same sizes step after step (no page faults, no trips to malloc for big blocks). Blocks
+// are 64-byte aligned. Debug builds fill every new block with NaN, so an op that reads a value it never
+// wrote shows up in the tests.
+void* buffer_allocate(size_t bytes);
+void buffer_release(void* block, size_t bytes) noexcept;
+
+template <typename T>
+struct BufferAllocator {
+    using value_type = T;
+    BufferAllocator() = default;
+    template <typename U>
+    BufferAllocator(const BufferAllocator<U>&) {}  // NOLINT(google-explicit-constructor): rebinding
+    T* allocate(size_t n) { return static_cast<T*>(buffer_allocate(n * sizeof(T))); }
+    void deallocate(T* p, size_t n) noexcept { buffer_release(p, n * sizeof(T)); }
+    // Buffer(n) leaves the values unset (they are about to be written): no memset per op.
+    template <typename U>
+    void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+    template <typename U, typename... Args>
+    void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
+    friend bool operator==(const BufferAllocator&, const BufferAllocator&) { return true; }
+};
+}  // namespace detail
+
+// A tensor's values (and its gradient's): contiguous float32, row-major. `Buffer b(n)` is n values
+// left unset, for an op to overwrite; `Buffer b(n, 0.0f)` is n zeros.
+using Buffer = std::vector<float, detail::BufferAllocator<float>>;
+
+// The buffers cached for reuse on this thread go back to the system (after a large model, say).
+void release_cached_buffers();
 
 // What a backward function is handed: the op's output, the gradient flowing into it, and its inputs.
 // A backward reads `out` and `dout`, and accumulates into `grad(i)` for each input with needs(i).
@@ -67,12 +101,13 @@ struct Node {
 
 struct TensorImpl {
     Shape shape;
-    std::shared_ptr<std::vector<float>> data;  // shared by reshape() and detach() results
-    std::shared_ptr<std::vector<float>> grad;  // allocated on the first accumulation
+    std::shared_ptr<Buffer> data;  // shared by reshape() and detach() results
+    std::shared_ptr<Buffer> grad;  // allocated on the first accumulation
     std::shared_ptr<Node> grad_fn;             // null for leaves
     bool requires_grad = false;
     std::string name;                          // optional label (parameter names), for inspection
     HookList<const Tensor&> hooks;             // gradient hooks (register_hook)
+    uint64_t visit_mark = 0;                   // the last backward pass that reached it (engine use)
 };
 
 class Tensor {
@@ -137,8 +172,8 @@ Tensor zeros(const Shape& shape);
 Tensor ones(const Shape& shape);
 Tensor full(const Shape& shape, float value);
 Tensor scalar(float value);  // shape ()
-Tensor tensor(std::vector<float> values, const Shape& shape);  // values row-major; counts must match
-Tensor tensor(std::vector<float> values);                       // 1-D
+Tensor tensor(const std::vector<float>& values, const Shape& shape);  // values row-major; counts must match
+Tensor tensor(const std::vector<float>& values);                       // 1-D
 Tensor arange(float start, float end, float step = 1.0f);       // [start, end)
 Tensor arange(int64_t n);                                       // 0, 1, ..., n-1
 Tensor zeros_like(const Tensor& t);
@@ -162,10 +197,13 @@ private:
 // is the op's call site, kept in the Node for anomaly messages: an op passes its own `where`
 // parameter on (see ops.h); left out, it is the line that calls make_result. In anomaly mode the
 // values are checked here.
-Tensor make_result(const char* op, Shape shape, std::vector<float> values, std::vector<Tensor> inputs,
+Tensor make_result(const char* op, Shape shape, Buffer values, std::vector<Tensor> inputs,
+                   BackwardFn backward, std::source_location where = std::source_location::current());
+// The same from a std::vector (copied once).
+Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, std::vector<Tensor> inputs,
                    BackwardFn backward, std::source_location where = std::source_location::current());
 // The same over existing storage (reshape shares its input's values instead of copying them).
-Tensor make_result(const char* op, Shape shape, std::shared_ptr<std::vector<float>> storage,
+Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
                    std::vector<Tensor> inputs, BackwardFn backward,
                    std::source_location where = std::source_location::current());
 

@@ -1,10 +1,22 @@
-// How many threads the kernels may use. Work is split by output rows, each computed by one thread
-// in the same order as on one thread, so results are identical for any thread count.
+// How many threads the kernels may use. Work is split by output rows or elements, each computed by one
+// thread in the same order as on one thread, so results are identical for any thread count.
 #pragma once
+
+#include <cstdint>
+#include <functional>
 
 namespace autograd {
 
 void set_num_threads(int n);  // n >= 1; the default is 1
 int num_threads();
+
+// Calls body(begin, end) on disjoint ranges covering [0, n): one contiguous range per thread, or the
+// whole range on the calling thread when n < 2 * grain (work too small to pay for waking a thread).
+// Each index belongs to exactly one call, so a body that writes only its own indices gives the same
+// bits for any thread count. Called from inside another parallel_for, it runs on the calling thread.
+// Grain for plain elementwise loops: below this many elements per thread, waking one costs more than it
+// saves (measured with bench_train_step on 2 threads).
+inline constexpr int64_t kMinElementsPerThread = 16384;
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
 
 }  // namespace autograd
