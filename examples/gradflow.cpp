@@ -259,7 +259,9 @@ double typical_row_gradient(const nn::Head& head) {
 Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokenizer& tokenizer, const nn::TextData& data) {
     Curve curve{.divided = divided};
     Generator init(seed), batches(seed + 1);
-    nn::SingleHead model({.vocab = tokenizer.vocab_size(), .n_embd = kTrainWidth, .block = kTrainBlock, .scaled = divided}, init);
+    nn::SingleHead model(
+        {.vocab = tokenizer.vocab_size(), .n_embd = kTrainWidth, .block = kTrainBlock, .scaled = divided, .record_scores = true},
+        init);  // record_scores: typical_row_gradient reads the head's last_scores().grad()
     nn::AdamW opt(model, {.lr = kTrainLr, .beta2 = 0.99f, .weight_decay = 0.1f});
     const nn::CosineSchedule schedule{.lr = kTrainLr, .min_lr = kTrainLr / 10, .warmup = 0, .total = steps};
     const int64_t every = std::max<int64_t>(1, steps / 20);

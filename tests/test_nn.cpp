@@ -136,6 +136,30 @@ TEST_CASE("Head keeps its attention: causal rows sum to 1 with zeros above the d
     CHECK(open.last_attention().at({0, 0, 5}) > 0.0f);
 }
 
+TEST_CASE("Head without record_scores (the fused causal_softmax) equals the recording head", "[nn][attention]") {
+    for (bool scaled : {true, false}) {
+        DYNAMIC_SECTION("scaled " << scaled) {
+            Generator gen(9);
+            nn::Head recording({.n_embd = 8, .head_size = 4, .scaled = scaled}, gen);
+            nn::Head fused({.n_embd = 8, .head_size = 4, .scaled = scaled, .record_scores = false}, gen);
+            for (auto [from, to] : {std::pair{&recording.query, &fused.query}, {&recording.key, &fused.key},
+                                    {&recording.value, &fused.value}})
+                std::ranges::copy(from->weight.data(), to->weight.data().begin());
+            const Tensor x = randn({3, 6, 8}, gen), upstream = randn({3, 6, 4}, gen);
+            const Tensor a = recording.forward(x), b = fused.forward(x);
+            sum(a * upstream).backward();
+            sum(b * upstream).backward();
+            CHECK(test::max_abs_diff(a, b) < 1e-6);
+            CHECK(test::max_abs_diff(recording.last_attention(), fused.last_attention()) < 1e-6);
+            CHECK(recording.last_scores().defined());
+            CHECK_FALSE(fused.last_scores().defined());
+            for (auto [from, to] : {std::pair{&recording.query, &fused.query}, {&recording.key, &fused.key},
+                                    {&recording.value, &fused.value}})
+                CHECK(test::max_abs_diff(from->weight.grad(), to->weight.grad()) < 1e-5);
+        }
+    }
+}
+
 TEST_CASE("Average gives each of the i+1 visible positions 1/(i+1)", "[nn][attention]") {
     Generator gen(8);
     const Tensor x = randn({2, 5, 3}, gen).requires_grad_();

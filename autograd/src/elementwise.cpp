@@ -3,6 +3,7 @@
 
 #include "autograd/tensor.h"
 #include "broadcast.h"
+#include "fast_math.h"
 
 namespace autograd {
 
@@ -14,7 +15,7 @@ using detail::broadcast;
 Tensor add(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "add");
     const float *x = a.data().data(), *y = b.data().data();
-    std::vector<float> out(numel_of(bc.out));
+    Buffer out(numel_of(bc.out));
     bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] + y[ib]; });
     return make_result("add", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
@@ -25,7 +26,7 @@ Tensor add(const Tensor& a, const Tensor& b, SourceLocation where) {
 Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "sub");
     const float *x = a.data().data(), *y = b.data().data();
-    std::vector<float> out(numel_of(bc.out));
+    Buffer out(numel_of(bc.out));
     bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] - y[ib]; });
     return make_result("sub", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
@@ -36,7 +37,7 @@ Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where) {
 Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "mul");
     const float *x = a.data().data(), *y = b.data().data();
-    std::vector<float> out(numel_of(bc.out));
+    Buffer out(numel_of(bc.out));
     bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] * y[ib]; });
     return make_result("mul", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float *av = g.inputs[0].data().data(), *bv = g.inputs[1].data().data();
@@ -48,7 +49,7 @@ Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
 Tensor div(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "div");
     const float *x = a.data().data(), *y = b.data().data();
-    std::vector<float> out(numel_of(bc.out));
+    Buffer out(numel_of(bc.out));
     bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] / y[ib]; });
     return make_result("div", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float* bv = g.inputs[1].data().data();
@@ -64,7 +65,7 @@ namespace {
 // y = f(x) elementwise; the backward multiplies dout by local(x, y) = dy/dx.
 template <typename F, typename Local>
 Tensor unary(const char* op, const Tensor& x, F f, Local local, SourceLocation where) {
-    std::vector<float> out(x.numel());
+    Buffer out(x.numel());
     const auto in = x.data();
     for (size_t i = 0; i < out.size(); ++i) out[i] = f(in[i]);
     return make_result(op, x.shape(), std::move(out), {x}, [local](const GradContext& g) {
@@ -113,9 +114,11 @@ Tensor gelu(const Tensor& x, SourceLocation where) {
     // gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x)
     constexpr float inv_sqrt2 = 0.70710678118654752f;
     constexpr float inv_sqrt_2pi = 0.39894228040143268f;
-    return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * inv_sqrt2)); },
+    // fast_erf/fast_exp (fast_math.h): std::erf is a scalar libm call that keeps the loop from vectorizing
+    using detail::fast_erf, detail::fast_exp;
+    return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + fast_erf(v * inv_sqrt2)); },
                  [](float v, float) {
-                     return 0.5f * (1.0f + std::erf(v * inv_sqrt2)) + v * inv_sqrt_2pi * std::exp(-0.5f * v * v);
+                     return 0.5f * (1.0f + fast_erf(v * inv_sqrt2)) + v * inv_sqrt_2pi * fast_exp(-0.5f * v * v);
                  }, where);
 }
 
@@ -125,9 +128,9 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen, SourceLo
     check(p >= 0.0f && p < 1.0f, "dropout: probability {} must be in [0, 1)", p);
     if (!training || p == 0.0f) return x;
     const float keep_scale = 1.0f / (1.0f - p);
-    std::vector<float> mask(x.numel());  // 0 or 1/(1-p) per element
+    Buffer mask(x.numel());  // 0 or 1/(1-p) per element
     for (float& m : mask) m = gen.uniform() < p ? 0.0f : keep_scale;
-    std::vector<float> out(mask.size());
+    Buffer out(mask.size());
     const auto in = x.data();
     for (size_t i = 0; i < out.size(); ++i) out[i] = in[i] * mask[i];
     return make_result("dropout", x.shape(), std::move(out), {x}, [mask = std::move(mask)](const GradContext& g) {

@@ -1,14 +1,18 @@
-// softmax, log_softmax and cross_entropy: numerically stable (the row max is subtracted first).
+// softmax, log_softmax, cross_entropy and causal_softmax: numerically stable (the row max is
+// subtracted first). exp is fast_exp (fast_math.h), so the row loops vectorize.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "autograd/tensor.h"
 #include "axis.h"
+#include "fast_math.h"
 
 namespace autograd {
 
 using detail::Axis;
 using detail::axis_of;
+using detail::fast_exp;
 
 namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -31,7 +35,23 @@ RowStats row_stats(const float* src, int64_t n, At at) {
     RowStats r;
     for (int64_t k = 0; k < n; ++k) r.max = std::max(r.max, src[at(k)]);
     if (r.max == kNegInf) return r;
-    for (int64_t k = 0; k < n; ++k) r.sum_exp += std::exp(double(src[at(k)]) - r.max);
+    for (int64_t k = 0; k < n; ++k) r.sum_exp += fast_exp(src[at(k)] - r.max);
+    return r;
+}
+
+// One contiguous row of n values: y = softmax(factor * x), each exp computed once, straight into y.
+// Returns the row's stats (for a log-sum-exp); a row that is all -inf gives zeros.
+RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
+    RowStats r;
+    for (int64_t k = 0; k < n; ++k) r.max = std::max(r.max, factor * x[k]);
+    if (r.max == kNegInf) {
+        std::fill_n(y, n, 0.0f);
+        return r;
+    }
+    for (int64_t k = 0; k < n; ++k) y[k] = fast_exp(factor * x[k] - r.max);
+    for (int64_t k = 0; k < n; ++k) r.sum_exp += y[k];  // double: a float sum does not vectorize either
+    const auto inv = static_cast<float>(1.0 / r.sum_exp);
+    for (int64_t k = 0; k < n; ++k) y[k] *= inv;
     return r;
 }
 }  // namespace
@@ -40,11 +60,15 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "softmax");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
-    std::vector<float> out(x.numel());
+    Buffer out(x.numel());
     for_each_row(ax, [&](auto at) {
         const RowStats row = row_stats(src, ax.n, at);
-        if (row.max == kNegInf) return;  // fully masked row: defined as all zeros (out is already 0)
-        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = static_cast<float>(std::exp(double(src[at(k)]) - row.max) / row.sum_exp);
+        if (row.max == kNegInf) {  // fully masked row: defined as all zeros
+            for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = 0.0f;
+            return;
+        }
+        const auto inv = static_cast<float>(1.0 / row.sum_exp);
+        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = fast_exp(src[at(k)] - row.max) * inv;
     });
     return make_result("softmax", x.shape(), std::move(out), {x}, [ax](const GradContext& g) {
         // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
@@ -61,7 +85,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "log_softmax");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
-    std::vector<float> out(x.numel());
+    Buffer out(x.numel());
     for_each_row(ax, [&](auto at) {
         const RowStats row = row_stats(src, ax.n, at);
         // a fully masked row is the log of zero shares: -inf everywhere. Subtract the max first: it is
@@ -79,7 +103,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where) {
             double total = 0.0;
             for (int64_t k = 0; k < ax.n; ++k) total += g.dout[at(k)];
             for (int64_t k = 0; k < ax.n; ++k)
-                gx[at(k)] += g.dout[at(k)] - std::exp(g.out[at(k)]) * static_cast<float>(total);
+                gx[at(k)] += g.dout[at(k)] - fast_exp(g.out[at(k)]) * static_cast<float>(total);
         });
     }, where);
 }
@@ -97,17 +121,16 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, Sou
 
     // loss = mean over rows of (logsumexp(row) - row[target]); keep each row's softmax for backward
     const float* src = logits.data().data();
-    std::vector<float> probs(logits.numel());
+    Buffer probs(logits.numel());
     double loss = 0.0;
     for (int64_t r = 0; r < N; ++r) {
         const float* row = src + r * V;
         float* p = probs.data() + r * V;
-        const RowStats stats = row_stats(row, V, [](int64_t k) { return k; });
-        for (int64_t k = 0; k < V; ++k) p[k] = static_cast<float>(std::exp(double(row[k]) - stats.max) / stats.sum_exp);
+        const RowStats stats = softmax_row(row, 1.0f, V, p);
         loss += std::log(stats.sum_exp) + stats.max - row[targets[r]];
     }
     std::vector<int64_t> target_copy(targets.begin(), targets.end());
-    return make_result("cross_entropy", {}, {static_cast<float>(loss / static_cast<double>(N))}, {logits},
+    return make_result("cross_entropy", {}, Buffer{static_cast<float>(loss / static_cast<double>(N))}, {logits},
                        [probs = std::move(probs), targets = std::move(target_copy), N, V](const GradContext& g) {
                            // d loss / d logits = (softmax - onehot(target)) / N
                            auto gx = g.grad(0);
@@ -121,6 +144,35 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, Sou
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets, SourceLocation where) {
     return cross_entropy(logits, std::span<const int64_t>(targets), where);
+}
+
+Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) {
+    const Shape& s = scores.shape();
+    check(s.size() >= 2 && s[s.size() - 1] == s[s.size() - 2], "causal_softmax: needs (..., T, T) scores, got shape {}",
+          shape_str(s));
+    const int64_t T = s.back(), rows = T > 0 ? scores.numel() / T : 0;  // rows of T, row r is position r % T
+    const float* src = scores.data().data();
+    Buffer out(scores.numel());  // (..., T, T)
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t visible = r % T + 1;  // position i sees 0..i
+        float* y = out.data() + r * T;
+        softmax_row(src + r * T, factor, visible, y);
+        std::fill(y + visible, y + T, 0.0f);  // what softmax makes of the -inf above the diagonal
+    }
+    return make_result("causal_softmax", s, std::move(out), {scores}, [T, rows, factor](const GradContext& g) {
+        // On the visible part dx = factor * y * (dy - sum(dy * y)) (softmax's backward, then scale's);
+        // above the diagonal nothing, as masked_fill passes nothing there.
+        auto gx = g.grad(0);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t visible = r % T + 1;
+            const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
+            float* dx = gx.data() + r * T;
+            double dot = 0.0;
+            for (int64_t k = 0; k < visible; ++k) dot += double(dy[k]) * y[k];
+            const auto d = static_cast<float>(dot);
+            for (int64_t k = 0; k < visible; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
+        }
+    }, where);
 }
 
 }  // namespace autograd

@@ -26,10 +26,18 @@ Tensor Head::forward(const Tensor& x) {
     const Tensor k = options.compare_raw ? x : key.forward(x);    // (B, T, H), or (B, T, C) raw
     const Tensor v = value.forward(x);                            // (B, T, H)
     Tensor scores = matmul(q, k.transpose(1, 2));                 // (B, T, T)
-    if (options.scaled) scores = scale(scores, 1.0f / std::sqrt(static_cast<float>(q.size(-1))));
-    if (options.causal) scores = causal_mask(scores);
-    const Tensor weights = softmax(scores, -1);                   // (B, T, T), rows sum to 1
-    scores_ = scores;
+    const float factor = options.scaled ? 1.0f / std::sqrt(static_cast<float>(q.size(-1))) : 1.0f;
+    Tensor weights;                                               // (B, T, T), rows sum to 1
+    if (options.causal && !options.record_scores) {
+        // one op instead of scale, causal_mask and softmax; tests/test_fused.cpp proves them equal
+        weights = causal_softmax(scores, factor);
+        scores_ = Tensor();
+    } else {
+        if (options.scaled) scores = scale(scores, factor);
+        if (options.causal) scores = causal_mask(scores);
+        weights = softmax(scores, -1);
+        scores_ = scores;
+    }
     attention_ = weights.detach();
     return output(matmul(weights, v));                            // (B, T, H)
 }

@@ -38,9 +38,8 @@ LayerNorm::LayerNorm(LayerNormOptions opts) : options(opts) {
 Tensor LayerNorm::forward(const Tensor& x) const {
     check(x.dim() >= 1 && x.size(-1) == options.dim, "LayerNorm: input of shape {} does not end in {} channels",
           shape_str(x.shape()), options.dim);
-    const Tensor centered = x - mean(x, -1, /*keepdim=*/true);                 // (..., C)
-    const Tensor variance = mean(centered * centered, -1, /*keepdim=*/true);   // (..., 1)
-    return output(centered / sqrt(variance + options.eps) * gain + bias);
+    // the fused op: (x - mean) / sqrt(biased variance + eps) * gain + bias, one pass and one backward
+    return output(layer_norm(x, gain, bias, options.eps));  // (..., C)
 }
 
 }  // namespace nn

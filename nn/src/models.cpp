@@ -61,7 +61,11 @@ SingleHead::SingleHead(SingleHeadOptions opts, Generator& gen)
     : options(opts),
       token({.num = opts.vocab, .dim = opts.n_embd}, gen),
       position({.num = opts.block, .dim = opts.n_embd}, gen),
-      head({.n_embd = opts.n_embd, .head_size = opts.head_size > 0 ? opts.head_size : opts.n_embd, .scaled = opts.scaled}, gen),
+      head({.n_embd = opts.n_embd,
+            .head_size = opts.head_size > 0 ? opts.head_size : opts.n_embd,
+            .scaled = opts.scaled,
+            .record_scores = opts.record_scores},
+           gen),
       lm_head({.in = head.options.head_size, .out = opts.vocab}, gen) {
     register_module("token", token);
     register_module("position", position);
@@ -81,7 +85,9 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
     check(opts.n_head > 0 && opts.n_embd > 0 && opts.n_embd % opts.n_head == 0,
           "MultiHeadAttention: n_head {} must divide n_embd {}", opts.n_head, opts.n_embd);
     for (int64_t h = 0; h < opts.n_head; ++h) {
-        heads.push_back(std::make_unique<Head>(HeadOptions{.n_embd = opts.n_embd, .head_size = opts.n_embd / opts.n_head}, gen));
+        // record_scores off: the fused causal_softmax; a model's heads are read through last_attention()
+        heads.push_back(std::make_unique<Head>(
+            HeadOptions{.n_embd = opts.n_embd, .head_size = opts.n_embd / opts.n_head, .record_scores = false}, gen));
         register_module(fmt::format("heads.{}", h), *heads.back());
     }
     register_module("projection", projection);

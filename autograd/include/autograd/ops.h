@@ -84,6 +84,10 @@ Tensor causal_mask(const Tensor& x, SourceLocation where = SourceLocation::curre
 // softmax along dim, numerically stable (the row max is subtracted). A row that is entirely -inf
 // (fully masked) gives all zeros and passes no gradient: defined, and never NaN.
 Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocation::current());
+// scores: (..., T, T) -> same: softmax(causal_mask(scale(scores, factor)), -1) in one op, one pass and
+// one (..., T, T) result (attention's hot path). Position i weighs j <= i; above the diagonal the
+// result is 0 and passes no gradient; a row whose visible scores are all -inf is all zeros, as in softmax.
+Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where = SourceLocation::current());
 // log_softmax along dim. A fully masked row gives -inf everywhere and passes no gradient.
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocation::current());
 // logits: (..., V)  targets: one class index per row (numel / V of them)  ->  () mean loss
@@ -117,5 +121,12 @@ Tensor operator*(const Tensor& a, float b);
 Tensor operator*(float a, const Tensor& b);
 Tensor operator/(const Tensor& a, float b);
 Tensor operator/(float a, const Tensor& b);
+
+// --- normalization ---------------------------------------------------------------------------------
+// x: (..., C)  gain, bias: (C)  ->  (..., C): each row of C normalized to mean 0 and variance 1 (the
+// biased variance, eps inside the square root, as torch.nn.LayerNorm), then * gain + bias. One op with
+// its own backward; it equals the composition (x - mean) / sqrt(var + eps) * gain + bias.
+Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps,
+                  SourceLocation where = SourceLocation::current());
 
 }  // namespace autograd

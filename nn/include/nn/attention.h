@@ -17,10 +17,16 @@ struct HeadOptions {
     bool scaled = true;        // divide the scores by sqrt(width of the vectors compared)
     bool compare_raw = false;  // "compare x with x": scores = x x^T, no query/key matrices
     bool causal = true;        // -inf above the diagonal: position i never sees j > i
+    // Keep last_scores(): run the composition op by op, so the scaled and masked scores exist as a tensor
+    // in the graph. Off (the models' setting), a causal head runs the fused autograd::causal_softmax
+    // instead: the same weights and gradients to float rounding, without the (B, T, T) intermediates
+    // nobody reads in training; last_scores() is then undefined.
+    bool record_scores = true;
 };
 
 // One head, exactly the tutorial's composition of ops:
 //   Q = x Wq, K = x Wk, V = x Wv;  scores = Q K^T;  scale by 1/sqrt(H);  causal mask;  softmax;  out = w V
+// (with record_scores off, the middle three are the one fused op causal_softmax).
 // With compare_raw, Q = K = x (the self-matching failure) and the divisor is 1/sqrt(C).
 class Head : public Module {
 public:
@@ -31,6 +37,7 @@ public:
     const Tensor& last_attention() const { return attention_; }
     // The scores of the last forward as softmax received them (scaled and masked), (B, T, T), still in
     // the graph: after backward(), last_scores().grad() is the gradient that came back through the softmax.
+    // Undefined when options.record_scores is off and the head is causal (the fused path).
     const Tensor& last_scores() const { return scores_; }
 
     HeadOptions options;

@@ -1,4 +1,5 @@
-// The basic layers: Linear, Embedding, LayerNorm. Built from autograd ops; no hand-written backward.
+// The basic layers: Linear, Embedding, LayerNorm. Built from autograd ops (LayerNorm is the fused
+// autograd::layer_norm); no hand-written backward here.
 //
 // Shape legend: B batch, T time, C channels (in), K channels (out), V vocab, "..." any leading dims.
 #pragma once

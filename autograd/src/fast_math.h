@@ -1,0 +1,76 @@
+// exp and erf for float32 loops, written so gcc vectorizes them at -O2/-O3: straight-line arithmetic,
+// bit casts and selects, no libm call and no branch. The ops' hot loops (gelu, softmax, cross_entropy,
+// causal_softmax) call these instead of std::exp/std::erf, which are scalar calls gcc cannot vectorize.
+//
+// Accuracy (tests/test_fused.cpp sweeps them densely against std::exp/std::erf):
+//   fast_exp: relative error < 1e-7 (about 1 ulp) where the result is a normal float; 0 for x < -104
+//             (results there are below the smallest subnormal anyway); exp(-inf) = 0, exp(+inf) and
+//             exp(x > 88.72) = +inf, exp(NaN) = NaN.
+//   fast_erf: absolute error < 1e-7 everywhere (erf(+-inf) = +-1), NaN stays NaN.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+namespace autograd::detail {
+
+// cond ? a : b on the bits. Written as ?: (or std::clamp), gcc 12 keeps a branch whose comparison
+// it may not hoist (a float comparison can trap on NaN), and then does not vectorize the loop.
+inline float select(bool cond, float a, float b) {
+    const uint32_t m = -static_cast<uint32_t>(cond);
+    return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
+}
+// NaN needs no test anywhere below: every comparison with it is false, so it passes through clamp()
+// and the arithmetic and comes out NaN.
+inline float clamp(float x, float lo, float hi) { return select(x < lo, lo, select(x > hi, hi, x)); }
+
+// Cephes expf: exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln(2) / 2, with exp(r) a degree-7
+// polynomial. ln 2 is split in two (Cody-Waite) so r = x - n ln 2 is exact to float precision.
+inline float fast_exp(float x) {
+    constexpr float kMax = 88.72283905206835f;  // ln(FLT_MAX): above, the result is inf
+    constexpr float kMin = -104.0f;             // below, exp(x) < 2^-150 rounds to 0
+    constexpr float kLog2e = 1.44269504088896341f;
+    constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+    constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+    const float xc = clamp(x, kMin, kMax);
+    const float shifted = xc * kLog2e + kRound;
+    const float n = shifted - kRound;  // round-to-nearest of x / ln 2, as a float
+    const int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);  // the same, as an int
+    const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    // 2^n in two halves, each a normal float: n reaches 128 near kMax and -150 near kMin, beyond the
+    // exponent field of one float, while the product rounds correctly into inf or subnormals.
+    const int32_t n1 = ni >> 1, n2 = ni - n1;
+    const float y = p * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+    return select(x < kMin, 0.0f, select(x > kMax, std::numeric_limits<float>::infinity(), y));
+}
+
+// erf as x * P(x^2) / Q(x^2) on [-4, 4] (the rational minimax fit Eigen and XLA use); outside it
+// erf rounds to +-1 in float32. Evaluated in double: in float the rounding of P and Q reaches 4.5e-7
+// near |x| = 3, in double the error is the fit's own (< 1e-7), and the loop still vectorizes.
+inline float fast_erf(float x) {
+    const double xc = clamp(x, -4.0f, 4.0f);
+    const double x2 = xc * xc;
+    double p = -2.72614225801306e-10;
+    p = p * x2 + 2.77068142495902e-08;
+    p = p * x2 - 2.10102402082508e-06;
+    p = p * x2 - 5.69250639462346e-05;
+    p = p * x2 - 7.34990630326855e-04;
+    p = p * x2 - 2.95459980854025e-03;
+    p = p * x2 - 1.60960333262415e-02;
+    double q = -1.45660718464996e-05;
+    q = q * x2 - 2.13374055278905e-04;
+    q = q * x2 - 1.68282697438203e-03;
+    q = q * x2 - 7.37332916720468e-03;
+    q = q * x2 - 1.42647390514189e-02;
+    return static_cast<float>(xc * p / q);
+}
+
+}  // namespace autograd::detail

@@ -1,0 +1,67 @@
+// layer_norm: the fused op behind nn::LayerNorm. The composition it replaces (mean, sub, mul, mean,
+// add, sqrt, div, mul, add) makes nine full-size tensors and nine backward passes; this makes one of
+// each and keeps only a mean and a 1/std per row for the backward.
+#include <cmath>
+
+#include "autograd/tensor.h"
+
+namespace autograd {
+
+Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps, SourceLocation where) {
+    check(x.dim() >= 1 && x.size(-1) > 0, "layer_norm: input needs a non-empty last dim, got shape {}",
+          shape_str(x.shape()));
+    const int64_t C = x.size(-1), rows = x.numel() / C;
+    check(gain.shape() == Shape{C} && bias.shape() == Shape{C},
+          "layer_norm: gain {} and bias {} must both be ({}) for an input of shape {}", shape_str(gain.shape()),
+          shape_str(bias.shape()), C, shape_str(x.shape()));
+    check(eps > 0.0f, "layer_norm: eps {} must be positive (input of shape {})", eps, shape_str(x.shape()));
+
+    // x: (..., C)  gain, bias: (C)  ->  (..., C);  per row: mean, rstd = 1 / sqrt(biased variance + eps)
+    const float *src = x.data().data(), *w = gain.data().data(), *b = bias.data().data();
+    Buffer out(x.numel());                        // (..., C)
+    std::vector<float> mean(rows), rstd(rows);    // (rows): what the backward needs besides x
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* row = src + r * C;
+        double total = 0.0;
+        for (int64_t c = 0; c < C; ++c) total += row[c];
+        const auto m = static_cast<float>(total / static_cast<double>(C));
+        double squares = 0.0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
+        for (int64_t c = 0; c < C; ++c) squares += double(row[c] - m) * (row[c] - m);
+        const auto s = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
+        mean[r] = m;
+        rstd[r] = s;
+        float* y = out.data() + r * C;
+        for (int64_t c = 0; c < C; ++c) y[c] = (row[c] - m) * s * w[c] + b[c];
+    }
+    return make_result("layer_norm", x.shape(), std::move(out), {x, gain, bias},
+                       [C, rows, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& g) {
+        // With xhat = (x - mean) * rstd and dxhat = dy * gain, per row:
+        //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat));  dgain = sum dy * xhat;  dbias = sum dy
+        const float *xs = g.inputs[0].data().data(), *gain_v = g.inputs[1].data().data();
+        const std::span<float> gx = g.needs(0) ? g.grad(0) : std::span<float>();
+        const std::span<float> gw = g.needs(1) ? g.grad(1) : std::span<float>();
+        const std::span<float> gb = g.needs(2) ? g.grad(2) : std::span<float>();
+        for (int64_t r = 0; r < rows; ++r) {
+            const float *row = xs + r * C, *dy = g.dout.data() + r * C;
+            const float m = mean[r], s = rstd[r];
+            if (!gw.empty())
+                for (int64_t c = 0; c < C; ++c) gw[c] += dy[c] * ((row[c] - m) * s);
+            if (!gb.empty())
+                for (int64_t c = 0; c < C; ++c) gb[c] += dy[c];
+            if (gx.empty()) continue;
+            double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+            for (int64_t c = 0; c < C; ++c) {
+                const float dxhat = dy[c] * gain_v[c];
+                sum_dxhat += dxhat;
+                sum_dxhat_xhat += double(dxhat) * ((row[c] - m) * s);
+            }
+            const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
+            const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
+            float* dx = gx.data() + r * C;
+            for (int64_t c = 0; c < C; ++c)
+                dx[c] += s * (dy[c] * gain_v[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
+        }
+    }, where);
+}
+
+}  // namespace autograd

@@ -1,0 +1,222 @@
+// The fused ops (causal_softmax, layer_norm) against the compositions they replace, values and
+// gradients with a random upstream gradient; gradcheck; bad input. And the accuracy of fast_math.h's
+// exp and erf, which the fused ops, softmax, cross_entropy and gelu are built on.
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "../autograd/src/fast_math.h"  // internal header, tested directly
+#include "helpers.h"
+
+using namespace autograd;
+using Catch::Matchers::Contains;
+using test::Fn;
+using test::Inputs;
+
+namespace {
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+Tensor composed_causal_softmax(const Tensor& scores, float factor) {
+    return softmax(causal_mask(scale(scores, factor)), -1);
+}
+
+Tensor composed_layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps) {
+    const Tensor centered = x - mean(x, -1, /*keepdim=*/true);                // (..., C)
+    const Tensor variance = mean(centered * centered, -1, /*keepdim=*/true);  // (..., 1)
+    return centered / sqrt(variance + eps) * gain + bias;
+}
+
+// Largest |a - b| over the values, relative to the largest |b| when that exceeds 1.
+double relative_diff(const Tensor& a, const Tensor& b) {
+    double scale = 1.0;
+    for (float v : b.data()) scale = std::max(scale, double(std::abs(v)));
+    return test::max_abs_diff(a, b) / scale;
+}
+
+// Runs `fused` and `composed` on separate copies of the inputs, backpropagates the same random upstream
+// gradient through both, and returns the worst relative difference of the values and of each gradient.
+double disagreement(const Fn& fused, const Fn& composed, const Inputs& inputs, Generator& gen) {
+    Inputs a, b;
+    for (const Tensor& t : inputs) {
+        a.push_back(t.clone().requires_grad_());
+        b.push_back(t.clone().requires_grad_());
+    }
+    const Tensor ya = fused(a), yb = composed(b);
+    REQUIRE(ya.shape() == yb.shape());
+    const Tensor upstream = randn(ya.shape(), gen);
+    ya.backward(upstream);
+    yb.backward(upstream);
+    double worst = relative_diff(ya, yb);
+    INFO("values: " << worst);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        REQUIRE(a[i].grad().defined() == b[i].grad().defined());
+        if (!b[i].grad().defined()) continue;
+        CHECK(test::all_finite(a[i].grad()));
+        worst = std::max(worst, relative_diff(a[i].grad(), b[i].grad()));
+    }
+    return worst;
+}
+
+// Scores of shape `shape` drawn N(0, std^2).
+Tensor scores_like(const Shape& shape, Generator& gen, float std = 1.0f) { return randn(shape, gen, 0.0f, std); }
+}  // namespace
+
+// --- causal_softmax ------------------------------------------------------------------------------------
+
+TEST_CASE("causal_softmax equals softmax(causal_mask(scale(x))) in values and gradients", "[fused]") {
+    Generator gen(11);
+    const auto fused = [](float f) { return Fn([f](const Inputs& in) { return causal_softmax(in[0], f); }); };
+    const auto composed = [](float f) { return Fn([f](const Inputs& in) { return composed_causal_softmax(in[0], f); }); };
+    struct Case {
+        Shape shape;
+        float factor, std;
+    };
+    for (const Case& c : {Case{{4, 4}, 0.5f, 1.0f}, Case{{2, 8, 8}, 0.25f, 1.0f}, Case{{2, 3, 5, 5}, 1.0f, 2.0f},
+                          Case{{3, 1, 1}, 0.7f, 1.0f}, Case{{2, 16, 16}, 0.125f, 300.0f}, Case{{1, 6, 6}, 1.0f, 1e4f},
+                          Case{{2, 64, 64}, 0.17677669f, 3.0f}}) {
+        INFO("shape " << shape_str(c.shape) << " factor " << c.factor << " std " << c.std);
+        const Tensor x = scores_like(c.shape, gen, c.std);
+        CHECK(disagreement(fused(c.factor), composed(c.factor), {x}, gen) < 2e-6);
+    }
+}
+
+TEST_CASE("causal_softmax: rows sum to 1, zero above the diagonal, T = 1 gives 1", "[fused]") {
+    Generator gen(12);
+    const Tensor y = causal_softmax(scores_like({2, 5, 5}, gen, 10.0f), 0.3f);
+    for (int64_t b = 0; b < 2; ++b)
+        for (int64_t i = 0; i < 5; ++i) {
+            double total = 0.0;
+            for (int64_t j = 0; j < 5; ++j) {
+                total += y.at({b, i, j});
+                if (j > i) CHECK(y.at({b, i, j}) == 0.0f);
+            }
+            CHECK(total == Approx(1.0).margin(1e-6));
+        }
+    CHECK(causal_softmax(tensor({-3.0f}, {1, 1}), 2.0f).item() == 1.0f);
+    // [1000, 0] after the diagonal: finite, the max is subtracted
+    CHECK(test::max_abs_diff(causal_softmax(tensor({5, 0, 1000, 0}, {2, 2}), 1.0f), {1, 0, 1, 0}) == 0.0);
+}
+
+TEST_CASE("causal_softmax: a fully masked row is zeros and passes no gradient, like the composition", "[fused][numerics]") {
+    Generator gen(13);
+    Tensor x = scores_like({2, 4, 4}, gen);
+    x.at({0, 0, 0}) = -kInf;                                          // row 0 sees only -inf: fully masked
+    for (int64_t j = 0; j <= 2; ++j) x.at({1, 2, j}) = -kInf;          // so is row 2 of the second batch
+    x.at({1, 3, 1}) = -kInf;                                           // one visible -inf in a live row
+    x.at({0, 1, 3}) = kInf;                                            // +inf above the diagonal is masked out
+    const Tensor y = causal_softmax(x, 0.5f);
+    for (int64_t j = 0; j < 4; ++j) CHECK(y.at({0, 0, j}) == 0.0f);
+    for (int64_t j = 0; j < 4; ++j) CHECK(y.at({1, 2, j}) == 0.0f);
+    CHECK(test::all_finite(y));
+    CHECK(disagreement([](const Inputs& in) { return causal_softmax(in[0], 0.5f); },
+                       [](const Inputs& in) { return composed_causal_softmax(in[0], 0.5f); }, {x}, gen) == 0.0);
+}
+
+TEST_CASE("causal_softmax passes gradcheck", "[fused][gradcheck]") {
+    Generator gen(14);
+    for (const Shape& shape : {Shape{5, 5}, Shape{2, 4, 4}, Shape{2, 1, 1}}) {
+        INFO(shape_str(shape));
+        const Tensor x = test::uniform_param(shape, gen, -2.0f, 2.0f);
+        REQUIRE_GRADCHECK([](const Inputs& in) { return causal_softmax(in[0], 0.7f); }, {x});
+    }
+}
+
+TEST_CASE("causal_softmax rejects scores that are not (..., T, T)", "[fused][errors]") {
+    REQUIRE_THROWS_AS(causal_softmax(zeros({2, 3, 4}), 1.0f), std::invalid_argument);
+    REQUIRE_THROWS_WITH(causal_softmax(zeros({2, 3, 4}), 1.0f), Contains("causal_softmax") && Contains("(2, 3, 4)"));
+    REQUIRE_THROWS_WITH(causal_softmax(zeros({3}), 1.0f), Contains("causal_softmax") && Contains("(3)"));
+    REQUIRE_THROWS_WITH(causal_softmax(scalar(1.0f), 1.0f), Contains("causal_softmax") && Contains("()"));
+}
+
+// --- layer_norm --------------------------------------------------------------------------------------------
+
+TEST_CASE("layer_norm equals the composition (x - mean) / sqrt(var + eps) * gain + bias", "[fused]") {
+    Generator gen(21);
+    struct Case {
+        Shape shape;
+        float std, eps;
+    };
+    for (const Case& c : {Case{{3, 5}, 1.0f, 1e-5f}, Case{{2, 4, 16}, 2.0f, 1e-5f}, Case{{7}, 1.0f, 1e-3f},
+                          Case{{2, 3, 4, 8}, 1.0f, 0.5f}, Case{{16, 128}, 1000.0f, 1e-5f}, Case{{4, 1}, 1.0f, 1e-5f},
+                          Case{{3, 64}, 1e-3f, 1e-5f}}) {
+        INFO("shape " << shape_str(c.shape) << " std " << c.std << " eps " << c.eps);
+        const int64_t C = c.shape.back();
+        const Tensor x = randn(c.shape, gen, 0.5f * c.std, c.std);
+        const Tensor gain = randn({C}, gen, 1.0f, 0.5f), bias = randn({C}, gen);
+        const float eps = c.eps;
+        CHECK(disagreement([eps](const Inputs& in) { return layer_norm(in[0], in[1], in[2], eps); },
+                           [eps](const Inputs& in) { return composed_layer_norm(in[0], in[1], in[2], eps); },
+                           {x, gain, bias}, gen) < 1e-5);
+    }
+}
+
+TEST_CASE("layer_norm matches torch.nn.LayerNorm on a hand example: biased variance, eps inside", "[fused]") {
+    // torch.nn.LayerNorm(4, eps=0.5) with weight [1, 2, 1, 1], bias [0, 0, 0, 1] on [1, 2, 3, 4]:
+    // mean 2.5, biased variance 1.25, so (x - 2.5) / sqrt(1.75) * weight + bias
+    const Tensor y = layer_norm(tensor({1, 2, 3, 4}, {1, 4}), tensor({1, 2, 1, 1}), tensor({0, 0, 0, 1}), 0.5f);
+    const double s = 1.0 / std::sqrt(1.75);
+    CHECK(test::max_abs_diff(y, {-1.5 * s, -1.0 * s, 0.5 * s, 1.5 * s + 1.0}) < 1e-6);
+}
+
+TEST_CASE("layer_norm passes gradcheck for x, gain and bias", "[fused][gradcheck]") {
+    Generator gen(22);
+    for (const Shape& shape : {Shape{3, 5}, Shape{2, 2, 4}, Shape{6}}) {
+        INFO(shape_str(shape));
+        const int64_t C = shape.back();
+        const Tensor x = test::uniform_param(shape, gen, -2.0f, 2.0f);
+        const Tensor gain = test::away_from_zero({C}, gen), bias = test::uniform_param({C}, gen);
+        REQUIRE_GRADCHECK([](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-5f); }, {x, gain, bias});
+    }
+}
+
+TEST_CASE("layer_norm rejects mismatched gain or bias, an empty last dim and eps <= 0", "[fused][errors]") {
+    const Tensor x = zeros({2, 3});
+    REQUIRE_THROWS_AS(layer_norm(x, zeros({4}), zeros({3}), 1e-5f), std::invalid_argument);
+    REQUIRE_THROWS_WITH(layer_norm(x, zeros({4}), zeros({3}), 1e-5f),
+                        Contains("layer_norm") && Contains("(4)") && Contains("(2, 3)"));
+    REQUIRE_THROWS_WITH(layer_norm(x, zeros({3}), zeros({1, 3}), 1e-5f),
+                        Contains("layer_norm") && Contains("(1, 3)") && Contains("(2, 3)"));
+    REQUIRE_THROWS_WITH(layer_norm(scalar(1.0f), zeros({1}), zeros({1}), 1e-5f), Contains("layer_norm") && Contains("()"));
+    REQUIRE_THROWS_WITH(layer_norm(zeros({2, 0}), zeros({0}), zeros({0}), 1e-5f), Contains("layer_norm") && Contains("(2, 0)"));
+    REQUIRE_THROWS_WITH(layer_norm(x, zeros({3}), zeros({3}), 0.0f), Contains("layer_norm") && Contains("eps"));
+}
+
+// --- fast_math -------------------------------------------------------------------------------------------
+
+TEST_CASE("fast_exp: relative error under 2e-7 over the normal range, and the special values", "[fused][numerics]") {
+    double worst = 0.0, worst_at = 0.0;
+    for (double x = -87.0; x <= 88.7; x += 1e-4) {
+        const auto xf = static_cast<float>(x);
+        const double exact = std::exp(double(xf));
+        const double err = std::abs(double(detail::fast_exp(xf)) - exact) / exact;
+        if (err > worst) worst = err, worst_at = xf;
+    }
+    INFO("max relative error " << worst << " at " << worst_at);
+    CHECK(worst < 2e-7);
+    CHECK(detail::fast_exp(0.0f) == 1.0f);
+    CHECK(detail::fast_exp(-kInf) == 0.0f);
+    CHECK(detail::fast_exp(-200.0f) == 0.0f);
+    CHECK(detail::fast_exp(kInf) == kInf);
+    CHECK(detail::fast_exp(89.0f) == kInf);
+    CHECK(std::isfinite(detail::fast_exp(88.7f)));
+    CHECK(std::isnan(detail::fast_exp(std::numeric_limits<float>::quiet_NaN())));
+    // a subnormal result: within one step of the subnormal grid (2^-149)
+    CHECK(std::abs(double(detail::fast_exp(-100.0f)) - std::exp(-100.0)) <= std::ldexp(1.0, -149));
+}
+
+TEST_CASE("fast_erf: absolute error under 2e-7 everywhere, and the special values", "[fused][numerics]") {
+    double worst = 0.0, worst_at = 0.0;
+    for (double x = -6.0; x <= 6.0; x += 1e-5) {
+        const auto xf = static_cast<float>(x);
+        const double err = std::abs(double(detail::fast_erf(xf)) - std::erf(double(xf)));
+        if (err > worst) worst = err, worst_at = xf;
+    }
+    INFO("max absolute error " << worst << " at " << worst_at);
+    CHECK(worst < 2e-7);
+    CHECK(detail::fast_erf(0.0f) == 0.0f);
+    CHECK(detail::fast_erf(kInf) == 1.0f);
+    CHECK(detail::fast_erf(-kInf) == -1.0f);
+    CHECK(detail::fast_erf(100.0f) == 1.0f);
+    CHECK(std::isnan(detail::fast_erf(std::numeric_limits<float>::quiet_NaN())));
+}
