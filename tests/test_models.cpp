@@ -2,9 +2,11 @@
 // parameters, the shapes and errors of forward, make_model's validation, the config's metadata round
 // trip, dropout in training mode only, and the documented parameter names.
 #include <nn/models.h>
+#include <nn/optim.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -353,4 +355,44 @@ TEST_CASE("Parameters carry the documented names, and only Linear weights decay"
     CHECK_FALSE(has(decayed, "position.weight"));
     CHECK_FALSE(has(decayed, "lm_head.bias"));
     CHECK_FALSE(has(decayed, "final_norm.gain"));
+}
+
+TEST_CASE("A training step gives the same bits on 1, 2 and 3 threads", "[models][threads]") {
+    // Big enough that every parallel path splits (kMinElementsPerThread): (B, T, 4C) = 65,536 elements
+    // in the feed-forward, (B, T, T) scores of 8,192 rows' worth per head, gemms over the thread threshold.
+    const nn::ModelConfig config{.kind = "gpt", .vocab = 65, .n_embd = 64, .n_head = 4, .n_layer = 2, .block = 32};
+    const int64_t B = 8, T = 32;
+    Generator data(11);
+    std::vector<int64_t> ids(B * T), targets(B * T);
+    for (auto& id : ids) id = static_cast<int64_t>(data.next_u64() % 65);
+    for (auto& t : targets) t = static_cast<int64_t>(data.next_u64() % 65);
+
+    const auto train = [&](int threads) {
+        autograd::set_num_threads(threads);
+        Generator init(5);
+        auto model = nn::make_model(config, init);
+        nn::AdamW optimizer(*model, {.lr = 1e-3f, .weight_decay = 0.1f});
+        std::vector<float> losses;
+        for (int step = 0; step < 3; ++step) {
+            optimizer.zero_grad();
+            Tensor loss = cross_entropy(model->forward(ids, B, T), targets);
+            loss.backward();
+            nn::clip_grad_norm(model->parameters(), 1.0f);
+            optimizer.step();
+            losses.push_back(loss.item());
+        }
+        std::vector<float> weights = losses;
+        for (const Tensor& p : model->parameters()) weights.insert(weights.end(), p.data().begin(), p.data().end());
+        autograd::set_num_threads(1);
+        return weights;
+    };
+    const std::vector<float> one = train(1);
+    for (int threads : {2, 3}) {
+        INFO(threads << " threads");
+        const std::vector<float> many = train(threads);
+        REQUIRE(many.size() == one.size());
+        size_t differing = 0;
+        for (size_t i = 0; i < one.size(); ++i) differing += std::memcmp(&one[i], &many[i], sizeof(float)) != 0;
+        CHECK(differing == 0);
+    }
 }

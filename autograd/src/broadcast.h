@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/check.h"
+#include "autograd/threads.h"
 
 namespace autograd::detail {
 
@@ -14,6 +15,29 @@ struct Broadcast {
     Shape out;
     std::vector<int64_t> a_stride, b_stride;  // per result dim; 0 where that input is stretched
     enum class Kind { same, b_scalar, a_scalar, general } kind = Kind::general;
+
+    // The walk of for_each for an f that writes only at one place per element: the result (i) or an
+    // operand (ia or ib). Where that place is distinct for every element (the result, or an operand of
+    // the result's shape) the walk is split across threads; a stretched operand collects several
+    // elements into one place, a sum that stays on one thread in the same order.
+    enum class Writes { result, a, b };
+    template <typename F>
+    void for_each_writing(Writes target, F&& f) const {
+        const bool distinct = target == Writes::result || kind == Kind::same ||
+                              (target == Writes::a && kind == Kind::b_scalar) ||
+                              (target == Writes::b && kind == Kind::a_scalar);
+        if (!distinct || kind == Kind::general) return for_each(f);
+        int64_t n = 1;
+        for (int64_t d : out) n *= d;
+        const Kind k = kind;
+        parallel_for(n, kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+            switch (k) {
+                case Kind::same: for (int64_t i = begin; i < end; ++i) f(i, i, i); return;
+                case Kind::b_scalar: for (int64_t i = begin; i < end; ++i) f(i, i, 0); return;
+                default: for (int64_t i = begin; i < end; ++i) f(i, 0, i); return;
+            }
+        });
+    }
 
     // f(i, ia, ib): result element i reads a[ia] and b[ib].
     template <typename F>

@@ -9,6 +9,7 @@ namespace autograd {
 
 using detail::Broadcast;
 using detail::broadcast;
+using Writes = detail::Broadcast::Writes;
 
 // --- binary ----------------------------------------------------------------------------------------
 
@@ -16,10 +17,10 @@ Tensor add(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "add");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
-    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] + y[ib]; });
+    bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] + y[ib]; });
     return make_result("add", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] += g.dout[i]; }); }
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) { gb[ib] += g.dout[i]; }); }
     }, where);
 }
 
@@ -27,10 +28,10 @@ Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "sub");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
-    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] - y[ib]; });
+    bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] - y[ib]; });
     return make_result("sub", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i]; }); }
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i]; }); }
     }, where);
 }
 
@@ -38,11 +39,11 @@ Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "mul");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
-    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] * y[ib]; });
+    bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] * y[ib]; });
     return make_result("mul", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float *av = g.inputs[0].data().data(), *bv = g.inputs[1].data().data();
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] * bv[ib]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { gb[ib] += g.dout[i] * av[ia]; }); }
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] * bv[ib]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t ia, int64_t ib) { gb[ib] += g.dout[i] * av[ia]; }); }
     }, where);
 }
 
@@ -50,12 +51,12 @@ Tensor div(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "div");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
-    bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] / y[ib]; });
+    bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] / y[ib]; });
     return make_result("div", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float* bv = g.inputs[1].data().data();
         // d(a/b)/da = 1/b;  d(a/b)/db = -(a/b)/b = -out/b
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each([&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] / bv[ib]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each([&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i] * g.out[i] / bv[ib]; }); }
+        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] / bv[ib]; }); }
+        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i] * g.out[i] / bv[ib]; }); }
     }, where);
 }
 
@@ -66,12 +67,16 @@ namespace {
 template <typename F, typename Local>
 Tensor unary(const char* op, const Tensor& x, F f, Local local, SourceLocation where) {
     Buffer out(x.numel());
-    const auto in = x.data();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = f(in[i]);
+    const float* in = x.data().data();
+    parallel_for(x.numel(), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
+    });
     return make_result(op, x.shape(), std::move(out), {x}, [local](const GradContext& g) {
-        const auto xv = g.inputs[0].data();
-        auto gx = g.grad(0);
-        for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i] * local(xv[i], g.out[i]);
+        const float* xv = g.inputs[0].data().data();
+        float* gx = g.grad(0).data();
+        parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) gx[i] += g.dout[i] * local(xv[i], g.out[i]);
+        });
     }, where);
 }
 }  // namespace

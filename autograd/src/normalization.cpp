@@ -1,6 +1,7 @@
 // layer_norm: the fused op behind nn::LayerNorm. The composition it replaces (mean, sub, mul, mean,
 // add, sqrt, div, mul, add) makes nine full-size tensors and nine backward passes; this makes one of
 // each and keeps only a mean and a 1/std per row for the backward.
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/tensor.h"
@@ -20,19 +21,21 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     const float *src = x.data().data(), *w = gain.data().data(), *b = bias.data().data();
     Buffer out(x.numel());                        // (..., C)
     std::vector<float> mean(rows), rstd(rows);    // (rows): what the backward needs besides x
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* row = src + r * C;
-        double total = 0.0;
-        for (int64_t c = 0; c < C; ++c) total += row[c];
-        const auto m = static_cast<float>(total / static_cast<double>(C));
-        double squares = 0.0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
-        for (int64_t c = 0; c < C; ++c) squares += double(row[c] - m) * (row[c] - m);
-        const auto s = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
-        mean[r] = m;
-        rstd[r] = s;
-        float* y = out.data() + r * C;
-        for (int64_t c = 0; c < C; ++c) y[c] = (row[c] - m) * s * w[c] + b[c];
-    }
+    parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / C), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const float* row = src + r * C;
+            double total = 0.0;
+            for (int64_t c = 0; c < C; ++c) total += row[c];
+            const auto m = static_cast<float>(total / static_cast<double>(C));
+            double squares = 0.0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
+            for (int64_t c = 0; c < C; ++c) squares += double(row[c] - m) * (row[c] - m);
+            const auto s = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
+            mean[r] = m;
+            rstd[r] = s;
+            float* y = out.data() + r * C;
+            for (int64_t c = 0; c < C; ++c) y[c] = (row[c] - m) * s * w[c] + b[c];
+        }
+    });
     return make_result("layer_norm", x.shape(), std::move(out), {x, gain, bias},
                        [C, rows, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& g) {
         // With xhat = (x - mean) * rstd and dxhat = dy * gain, per row:
@@ -41,26 +44,33 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
         const std::span<float> gx = g.needs(0) ? g.grad(0) : std::span<float>();
         const std::span<float> gw = g.needs(1) ? g.grad(1) : std::span<float>();
         const std::span<float> gb = g.needs(2) ? g.grad(2) : std::span<float>();
-        for (int64_t r = 0; r < rows; ++r) {
+        // gain and bias sum over rows: one thread, rows in order; dx is per row: split across threads
+        for (int64_t r = 0; r < rows && !(gw.empty() && gb.empty()); ++r) {
             const float *row = xs + r * C, *dy = g.dout.data() + r * C;
             const float m = mean[r], s = rstd[r];
             if (!gw.empty())
                 for (int64_t c = 0; c < C; ++c) gw[c] += dy[c] * ((row[c] - m) * s);
             if (!gb.empty())
                 for (int64_t c = 0; c < C; ++c) gb[c] += dy[c];
-            if (gx.empty()) continue;
-            double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
-            for (int64_t c = 0; c < C; ++c) {
-                const float dxhat = dy[c] * gain_v[c];
-                sum_dxhat += dxhat;
-                sum_dxhat_xhat += double(dxhat) * ((row[c] - m) * s);
-            }
-            const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
-            const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
-            float* dx = gx.data() + r * C;
-            for (int64_t c = 0; c < C; ++c)
-                dx[c] += s * (dy[c] * gain_v[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
         }
+        if (gx.empty()) return;
+        parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / C), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                const float *row = xs + r * C, *dy = g.dout.data() + r * C;
+                const float m = mean[r], s = rstd[r];
+                double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+                for (int64_t c = 0; c < C; ++c) {
+                    const float dxhat = dy[c] * gain_v[c];
+                    sum_dxhat += dxhat;
+                    sum_dxhat_xhat += double(dxhat) * ((row[c] - m) * s);
+                }
+                const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
+                const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
+                float* dx = gx.data() + r * C;
+                for (int64_t c = 0; c < C; ++c)
+                    dx[c] += s * (dy[c] * gain_v[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
+            }
+        });
     }, where);
 }
 

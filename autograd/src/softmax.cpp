@@ -17,6 +17,9 @@ using detail::fast_exp;
 namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// Rows of n values worth a thread of their own (parallel_for's grain).
+int64_t rows_per_thread(int64_t n) { return std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(n, 1)); }
+
 // Visits each row along the axis as (index of element k) -> flat offset.
 template <typename F>
 void for_each_row(const Axis& ax, F&& f) {
@@ -122,24 +125,29 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, Sou
     // loss = mean over rows of (logsumexp(row) - row[target]); keep each row's softmax for backward
     const float* src = logits.data().data();
     Buffer probs(logits.numel());
+    std::vector<double> row_loss(static_cast<size_t>(N));  // summed in order below: same bits for any thread count
+    parallel_for(N, rows_per_thread(V), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const float* row = src + r * V;
+            const RowStats stats = softmax_row(row, 1.0f, V, probs.data() + r * V);
+            row_loss[r] = std::log(stats.sum_exp) + stats.max - row[targets[r]];
+        }
+    });
     double loss = 0.0;
-    for (int64_t r = 0; r < N; ++r) {
-        const float* row = src + r * V;
-        float* p = probs.data() + r * V;
-        const RowStats stats = softmax_row(row, 1.0f, V, p);
-        loss += std::log(stats.sum_exp) + stats.max - row[targets[r]];
-    }
+    for (const double l : row_loss) loss += l;
     std::vector<int64_t> target_copy(targets.begin(), targets.end());
     return make_result("cross_entropy", {}, Buffer{static_cast<float>(loss / static_cast<double>(N))}, {logits},
                        [probs = std::move(probs), targets = std::move(target_copy), N, V](const GradContext& g) {
-                           // d loss / d logits = (softmax - onehot(target)) / N
-                           auto gx = g.grad(0);
-                           const float s = g.dout[0] / static_cast<float>(N);
-                           for (int64_t r = 0; r < N; ++r) {
-                               for (int64_t k = 0; k < V; ++k) gx[r * V + k] += s * probs[r * V + k];
-                               gx[r * V + targets[r]] -= s;
-                           }
-                       }, where);
+        // d loss / d logits = (softmax - onehot(target)) / N
+        auto gx = g.grad(0);
+        const float s = g.dout[0] / static_cast<float>(N);
+        parallel_for(N, rows_per_thread(V), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                for (int64_t k = 0; k < V; ++k) gx[r * V + k] += s * probs[r * V + k];
+                gx[r * V + targets[r]] -= s;
+            }
+        });
+    }, where);
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets, SourceLocation where) {
@@ -153,25 +161,29 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
     const int64_t T = s.back(), rows = T > 0 ? scores.numel() / T : 0;  // rows of T, row r is position r % T
     const float* src = scores.data().data();
     Buffer out(scores.numel());  // (..., T, T)
-    for (int64_t r = 0; r < rows; ++r) {
-        const int64_t visible = r % T + 1;  // position i sees 0..i
-        float* y = out.data() + r * T;
-        softmax_row(src + r * T, factor, visible, y);
-        std::fill(y + visible, y + T, 0.0f);  // what softmax makes of the -inf above the diagonal
-    }
+    parallel_for(rows, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const int64_t visible = r % T + 1;  // position i sees 0..i
+            float* y = out.data() + r * T;
+            softmax_row(src + r * T, factor, visible, y);
+            std::fill(y + visible, y + T, 0.0f);  // what softmax makes of the -inf above the diagonal
+        }
+    });
     return make_result("causal_softmax", s, std::move(out), {scores}, [T, rows, factor](const GradContext& g) {
         // On the visible part dx = factor * y * (dy - sum(dy * y)) (softmax's backward, then scale's);
         // above the diagonal nothing, as masked_fill passes nothing there.
         auto gx = g.grad(0);
-        for (int64_t r = 0; r < rows; ++r) {
-            const int64_t visible = r % T + 1;
-            const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
-            float* dx = gx.data() + r * T;
-            double dot = 0.0;
-            for (int64_t k = 0; k < visible; ++k) dot += double(dy[k]) * y[k];
-            const auto d = static_cast<float>(dot);
-            for (int64_t k = 0; k < visible; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
-        }
+        parallel_for(rows, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                const int64_t visible = r % T + 1;
+                const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
+                float* dx = gx.data() + r * T;
+                double dot = 0.0;
+                for (int64_t k = 0; k < visible; ++k) dot += double(dy[k]) * y[k];
+                const auto d = static_cast<float>(dot);
+                for (int64_t k = 0; k < visible; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
+            }
+        });
     }, where);
 }
 
