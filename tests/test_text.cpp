@@ -283,3 +283,12 @@ TEST_CASE("batch rejects non-positive sizes and blocks longer than the split, na
     CHECK_THAT(invalid_argument_message([&] { TextData(counting(10), 1.0).batch(Split::validation, 1, 1, gen); }),
                Contains("validation split (0 tokens"));
 }
+
+TEST_CASE("TextData stores ids as 32-bit and refuses one that does not fit, naming its position", "[text]") {
+    const nn::TextData data({0, 1, 2147483647, 3, 4, 5, 6, 7, 8, 9});
+    autograd::Generator gen(1);
+    const nn::Batch batch = data.batch(nn::Split::train, 4, 2, gen);
+    for (int64_t id : batch.inputs) CHECK((id >= 0 && id <= 2147483647));
+    REQUIRE_THROWS_WITH(nn::TextData({0, 1, 2147483648, 3}), Catch::Matchers::Contains("token 2147483648 at position 2"));
+    REQUIRE_THROWS_WITH(nn::TextData({0, -1}), Catch::Matchers::Contains("token -1 at position 1"));
+}

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
@@ -252,16 +253,22 @@ const char* split_name(Split split) { return split == Split::train ? "train" : "
 constexpr int64_t kMaxBatchTokens = int64_t{1} << 28;  // 2 GiB per id vector; far beyond any real batch
 }  // namespace
 
-TextData::TextData(std::vector<int64_t> tokens, double train_fraction) : tokens_(std::move(tokens)) {
-    check(!tokens_.empty(), "TextData: no tokens");
+TextData::TextData(std::vector<int64_t> tokens, double train_fraction) {
+    check(!tokens.empty(), "TextData: no tokens");
+    tokens_.reserve(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        check(tokens[i] >= 0 && tokens[i] <= std::numeric_limits<int32_t>::max(),
+              "TextData: token {} at position {} is outside [0, 2^31)", tokens[i], i);
+        tokens_.push_back(static_cast<int32_t>(tokens[i]));
+    }
     check(train_fraction > 0.0 && train_fraction <= 1.0, "TextData: train_fraction must be in (0, 1], got {}",
           train_fraction);
     // As the lecture's n = int(0.9 * len(data)).
     n_train_ = static_cast<int64_t>(std::floor(train_fraction * static_cast<double>(tokens_.size())));
 }
 
-std::span<const int64_t> TextData::tokens_of(Split split) const {
-    const std::span<const int64_t> all(tokens_);
+std::span<const int32_t> TextData::tokens_of(Split split) const {
+    const std::span<const int32_t> all(tokens_);
     return split == Split::train ? all.first(static_cast<size_t>(n_train_)) : all.subspan(static_cast<size_t>(n_train_));
 }
 
@@ -272,7 +279,7 @@ Batch TextData::batch(Split split, int64_t B, int64_t T, autograd::Generator& ge
     check(T > 0, "batch: block size T must be positive, got {}", T);
     check(B <= kMaxBatchTokens / T, "batch: B * T = {} * {} tokens is more than the limit of {}", B, T,
           kMaxBatchTokens);
-    const std::span<const int64_t> data = tokens_of(split);
+    const std::span<const int32_t> data = tokens_of(split);
     const auto n = static_cast<int64_t>(data.size());
     check(T < n, "batch: block size {} is longer than the {} split ({} tokens; a window and its targets need {})",
           T, split_name(split), n, T + 1);
