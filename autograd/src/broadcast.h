@@ -72,6 +72,11 @@ struct Broadcast {
 
 inline Broadcast broadcast(const Shape& a, const Shape& b, const char* op) {
     Broadcast bc;
+    if (a == b) {  // the common case, and the cheap one: no strides to keep
+        bc.out = a;
+        bc.kind = Broadcast::Kind::same;
+        return bc;
+    }
     const size_t rank = std::max(a.size(), b.size());
     bc.out.assign(rank, 1);
     bc.a_stride.assign(rank, 0);
@@ -89,9 +94,9 @@ inline Broadcast broadcast(const Shape& a, const Shape& b, const char* op) {
         stride_a *= da;
         stride_b *= db;
     }
-    if (a == b) bc.kind = Broadcast::Kind::same;
-    else if (stride_b == 1 && a.size() == rank && a == bc.out) bc.kind = Broadcast::Kind::b_scalar;
+    if (stride_b == 1 && a.size() == rank && a == bc.out) bc.kind = Broadcast::Kind::b_scalar;
     else if (stride_a == 1 && b.size() == rank && b == bc.out) bc.kind = Broadcast::Kind::a_scalar;
+    if (bc.kind != Broadcast::Kind::general) bc.a_stride.clear(), bc.b_stride.clear();  // not read
     return bc;
 }
 

@@ -1,4 +1,5 @@
 // Tensor storage: a per-thread cache of freed blocks, keyed by size (see detail::buffer_allocate).
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <new>
@@ -10,18 +11,39 @@
 namespace autograd {
 
 namespace {
+// Small blocks (graph nodes, tensor records, scalars) come in 16-byte classes from an array of free
+// lists; larger ones by exact size from a map, 64-byte aligned for the SIMD kernels.
+constexpr size_t kClass = 16, kSmallMax = 1024;
 constexpr std::align_val_t kAlignment{64};
-constexpr size_t kSmallest = 1;  // every size: a cached block beats malloc + free even for a scalar
 constexpr size_t kCacheLimit = size_t(256) << 20;  // bytes kept per thread; beyond it blocks are freed
 
+size_t small_class(size_t bytes) { return (bytes + kClass - 1) / kClass; }
+bool is_small(size_t bytes) { return bytes <= kSmallMax; }
+size_t footprint(size_t bytes) { return is_small(bytes) ? small_class(bytes) * kClass : bytes; }
+
+void* system_allocate(size_t bytes) {
+    return is_small(bytes) ? ::operator new(small_class(bytes) * kClass) : ::operator new(bytes, kAlignment);
+}
+void system_release(void* block, size_t bytes) noexcept {
+    if (is_small(bytes)) ::operator delete(block);
+    else ::operator delete(block, kAlignment);
+}
+
 struct BufferCache {
-    std::unordered_map<size_t, std::vector<void*>> free_blocks;  // bytes -> blocks of that size
+    std::array<std::vector<void*>, kSmallMax / kClass + 1> small;  // by 16-byte class
+    std::unordered_map<size_t, std::vector<void*>> large;          // by exact size
     size_t cached_bytes = 0;
 
+    std::vector<void*>& blocks_of(size_t bytes) { return is_small(bytes) ? small[small_class(bytes)] : large[bytes]; }
+
     void release_all() {
-        for (auto& [bytes, blocks] : free_blocks)
-            for (void* block : blocks) ::operator delete(block, kAlignment);
-        free_blocks.clear();
+        for (size_t c = 0; c < small.size(); ++c) {
+            for (void* block : small[c]) system_release(block, c * kClass);
+            small[c].clear();
+        }
+        for (auto& [bytes, blocks] : large)
+            for (void* block : blocks) system_release(block, bytes);
+        large.clear();
         cached_bytes = 0;
     }
 };
@@ -51,15 +73,15 @@ namespace detail {
 
 void* buffer_allocate(size_t bytes) {
     void* block = nullptr;
-    if (BufferCache* c = bytes >= kSmallest ? this_thread_cache() : nullptr) {
-        const auto it = c->free_blocks.find(bytes);
-        if (it != c->free_blocks.end() && !it->second.empty()) {
-            block = it->second.back();
-            it->second.pop_back();
-            c->cached_bytes -= bytes;
+    if (BufferCache* c = this_thread_cache()) {
+        std::vector<void*>& blocks = c->blocks_of(bytes);
+        if (!blocks.empty()) {
+            block = blocks.back();
+            blocks.pop_back();
+            c->cached_bytes -= footprint(bytes);
         }
     }
-    if (!block) block = ::operator new(bytes, kAlignment);
+    if (!block) block = system_allocate(bytes);
 #ifndef NDEBUG
     auto* values = static_cast<float*>(block);
     for (size_t i = 0; i < bytes / sizeof(float); ++i) values[i] = std::numeric_limits<float>::quiet_NaN();
@@ -69,16 +91,16 @@ void* buffer_allocate(size_t bytes) {
 
 void buffer_release(void* block, size_t bytes) noexcept {
     if (!block) return;
-    BufferCache* c = bytes >= kSmallest ? this_thread_cache() : nullptr;
-    if (c && c->cached_bytes + bytes <= kCacheLimit) {
+    BufferCache* c = this_thread_cache();
+    if (c && c->cached_bytes + footprint(bytes) <= kCacheLimit) {
         try {
-            c->free_blocks[bytes].push_back(block);
-            c->cached_bytes += bytes;
+            c->blocks_of(bytes).push_back(block);
+            c->cached_bytes += footprint(bytes);
             return;
         } catch (const std::bad_alloc&) {  // no room to remember it: free it instead
         }
     }
-    ::operator delete(block, kAlignment);
+    system_release(block, bytes);
 }
 
 }  // namespace detail

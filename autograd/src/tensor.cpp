@@ -14,9 +14,9 @@ namespace {
 thread_local bool grad_enabled = true;
 
 std::shared_ptr<TensorImpl> new_impl(Shape shape, Buffer values) {
-    auto impl = std::make_shared<TensorImpl>();
+    auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = std::move(shape);
-    impl->data = std::make_shared<Buffer>(std::move(values));
+    impl->data = detail::make_pooled<Buffer>(std::move(values));
     return impl;
 }
 
@@ -43,7 +43,7 @@ bool GradContext::needs(size_t i) const { return inputs[i].requires_grad(); }
 
 std::span<float> GradContext::grad(size_t i) const {
     TensorImpl& impl = *inputs[i].impl();
-    if (!impl.grad) impl.grad = std::make_shared<Buffer>(impl.data->size(), 0.0f);
+    if (!impl.grad) impl.grad = detail::make_pooled<Buffer>(impl.data->size(), 0.0f);
     return *impl.grad;
 }
 
@@ -116,7 +116,7 @@ bool Tensor::is_leaf() const { return checked_impl().grad_fn == nullptr; }
 Tensor Tensor::grad() const {
     const TensorImpl& impl = checked_impl();
     if (!impl.grad) return Tensor();
-    auto g = std::make_shared<TensorImpl>();
+    auto g = detail::make_pooled<TensorImpl>();
     g->shape = impl.shape;
     g->data = impl.grad;
     return Tensor(std::move(g));
@@ -137,7 +137,7 @@ Tensor& Tensor::set_name(std::string name) {
 }
 
 Tensor Tensor::detach() const {
-    auto impl = std::make_shared<TensorImpl>();
+    auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = shape();
     impl->data = impl_->data;
     return Tensor(std::move(impl));
@@ -212,7 +212,7 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
         if (impl->grad_fn) impl->grad.reset();
     {
         auto& g = impl_->grad;
-        if (!g) g = std::make_shared<Buffer>(impl_->data->size(), 0.0f);
+        if (!g) g = detail::make_pooled<Buffer>(impl_->data->size(), 0.0f);
         const auto seed = output_grad.data();
         for (size_t i = 0; i < g->size(); ++i) (*g)[i] += seed[i];
     }
@@ -253,7 +253,7 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
 
 Tensor make_result(const char* op, Shape shape, Buffer values, std::vector<Tensor> inputs, BackwardFn backward,
                    std::source_location where) {
-    return make_result(op, std::move(shape), std::make_shared<Buffer>(std::move(values)), std::move(inputs),
+    return make_result(op, std::move(shape), detail::make_pooled<Buffer>(std::move(values)), std::move(inputs),
                        std::move(backward), where);
 }
 
@@ -268,14 +268,14 @@ Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
     check(numel_of(shape) == static_cast<int64_t>(storage->size()), "{}: result shape {} does not hold {} values",
           op, shape_str(shape), storage->size());
     if (detail::anomaly_checks()) [[unlikely]] detail::check_forward(op, shape, *storage, inputs, where);
-    auto impl = std::make_shared<TensorImpl>();
+    auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = std::move(shape);
     impl->data = std::move(storage);
     const bool track = grad_enabled && std::any_of(inputs.begin(), inputs.end(),
                                                    [](const Tensor& t) { return t.requires_grad(); });
     if (track) {
         impl->requires_grad = true;
-        impl->grad_fn = std::make_shared<Node>(Node{op, std::move(inputs), std::move(backward), where});
+        impl->grad_fn = detail::make_pooled<Node>(Node{op, std::move(inputs), std::move(backward), where});
     }
     return Tensor(std::move(impl));
 }

@@ -71,6 +71,14 @@ struct BufferAllocator {
 };
 }  // namespace detail
 
+namespace detail {
+// make_shared from the same cache (tensor records, graph nodes, buffer handles are made per op).
+template <typename T, typename... Args>
+std::shared_ptr<T> make_pooled(Args&&... args) {
+    return std::allocate_shared<T>(BufferAllocator<T>(), std::forward<Args>(args)...);
+}
+}  // namespace detail
+
 // A tensor's values (and its gradient's): contiguous float32, row-major. `Buffer b(n)` is n values
 // left unset, for an op to overwrite; `Buffer b(n, 0.0f)` is n zeros.
 using Buffer = std::vector<float, detail::BufferAllocator<float>>;
