@@ -1,9 +1,10 @@
-// The fused ops (causal_softmax, layer_norm) against the compositions they replace, values and
+// The fused ops (causal_softmax, layer_norm, linear) against the compositions they replace, values and
 // gradients with a random upstream gradient; gradcheck; bad input. And the accuracy of fast_math.h's
 // exp and erf, which the fused ops, softmax, cross_entropy and gelu are built on.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "../autograd/src/fast_math.h"  // internal header, tested directly
@@ -180,6 +181,41 @@ TEST_CASE("layer_norm rejects mismatched gain or bias, an empty last dim and eps
     REQUIRE_THROWS_WITH(layer_norm(scalar(1.0f), zeros({1}), zeros({1}), 1e-5f), Contains("layer_norm") && Contains("()"));
     REQUIRE_THROWS_WITH(layer_norm(zeros({2, 0}), zeros({0}), zeros({0}), 1e-5f), Contains("layer_norm") && Contains("(2, 0)"));
     REQUIRE_THROWS_WITH(layer_norm(x, zeros({3}), zeros({3}), 0.0f), Contains("layer_norm") && Contains("eps"));
+}
+
+// --- linear ------------------------------------------------------------------------------------------------
+
+TEST_CASE("linear equals matmul(x, w) + bias bit for bit, values and gradients", "[fused]") {
+    Generator gen(21);
+    // rows below and above the threads' grain, N on and off the kernels' tile widths
+    for (const auto& [x_shape, N] : std::vector<std::pair<Shape, int64_t>>{
+             {{1, 3}, 1}, {{4, 5, 7}, 65}, {{2, 64, 32}, 128}, {{12, 64, 128}, 512}}) {
+        INFO(shape_str(x_shape) << " -> " << N);
+        const int64_t K = x_shape.back();
+        const Inputs inputs = {randn(x_shape, gen), randn({K, N}, gen), randn({N}, gen)};
+        for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            CHECK(disagreement([](const Inputs& in) { return linear(in[0], in[1], in[2]); },
+                               [](const Inputs& in) { return matmul(in[0], in[1]) + in[2]; }, inputs, gen) == 0.0);
+        }
+        set_num_threads(1);
+    }
+}
+
+TEST_CASE("linear passes gradcheck for x, weight and bias", "[fused][gradcheck]") {
+    Generator gen(22);
+    const Tensor x = test::uniform_param({2, 3, 4}, gen, -1.0f, 1.0f), w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f),
+                 b = test::uniform_param({5}, gen, -1.0f, 1.0f);
+    REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], in[2]); }, {x, w, b});
+}
+
+TEST_CASE("linear rejects mismatched input, weight and bias", "[fused][errors]") {
+    REQUIRE_THROWS_WITH(linear(zeros({2, 3}), zeros({4, 5}), zeros({5})),
+                        Contains("linear") && Contains("(2, 3)") && Contains("(4, 5)"));
+    REQUIRE_THROWS_WITH(linear(zeros({2, 4}), zeros({4}), zeros({4})), Contains("linear") && Contains("(4)"));
+    REQUIRE_THROWS_WITH(linear(zeros({2, 4}), zeros({4, 5}), zeros({4})),
+                        Contains("linear") && Contains("bias (4)") && Contains("(4, 5)"));
+    REQUIRE_THROWS_WITH(linear(zeros({2, 4}), zeros({4, 5}), zeros({1, 5})), Contains("linear") && Contains("(1, 5)"));
 }
 
 // --- fast_math -------------------------------------------------------------------------------------------

@@ -16,8 +16,7 @@ Linear::Linear(LinearOptions opts, Generator& gen) : options(opts) {
 Tensor Linear::forward(const Tensor& x) const {
     check(x.dim() >= 2 && x.size(-1) == options.in, "Linear: input of shape {} does not end in {} channels",
           shape_str(x.shape()), options.in);
-    const Tensor y = matmul(x, weight);
-    return output(options.bias ? y + bias : y);
+    return output(options.bias ? linear(x, weight, bias) : matmul(x, weight));
 }
 
 Embedding::Embedding(EmbeddingOptions opts, Generator& gen) : options(opts) {

@@ -49,6 +49,11 @@ Tensor gelu(const Tensor& x, SourceLocation where = SourceLocation::current());
 // a: (..., M, K)  b: (..., K, N)  ->  (broadcast(...), M, N). Leading dims broadcast, so both
 // (B, T, C) @ (C, H) and (B, T, H) @ (B, H, T) work. Both operands need rank >= 2.
 Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where = SourceLocation::current());
+// x: (..., K)  weight: (K, N)  bias: (N)  ->  (..., N): matmul(x, weight) + bias as one op, so the
+// product is not stored a second time before the bias is added (nn::Linear). Same values and gradients
+// as the composition, bit for bit.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              SourceLocation where = SourceLocation::current());
 
 // --- shape ---------------------------------------------------------------------------------------
 // same numel; one dim may be -1
