@@ -150,16 +150,18 @@ int run(const Options& o) {
     // the last checkpoint written stays as it was.
     set_anomaly_mode(o.detect_anomaly);
     if (o.out) check_output_path(*o.out);
-    const std::string text = training_text(o);
     std::optional<nn::Trainer> trainer;
-    if (o.resume) {
-        trainer.emplace(nn::Trainer::resume(*o.resume, text));
-    } else {
-        auto tokenizer = nn::CharTokenizer::from_text(text);
-        nn::TrainConfig config = o.config;
-        config.model.vocab = tokenizer.vocab_size();
-        auto tokens = tokenizer.encode(text);
-        trainer.emplace(config, std::move(tokenizer), std::move(tokens));
+    {  // the text is needed only until it is tokens (a megabyte less while training)
+        const std::string text = training_text(o);
+        if (o.resume) {
+            trainer.emplace(nn::Trainer::resume(*o.resume, text));
+        } else {
+            auto tokenizer = nn::CharTokenizer::from_text(text);
+            nn::TrainConfig config = o.config;
+            config.model.vocab = tokenizer.vocab_size();
+            auto tokens = tokenizer.encode(text);
+            trainer.emplace(config, std::move(tokenizer), std::move(tokens));
+        }
     }
     const nn::TrainConfig& config = trainer->config();
     // The prompt is checked now, not after hours of training.

@@ -284,7 +284,7 @@ TEST_CASE("batch rejects non-positive sizes and blocks longer than the split, na
                Contains("validation split (0 tokens"));
 }
 
-TEST_CASE("TextData stores ids as 32-bit and refuses one that does not fit, naming its position", "[text]") {
+TEST_CASE("TextData keeps wide ids (beyond 16 bits) and refuses one beyond 32 bits, naming its position", "[text]") {
     const nn::TextData data({0, 1, 2147483647, 3, 4, 5, 6, 7, 8, 9});
     autograd::Generator gen(1);
     const nn::Batch batch = data.batch(nn::Split::train, 4, 2, gen);

@@ -255,42 +255,44 @@ constexpr int64_t kMaxBatchTokens = int64_t{1} << 28;  // 2 GiB per id vector; f
 
 TextData::TextData(std::vector<int64_t> tokens, double train_fraction) {
     check(!tokens.empty(), "TextData: no tokens");
-    tokens_.reserve(tokens.size());
-    for (size_t i = 0; i < tokens.size(); ++i) {
-        check(tokens[i] >= 0 && tokens[i] <= std::numeric_limits<int32_t>::max(),
-              "TextData: token {} at position {} is outside [0, 2^31)", tokens[i], i);
-        tokens_.push_back(static_cast<int32_t>(tokens[i]));
-    }
     check(train_fraction > 0.0 && train_fraction <= 1.0, "TextData: train_fraction must be in (0, 1], got {}",
           train_fraction);
+    for (size_t i = 0; i < tokens.size(); ++i)
+        check(tokens[i] >= 0 && tokens[i] <= std::numeric_limits<int32_t>::max(),
+              "TextData: token {} at position {} is outside [0, 2^31)", tokens[i], i);
+    // Two bytes a token when the ids allow (every character-level vocabulary), else four.
+    const bool narrow = *std::max_element(tokens.begin(), tokens.end()) <= std::numeric_limits<uint16_t>::max();
+    if (narrow) narrow_tokens_.assign(tokens.begin(), tokens.end());
+    else wide_tokens_.assign(tokens.begin(), tokens.end());
     // As the lecture's n = int(0.9 * len(data)).
-    n_train_ = static_cast<int64_t>(std::floor(train_fraction * static_cast<double>(tokens_.size())));
+    n_train_ = static_cast<int64_t>(std::floor(train_fraction * static_cast<double>(tokens.size())));
 }
 
-std::span<const int32_t> TextData::tokens_of(Split split) const {
-    const std::span<const int32_t> all(tokens_);
-    return split == Split::train ? all.first(static_cast<size_t>(n_train_)) : all.subspan(static_cast<size_t>(n_train_));
+int64_t TextData::size(Split split) const {
+    const auto total = static_cast<int64_t>(narrow_tokens_.empty() ? wide_tokens_.size() : narrow_tokens_.size());
+    return split == Split::train ? n_train_ : total - n_train_;
 }
-
-int64_t TextData::size(Split split) const { return static_cast<int64_t>(tokens_of(split).size()); }
 
 Batch TextData::batch(Split split, int64_t B, int64_t T, autograd::Generator& gen) const {
     check(B > 0, "batch: batch size B must be positive, got {}", B);
     check(T > 0, "batch: block size T must be positive, got {}", T);
     check(B <= kMaxBatchTokens / T, "batch: B * T = {} * {} tokens is more than the limit of {}", B, T,
           kMaxBatchTokens);
-    const std::span<const int32_t> data = tokens_of(split);
-    const auto n = static_cast<int64_t>(data.size());
+    const int64_t n = size(split), first = split == Split::train ? 0 : n_train_;
     check(T < n, "batch: block size {} is longer than the {} split ({} tokens; a window and its targets need {})",
           T, split_name(split), n, T + 1);
 
     Batch out{std::vector<int64_t>(static_cast<size_t>(B * T)), std::vector<int64_t>(static_cast<size_t>(B * T)), B, T};
-    for (int64_t b = 0; b < B; ++b) {
-        const int64_t start = gen.randint(n - T);  // in [0, n - T - 1]: the last target is data[start + T]
-        const auto window = data.subspan(static_cast<size_t>(start), static_cast<size_t>(T + 1));
-        std::copy(window.begin(), window.end() - 1, out.inputs.begin() + b * T);
-        std::copy(window.begin() + 1, window.end(), out.targets.begin() + b * T);
-    }
+    const auto fill = [&](const auto& tokens) {
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t start = first + gen.randint(n - T);  // the last target is token start + T
+            const auto window = tokens.begin() + start;
+            std::copy(window, window + T, out.inputs.begin() + b * T);
+            std::copy(window + 1, window + T + 1, out.targets.begin() + b * T);
+        }
+    };
+    if (narrow_tokens_.empty()) fill(wide_tokens_);
+    else fill(narrow_tokens_);
     return out;
 }
 

@@ -74,8 +74,9 @@ public:
     Batch batch(Split split, int64_t B, int64_t T, autograd::Generator& gen) const;
 
 private:
-    std::span<const int32_t> tokens_of(Split split) const;
-    std::vector<int32_t> tokens_;  // half the memory of int64 ids (a 1 MB text is 4 MB, not 8)
+    // one of the two holds the ids: 2 bytes each when they fit (a 1 MB text is 2 MB, not 8), else 4
+    std::vector<uint16_t> narrow_tokens_;
+    std::vector<int32_t> wide_tokens_;
     int64_t n_train_ = 0;
 };
 
