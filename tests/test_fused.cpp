@@ -1,4 +1,4 @@
-// The fused ops (causal_softmax, layer_norm, linear) against the compositions they replace, values and
+// The fused ops (causal_softmax, causal_attention_weights, layer_norm, linear) against the compositions they replace, values and
 // gradients with a random upstream gradient; gradcheck; bad input. And the accuracy of fast_math.h's
 // exp and erf, which the fused ops, softmax, cross_entropy and gelu are built on.
 #include <cmath>
@@ -128,6 +128,46 @@ TEST_CASE("causal_softmax rejects scores that are not (..., T, T)", "[fused][err
     REQUIRE_THROWS_WITH(causal_softmax(zeros({2, 3, 4}), 1.0f), Contains("causal_softmax") && Contains("(2, 3, 4)"));
     REQUIRE_THROWS_WITH(causal_softmax(zeros({3}), 1.0f), Contains("causal_softmax") && Contains("(3)"));
     REQUIRE_THROWS_WITH(causal_softmax(scalar(1.0f), 1.0f), Contains("causal_softmax") && Contains("()"));
+}
+
+// --- causal_attention_weights -------------------------------------------------------------------------
+
+TEST_CASE("causal_attention_weights equals causal_softmax(q @ k^T) in values and both gradients", "[fused]") {
+    Generator gen(31);
+    struct Case {
+        int64_t B, T, H;
+        float std;
+    };
+    // T = 1, odd sizes, the models' shapes (T 8 / 32 / 64, H 16 / 32), rows past the threads' grain
+    for (const Case& c : {Case{1, 1, 3, 1.0f}, Case{2, 5, 7, 1.0f}, Case{32, 8, 32, 1.0f}, Case{16, 32, 16, 2.0f},
+                          Case{12, 64, 32, 1.0f}, Case{2, 9, 4, 30.0f}}) {
+        INFO("B " << c.B << " T " << c.T << " H " << c.H << " std " << c.std);
+        const float factor = 1.0f / std::sqrt(static_cast<float>(c.H));
+        const Inputs qk = {randn({c.B, c.T, c.H}, gen, 0.0f, c.std), randn({c.B, c.T, c.H}, gen)};
+        for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            CHECK(disagreement([factor](const Inputs& in) { return causal_attention_weights(in[0], in[1], factor); },
+                               [factor](const Inputs& in) {
+                                   return causal_softmax(matmul(in[0], in[1].transpose(1, 2)), factor);
+                               }, qk, gen) < 2e-6);
+        }
+        set_num_threads(1);
+    }
+}
+
+TEST_CASE("causal_attention_weights passes gradcheck for q and k", "[fused][gradcheck]") {
+    Generator gen(32);
+    const Tensor q = test::uniform_param({2, 4, 3}, gen, -1.0f, 1.0f), k = test::uniform_param({2, 4, 3}, gen, -1.0f, 1.0f);
+    REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention_weights(in[0], in[1], 0.8f); }, {q, k});
+}
+
+TEST_CASE("causal_attention_weights rejects q and k that are not the same (B, T, H)", "[fused][errors]") {
+    REQUIRE_THROWS_WITH(causal_attention_weights(zeros({2, 3, 4}), zeros({2, 3, 5}), 1.0f),
+                        Contains("causal_attention_weights") && Contains("(2, 3, 4)") && Contains("(2, 3, 5)"));
+    REQUIRE_THROWS_WITH(causal_attention_weights(zeros({3, 4}), zeros({3, 4}), 1.0f),
+                        Contains("causal_attention_weights") && Contains("(3, 4)"));
+    REQUIRE_THROWS_WITH(causal_attention_weights(zeros({2, 0, 4}), zeros({2, 0, 4}), 1.0f),
+                        Contains("causal_attention_weights") && Contains("(2, 0, 4)"));
 }
 
 // --- layer_norm --------------------------------------------------------------------------------------------

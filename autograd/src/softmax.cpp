@@ -1,9 +1,10 @@
-// softmax, log_softmax, cross_entropy and causal_softmax: numerically stable (the row max is
+// softmax, log_softmax, cross_entropy, causal_softmax and causal_attention_weights: numerically stable (the row max is
 // subtracted first). exp is fast_exp (fast_math.h), so the row loops vectorize.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "autograd/kernels.h"
 #include "autograd/tensor.h"
 #include "axis.h"
 #include "fast_math.h"
@@ -184,6 +185,48 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
                 for (int64_t k = 0; k < visible; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
             }
         });
+    }, where);
+}
+
+Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, SourceLocation where) {
+    check(q.dim() == 3 && q.shape() == k.shape() && q.size(1) > 0,
+          "causal_attention_weights: q {} and k {} must be the same (B, T, H) with T > 0", shape_str(q.shape()),
+          shape_str(k.shape()));
+    const int64_t B = q.size(0), T = q.size(1), H = q.size(2);
+    Buffer out(static_cast<size_t>(B * T * T));  // (B, T, T): the scores, then their softmax in place
+    const float *qv = q.data().data(), *kv = k.data().data();
+    for (int64_t b = 0; b < B; ++b)  // scores_b (T, T) = q_b (T, H) @ k_b^T
+        kernels::gemm(false, true, T, T, H, qv + b * T * H, kv + b * T * H, out.data() + b * T * T, false);
+    parallel_for(B * T, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const int64_t visible = r % T + 1;
+            float* y = out.data() + r * T;
+            softmax_row(y, factor, visible, y);  // reads each score before writing its weight
+            std::fill(y + visible, y + T, 0.0f);
+        }
+    });
+    return make_result("causal_attention_weights", {B, T, T}, std::move(out), {q, k}, [B, T, H, factor](const GradContext& g) {
+        // dscores = factor * y * (dy - sum(dy * y)) on the visible part (causal_softmax's backward), then
+        // dq_b (T, H) += dscores_b @ k_b;  dk_b (T, H) += dscores_b^T @ q_b
+        Buffer dscores(static_cast<size_t>(B * T * T));
+        parallel_for(B * T, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+                const int64_t visible = r % T + 1;
+                const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
+                float* ds = dscores.data() + r * T;
+                double dot = 0.0;
+                for (int64_t j = 0; j < visible; ++j) dot += double(dy[j]) * y[j];
+                const auto d = static_cast<float>(dot);
+                for (int64_t j = 0; j < visible; ++j) ds[j] = factor * (y[j] * (dy[j] - d));
+                std::fill(ds + visible, ds + T, 0.0f);
+            }
+        });
+        const float *qv = g.inputs[0].data().data(), *kv = g.inputs[1].data().data();
+        for (int64_t b = 0; b < B; ++b) {
+            const float* ds = dscores.data() + b * T * T;
+            if (g.needs(0)) kernels::gemm(false, false, T, H, T, ds, kv + b * T * H, g.grad(0).data() + b * T * H, true);
+            if (g.needs(1)) kernels::gemm(true, false, T, H, T, ds, qv + b * T * H, g.grad(1).data() + b * T * H, true);
+        }
     }, where);
 }
 

@@ -25,14 +25,15 @@ Tensor Head::forward(const Tensor& x) {
     const Tensor q = options.compare_raw ? x : query.forward(x);  // (B, T, H), or (B, T, C) raw
     const Tensor k = options.compare_raw ? x : key.forward(x);    // (B, T, H), or (B, T, C) raw
     const Tensor v = value.forward(x);                            // (B, T, H)
-    Tensor scores = matmul(q, k.transpose(1, 2));                 // (B, T, T)
     const float factor = options.scaled ? 1.0f / std::sqrt(static_cast<float>(q.size(-1))) : 1.0f;
     Tensor weights;                                               // (B, T, T), rows sum to 1
     if (options.causal && !options.record_scores) {
-        // one op instead of scale, causal_mask and softmax; tests/test_fused.cpp proves them equal
-        weights = causal_softmax(scores, factor);
+        // one op instead of matmul, scale, causal_mask and softmax, which stores no scores (the memory of
+        // a training step); tests/test_fused.cpp proves it equal to the composition below
+        weights = causal_attention_weights(q, k, factor);
         scores_ = Tensor();
     } else {
+        Tensor scores = matmul(q, k.transpose(1, 2));             // (B, T, T)
         if (options.scaled) scores = scale(scores, factor);
         if (options.causal) scores = causal_mask(scores);
         weights = softmax(scores, -1);

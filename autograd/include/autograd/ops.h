@@ -93,6 +93,11 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocati
 // one (..., T, T) result (attention's hot path). Position i weighs j <= i; above the diagonal the
 // result is 0 and passes no gradient; a row whose visible scores are all -inf is all zeros, as in softmax.
 Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where = SourceLocation::current());
+// q, k: (B, T, H) -> (B, T, T): causal_softmax(matmul(q, k.transpose(1, 2)), factor), the attention
+// weights, in one op: k is read in place (no transposed copy) and the scores are never stored. Equal
+// to the composition up to float rounding (the products are summed in another order).
+Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor,
+                                SourceLocation where = SourceLocation::current());
 // log_softmax along dim. A fully masked row gives -inf everywhere and passes no gradient.
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocation::current());
 // logits: (..., V)  targets: one class index per row (numel / V of them)  ->  () mean loss

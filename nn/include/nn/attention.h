@@ -18,15 +18,16 @@ struct HeadOptions {
     bool compare_raw = false;  // "compare x with x": scores = x x^T, no query/key matrices
     bool causal = true;        // -inf above the diagonal: position i never sees j > i
     // Keep last_scores(): run the composition op by op, so the scaled and masked scores exist as a tensor
-    // in the graph. Off (the models' setting), a causal head runs the fused autograd::causal_softmax
-    // instead: the same weights and gradients to float rounding, without the (B, T, T) intermediates
-    // nobody reads in training; last_scores() is then undefined.
+    // in the graph. Off (the models' setting), a causal head runs the fused
+    // autograd::causal_attention_weights instead: the same weights and gradients to float rounding,
+    // without the (B, T, T) scores and the transposed K nobody reads in training; last_scores() is then
+    // undefined.
     bool record_scores = true;
 };
 
 // One head, exactly the tutorial's composition of ops:
 //   Q = x Wq, K = x Wk, V = x Wv;  scores = Q K^T;  scale by 1/sqrt(H);  causal mask;  softmax;  out = w V
-// (with record_scores off, the middle three are the one fused op causal_softmax).
+// (with record_scores off, Q K^T, scale, mask and softmax are the one fused op causal_attention_weights).
 // With compare_raw, Q = K = x (the self-matching failure) and the divisor is 1/sqrt(C).
 class Head : public Module {
 public:
