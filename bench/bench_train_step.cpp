@@ -15,7 +15,10 @@
 // Before timing, main() runs a few steps of each configuration and exits non-zero unless the loss is
 // finite and falls on the fixed batch: a broken step is not worth timing. --check_only stops there.
 //
-//     build/bench/bench_train_step                                   # all six, about 20 s
+// scaling/baby/B:../T:../C:.. times the baby GPT's step with batch, window or width changed (one thread).
+//
+//     build/bench/bench_train_step --benchmark_filter=train_step     # the six, about 20 s
+//     build/bench/bench_train_step --benchmark_filter=scaling        # the scaling table, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
 #include <benchmark/benchmark.h>
 
@@ -23,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -101,6 +105,28 @@ int main(int argc, char** argv) {
             ->Arg(2)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
+    // How the baby GPT's step time scales, one thread: batch B, window T (= block) and width C = n_embd
+    // (4 heads, so the head width grows with C), each varied alone around B 12, T 64, C 128.
+    static std::deque<std::string> names;
+    static std::deque<bench::StepConfig> scaled;
+    const bench::StepConfig& baby = bench::step_configs()[2];
+    const auto add_scaled = [&](int64_t B, int64_t T, int64_t C) {
+        bench::StepConfig c = baby;
+        c.batch = B;
+        c.model.block = T;
+        c.model.n_embd = C;
+        names.push_back(fmt::format("scaling/baby/B:{}/T:{}/C:{}", B, T, C));
+        c.name = names.back();
+        scaled.push_back(c);
+        benchmark::RegisterBenchmark(names.back().c_str(), BM_train_step, &scaled.back())
+            ->ArgName("threads")
+            ->Arg(1)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    };
+    for (int64_t B : {6, 12, 24, 48}) add_scaled(B, 64, 128);
+    for (int64_t T : {32, 128, 256}) add_scaled(12, T, 128);
+    for (int64_t C : {64, 256, 512}) add_scaled(12, 64, C);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

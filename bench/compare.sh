@@ -33,7 +33,8 @@ echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-<unset>} OPENBLAS_L2_SIZE=${OPENBLAS
 "$build/bench/export_weights" "$tmp/weights" > "$tmp/export.txt"
 
 echo "timing ours (bench_train_step, ${min_time} s per case) ..." >&2
-"$build/bench/bench_train_step" --benchmark_format=json --benchmark_min_time="$min_time" > "$tmp/ours.json"
+"$build/bench/bench_train_step" --benchmark_filter='^train_step/' --benchmark_format=json \
+    --benchmark_min_time="$min_time" > "$tmp/ours.json"
 for threads in 1 2; do
   echo "timing PyTorch on $threads thread(s) ..." >&2
   "${torch_env[@]}" "$python" "$here/pytorch_reference.py" --weights "$tmp/weights" --threads "$threads" \
