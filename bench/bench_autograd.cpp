@@ -18,6 +18,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -199,6 +200,88 @@ void register_kernel_benchmarks() {
     }
 }
 
+// The gemm calls of one training step of each bench/train_step.h model, as logged from a real step: mostly
+// small products (per attention head, per batch), which the blocked kernel's 12x32 tile and packing fit
+// badly. (layout, M, N, K, calls per step); NN overwrites, NT and TN accumulate, as in the matmul op.
+struct StepGemm {
+    Layout layout;
+    int64_t M, N, K, calls;
+};
+struct StepGemms {
+    const char* model;
+    std::vector<StepGemm> gemms;
+};
+
+const std::vector<StepGemms>& step_gemms() {
+    using enum Layout;
+    static const std::vector<StepGemms> steps = {
+        {"tutorial",  // one head, C 32, T 8, B 32: 32 x (8,32)@(32,8) and (8,8)@(8,32) per step, 3 + 1 Linears
+         {{NN, 8, 8, 32, 32},     {NN, 8, 32, 8, 32},    {NT, 8, 8, 32, 32},   {NT, 8, 32, 8, 32},
+          {TN, 32, 8, 8, 32},     {TN, 8, 32, 8, 32},    {NN, 256, 32, 32, 3}, {NT, 256, 32, 32, 3},
+          {TN, 32, 32, 256, 3},   {NN, 256, 65, 32, 1},  {NT, 256, 32, 65, 1}, {TN, 32, 65, 256, 1}}},
+        {"small",  // C 64, 4 heads of 16, T 32, B 16, 4 layers
+         {{NN, 32, 32, 16, 256},  {NN, 32, 16, 32, 256}, {NT, 32, 32, 16, 256}, {NT, 32, 16, 32, 256},
+          {TN, 16, 32, 32, 256},  {TN, 32, 16, 32, 256}, {NN, 512, 16, 64, 48}, {NT, 512, 64, 16, 48},
+          {TN, 64, 16, 512, 48},  {NN, 512, 64, 64, 4},  {NT, 512, 64, 64, 4},  {TN, 64, 64, 512, 4},
+          {NN, 512, 256, 64, 4},  {NT, 512, 64, 256, 4}, {TN, 64, 256, 512, 4}, {NN, 512, 64, 256, 4},
+          {NT, 512, 256, 64, 4},  {TN, 256, 64, 512, 4}, {NN, 512, 65, 64, 1},  {NT, 512, 64, 65, 1},
+          {TN, 64, 65, 512, 1}}},
+        {"baby",  // C 128, 4 heads of 32, T 64, B 12, 4 layers
+         {{NN, 64, 64, 32, 192},  {NN, 64, 32, 64, 192}, {NT, 64, 64, 32, 192}, {NT, 64, 32, 64, 192},
+          {TN, 32, 64, 64, 192},  {TN, 64, 32, 64, 192}, {NN, 768, 32, 128, 48}, {NT, 768, 128, 32, 48},
+          {TN, 128, 32, 768, 48}, {NN, 768, 128, 128, 4}, {NT, 768, 128, 128, 4}, {TN, 128, 128, 768, 4},
+          {NN, 768, 512, 128, 4}, {NT, 768, 128, 512, 4}, {TN, 128, 512, 768, 4}, {NN, 768, 128, 512, 4},
+          {NT, 768, 512, 128, 4}, {TN, 512, 128, 768, 4}, {NN, 768, 65, 128, 1}, {NT, 768, 128, 65, 1},
+          {TN, 128, 65, 768, 1}}},
+    };
+    return steps;
+}
+
+// gemm_step/<model>/<kernel>: every gemm call of one step of the model, in the counts above (one gemm call
+// per batch matrix, as the matmul op made them before kernels::gemm_batched).
+void BM_gemm_step(benchmark::State& state, kernels::Isa isa, const StepGemms& step) {
+    struct Operands {
+        StepGemm g;
+        std::vector<float> A, B, C;
+    };
+    Generator gen(8);
+    std::vector<Operands> calls;
+    double flops = 0;
+    for (const StepGemm& g : step.gemms) {
+        calls.push_back({g, uniform_values(g.M * g.K, gen), uniform_values(g.K * g.N, gen),
+                         std::vector<float>(static_cast<size_t>(g.M * g.N), 0.0f)});
+        flops += 2.0 * double(g.M * g.N * g.K * g.calls);
+    }
+    for (auto _ : state)
+        for (Operands& c : calls)
+            for (int64_t i = 0; i < c.g.calls; ++i) {
+                kernels::gemm_with(isa, c.g.layout == Layout::TN, c.g.layout == Layout::NT, c.g.M, c.g.N, c.g.K,
+                                   c.A.data(), c.B.data(), c.C.data(), c.g.layout != Layout::NN);
+                benchmark::ClobberMemory();
+            }
+    set_gflops(state, flops);
+}
+
+void register_step_benchmarks() {
+    for (const StepGemms& step : step_gemms()) {
+        for (kernels::Isa isa : kernels::available_isas())
+            benchmark::RegisterBenchmark(fmt::format("gemm_step/{}/{}", step.model, kernels::isa_name(isa)).c_str(),
+                                         BM_gemm_step, isa, std::cref(step))
+                ->Unit(benchmark::kMicrosecond);
+        // each repeated shape (per batch or per head) and the lm_head alone, on the kernel gemm uses
+        for (const StepGemm& g : step.gemms) {
+            if (g.calls < 32 && g.N != 65 && g.K != 65) continue;
+            const std::string name = fmt::format("gemm/{}/{}/{}x{}x{}", kernels::isa_name(kernels::gemm_isa()),
+                                                 layout_name(g.layout), g.M, g.N, g.K);
+            const std::string label = fmt::format("{} step, {} calls", step.model, g.calls);
+            benchmark::RegisterBenchmark(name.c_str(), [g, label](benchmark::State& state) {
+                state.SetLabel(label);
+                BM_gemm(state, kernels::gemm, g.layout, g.M, g.N, g.K);
+            })->Unit(benchmark::kMicrosecond);
+        }
+    }
+}
+
 // --- 2. softmax over attention scores (B, T, T) --------------------------------------------------------
 
 void BM_softmax_forward(benchmark::State& state) {
@@ -242,19 +325,20 @@ void BM_matmul_op(benchmark::State& state, bool backward) {
     set_gflops(state, (backward ? 3.0 : 1.0) * 2.0 * double(B * T) * double(C) * double(H));
 }
 
-// q (B, T, H) @ k^T (B, H, T) -> scores (B, T, T): the batched path (one small gemm per batch).
+// a (B, M, K) @ b (B, K, N) -> (B, M, N) with its backward: the batched path (small products per batch),
+// as attention's q @ k^T (M = N = T, K = head width) and weights @ v (M = K = T, N = head width).
 void BM_matmul_op_batched(benchmark::State& state) {
-    const int64_t B = state.range(0), T = state.range(1), H = state.range(2);
+    const int64_t B = state.range(0), M = state.range(1), K = state.range(2), N = state.range(3);
     Generator gen(6);
-    Tensor q = randn({B, T, H}, gen).requires_grad_();
-    Tensor kt = randn({B, H, T}, gen).requires_grad_();
-    const Tensor dy = randn({B, T, T}, gen);
+    Tensor a = randn({B, M, K}, gen).requires_grad_();
+    Tensor b = randn({B, K, N}, gen).requires_grad_();
+    const Tensor dy = randn({B, M, N}, gen);
     for (auto _ : state) {
-        Tensor scores = matmul(q, kt);
-        scores.backward(dy);
-        benchmark::DoNotOptimize(scores.data().data());
+        Tensor c = matmul(a, b);
+        c.backward(dy);
+        benchmark::DoNotOptimize(c.data().data());
     }
-    set_gflops(state, 3.0 * 2.0 * double(B) * double(T) * double(T) * double(H));
+    set_gflops(state, 3.0 * 2.0 * double(B) * double(M) * double(N) * double(K));
 }
 
 // --- 4. bookkeeping: a long chain of one-element ops --------------------------------------------------
@@ -334,12 +418,13 @@ void register_op_benchmarks() {
             ->Args({12, 64, 128, 512})
             ->Unit(benchmark::kMicrosecond);
     }
-    // attention scores, q @ k^T per batch: (B, T, H) @ (B, H, T)
-    benchmark::RegisterBenchmark("matmul_op/batched_fwd_bwd", BM_matmul_op_batched)
-        ->ArgNames({"B", "T", "H"})
-        ->Args({8, 32, 8})
-        ->Args({12, 64, 32})
-        ->Unit(benchmark::kMicrosecond);
+    // attention per head, (B, M, K) @ (B, K, N): q @ k^T is (B, T, H) @ (B, H, T), weights @ v is
+    // (B, T, T) @ (B, T, H); the tutorial (B 32, T 8, H 32), small (16, 32, 16) and baby (12, 64, 32) models
+    auto* batched = benchmark::RegisterBenchmark("matmul_op/batched_fwd_bwd", BM_matmul_op_batched)
+                        ->ArgNames({"B", "M", "K", "N"})
+                        ->Unit(benchmark::kMicrosecond);
+    for (auto [B, T, H] : {std::array<int64_t, 3>{32, 8, 32}, {16, 32, 16}, {12, 64, 32}})
+        batched->Args({B, T, H, T})->Args({B, T, T, H});
 
     // bookkeeping: 1000 one-element ops
     benchmark::RegisterBenchmark("chain/scale_fwd_bwd", BM_chain_scale)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
@@ -371,6 +456,7 @@ int main(int argc, char** argv) {
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::AddCustomContext("gemm_check", fmt::format("passed, worst {:.3f}x tolerance", worst_ratio));
     register_kernel_benchmarks();
+    register_step_benchmarks();
     register_op_benchmarks();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

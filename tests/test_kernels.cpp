@@ -1,4 +1,5 @@
 // The fast gemm against the naive reference, and the matmul op against a plain triple loop.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -246,4 +247,128 @@ TEST_CASE("gemm lists its implementations and uses the best", "[kernels]") {
     REQUIRE(isas.front() == kernels::Isa::portable);
     REQUIRE(kernels::gemm_isa() == isas.back());
     REQUIRE(kernels::isa_name(kernels::Isa::avx512) == "avx512");
+}
+
+// --- the small-product path (gemm_small.h) and gemm_batched ---------------------------------------------
+
+TEST_CASE("every ISA's small path matches gemm_naive, and the blocked path bit for bit", "[kernels]") {
+    // Rows around each ISA's row tiles (up to 8 rows), columns around the vector widths (4, 8, 16) and
+    // column blocks (8, 24, 64), K short and past one K block (256 / 384): masked edges everywhere.
+    const int64_t Ns[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 65};
+    const int64_t Ks[] = {1, 2, 5, 8, 16, 31, 40};
+    Generator gen(27);
+    int64_t checked = 0;
+    auto check_shape = [&](kernels::Isa isa, int64_t M, int64_t N, int64_t K) {
+        const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
+        const std::vector<float> C0 = random_values(M * N, gen);
+        for (int layout = 0; layout < 4; ++layout)
+            for (bool accumulate : {false, true}) {
+                const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+                INFO(kernels::isa_name(isa) << " M " << M << " N " << N << " K " << K << " trans_a " << trans_a
+                                            << " trans_b " << trans_b << " accumulate " << accumulate);
+                std::vector<float> small = C0, blocked = C0, ref = C0;
+                kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A.data(), B.data(), small.data(), accumulate,
+                                   kernels::GemmPath::small);
+                kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A.data(), B.data(), blocked.data(), accumulate,
+                                   kernels::GemmPath::blocked);
+                kernels::gemm_naive(trans_a, trans_b, M, N, K, A.data(), B.data(), ref.data(), accumulate);
+                const double diff = max_abs(small, ref), tol = 1e-6 * double(K) + 1e-6;
+                INFO("max abs diff " << diff << " tolerance " << tol);
+                REQUIRE(diff <= tol);
+                REQUIRE(small == blocked);  // the same operations in the same order: the size threshold is invisible
+                ++checked;
+            }
+    };
+    for (kernels::Isa isa : kernels::available_isas()) {
+        for (int64_t M = 1; M <= 13; ++M)
+            for (int64_t N : Ns)
+                for (int64_t K : Ks) check_shape(isa, M, N, K);
+        for (int64_t K : {255, 257, 383, 385, 800}) check_shape(isa, 9, 33, K);  // several K blocks
+        check_shape(isa, 70, 130, 24);                                          // several column blocks
+    }
+    REQUIRE(checked > 0);
+}
+
+namespace {
+// gemm_batched's operands: `batches` matrices of A, B and C, with index lists (empty = batch i).
+struct Batched {
+    int64_t M, N, K, batches;
+    std::vector<int64_t> a_index, b_index, c_index;
+};
+int64_t matrices(const std::vector<int64_t>& index, int64_t batches) {
+    return index.empty() ? batches : *std::max_element(index.begin(), index.end()) + 1;
+}
+}  // namespace
+
+TEST_CASE("gemm_batched matches a loop of gemm, bit for bit, for 1, 2 and 3 threads", "[kernels]") {
+    std::vector<int64_t> repeat3, every;  // 80 batches onto 3 matrices; and 80 onto themselves, reversed
+    for (int64_t i = 0; i < 80; ++i) repeat3.push_back(i % 3), every.push_back(79 - i);
+    const Batched cases[] = {
+        {8, 8, 32, 32, {}, {}, {}},          // attention per batch: too little work to split
+        {16, 16, 16, 80, {}, {}, every},     // enough to split, every output its own
+        {16, 17, 15, 80, repeat3, {}, {}},   // a broadcast A
+        {16, 16, 16, 80, {}, {}, repeat3},   // gradients of a broadcast operand: outputs shared
+        {5, 33, 9, 80, {}, repeat3, repeat3},
+        {80, 70, 60, 3, {}, {}, {}},         // few large products: each split by rows instead
+    };
+    Generator gen(28);
+    const int saved = num_threads();
+    for (const Batched& c : cases) {
+        const std::vector<float> A = random_values(matrices(c.a_index, c.batches) * c.M * c.K, gen);
+        const std::vector<float> B = random_values(matrices(c.b_index, c.batches) * c.K * c.N, gen);
+        const std::vector<float> C0 = random_values(matrices(c.c_index, c.batches) * c.M * c.N, gen);
+        auto at = [](const std::vector<int64_t>& index, int64_t i) { return index.empty() ? i : index[i]; };
+        for (int layout = 0; layout < 4; ++layout)
+            for (bool accumulate : {false, true}) {
+                const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+                std::vector<float> loop = C0;
+                set_num_threads(1);
+                for (int64_t i = 0; i < c.batches; ++i)
+                    kernels::gemm(trans_a, trans_b, c.M, c.N, c.K, A.data() + at(c.a_index, i) * c.M * c.K,
+                                  B.data() + at(c.b_index, i) * c.K * c.N, loop.data() + at(c.c_index, i) * c.M * c.N,
+                                  accumulate);
+                for (int threads : {1, 2, 3}) {
+                    INFO("M " << c.M << " N " << c.N << " K " << c.K << " batches " << c.batches << " trans_a "
+                              << trans_a << " trans_b " << trans_b << " accumulate " << accumulate << " threads "
+                              << threads);
+                    set_num_threads(threads);
+                    std::vector<float> batched = C0;
+                    kernels::gemm_batched(trans_a, trans_b, c.M, c.N, c.K, c.batches, A.data(), c.a_index, B.data(),
+                                          c.b_index, batched.data(), c.c_index, accumulate);
+                    REQUIRE(batched == loop);
+                }
+            }
+    }
+    set_num_threads(saved);
+    std::vector<float> C(4);
+    REQUIRE_THROWS(kernels::gemm_batched(false, false, 1, 1, 1, 2, C.data(), std::vector<int64_t>{0}, C.data(), {},
+                                         C.data(), {}, false));
+}
+
+TEST_CASE("gemm at the model's small shapes gives the same bits for 1, 2 and 3 threads", "[kernels]") {
+    // Shapes on both sides of the small-path thresholds, some of which switch path with the thread count.
+    struct Size {
+        int64_t M, N, K;
+    };
+    const Size sizes[] = {{8, 8, 32}, {32, 65, 256}, {256, 32, 32}, {64, 16, 512}, {64, 128, 300}, {65, 16, 512}};
+    Generator gen(29);
+    const int saved = num_threads();
+    for (const Size& s : sizes) {
+        const std::vector<float> A = random_values(s.M * s.K, gen), B = random_values(s.K * s.N, gen);
+        const std::vector<float> C0 = random_values(s.M * s.N, gen);
+        for (int layout = 0; layout < 4; ++layout) {
+            const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+            std::vector<float> first;
+            for (int threads : {1, 2, 3}) {
+                INFO("M " << s.M << " N " << s.N << " K " << s.K << " trans_a " << trans_a << " trans_b " << trans_b
+                          << " threads " << threads);
+                set_num_threads(threads);
+                std::vector<float> C = C0;
+                kernels::gemm(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), C.data(), true);
+                if (first.empty()) first = C;
+                REQUIRE(C == first);
+            }
+        }
+    }
+    set_num_threads(saved);
 }

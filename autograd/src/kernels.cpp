@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <vector>
 
+#include <omp.h>
+
 #include "autograd/check.h"
 #include "autograd/threads.h"
 #include "gemm_blocked.h"
+#include "gemm_small.h"
 #include "kernels_isa.h"
 
 namespace autograd {
@@ -68,6 +71,33 @@ struct Portable {
     }
 };
 
+// The portable small-path vector: the same v4 and the same "acc += a * b" as Portable::tile.
+struct PortableVec {
+    typedef float reg __attribute__((vector_size(16)));
+    using mask = int64_t;  // lanes in use, from the first
+    static constexpr int64_t W = 4, kAccumulators = 8, kMaxVectors = 2, kMaxRows = 8;
+    static constexpr bool kFreeMasks = false;
+    static mask mask_first(int64_t n) { return n; }
+    static reg zero() { return reg{}; }
+    static reg broadcast(const float* p) { return reg{*p, *p, *p, *p}; }
+    static reg load(const float* p) {
+        reg v;
+        __builtin_memcpy(&v, p, sizeof v);
+        return v;
+    }
+    static reg load(const float* p, mask n) {
+        reg v = {};
+        for (int64_t i = 0; i < n; ++i) v[i] = p[i];
+        return v;
+    }
+    static void store(float* p, reg v) { __builtin_memcpy(p, &v, sizeof v); }
+    static void store(float* p, reg v, mask n) {
+        for (int64_t i = 0; i < n; ++i) p[i] = v[i];
+    }
+    static reg fma(reg a, reg b, reg acc) { return acc + a * b; }
+    static reg add(reg a, reg b) { return a + b; }
+};
+
 bool cpu_has(Isa isa) {
 #if defined(TINYGPT_X86_KERNELS)
     switch (isa) {
@@ -114,25 +144,49 @@ Isa gemm_isa() {
     return best;
 }
 
-void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-               float* C, bool accumulate) {
-    check(detail::cpu_has(isa), "gemm_with: this CPU cannot run the {} kernel", isa_name(isa));
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        if (!accumulate) std::fill(C, C + M * N, 0.0f);
+namespace {
+
+// A gemm is worth splitting across threads from about this many multiply-adds (the parallel region's
+// fork and join cost microseconds).
+constexpr int64_t kThreadWork = int64_t(1) << 18;
+
+// Where the small path is faster, measured on the three bench/train_step.h models' gemms (AVX-512 and
+// AVX2, one thread): every product below the threading size (attention per head and batch: 1.2-4x the
+// blocked path), and on one thread the weight gradients A^T @ dC of a narrow layer (M <= 64 rows, up to
+// 128 columns, any K: 1.1-1.5x). Both paths give the same bits, so the choice never changes a result.
+bool small_is_faster(const detail::GemmArgs& g) {
+    if (g.M * g.N * g.K < kThreadWork) return true;
+    return g.threads == 1 && g.trans_a && !g.trans_b && g.M <= 64 && g.N <= 128;
+}
+
+// One gemm (M, N, K >= 0) with the given implementation, path and thread count.
+void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
+    if (g.M == 0 || g.N == 0) return;
+    if (g.K == 0) {
+        if (!g.accumulate) std::fill(g.C, g.C + g.M * g.N, 0.0f);
         return;
     }
-    // Threads only where each gets real work; the split never changes the result.
-    const int threads = M * N * K >= (int64_t(1) << 18) ? thread_count : 1;
-    detail::GemmArgs g{trans_a, trans_b, M, N, K, A, B, C, accumulate, nullptr, threads};
+    if (path == GemmPath::small || (path == GemmPath::automatic && small_is_faster(g))) {
+        g.work = detail::workspace(detail::small_workspace_floats(g));
+        switch (isa) {
+#if defined(TINYGPT_X86_KERNELS)
+        case Isa::avx512: detail::gemm_small_avx512(g); return;
+        case Isa::avx2: detail::gemm_small_avx2(g); return;
+#else
+        case Isa::avx512:
+        case Isa::avx2:
+#endif
+        case Isa::portable: detail::gemm_small<detail::PortableVec>(g, detail::Portable::KC); return;
+        }
+    }
     switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
     case Isa::avx512:
-        g.work = detail::workspace(detail::gemm_workspace_avx512(threads));
+        g.work = detail::workspace(detail::gemm_workspace_avx512(g.threads));
         detail::gemm_avx512(g);
         return;
     case Isa::avx2:
-        g.work = detail::workspace(detail::gemm_workspace_avx2(threads));
+        g.work = detail::workspace(detail::gemm_workspace_avx2(g.threads));
         detail::gemm_avx2(g);
         return;
 #else
@@ -140,9 +194,48 @@ void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
     case Isa::avx2:
 #endif
     case Isa::portable:
-        g.work = detail::workspace(detail::workspace_floats<detail::Portable>(threads));
+        g.work = detail::workspace(detail::workspace_floats<detail::Portable>(g.threads));
         detail::gemm_blocked<detail::Portable>(g);
         return;
+    }
+}
+
+}  // namespace
+
+void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+               float* C, bool accumulate, GemmPath path) {
+    check(detail::cpu_has(isa), "gemm_with: this CPU cannot run the {} kernel", isa_name(isa));
+    // Threads only where each gets real work; the split never changes the result.
+    const int threads = M * N * K >= kThreadWork ? thread_count : 1;
+    run_gemm(isa, path, {trans_a, trans_b, M, N, K, A, B, C, accumulate, nullptr, threads});
+}
+
+void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int64_t batches, const float* A,
+                  std::span<const int64_t> a_index, const float* B, std::span<const int64_t> b_index, float* C,
+                  std::span<const int64_t> c_index, bool accumulate) {
+    for (const auto index : {a_index, b_index, c_index})
+        check(index.empty() || static_cast<int64_t>(index.size()) == batches,
+              "gemm_batched: {} batches but an index list of {}", batches, index.size());
+    const Isa isa = gemm_isa();
+    auto product = [&](int64_t i, int threads) {
+        const int64_t ia = a_index.empty() ? i : a_index[i], ib = b_index.empty() ? i : b_index[i];
+        const int64_t ic = c_index.empty() ? i : c_index[i];
+        run_gemm(isa, GemmPath::automatic, {trans_a, trans_b, M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N,
+                                            accumulate, nullptr, threads});
+    };
+    // Split the batches when there are enough of them and the products are each too small to split.
+    const int64_t work = M * N * K;
+    const int threads = work * batches >= kThreadWork ? int(std::min<int64_t>(thread_count, batches)) : 1;
+    if (threads <= 1 || work >= kThreadWork) {
+        for (int64_t i = 0; i < batches; ++i) product(i, work >= kThreadWork ? thread_count : 1);
+        return;
+    }
+    // Output matrix c goes to thread c % threads: it alone adds into it, in increasing i.
+#pragma omp parallel num_threads(threads)
+    {
+        const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+        for (int64_t i = 0; i < batches; ++i)
+            if ((c_index.empty() ? i : c_index[i]) % team == tid) product(i, 1);
     }
 }
 

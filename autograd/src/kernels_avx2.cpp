@@ -1,8 +1,10 @@
 // The gemm micro-kernel for AVX2 + FMA (compiled with -mavx2 -mfma; called only when the CPU has them).
-// Register tile 6 x 16: 12 ymm accumulators, two ymm of B and one broadcast of A per k.
+// Register tile 6 x 16: 12 ymm accumulators, two ymm of B and one broadcast of A per k. The small-product
+// path (gemm_small.h) uses vmaskmovps for the last, partial vector of a row.
 #include <immintrin.h>
 
 #include "gemm_blocked.h"
+#include "gemm_small.h"
 #include "kernels_isa.h"
 
 namespace autograd::kernels::detail {
@@ -49,9 +51,29 @@ struct Avx2 {
     }
 };
 
+// 8 floats per vector, partial vectors through vmaskmovps (lane i is on when mask lane i is negative).
+struct Vec256 {
+    using reg = __m256;
+    using mask = __m256i;
+    static constexpr int64_t W = 8, kAccumulators = 12, kMaxVectors = 3, kMaxRows = 8;
+    static constexpr bool kFreeMasks = false;
+    static mask mask_first(int64_t n) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    static reg zero() { return _mm256_setzero_ps(); }
+    static reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+    static reg load(const float* p) { return _mm256_loadu_ps(p); }
+    static reg load(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
+    static void store(float* p, reg v) { _mm256_storeu_ps(p, v); }
+    static void store(float* p, reg v, mask m) { _mm256_maskstore_ps(p, m, v); }
+    static reg fma(reg a, reg b, reg acc) { return _mm256_fmadd_ps(a, b, acc); }
+    static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+};
+
 }  // namespace
 
 int64_t gemm_workspace_avx2(int threads) { return workspace_floats<Avx2>(threads); }
 void gemm_avx2(const GemmArgs& g) { gemm_blocked<Avx2>(g); }
+void gemm_small_avx2(const GemmArgs& g) { gemm_small<Vec256>(g, Avx2::KC); }
 
 }  // namespace autograd::kernels::detail

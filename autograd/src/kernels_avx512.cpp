@@ -1,9 +1,10 @@
 // The gemm micro-kernel for AVX-512 (compiled with -mavx512f -mfma; called only when the CPU has them).
 // Register tile 12 x 32: 24 zmm accumulators, two zmm of B and one broadcast of A per k (16 columns, one
-// zmm, for narrow edge tiles).
+// zmm, for narrow edge tiles). The small-product path (gemm_small.h) uses masked zmm loads and stores.
 #include <immintrin.h>
 
 #include "gemm_blocked.h"
+#include "gemm_small.h"
 #include "kernels_isa.h"
 
 namespace autograd::kernels::detail {
@@ -56,9 +57,27 @@ struct Avx512 {
     }
 };
 
+// 16 floats per vector, partial vectors through lane masks.
+struct Vec512 {
+    using reg = __m512;
+    using mask = __mmask16;
+    static constexpr int64_t W = 16, kAccumulators = 24, kMaxVectors = 4, kMaxRows = 8;
+    static constexpr bool kFreeMasks = true;
+    static mask mask_first(int64_t n) { return static_cast<mask>((1u << n) - 1); }
+    static reg zero() { return _mm512_setzero_ps(); }
+    static reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
+    static reg load(const float* p) { return _mm512_loadu_ps(p); }
+    static reg load(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
+    static void store(float* p, reg v) { _mm512_storeu_ps(p, v); }
+    static void store(float* p, reg v, mask m) { _mm512_mask_storeu_ps(p, m, v); }
+    static reg fma(reg a, reg b, reg acc) { return _mm512_fmadd_ps(a, b, acc); }
+    static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+};
+
 }  // namespace
 
 int64_t gemm_workspace_avx512(int threads) { return workspace_floats<Avx512>(threads); }
 void gemm_avx512(const GemmArgs& g) { gemm_blocked<Avx512>(g); }
+void gemm_small_avx512(const GemmArgs& g) { gemm_small<Vec512>(g, Avx512::KC); }
 
 }  // namespace autograd::kernels::detail

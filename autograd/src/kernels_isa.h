@@ -12,5 +12,8 @@ int64_t gemm_workspace_avx2(int threads);  // floats of workspace gemm_avx2 need
 void gemm_avx2(const GemmArgs& g);
 int64_t gemm_workspace_avx512(int threads);
 void gemm_avx512(const GemmArgs& g);
+// The small-product path (gemm_small.h), one thread; workspace small_workspace_floats(g).
+void gemm_small_avx2(const GemmArgs& g);
+void gemm_small_avx512(const GemmArgs& g);
 
 }  // namespace autograd::kernels::detail

@@ -45,7 +45,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
         Shape out_shape(as.begin(), as.end() - 1);
         const int64_t R = numel_of(out_shape);
         out_shape.push_back(N);
-        std::vector<float> out(R * N);
+        Buffer out(R * N);
         kernels::gemm(false, false, R, N, K, a.data().data(), b.data().data(), out.data(), false);
         return make_result("matmul", std::move(out_shape), std::move(out), {a, b}, [R, N, K](const GradContext& g) {
             const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
@@ -60,22 +60,21 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
     out_shape.push_back(M);
     out_shape.push_back(N);
     const auto batches = static_cast<int64_t>(plan.a_batch.size());
-    std::vector<float> out(batches * M * N);
-    for (int64_t i = 0; i < batches; ++i)
-        kernels::gemm(false, false, M, N, K, a.data().data() + plan.a_batch[i] * M * K,
-                      b.data().data() + plan.b_batch[i] * K * N, out.data() + i * M * N, false);
-    return make_result("matmul", std::move(out_shape), std::move(out), {a, b}, [plan, M, N, K](const GradContext& g) {
-        const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
-        for (size_t i = 0; i < plan.a_batch.size(); ++i) {
-            const float* dc = g.dout.data() + i * M * N;
-            // a broadcast operand's matrix is reused by several batches; += sums their gradients
-            if (g.needs(0))
-                kernels::gemm(false, true, M, K, N, dc, w + plan.b_batch[i] * K * N,
-                              g.grad(0).data() + plan.a_batch[i] * M * K, true);
-            if (g.needs(1))
-                kernels::gemm(true, false, K, N, M, x + plan.a_batch[i] * M * K, dc,
-                              g.grad(1).data() + plan.b_batch[i] * K * N, true);
-        }
+    Buffer out(batches * M * N);
+    // (an empty index list is batch i itself: the result's batches, and dout's)
+    kernels::gemm_batched(false, false, M, N, K, batches, a.data().data(), plan.a_batch, b.data().data(), plan.b_batch,
+                          out.data(), {}, false);
+    return make_result("matmul", std::move(out_shape), std::move(out), {a, b},
+                       [plan, batches, M, N, K](const GradContext& g) {
+        const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dc = g.dout.data();
+        // dA_i += dC_i @ B_i^T;  dB_i += A_i^T @ dC_i. A broadcast operand's matrix is reused by several
+        // batches: gemm_batched sums their gradients into it in batch order.
+        if (g.needs(0))
+            kernels::gemm_batched(false, true, M, K, N, batches, dc, {}, w, plan.b_batch, g.grad(0).data(),
+                                  plan.a_batch, true);
+        if (g.needs(1))
+            kernels::gemm_batched(true, false, K, N, M, batches, x, plan.a_batch, dc, {}, g.grad(1).data(),
+                                  plan.b_batch, true);
     }, where);
 }
 

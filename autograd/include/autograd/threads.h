@@ -1,4 +1,4 @@
-// How many threads the kernels may use. Work is split by output rows or elements, each computed by one
+// How many threads the kernels may use. Work is split by output rows, matrices or elements, each computed by one
 // thread in the same order as on one thread, so results are identical for any thread count.
 #pragma once
 

@@ -1,0 +1,146 @@
+// The small-product gemm shared by every instruction set (private to autograd/src): no packing and no
+// cache blocking, for products whose operands sit in L1 anyway (attention per head and per batch, the
+// tutorial model's Linears), where gemm_blocked's fixed costs (packing, a 12x32 tile padded to N = 8)
+// are most of the time.
+//
+// For row-major C (M, N) = op(A) (M, K) @ op(B) (K, N), with V a SIMD vector of V::W floats:
+//
+//   for each tile of up to MR rows of C:
+//     for each block of up to NV vectors of columns of C (the last vector masked to N, so N = 8 or 65
+//     costs 8 or 65 columns, not a multiple of 32):
+//       for k0 in K by KC:                      (KC of the ISA's gemm_blocked kernel)
+//         acc[MR][NV] = 0;  for k = k0 .. k0+kb in order: acc[r][v] = fma(A(i, k), B(k, v), acc[r][v])
+//         C tile = acc (first block, not accumulating) or C tile = C tile + acc
+//
+// A is read in place: A(i, k) is a broadcast, from a row of A or, transposed, a column. B rows are
+// streamed, so a transposed B is first copied into g.work as row-major (K, N).
+//
+// Each element of C is therefore the same sequence of operations as in gemm_blocked with the same KC
+// (blocked sums "C = block 0; C += block 1 ...", k increasing inside a block, one FMA per k): the two
+// paths give identical bits, whichever the size threshold picks, for any row split or thread count.
+//
+// As gemm_blocked.h: included by one translation unit per instruction set, templates over a vector type
+// V each of them defines in an anonymous namespace (internal linkage, no cross-ISA substitution by the
+// linker), and nothing here calls into the standard library.
+//
+// V provides: reg, mask (a lane mask type), W, zero(), broadcast(const float*), mask_first(n) (the
+// first n <= W lanes), load(p) and load(p, mask), store(p, reg) and store(p, reg, mask), fma(a, b, acc)
+// = a * b + acc (as the blocked kernel computes it), add(a, b); kAccumulators, the registers a tile may
+// use for sums, kMaxVectors (<= 4), the widest column block, kMaxRows, the tallest tile, and
+// kFreeMasks, whether a masked load costs the same as a plain one.
+#pragma once
+
+#include <cstdint>
+
+#include "gemm_blocked.h"
+
+namespace autograd::kernels::detail {
+
+// One MR x (NV vectors) tile over kb values of k: A(r, k) at a[r * rs + k * cs], with (rs, cs) = (1, lda)
+// when kTransA and (lda, 1) otherwise; B row k at b + k * ldb. With kMaskLast the last vector is masked
+// by last.
+template <class V, bool kTransA, int64_t MR, int64_t NV, bool kMaskLast>
+void small_tile(int64_t kb, const float* __restrict a, int64_t lda, const float* __restrict b, int64_t ldb,
+                float* __restrict c, int64_t ldc, bool overwrite, typename V::mask last) {
+    const int64_t rs = kTransA ? 1 : lda, cs = kTransA ? lda : 1;
+    // (the unroll pragmas make every acc index a constant, so the sums stay in registers)
+    typename V::reg acc[MR][NV];
+#pragma GCC unroll 32
+    for (int64_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (int64_t v = 0; v < NV; ++v) acc[r][v] = V::zero();
+    for (int64_t k = 0; k < kb; ++k) {
+        typename V::reg bv[NV];
+#pragma GCC unroll 4
+        for (int64_t v = 0; v < NV; ++v)
+            bv[v] = kMaskLast && v == NV - 1 ? V::load(b + v * V::W, last) : V::load(b + v * V::W);
+#pragma GCC unroll 32
+        for (int64_t r = 0; r < MR; ++r) {
+            const typename V::reg av = V::broadcast(a + r * rs);
+#pragma GCC unroll 4
+            for (int64_t v = 0; v < NV; ++v) acc[r][v] = V::fma(av, bv[v], acc[r][v]);
+        }
+        a += cs;
+        b += ldb;
+    }
+#pragma GCC unroll 32
+    for (int64_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (int64_t v = 0; v < NV; ++v) {
+            float* cv = c + r * ldc + v * V::W;
+            if (kMaskLast && v == NV - 1)
+                V::store(cv, overwrite ? acc[r][v] : V::add(V::load(cv, last), acc[r][v]), last);
+            else V::store(cv, overwrite ? acc[r][v] : V::add(V::load(cv), acc[r][v]));
+        }
+}
+
+// The tile for mb <= MR rows: one instantiation per row count, so edge rows cost only themselves.
+template <class V, bool kTransA, int64_t MR, int64_t NV, bool kMaskLast>
+inline void small_tile_rows(int64_t mb, int64_t kb, const float* a, int64_t lda, const float* b, int64_t ldb,
+                            float* c, int64_t ldc, bool overwrite, typename V::mask last) {
+    if constexpr (MR > 1)
+        if (mb < MR)
+            return small_tile_rows<V, kTransA, MR - 1, NV, kMaskLast>(mb, kb, a, lda, b, ldb, c, ldc, overwrite, last);
+    small_tile<V, kTransA, MR, NV, kMaskLast>(kb, a, lda, b, ldb, c, ldc, overwrite, last);
+}
+
+// Rows of C as tiles of the most rows V::kAccumulators registers hold at this width (at most V::kMaxRows).
+template <class V, bool kTransA, int64_t NV, bool kMaskLast>
+void small_column_block(const GemmArgs& g, const float* b, int64_t ldb, int64_t j0, int64_t KC) {
+    constexpr int64_t MR = V::kAccumulators / NV < V::kMaxRows ? V::kAccumulators / NV : V::kMaxRows;
+    const int64_t nb = min_i64(NV * V::W, g.N - j0);
+    const typename V::mask last = V::mask_first(nb - (NV - 1) * V::W);
+    const int64_t lda = kTransA ? g.M : g.K;
+    for (int64_t i0 = 0; i0 < g.M; i0 += MR) {
+        const int64_t mb = min_i64(MR, g.M - i0);
+        for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
+            const float* a = kTransA ? g.A + k0 * g.M + i0 : g.A + i0 * g.K + k0;
+            const bool overwrite = k0 == 0 && !g.accumulate;
+            small_tile_rows<V, kTransA, MR, NV, kMaskLast>(mb, min_i64(KC, g.K - k0), a, lda, b + k0 * ldb + j0,
+                                                           ldb, g.C + i0 * g.N + j0, g.N, overwrite, last);
+        }
+    }
+}
+
+// A column block of NV vectors; a full last vector skips its mask where masks cost (vmaskmovps).
+template <class V, bool kTransA, int64_t NV>
+void small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t j0, int64_t KC) {
+    if constexpr (!V::kFreeMasks)
+        if (g.N - j0 >= NV * V::W) return small_column_block<V, kTransA, NV, false>(g, b, ldb, j0, KC);
+    small_column_block<V, kTransA, NV, true>(g, b, ldb, j0, KC);
+}
+
+template <class V, bool kTransA>
+void gemm_small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t KC) {
+    constexpr int64_t NV = V::kMaxVectors, block = NV * V::W;
+    static_assert(NV >= 1 && NV <= 4);
+    for (int64_t j0 = 0; j0 < g.N; j0 += block) {
+        const int64_t vectors = (min_i64(block, g.N - j0) + V::W - 1) / V::W;
+        switch (vectors) {  // the last block may be narrower
+        case 1: small_columns<V, kTransA, 1>(g, b, ldb, j0, KC); break;
+        case 2: if constexpr (NV >= 2) small_columns<V, kTransA, 2>(g, b, ldb, j0, KC); break;
+        case 3: if constexpr (NV >= 3) small_columns<V, kTransA, 3>(g, b, ldb, j0, KC); break;
+        default: if constexpr (NV >= 4) small_columns<V, kTransA, 4>(g, b, ldb, j0, KC); break;
+        }
+    }
+}
+
+// Floats of g.work gemm_small needs: room for a transposed B.
+inline int64_t small_workspace_floats(const GemmArgs& g) { return g.trans_b ? g.K * g.N : 0; }
+
+// C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1, on the calling thread; KC as the ISA's
+// gemm_blocked kernel, for identical results.
+template <class V>
+void gemm_small(const GemmArgs& g, int64_t KC) {
+    const float* b = g.B;
+    if (g.trans_b) {  // B stored (N, K): copy it to row-major (K, N), so rows stream as vectors
+        float* __restrict t = g.work;
+        for (int64_t j = 0; j < g.N; ++j)
+            for (int64_t k = 0; k < g.K; ++k) t[k * g.N + j] = g.B[j * g.K + k];
+        b = t;
+    }
+    if (g.trans_a) gemm_small_columns<V, true>(g, b, g.N, KC);
+    else gemm_small_columns<V, false>(g, b, g.N, KC);
+}
+
+}  // namespace autograd::kernels::detail
