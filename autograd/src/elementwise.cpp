@@ -1,6 +1,7 @@
 // Elementwise ops: binary with broadcasting, unary through one helper, dropout, and the operators.
 #include <cmath>
 
+#include "autograd/kernels.h"
 #include "autograd/tensor.h"
 #include "broadcast.h"
 #include "fast_math.h"
@@ -115,16 +116,34 @@ Tensor relu(const Tensor& x, SourceLocation where) {
                  [](float v, float) { return v > 0.0f ? 1.0f : 0.0f; }, where);
 }
 
+namespace {
+// gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x). fast_erf/fast_exp (fast_math.h): std::erf is a
+// scalar libm call that keeps the loop from vectorizing.
+constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
+
+TINYGPT_VECTOR_CLONES void gelu_forward(const float* x, float* y, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = 0.5f * x[i] * (1.0f + detail::fast_erf(x[i] * kInvSqrt2));
+}
+
+TINYGPT_VECTOR_CLONES void gelu_backward(const float* x, const float* dy, float* dx, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+        const float local = 0.5f * (1.0f + detail::fast_erf(x[i] * kInvSqrt2)) +
+                            x[i] * kInvSqrt2Pi * detail::fast_exp(-0.5f * x[i] * x[i]);
+        dx[i] += dy[i] * local;
+    }
+}
+}  // namespace
+
 Tensor gelu(const Tensor& x, SourceLocation where) {
-    // gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x)
-    constexpr float inv_sqrt2 = 0.70710678118654752f;
-    constexpr float inv_sqrt_2pi = 0.39894228040143268f;
-    // fast_erf/fast_exp (fast_math.h): std::erf is a scalar libm call that keeps the loop from vectorizing
-    using detail::fast_erf, detail::fast_exp;
-    return unary("gelu", x, [](float v) { return 0.5f * v * (1.0f + fast_erf(v * inv_sqrt2)); },
-                 [](float v, float) {
-                     return 0.5f * (1.0f + fast_erf(v * inv_sqrt2)) + v * inv_sqrt_2pi * fast_exp(-0.5f * v * v);
-                 }, where);
+    Buffer out(x.numel());
+    const float* in = x.data().data();
+    parallel_for(x.numel(), kMinElementsPerThread, [&](int64_t begin, int64_t end) { gelu_forward(in, out.data(), begin, end); });
+    return make_result("gelu", x.shape(), std::move(out), {x}, [](const GradContext& g) {
+        const float* xv = g.inputs[0].data().data();
+        float* gx = g.grad(0).data();
+        parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread,
+                     [&](int64_t begin, int64_t end) { gelu_backward(xv, g.dout.data(), gx, begin, end); });
+    }, where);
 }
 
 // --- dropout ---------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ RowStats row_stats(const float* src, int64_t n, At at) {
 
 // One contiguous row of n values: y = softmax(factor * x), each exp computed once, straight into y.
 // Returns the row's stats (for a log-sum-exp); a row that is all -inf gives zeros.
-RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
+TINYGPT_VECTOR_CLONES RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
     RowStats r;
     for (int64_t k = 0; k < n; ++k) r.max = std::max(r.max, factor * x[k]);
     if (r.max == kNegInf) {
@@ -221,11 +221,11 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
                 std::fill(ds + visible, ds + T, 0.0f);
             }
         });
-        const float *qv = g.inputs[0].data().data(), *kv = g.inputs[1].data().data();
+        const float *q_in = g.inputs[0].data().data(), *k_in = g.inputs[1].data().data();
         for (int64_t b = 0; b < B; ++b) {
             const float* ds = dscores.data() + b * T * T;
-            if (g.needs(0)) kernels::gemm(false, false, T, H, T, ds, kv + b * T * H, g.grad(0).data() + b * T * H, true);
-            if (g.needs(1)) kernels::gemm(true, false, T, H, T, ds, qv + b * T * H, g.grad(1).data() + b * T * H, true);
+            if (g.needs(0)) kernels::gemm(false, false, T, H, T, ds, k_in + b * T * H, g.grad(0).data() + b * T * H, true);
+            if (g.needs(1)) kernels::gemm(true, false, T, H, T, ds, q_in + b * T * H, g.grad(1).data() + b * T * H, true);
         }
     }, where);
 }

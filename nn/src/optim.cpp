@@ -1,5 +1,7 @@
 #include "nn/optim.h"
 
+#include <autograd/kernels.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -12,6 +14,20 @@ using autograd::check;
 using autograd::shape_str;
 
 namespace {
+// One AdamW update of elements [begin, end) (PyTorch's order of operations), compiled per instruction set.
+struct AdamWStep {
+    float decay, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, bias_correction2_sqrt, eps;
+};
+TINYGPT_VECTOR_CLONES void adamw_update(float* __restrict p, const float* __restrict g, float* __restrict m,
+                                        float* __restrict v, int64_t begin, int64_t end, AdamWStep s) {
+    for (int64_t k = begin; k < end; ++k) {
+        p[k] *= s.decay;
+        m[k] = s.beta1 * m[k] + s.one_minus_beta1 * g[k];
+        v[k] = s.beta2 * v[k] + s.one_minus_beta2 * g[k] * g[k];
+        p[k] -= s.step_size * m[k] / (std::sqrt(v[k]) / s.bias_correction2_sqrt + s.eps);
+    }
+}
+
 
 // Options must be finite and inside [low, high) (or [low, inf) when high is infinite); `inclusive_low`
 // false makes it (low, ...).
@@ -200,18 +216,14 @@ void AdamW::update(size_t i, std::span<float> p, std::span<const float> g, int64
     const float decay = static_cast<float>(1.0 - static_cast<double>(lr()) * static_cast<double>(o.weight_decay));
     const bool decayed = decays(i) && o.weight_decay != 0.0f;
     const float one_minus_beta1 = 1.0f - o.beta1, one_minus_beta2 = 1.0f - o.beta2;
-    float* __restrict pw = p.data();
-    const float* __restrict gr = g.data();
-    float* __restrict m = buffer(m_, i).data();
-    float* __restrict v = buffer(v_, i).data();
     const float beta1 = o.beta1, beta2 = o.beta2, eps = o.eps;
+    float* const pw = p.data();
+    const float* const gr = g.data();
+    float* const m = buffer(m_, i).data();
+    float* const v = buffer(v_, i).data();
     autograd::parallel_for(static_cast<int64_t>(p.size()), autograd::kMinElementsPerThread, [&](int64_t begin, int64_t end) {
-        for (int64_t k = begin; k < end; ++k) {
-            if (decayed) pw[k] *= decay;
-            m[k] = beta1 * m[k] + one_minus_beta1 * gr[k];
-            v[k] = beta2 * v[k] + one_minus_beta2 * gr[k] * gr[k];
-            pw[k] -= step_size * m[k] / (std::sqrt(v[k]) / bias_correction2_sqrt + eps);
-        }
+        adamw_update(pw, gr, m, v, begin, end, {decayed ? decay : 1.0f, beta1, beta2, one_minus_beta1, one_minus_beta2,
+                                               step_size, bias_correction2_sqrt, eps});
     });
 }
 

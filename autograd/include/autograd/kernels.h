@@ -7,6 +7,15 @@
 #include <string_view>
 #include <vector>
 
+// Put on a function holding a hot elementwise or row loop: gcc/clang compile it once per instruction set
+// (AVX-512, AVX2, baseline) and pick one when the program loads, so the loop is vectorized as wide as
+// the CPU allows while the binary still runs on any x86-64 (the baseline alone means SSE2).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TINYGPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TINYGPT_VECTOR_CLONES
+#endif
+
 namespace autograd::kernels {
 
 // C (M, N) = op(A) @ op(B), or C += ... when accumulate. All row-major and contiguous:
