@@ -4,9 +4,49 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/kernels.h"
 #include "autograd/tensor.h"
 
 namespace autograd {
+
+namespace {
+// Rows [begin, end) of x (rows, C): y = (x - mean) * rstd * gain + bias, keeping mean and rstd per row.
+TINYGPT_VECTOR_CLONES void normalize_rows(const float* x, const float* gain, const float* bias, int64_t C, float eps,
+                                          int64_t begin, int64_t end, float* y, float* mean, float* rstd) {
+    for (int64_t r = begin; r < end; ++r) {
+        const float* row = x + r * C;
+        double total = 0.0;
+        for (int64_t c = 0; c < C; ++c) total += row[c];
+        const auto m = static_cast<float>(total / static_cast<double>(C));
+        double squares = 0.0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
+        for (int64_t c = 0; c < C; ++c) squares += double(row[c] - m) * (row[c] - m);
+        const auto s = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
+        mean[r] = m;
+        rstd[r] = s;
+        for (int64_t c = 0; c < C; ++c) y[r * C + c] = (row[c] - m) * s * gain[c] + bias[c];
+    }
+}
+
+// Rows [begin, end) of dx: with xhat = (x - mean) * rstd and dxhat = dy * gain,
+// dx += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+TINYGPT_VECTOR_CLONES void input_gradient_rows(const float* x, const float* dy, const float* gain, const float* mean,
+                                               const float* rstd, int64_t C, int64_t begin, int64_t end, float* dx) {
+    for (int64_t r = begin; r < end; ++r) {
+        const float *row = x + r * C, *dyr = dy + r * C;
+        const float m = mean[r], s = rstd[r];
+        double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+        for (int64_t c = 0; c < C; ++c) {
+            const float dxhat = dyr[c] * gain[c];
+            sum_dxhat += dxhat;
+            sum_dxhat_xhat += double(dxhat) * ((row[c] - m) * s);
+        }
+        const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
+        const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
+        for (int64_t c = 0; c < C; ++c)
+            dx[r * C + c] += s * (dyr[c] * gain[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
+    }
+}
+}  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps, SourceLocation where) {
     check(x.dim() >= 1 && x.size(-1) > 0, "layer_norm: input needs a non-empty last dim, got shape {}",
@@ -22,24 +62,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     Buffer out(x.numel());                        // (..., C)
     std::vector<float> mean(rows), rstd(rows);    // (rows): what the backward needs besides x
     parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / C), [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const float* row = src + r * C;
-            double total = 0.0;
-            for (int64_t c = 0; c < C; ++c) total += row[c];
-            const auto m = static_cast<float>(total / static_cast<double>(C));
-            double squares = 0.0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
-            for (int64_t c = 0; c < C; ++c) squares += double(row[c] - m) * (row[c] - m);
-            const auto s = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
-            mean[r] = m;
-            rstd[r] = s;
-            float* y = out.data() + r * C;
-            for (int64_t c = 0; c < C; ++c) y[c] = (row[c] - m) * s * w[c] + b[c];
-        }
+        normalize_rows(src, w, b, C, eps, begin, end, out.data(), mean.data(), rstd.data());
     });
     return make_result("layer_norm", x.shape(), std::move(out), {x, gain, bias},
                        [C, rows, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& g) {
-        // With xhat = (x - mean) * rstd and dxhat = dy * gain, per row:
-        //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat));  dgain = sum dy * xhat;  dbias = sum dy
+        // dgain = sum over rows of dy * xhat;  dbias = sum of dy;  dx: input_gradient_rows
         const float *xs = g.inputs[0].data().data(), *gain_v = g.inputs[1].data().data();
         const std::span<float> gx = g.needs(0) ? g.grad(0) : std::span<float>();
         const std::span<float> gw = g.needs(1) ? g.grad(1) : std::span<float>();
@@ -55,21 +82,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
         }
         if (gx.empty()) return;
         parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / C), [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r) {
-                const float *row = xs + r * C, *dy = g.dout.data() + r * C;
-                const float m = mean[r], s = rstd[r];
-                double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
-                for (int64_t c = 0; c < C; ++c) {
-                    const float dxhat = dy[c] * gain_v[c];
-                    sum_dxhat += dxhat;
-                    sum_dxhat_xhat += double(dxhat) * ((row[c] - m) * s);
-                }
-                const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
-                const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
-                float* dx = gx.data() + r * C;
-                for (int64_t c = 0; c < C; ++c)
-                    dx[c] += s * (dy[c] * gain_v[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
-            }
+            input_gradient_rows(xs, g.dout.data(), gain_v, mean.data(), rstd.data(), C, begin, end, gx.data());
         });
     }, where);
 }
