@@ -53,7 +53,10 @@ struct Broadcast {
         if (n == 0 || out.empty()) return;
         const size_t rank = out.size();
         const int64_t inner = out[rank - 1], sa = a_stride[rank - 1], sb = b_stride[rank - 1];
-        std::vector<int64_t> index(rank, 0);
+        // the odometer: on the stack for the usual ranks (no allocation per walk)
+        int64_t small_index[8] = {};
+        std::vector<int64_t> large_index(rank > 8 ? rank : 0, 0);
+        int64_t* const index = rank > 8 ? large_index.data() : small_index;
         int64_t ia = 0, ib = 0;
         for (int64_t i = 0; i < n; i += inner) {
             for (int64_t k = 0; k < inner; ++k) f(i + k, ia + k * sa, ib + k * sb);
