@@ -275,7 +275,7 @@ Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
                                                    [](const Tensor& t) { return t.requires_grad(); });
     if (track) {
         impl->requires_grad = true;
-        impl->grad_fn = detail::make_pooled<Node>(Node{op, std::move(inputs), std::move(backward), where});
+        impl->grad_fn = detail::make_pooled<Node>(op, std::move(inputs), std::move(backward), where);
     }
     return Tensor(std::move(impl));
 }
