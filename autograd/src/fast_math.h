@@ -73,4 +73,38 @@ inline float fast_erf(float x) {
     return static_cast<float>(xc * p / q);
 }
 
+// Reductions over a row, written as independent lanes combined in a fixed order at the end. A single
+// running sum or max is a chain of dependent adds (4 cycles each) that gcc may not reorder, so it stays
+// scalar; lanes vectorize, and their fixed order keeps the result the same on every run and thread count.
+// `value(k)` gives element k.
+template <typename Value>
+inline double sum_in_double(int64_t n, Value value) {
+    constexpr int64_t kLanes = 8;
+    double lanes[kLanes] = {};
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(value(k + j));
+    double total = 0.0;
+    for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
+    for (; k < n; ++k) total += static_cast<double>(value(k));
+    return total;
+}
+
+template <typename Value>
+inline float max_of(int64_t n, Value value) {
+    constexpr int64_t kLanes = 16;
+    float lanes[kLanes];
+    for (float& lane : lanes) lane = -std::numeric_limits<float>::infinity();
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) {
+            const float v = value(k + j);
+            lanes[j] = lanes[j] < v ? v : lanes[j];
+        }
+    float best = -std::numeric_limits<float>::infinity();
+    for (float lane : lanes) best = best < lane ? lane : best;
+    for (; k < n; ++k) best = best < value(k) ? value(k) : best;
+    return best;
+}
+
 }  // namespace autograd::detail

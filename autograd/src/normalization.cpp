@@ -6,8 +6,11 @@
 
 #include "autograd/kernels.h"
 #include "autograd/tensor.h"
+#include "fast_math.h"
 
 namespace autograd {
+
+using detail::sum_in_double;
 
 namespace {
 // Rows [begin, end) of x (rows, C): y = (x - mean) * rstd * gain + bias, keeping mean and rstd per row.
@@ -15,11 +18,9 @@ TINYGPT_VECTOR_CLONES void normalize_rows(const float* x, const float* gain, con
                                           int64_t begin, int64_t end, float* y, float* mean, float* rstd) {
     for (int64_t r = begin; r < end; ++r) {
         const float* row = x + r * C;
-        double total = 0.0;
-        for (int64_t c = 0; c < C; ++c) total += row[c];
-        const auto m = static_cast<float>(total / static_cast<double>(C));
-        double squares = 0.0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
-        for (int64_t c = 0; c < C; ++c) squares += double(row[c] - m) * (row[c] - m);
+        const auto m = static_cast<float>(sum_in_double(C, [&](int64_t c) { return row[c]; }) / static_cast<double>(C));
+        // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
+        const double squares = sum_in_double(C, [&](int64_t c) { return double(row[c] - m) * (row[c] - m); });
         const auto s = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
         mean[r] = m;
         rstd[r] = s;
@@ -34,12 +35,9 @@ TINYGPT_VECTOR_CLONES void input_gradient_rows(const float* x, const float* dy, 
     for (int64_t r = begin; r < end; ++r) {
         const float *row = x + r * C, *dyr = dy + r * C;
         const float m = mean[r], s = rstd[r];
-        double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
-        for (int64_t c = 0; c < C; ++c) {
-            const float dxhat = dyr[c] * gain[c];
-            sum_dxhat += dxhat;
-            sum_dxhat_xhat += double(dxhat) * ((row[c] - m) * s);
-        }
+        const double sum_dxhat = sum_in_double(C, [&](int64_t c) { return dyr[c] * gain[c]; });
+        const double sum_dxhat_xhat =
+            sum_in_double(C, [&](int64_t c) { return double(dyr[c] * gain[c]) * ((row[c] - m) * s); });
         const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
         const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
         for (int64_t c = 0; c < C; ++c)

@@ -14,6 +14,8 @@ namespace autograd {
 using detail::Axis;
 using detail::axis_of;
 using detail::fast_exp;
+using detail::max_of;
+using detail::sum_in_double;
 
 namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -47,13 +49,13 @@ RowStats row_stats(const float* src, int64_t n, At at) {
 // Returns the row's stats (for a log-sum-exp); a row that is all -inf gives zeros.
 TINYGPT_VECTOR_CLONES RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
     RowStats r;
-    for (int64_t k = 0; k < n; ++k) r.max = std::max(r.max, factor * x[k]);
+    r.max = max_of(n, [&](int64_t k) { return factor * x[k]; });
     if (r.max == kNegInf) {
         std::fill_n(y, n, 0.0f);
         return r;
     }
     for (int64_t k = 0; k < n; ++k) y[k] = fast_exp(factor * x[k] - r.max);
-    for (int64_t k = 0; k < n; ++k) r.sum_exp += y[k];  // double: a float sum does not vectorize either
+    r.sum_exp = sum_in_double(n, [&](int64_t k) { return y[k]; });
     const auto inv = static_cast<float>(1.0 / r.sum_exp);
     for (int64_t k = 0; k < n; ++k) y[k] *= inv;
     return r;
@@ -179,9 +181,7 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
                 const int64_t visible = r % T + 1;
                 const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
                 float* dx = gx.data() + r * T;
-                double dot = 0.0;
-                for (int64_t k = 0; k < visible; ++k) dot += double(dy[k]) * y[k];
-                const auto d = static_cast<float>(dot);
+                const auto d = static_cast<float>(sum_in_double(visible, [&](int64_t k) { return double(dy[k]) * y[k]; }));
                 for (int64_t k = 0; k < visible; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
             }
         });
@@ -214,9 +214,7 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
                 const int64_t visible = r % T + 1;
                 const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
                 float* ds = dscores.data() + r * T;
-                double dot = 0.0;
-                for (int64_t j = 0; j < visible; ++j) dot += double(dy[j]) * y[j];
-                const auto d = static_cast<float>(dot);
+                const auto d = static_cast<float>(sum_in_double(visible, [&](int64_t j) { return double(dy[j]) * y[j]; }));
                 for (int64_t j = 0; j < visible; ++j) ds[j] = factor * (y[j] * (dy[j] - d));
                 std::fill(ds + visible, ds + T, 0.0f);
             }
