@@ -305,11 +305,11 @@ TEST_CASE("gemm_batched matches a loop of gemm, bit for bit, for 1, 2 and 3 thre
     for (int64_t i = 0; i < 80; ++i) repeat3.push_back(i % 3), every.push_back(79 - i);
     const Batched cases[] = {
         {8, 8, 32, 32, {}, {}, {}},          // attention per batch: too little work to split
-        {16, 16, 16, 80, {}, {}, every},     // enough to split, every output its own
-        {16, 17, 15, 80, repeat3, {}, {}},   // a broadcast A
-        {16, 16, 16, 80, {}, {}, repeat3},   // gradients of a broadcast operand: outputs shared
-        {5, 33, 9, 80, {}, repeat3, repeat3},
-        {80, 70, 60, 3, {}, {}, {}},         // few large products: each split by rows instead
+        {32, 32, 32, 80, {}, {}, every},     // enough to split (2^21 multiply-adds), every output its own
+        {32, 33, 31, 80, repeat3, {}, {}},   // a broadcast A
+        {32, 32, 32, 80, {}, {}, repeat3},   // gradients of a broadcast operand: outputs shared
+        {9, 65, 47, 80, {}, repeat3, repeat3},
+        {160, 140, 120, 3, {}, {}, {}},      // few large products: each split by rows instead
     };
     Generator gen(28);
     const int saved = num_threads();

@@ -146,16 +146,20 @@ Isa gemm_isa() {
 
 namespace {
 
-// A gemm is worth splitting across threads from about this many multiply-adds (the parallel region's
-// fork and join cost microseconds).
-constexpr int64_t kThreadWork = int64_t(1) << 18;
+// A gemm is worth splitting across threads from about this many multiply-adds: the parallel region's
+// fork and join cost microseconds, a 2^21 product about 10 us on one core (bench_train_step on 2 threads:
+// 2^18 made the tutorial model's step 35% slower than on one thread, 2^21 as fast; the small model 13%
+// faster; the baby GPT the same).
+constexpr int64_t kThreadWork = int64_t(1) << 21;
+// Below this many multiply-adds the unpacked small path is the faster one.
+constexpr int64_t kSmallWork = int64_t(1) << 18;
 
 // Where the small path is faster, measured on the three bench/train_step.h models' gemms (AVX-512 and
-// AVX2, one thread): every product below the threading size (attention per head and batch: 1.2-4x the
+// AVX2, one thread): every product below kSmallWork (attention per head and batch: 1.2-4x the
 // blocked path), and on one thread the weight gradients A^T @ dC of a narrow layer (M <= 64 rows, up to
 // 128 columns, any K: 1.1-1.5x). Both paths give the same bits, so the choice never changes a result.
 bool small_is_faster(const detail::GemmArgs& g) {
-    if (g.M * g.N * g.K < kThreadWork) return true;
+    if (g.M * g.N * g.K < kSmallWork) return true;
     return g.threads == 1 && g.trans_a && !g.trans_b && g.M <= 64 && g.N <= 128;
 }
 
