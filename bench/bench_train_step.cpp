@@ -12,6 +12,8 @@
 //   step_gflop, step_tokens  the work of one step (compare.sh divides them by median_ms)
 //   loss              the loss of the first step of that run (the same fixed batch and seed every time)
 //
+// The model restarts from the seed's weights every kStepsPerRun steps (untimed; train_step.h says why).
+//
 // Before timing, main() runs a few steps of each configuration and exits non-zero unless the loss is
 // finite and falls on the fixed batch: a broken step is not worth timing. --check_only stops there.
 //
@@ -50,6 +52,13 @@ void BM_train_step(benchmark::State& state, const bench::StepConfig* config) {
     std::vector<double> seconds;
     double first_loss = 0;
     for (auto _ : state) {
+        if (!seconds.empty() && seconds.size() % bench::kStepsPerRun == 0) {  // back to the seed's weights
+            state.PauseTiming();
+            bench::TrainStep again(*config);
+            step.model.swap(again.model);
+            step.optimizer.swap(again.optimizer);
+            state.ResumeTiming();
+        }
         const auto start = std::chrono::steady_clock::now();
         const double loss = step.step();
         seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -27,6 +28,10 @@ struct StepConfig {
 };
 
 inline constexpr int64_t kVocab = 65;
+// Timed steps from one start before the weights are reset (both sides). Thousands of steps on one fixed
+// batch memorize it: the gradients shrink into subnormal floats, which x86 computes up to ~5x slower,
+// a regime no real training run (a new batch every step) is in.
+inline constexpr size_t kStepsPerRun = 50;
 inline constexpr uint64_t kSeed = 1337;
 
 inline const std::array<StepConfig, 3>& step_configs() {
