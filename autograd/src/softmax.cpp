@@ -48,17 +48,18 @@ RowStats row_stats(const float* src, int64_t n, At at) {
 // One contiguous row of n values: y = softmax(factor * x), each exp computed once, straight into y.
 // Returns the row's stats (for a log-sum-exp); a row that is all -inf gives zeros.
 TINYGPT_VECTOR_CLONES RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
-    RowStats r;
-    r.max = max_of(n, [&](int64_t k) { return factor * x[k]; });
-    if (r.max == kNegInf) {
+    // (RowStats is built whole at each return: clang 16 leaves its default constructor undefined in
+    // target_clones copies)
+    const float max = max_of(n, [&](int64_t k) { return factor * x[k]; });
+    if (max == kNegInf) {
         std::fill_n(y, n, 0.0f);
-        return r;
+        return RowStats{max, 0.0};
     }
-    for (int64_t k = 0; k < n; ++k) y[k] = fast_exp(factor * x[k] - r.max);
-    r.sum_exp = sum_in_double(n, [&](int64_t k) { return y[k]; });
-    const auto inv = static_cast<float>(1.0 / r.sum_exp);
+    for (int64_t k = 0; k < n; ++k) y[k] = fast_exp(factor * x[k] - max);
+    const double sum_exp = sum_in_double(n, [&](int64_t k) { return y[k]; });
+    const auto inv = static_cast<float>(1.0 / sum_exp);
     for (int64_t k = 0; k < n; ++k) y[k] *= inv;
-    return r;
+    return RowStats{max, sum_exp};
 }
 }  // namespace
 
