@@ -13,7 +13,7 @@ namespace autograd::detail {
 
 struct Broadcast {
     Shape out;
-    std::vector<int64_t> a_stride, b_stride;  // per result dim; 0 where that input is stretched
+    std::vector<int64_t> a_stride, b_stride;  // general kind only: per result dim, 0 where stretched
     enum class Kind { same, b_scalar, a_scalar, general } kind = Kind::general;
 
     // The walk of for_each for an f that writes only at one place per element: the result (i) or an
