@@ -20,7 +20,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceL
     Buffer out(static_cast<size_t>(R * N));  // (R, N)
     kernels::gemm(false, false, R, N, K, x.data().data(), weight.data().data(), out.data(), false);
     const float* b = bias.data().data();
-    parallel_for(R, std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(N, 1)), [&](int64_t begin, int64_t end) {
+    parallel_for(R, rows_per_thread(N), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
             for (int64_t n = 0; n < N; ++n) out[r * N + n] += b[n];
     });

@@ -59,7 +59,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     const float *src = x.data().data(), *w = gain.data().data(), *b = bias.data().data();
     Buffer out(x.numel());                        // (..., C)
     std::vector<float> mean(rows), rstd(rows);    // (rows): what the backward needs besides x
-    parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / C), [&](int64_t begin, int64_t end) {
+    parallel_for(rows, rows_per_thread(C), [&](int64_t begin, int64_t end) {
         normalize_rows(src, w, b, C, eps, begin, end, out.data(), mean.data(), rstd.data());
     });
     return make_result("layer_norm", x.shape(), std::move(out), {x, gain, bias},
@@ -79,7 +79,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
                 for (int64_t c = 0; c < C; ++c) gb[c] += dy[c];
         }
         if (gx.empty()) return;
-        parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / C), [&](int64_t begin, int64_t end) {
+        parallel_for(rows, rows_per_thread(C), [&](int64_t begin, int64_t end) {
             input_gradient_rows(xs, g.dout.data(), gain_v, mean.data(), rstd.data(), C, begin, end, gx.data());
         });
     }, where);

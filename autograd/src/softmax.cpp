@@ -20,9 +20,6 @@ using detail::sum_in_double;
 namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Rows of n values worth a thread of their own (parallel_for's grain).
-int64_t rows_per_thread(int64_t n) { return std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(n, 1)); }
-
 // Visits each row along the axis as (index of element k) -> flat offset.
 template <typename F>
 void for_each_row(const Axis& ax, F&& f) {

@@ -17,6 +17,10 @@ int num_threads();
 // Grain for plain elementwise loops: below this many elements per thread, waking one costs more than it
 // saves (measured with bench_train_step on 2 threads).
 inline constexpr int64_t kMinElementsPerThread = 16384;
+// The grain for a loop over rows of `row_length` elements each: at least one row.
+inline int64_t rows_per_thread(int64_t row_length) {
+    return row_length >= kMinElementsPerThread ? 1 : kMinElementsPerThread / (row_length > 0 ? row_length : 1);
+}
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
 
 }  // namespace autograd
