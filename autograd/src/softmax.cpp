@@ -35,11 +35,9 @@ struct RowStats {
 };
 template <typename At>
 RowStats row_stats(const float* src, int64_t n, At at) {
-    RowStats r;
-    for (int64_t k = 0; k < n; ++k) r.max = std::max(r.max, src[at(k)]);
-    if (r.max == kNegInf) return r;
-    for (int64_t k = 0; k < n; ++k) r.sum_exp += fast_exp(src[at(k)] - r.max);
-    return r;
+    const float max = max_of(n, [&](int64_t k) { return src[at(k)]; });
+    if (max == kNegInf) return RowStats{max, 0.0};
+    return RowStats{max, sum_in_double(n, [&](int64_t k) { return fast_exp(src[at(k)] - max); })};
 }
 
 // One contiguous row of n values: y = softmax(factor * x), each exp computed once, straight into y.
@@ -78,9 +76,9 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
         // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
         auto gx = g.grad(0);
         for_each_row(ax, [&](auto at) {
-            double dot = 0.0;
-            for (int64_t k = 0; k < ax.n; ++k) dot += double(g.dout[at(k)]) * g.out[at(k)];
-            for (int64_t k = 0; k < ax.n; ++k) gx[at(k)] += g.out[at(k)] * (g.dout[at(k)] - static_cast<float>(dot));
+            const auto dot = static_cast<float>(
+                sum_in_double(ax.n, [&](int64_t k) { return double(g.dout[at(k)]) * g.out[at(k)]; }));
+            for (int64_t k = 0; k < ax.n; ++k) gx[at(k)] += g.out[at(k)] * (g.dout[at(k)] - dot);
         });
     }, where);
 }
@@ -104,8 +102,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where) {
             bool all_masked = true;
             for (int64_t k = 0; k < ax.n; ++k) all_masked = all_masked && g.out[at(k)] == kNegInf;
             if (all_masked) return;
-            double total = 0.0;
-            for (int64_t k = 0; k < ax.n; ++k) total += g.dout[at(k)];
+            const double total = sum_in_double(ax.n, [&](int64_t k) { return g.dout[at(k)]; });
             for (int64_t k = 0; k < ax.n; ++k)
                 gx[at(k)] += g.dout[at(k)] - fast_exp(g.out[at(k)]) * static_cast<float>(total);
         });
