@@ -168,6 +168,37 @@ TEST_CASE("Parameters without a gradient are untouched and keep their own step c
     CHECK(opt.steps() == 4);
 }
 
+TEST_CASE("Update ratios are recorded only when asked, as ||change|| / ||parameter||", "[optim]") {
+    Generator gen(16);
+    Pair m(gen);
+    nn::AdamW opt(m, {.lr = 0.01f});
+    random_loss(m.used, gen).backward();
+    opt.step();
+    CHECK(opt.last_update_ratios().empty());  // off by default: it costs a copy of every weight
+
+    opt.record_update_ratios(true);
+    opt.zero_grad();
+    random_loss(m.used, gen).backward();
+    const std::vector<double> before = as_double(m.used.weight);
+    opt.step();
+    const std::vector<double> after = as_double(m.used.weight);
+    double change2 = 0, param2 = 0;
+    for (size_t k = 0; k < after.size(); ++k) {
+        change2 += (after[k] - before[k]) * (after[k] - before[k]);
+        param2 += after[k] * after[k];
+    }
+    // only the parameters with a gradient are listed
+    REQUIRE(opt.last_update_ratios().size() == 2);
+    CHECK(opt.last_update_ratios()[0].first == "used.weight");
+    CHECK(opt.last_update_ratios()[0].second == Approx(std::sqrt(change2 / param2)).epsilon(1e-6));
+    CHECK(opt.last_update_ratios()[1].first == "used.bias");
+
+    opt.record_update_ratios(false);
+    random_loss(m.used, gen).backward();
+    opt.step();
+    CHECK(opt.last_update_ratios().empty());  // a step without recording leaves no stale ratios
+}
+
 TEST_CASE("AdamW brings a quadratic loss to its minimum", "[optim]") {
     struct Quadratic : nn::Module {
         Tensor x;

@@ -32,6 +32,7 @@ TEST_CASE("gradient report: gradient norm, update ratio and head statistics by h
     probe.head.forward(tensor({0, 0, 1, 1}, {1, 2, 2}));
 
     nn::SGD sgd(probe, {.lr = 0.1f});
+    sgd.record_update_ratios(true);
     sgd.step();
     const nn::GradientReport report = nn::gradient_report(probe, &sgd, 7);
     REQUIRE(report.step == 7);

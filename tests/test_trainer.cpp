@@ -175,6 +175,30 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
     }
 }
 
+TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[trainer]") {
+    const std::string text = copy_text(200, 7);
+    nn::Trainer trainer = make_trainer({.model = {.kind = "multihead", .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
+                                        .batch = 2, .lr = 1e-2f},
+                                       text);
+    trainer.step();  // a step without a report (the optimizer records no ratios for it)
+    const nn::NamedTensors before = snapshot(trainer.model());
+    nn::GradientReport report;
+    trainer.step(&report);
+    const auto after = trainer.model().named_parameters();
+    REQUIRE(report.parameters.size() == after.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+        INFO(after[i].first);
+        double change2 = 0, param2 = 0;
+        for (int64_t k = 0; k < after[i].second.numel(); ++k) {
+            const double now = after[i].second.data()[k], was = before[i].second.data()[k];
+            change2 += (now - was) * (now - was);
+            param2 += now * now;
+        }
+        CHECK(report.parameters[i].name == after[i].first);
+        CHECK(report.parameters[i].update_ratio == Approx(std::sqrt(change2 / param2)).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit", "[trainer]") {
     TempDir dir("bits");
     const std::string text = copy_text(200, 5);

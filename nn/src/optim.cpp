@@ -28,6 +28,19 @@ TINYGPT_VECTOR_CLONES void adamw_update(float* __restrict p, const float* __rest
     }
 }
 
+// Sum of g[k]^2 over [begin, end) in double, in 8 lanes added in a fixed order at the end: one running
+// sum would be a chain of dependent adds that stays scalar.
+TINYGPT_VECTOR_CLONES double sum_of_squares(const float* g, int64_t begin, int64_t end) {
+    constexpr int64_t kLanes = 8;
+    double lanes[kLanes] = {};
+    int64_t k = begin;
+    for (; k + kLanes <= end; k += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(g[k + j]) * static_cast<double>(g[k + j]);
+    double total = 0.0;
+    for (const double lane : lanes) total += lane;
+    for (; k < end; ++k) total += static_cast<double>(g[k]) * static_cast<double>(g[k]);
+    return total;
+}
 
 // Options must be finite and inside [low, high) (or [low, inf) when high is infinite); `inclusive_low`
 // false makes it (low, ...).
@@ -77,9 +90,10 @@ void Optimizer::step() {
         const Tensor g = params_[i].grad();
         if (!g.defined()) continue;
         const auto p = params_[i].data();
-        before.assign(p.begin(), p.end());
+        if (record_update_ratios_) before.assign(p.begin(), p.end());
         update(i, p, g.data(), counts_[i]);
         ++counts_[i];
+        if (!record_update_ratios_) continue;
         // ||update|| / ||parameter||: about 1e-3 is healthy; far above, the step is too big for the weights
         double update2 = 0.0, param2 = 0.0;
         for (size_t k = 0; k < p.size(); ++k) {
@@ -239,11 +253,9 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
     double sum_squares = 0.0;
     for (const std::span<float> g : grads) {
         const int64_t n = static_cast<int64_t>(g.size()), chunks = (n + kChunk - 1) / kChunk;
-        std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
+        std::vector<double> partial(static_cast<size_t>(chunks));
         autograd::parallel_for(chunks, autograd::kMinElementsPerThread / kChunk, [&](int64_t begin, int64_t end) {
-            for (int64_t c = begin; c < end; ++c)
-                for (int64_t k = c * kChunk; k < std::min(n, (c + 1) * kChunk); ++k)
-                    partial[c] += static_cast<double>(g[k]) * static_cast<double>(g[k]);
+            for (int64_t c = begin; c < end; ++c) partial[c] = sum_of_squares(g.data(), c * kChunk, std::min(n, (c + 1) * kChunk));
         });
         for (const double s : partial) sum_squares += s;
     }

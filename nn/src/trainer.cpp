@@ -225,6 +225,7 @@ StepStats Trainer::step(GradientReport* report) {
         throw std::runtime_error(fmt::format("train: at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
                                              "stopped before updating the parameters",
                                              step_count() + 1, loss.item(), norm, lr));
+    optimizer_->record_update_ratios(report != nullptr);
     optimizer_->step();
     if (report) report->add_update_ratios(*optimizer_);
     return {step_count(), loss.item(), lr, norm, B * T};

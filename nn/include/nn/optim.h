@@ -46,8 +46,11 @@ public:
     void set_lr(float lr);  // throws std::invalid_argument unless finite and >= 0
     int64_t steps() const { return steps_; }  // number of step() calls (or the value load_state set)
     // For each parameter the last step() updated: ||change|| / ||parameter after the step||
-    // (infinity for an all-zero parameter). Empty before the first step.
+    // (infinity for an all-zero parameter). Recorded only by a step() taken while
+    // record_update_ratios(true) is set (off by default: it costs a copy of every weight per step);
+    // otherwise empty.
     const std::vector<std::pair<std::string, double>>& last_update_ratios() const { return last_update_ratios_; }
+    void record_update_ratios(bool on) { record_update_ratios_ = on; }
 
     // --- checkpoints ---------------------------------------------------------------------------
     // Copies of the optimizer's buffers, named "<kind>.<buffer>.<parameter>", e.g.
@@ -86,6 +89,7 @@ private:
     std::vector<int64_t> counts_;  // updates each parameter has received
     std::vector<Buffer> buffers_;
     std::vector<std::pair<std::string, double>> last_update_ratios_;
+    bool record_update_ratios_ = false;
     std::string kind_, prefix_;
     float lr_;
     int64_t steps_ = 0;
