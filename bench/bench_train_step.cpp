@@ -18,9 +18,11 @@
 // finite and falls on the fixed batch: a broken step is not worth timing. --check_only stops there.
 //
 // scaling/baby/B:../T:../C:.. times the baby GPT's step with batch, window or width changed (one thread).
+// head/<composed|fused>/H:../T:.. times one attention head's forward and backward (BM_head).
 //
 //     build/bench/bench_train_step --benchmark_filter=train_step     # the six, about 20 s
 //     build/bench/bench_train_step --benchmark_filter=scaling        # the scaling table, about 30 s
+//     build/bench/bench_train_step --benchmark_filter=head           # the head, about 10 s
 //     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
 #include <benchmark/benchmark.h>
 
@@ -35,6 +37,7 @@
 #include <fmt/core.h>
 
 #include <autograd/threads.h>
+#include <nn/attention.h>
 
 #include "train_step.h"
 
@@ -75,6 +78,28 @@ void BM_train_step(benchmark::State& state, const bench::StepConfig* config) {
     state.counters["step_gflop"] = bench::step_flops(*config, *step.model) * 1e-9;
     state.counters["step_tokens"] = tokens;
     state.counters["loss"] = first_loss;
+}
+
+// One attention head (nn::Head: x -> q, k, v; weights = softmax(mask(q k^T / sqrt(H))); weights @ v),
+// forward and backward under a random upstream gradient, one thread. Composed: the tutorial's op-by-op
+// graph (record_scores, what the lab and the study run); fused: causal_attention_weights (what the
+// models run). x is (B, T, C) with C = 128, B = 12 (the baby GPT's batch).
+void BM_head(benchmark::State& state, bool fused) {
+    const int64_t H = state.range(0), T = state.range(1), B = 12, C = 128;
+    autograd::Generator gen(7);
+    nn::Head head({.n_embd = C, .head_size = H, .record_scores = !fused}, gen);
+    autograd::Tensor x = autograd::randn({B, T, C}, gen).requires_grad_();  // (B, T, C)
+    const autograd::Tensor dy = autograd::randn({B, T, H}, gen);            // upstream gradient (B, T, H)
+    for (auto _ : state) {
+        head.zero_grad();
+        x.zero_grad();
+        head.forward(x).backward(dy);
+        benchmark::DoNotOptimize(x.grad().data().data());
+    }
+    // forward: three (B*T, C) @ (C, H) products, q k^T and weights @ v (B T^2 H each); backward twice that
+    const double flops = 3.0 * (3.0 * 2.0 * double(B * T * C * H) + 2.0 * 2.0 * double(B * T * T * H));
+    state.counters["GFLOP"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.SetItemsProcessed(state.iterations() * B * T);  // tokens
 }
 
 // A few steps of each configuration on one thread: the loss must be finite and fall on the fixed batch.
@@ -136,6 +161,13 @@ int main(int argc, char** argv) {
     for (int64_t B : {6, 12, 24, 48}) add_scaled(B, 64, 128);
     for (int64_t T : {32, 128, 256}) add_scaled(12, T, 128);
     for (int64_t C : {64, 256, 512}) add_scaled(12, 64, C);
+    // The attention head alone: width H at window 64, then window T at width 32.
+    for (const bool fused : {false, true}) {
+        auto* b = benchmark::RegisterBenchmark(fused ? "head/fused" : "head/composed", BM_head, fused);
+        b->ArgNames({"H", "T"})->Unit(benchmark::kMicrosecond);
+        for (int64_t H : {16, 32, 64, 128}) b->Args({H, 64});
+        for (int64_t T : {8, 32, 128, 256}) b->Args({32, T});
+    }
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();
