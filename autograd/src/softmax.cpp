@@ -56,6 +56,17 @@ TINYGPT_VECTOR_CLONES RowStats softmax_row(const float* x, float factor, int64_t
     for (int64_t k = 0; k < n; ++k) y[k] *= inv;
     return RowStats{max, sum_exp};
 }
+
+// softmax's backward on one contiguous row of n weights y with upstream gradient dy, scaled by `factor`
+// (the scale before the softmax): dx[k] += factor * y[k] * (dy[k] - sum(dy * y)), or = when overwrite.
+TINYGPT_VECTOR_CLONES void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx,
+                                               bool overwrite) {
+    const auto d = static_cast<float>(sum_in_double(n, [&](int64_t k) { return double(dy[k]) * y[k]; }));
+    if (overwrite)
+        for (int64_t k = 0; k < n; ++k) dx[k] = factor * (y[k] * (dy[k] - d));
+    else
+        for (int64_t k = 0; k < n; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
+}
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
@@ -63,18 +74,32 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
     Buffer out(x.numel());
-    for_each_row(ax, [&](auto at) {
-        const RowStats row = row_stats(src, ax.n, at);
-        if (row.max == kNegInf) {  // fully masked row: defined as all zeros
-            for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = 0.0f;
-            return;
-        }
-        const auto inv = static_cast<float>(1.0 / row.sum_exp);
-        for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = fast_exp(src[at(k)] - row.max) * inv;
-    });
-    return make_result("softmax", x.shape(), std::move(out), {x}, [ax](const GradContext& g) {
+    const int64_t n = ax.n, rows = ax.outer;
+    if (ax.inner == 1 && n > 0) {  // rows are contiguous (softmax over the last dim): the same arithmetic, vectorized
+        parallel_for(rows, rows_per_thread(n), [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) softmax_row(src + r * n, 1.0f, n, out.data() + r * n);
+        });
+    } else {
+        for_each_row(ax, [&](auto at) {
+            const RowStats row = row_stats(src, ax.n, at);
+            if (row.max == kNegInf) {  // fully masked row: defined as all zeros
+                for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = 0.0f;
+                return;
+            }
+            const auto inv = static_cast<float>(1.0 / row.sum_exp);
+            for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = fast_exp(src[at(k)] - row.max) * inv;
+        });
+    }
+    return make_result("softmax", x.shape(), std::move(out), {x}, [ax, n, rows](const GradContext& g) {
         // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
         auto gx = g.grad(0);
+        if (ax.inner == 1 && n > 0) {
+            parallel_for(rows, rows_per_thread(n), [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r)
+                    softmax_backward_row(g.out.data() + r * n, g.dout.data() + r * n, 1.0f, n, gx.data() + r * n, false);
+            });
+            return;
+        }
         for_each_row(ax, [&](auto at) {
             const auto dot = static_cast<float>(
                 sum_in_double(ax.n, [&](int64_t k) { return double(g.dout[at(k)]) * g.out[at(k)]; }));
@@ -172,13 +197,8 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
         // above the diagonal nothing, as masked_fill passes nothing there.
         auto gx = g.grad(0);
         parallel_for(rows, rows_per_thread(T), [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r) {
-                const int64_t visible = r % T + 1;
-                const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
-                float* dx = gx.data() + r * T;
-                const auto d = static_cast<float>(sum_in_double(visible, [&](int64_t k) { return double(dy[k]) * y[k]; }));
-                for (int64_t k = 0; k < visible; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
-            }
+            for (int64_t r = begin; r < end; ++r)
+                softmax_backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, r % T + 1, gx.data() + r * T, false);
         });
     }, where);
 }
@@ -190,8 +210,8 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
     const int64_t B = q.size(0), T = q.size(1), H = q.size(2);
     Buffer out(static_cast<size_t>(B * T * T));  // (B, T, T): the scores, then their softmax in place
     const float *qv = q.data().data(), *kv = k.data().data();
-    for (int64_t b = 0; b < B; ++b)  // scores_b (T, T) = q_b (T, H) @ k_b^T
-        kernels::gemm(false, true, T, T, H, qv + b * T * H, kv + b * T * H, out.data() + b * T * T, false);
+    // scores_b (T, T) = q_b (T, H) @ k_b^T for each b
+    kernels::gemm_batched(false, true, T, T, H, B, qv, {}, kv, {}, out.data(), {}, false);
     parallel_for(B * T, rows_per_thread(T), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const int64_t visible = r % T + 1;
@@ -207,19 +227,14 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
         parallel_for(B * T, rows_per_thread(T), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
                 const int64_t visible = r % T + 1;
-                const float *y = g.out.data() + r * T, *dy = g.dout.data() + r * T;
                 float* ds = dscores.data() + r * T;
-                const auto d = static_cast<float>(sum_in_double(visible, [&](int64_t j) { return double(dy[j]) * y[j]; }));
-                for (int64_t j = 0; j < visible; ++j) ds[j] = factor * (y[j] * (dy[j] - d));
+                softmax_backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, visible, ds, true);
                 std::fill(ds + visible, ds + T, 0.0f);
             }
         });
         const float *q_in = g.inputs[0].data().data(), *k_in = g.inputs[1].data().data();
-        for (int64_t b = 0; b < B; ++b) {
-            const float* ds = dscores.data() + b * T * T;
-            if (g.needs(0)) kernels::gemm(false, false, T, H, T, ds, k_in + b * T * H, g.grad(0).data() + b * T * H, true);
-            if (g.needs(1)) kernels::gemm(true, false, T, H, T, ds, q_in + b * T * H, g.grad(1).data() + b * T * H, true);
-        }
+        if (g.needs(0)) kernels::gemm_batched(false, false, T, H, T, B, dscores.data(), {}, k_in, {}, g.grad(0).data(), {}, true);
+        if (g.needs(1)) kernels::gemm_batched(true, false, T, H, T, B, dscores.data(), {}, q_in, {}, g.grad(1).data(), {}, true);
     }, where);
 }
 
