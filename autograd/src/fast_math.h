@@ -76,7 +76,8 @@ inline float fast_erf(float x) {
 // Reductions over a row, written as independent lanes combined in a fixed order at the end. A single
 // running sum or max is a chain of dependent adds (4 cycles each) that gcc may not reorder, so it stays
 // scalar; lanes vectorize, and their fixed order keeps the result the same on every run and thread count.
-// `value(k)` gives element k.
+// The last partial block goes into the first lanes too, and the lanes are combined pairwise: on the short
+// rows of attention (T <= 64) those two chains were most of a softmax row's time. `value(k)` gives element k.
 template <typename Value>
 inline double sum_in_double(int64_t n, Value value) {
     constexpr int64_t kLanes = 8;
@@ -84,10 +85,12 @@ inline double sum_in_double(int64_t n, Value value) {
     int64_t k = 0;
     for (; k + kLanes <= n; k += kLanes)
         for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(value(k + j));
-    double total = 0.0;
-    for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
-    for (; k < n; ++k) total += static_cast<double>(value(k));
-    return total;
+    for (int64_t j = 0; k + j < n; ++j) lanes[j] += static_cast<double>(value(k + j));
+#pragma GCC unroll 4
+    for (int64_t width = kLanes / 2; width >= 1; width /= 2)
+#pragma GCC unroll 8
+        for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+    return lanes[0];
 }
 
 template <typename Value>
@@ -95,16 +98,16 @@ inline float max_of(int64_t n, Value value) {
     constexpr int64_t kLanes = 16;
     float lanes[kLanes];
     for (float& lane : lanes) lane = -std::numeric_limits<float>::infinity();
+    const auto keep_larger = [](float& lane, float v) { lane = lane < v ? v : lane; };
     int64_t k = 0;
     for (; k + kLanes <= n; k += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) {
-            const float v = value(k + j);
-            lanes[j] = lanes[j] < v ? v : lanes[j];
-        }
-    float best = -std::numeric_limits<float>::infinity();
-    for (float lane : lanes) best = best < lane ? lane : best;
-    for (; k < n; ++k) best = best < value(k) ? value(k) : best;
-    return best;
+        for (int64_t j = 0; j < kLanes; ++j) keep_larger(lanes[j], value(k + j));
+    for (int64_t j = 0; k + j < n; ++j) keep_larger(lanes[j], value(k + j));
+#pragma GCC unroll 4
+    for (int64_t width = kLanes / 2; width >= 1; width /= 2)
+#pragma GCC unroll 8
+        for (int64_t j = 0; j < width; ++j) keep_larger(lanes[j], lanes[j + width]);
+    return lanes[0];
 }
 
 }  // namespace autograd::detail
