@@ -225,6 +225,16 @@ TEST_CASE("gelu is the exact x * Phi(x)", "[ops]") {
     std::vector<double> expected;
     for (float x : xs) expected.push_back(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
     REQUIRE(max_abs_diff(gelu(tensor(xs)), expected) < 1e-6);
+    // Recording a graph, gelu keeps Phi(x) for its backward: the values are the same bits, and the
+    // gradient is Phi(x) + x phi(x) (gradcheck above tests it against finite differences; here exactly)
+    Tensor x = tensor(xs).requires_grad_();
+    const Tensor y = gelu(x);
+    CHECK(y.to_vector() == gelu(tensor(xs)).to_vector());
+    y.backward(ones({static_cast<int64_t>(xs.size())}));
+    std::vector<double> slope;
+    for (float v : xs)
+        slope.push_back(0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI));
+    CHECK(max_abs_diff(x.grad(), slope) < 1e-6);
 }
 
 // --- matmul ----------------------------------------------------------------------------------------
