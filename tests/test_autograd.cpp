@@ -46,6 +46,14 @@ TEST_CASE("a tensor used twice gets the sum of both gradients", "[autograd]") {
     sum(w * w).backward();
     REQUIRE(w.grad().to_vector() == std::vector<float>{2, 4, 6});
 
+    // matmul writes its first operand's gradient into a fresh buffer, then must add the second's onto
+    // it: d/dm sum(m @ m) = ones @ m^T + m^T @ ones = rows (3, 7) + columns (4, 6). 2-D and batched.
+    for (const Shape& shape : {Shape{2, 2}, Shape{1, 2, 2}}) {
+        const Tensor m = tensor({1, 2, 3, 4}, shape).requires_grad_();
+        sum(matmul(m, m)).backward();
+        REQUIRE(m.grad().to_vector() == std::vector<float>{7, 11, 9, 13});
+    }
+
     // a diamond: a = 2x, b = 3a, c = a + b -> dc/dx = 2 + 6 = 8, only right in topological order
     const Tensor x = scalar(1.5f).requires_grad_();
     const Tensor a = x * 2.0f;

@@ -14,14 +14,32 @@ using Writes = detail::Broadcast::Writes;
 
 // --- binary ----------------------------------------------------------------------------------------
 
+namespace {
+// The gradient of operand i of a broadcast binary op: unset (fresh) when nothing has reached it yet
+// and it is not stretched, so the walk writes each of its values exactly once.
+GradContext::Target operand_grad(const GradContext& g, const Broadcast& bc, size_t i) {
+    return g.inputs[i].numel() == numel_of(bc.out) ? g.grad_target(i) : GradContext::Target{g.grad(i), false};
+}
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b, SourceLocation where) {
     const Broadcast bc = broadcast(a.shape(), b.shape(), "add");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] + y[ib]; });
     return make_result("add", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) { gb[ib] += g.dout[i]; }); }
+        if (g.needs(0)) {
+            const auto ga = operand_grad(g, bc, 0);
+            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) {
+                ga.values[ia] = ga.fresh ? g.dout[i] : ga.values[ia] + g.dout[i];
+            });
+        }
+        if (g.needs(1)) {
+            const auto gb = operand_grad(g, bc, 1);
+            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) {
+                gb.values[ib] = gb.fresh ? g.dout[i] : gb.values[ib] + g.dout[i];
+            });
+        }
     }, where);
 }
 
@@ -133,10 +151,14 @@ TINYGPT_VECTOR_CLONES void gelu_forward(const float* x, float* y, float* cdf, in
     }
 }
 
+// dx += dy * gelu'(x), or dx = when overwrite
 TINYGPT_VECTOR_CLONES void gelu_backward(const float* x, const float* cdf, const float* dy, float* dx, int64_t begin,
-                                        int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-        dx[i] += dy[i] * (cdf[i] + x[i] * kInvSqrt2Pi * detail::fast_exp(-0.5f * x[i] * x[i]));
+                                        int64_t end, bool overwrite) {
+    const auto slope = [&](int64_t i) { return cdf[i] + x[i] * kInvSqrt2Pi * detail::fast_exp(-0.5f * x[i] * x[i]); };
+    if (overwrite)
+        for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * slope(i);
+    else
+        for (int64_t i = begin; i < end; ++i) dx[i] += dy[i] * slope(i);
 }
 }  // namespace
 
@@ -149,9 +171,10 @@ Tensor gelu(const Tensor& x, SourceLocation where) {
                  [&](int64_t begin, int64_t end) { gelu_forward(in, out.data(), cdf_out, begin, end); });
     return make_result("gelu", x.shape(), std::move(out), {x}, [cdf = std::move(cdf)](const GradContext& g) {
         const float* xv = g.inputs[0].data().data();
-        float* gx = g.grad(0).data();
-        parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread,
-                     [&](int64_t begin, int64_t end) { gelu_backward(xv, cdf.data(), g.dout.data(), gx, begin, end); });
+        const auto gx = g.grad_target(0);
+        parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+            gelu_backward(xv, cdf.data(), g.dout.data(), gx.values.data(), begin, end, gx.fresh);
+        });
     }, where);
 }
 

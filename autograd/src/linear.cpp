@@ -27,7 +27,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceL
     return make_result("linear", std::move(out_shape), std::move(out), {x, weight, bias}, [R, N, K](const GradContext& g) {
         const float *xv = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dy = g.dout.data();
         // dx (R, K) += dy (R, N) @ W^T;  dW (K, N) += x^T @ dy;  dbias (N) += dy summed over rows, in row order
-        if (g.needs(0)) kernels::gemm(false, true, R, K, N, dy, w, g.grad(0).data(), true);
+        if (g.needs(0)) {
+            const auto dx = g.grad_target(0);
+            kernels::gemm(false, true, R, K, N, dy, w, dx.values.data(), !dx.fresh);
+        }
         if (g.needs(1)) kernels::gemm(true, false, K, N, R, xv, dy, g.grad(1).data(), true);
         if (g.needs(2)) {
             float* db = g.grad(2).data();

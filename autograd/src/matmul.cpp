@@ -50,7 +50,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
         return make_result("matmul", std::move(out_shape), std::move(out), {a, b}, [R, N, K](const GradContext& g) {
             const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
             // dA (R, K) += dC (R, N) @ B^T;   dB (K, N) += A^T @ dC
-            if (g.needs(0)) kernels::gemm(false, true, R, K, N, g.dout.data(), w, g.grad(0).data(), true);
+            if (g.needs(0)) {
+                const auto da = g.grad_target(0);
+                kernels::gemm(false, true, R, K, N, g.dout.data(), w, da.values.data(), !da.fresh);
+            }
             if (g.needs(1)) kernels::gemm(true, false, K, N, R, x, g.dout.data(), g.grad(1).data(), true);
         }, where);
     }
@@ -69,12 +72,23 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
         const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dc = g.dout.data();
         // dA_i += dC_i @ B_i^T;  dB_i += A_i^T @ dC_i. A broadcast operand's matrix is reused by several
         // batches: gemm_batched sums their gradients into it in batch order.
-        if (g.needs(0))
-            kernels::gemm_batched(false, true, M, K, N, batches, dc, {}, w, plan.b_batch, g.grad(0).data(),
-                                  plan.a_batch, true);
-        if (g.needs(1))
-            kernels::gemm_batched(true, false, K, N, M, batches, x, plan.a_batch, dc, {}, g.grad(1).data(),
-                                  plan.b_batch, true);
+        // An operand with as many matrices as there are batches is not broadcast: each of its gradient's
+        // values is written once. A broadcast one sums several batches into each matrix, onto zeros.
+        const auto target = [&](size_t i) {
+            const int64_t size = i == 0 ? M * K : K * N;
+            const bool once = size > 0 && g.inputs[i].numel() / size == batches;
+            return once ? g.grad_target(i) : GradContext::Target{g.grad(i), false};
+        };
+        if (g.needs(0)) {
+            const auto da = target(0);
+            kernels::gemm_batched(false, true, M, K, N, batches, dc, {}, w, plan.b_batch, da.values.data(),
+                                  plan.a_batch, !da.fresh);
+        }
+        if (g.needs(1)) {
+            const auto db = target(1);
+            kernels::gemm_batched(true, false, K, N, M, batches, x, plan.a_batch, dc, {}, db.values.data(),
+                                  plan.b_batch, !db.fresh);
+        }
     }, where);
 }
 

@@ -29,9 +29,10 @@ TINYGPT_VECTOR_CLONES void normalize_rows(const float* x, const float* gain, con
 }
 
 // Rows [begin, end) of dx: with xhat = (x - mean) * rstd and dxhat = dy * gain,
-// dx += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+// dx += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), or dx = when overwrite.
 TINYGPT_VECTOR_CLONES void input_gradient_rows(const float* x, const float* dy, const float* gain, const float* mean,
-                                               const float* rstd, int64_t C, int64_t begin, int64_t end, float* dx) {
+                                               const float* rstd, int64_t C, int64_t begin, int64_t end, float* dx,
+                                               bool overwrite) {
     for (int64_t r = begin; r < end; ++r) {
         const float *row = x + r * C, *dyr = dy + r * C;
         const float m = mean[r], s = rstd[r];
@@ -40,8 +41,11 @@ TINYGPT_VECTOR_CLONES void input_gradient_rows(const float* x, const float* dy, 
             sum_in_double(C, [&](int64_t c) { return double(dyr[c] * gain[c]) * ((row[c] - m) * s); });
         const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
         const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
-        for (int64_t c = 0; c < C; ++c)
-            dx[r * C + c] += s * (dyr[c] * gain[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
+        const auto value = [&](int64_t c) { return s * (dyr[c] * gain[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat); };
+        if (overwrite)
+            for (int64_t c = 0; c < C; ++c) dx[r * C + c] = value(c);
+        else
+            for (int64_t c = 0; c < C; ++c) dx[r * C + c] += value(c);
     }
 }
 }  // namespace
@@ -66,7 +70,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
                        [C, rows, mean = std::move(mean), rstd = std::move(rstd)](const GradContext& g) {
         // dgain = sum over rows of dy * xhat;  dbias = sum of dy;  dx: input_gradient_rows
         const float *xs = g.inputs[0].data().data(), *gain_v = g.inputs[1].data().data();
-        const std::span<float> gx = g.needs(0) ? g.grad(0) : std::span<float>();
+        const GradContext::Target gx = g.needs(0) ? g.grad_target(0) : GradContext::Target{{}, false};
         const std::span<float> gw = g.needs(1) ? g.grad(1) : std::span<float>();
         const std::span<float> gb = g.needs(2) ? g.grad(2) : std::span<float>();
         // gain and bias sum over rows: one thread, rows in order; dx is per row: split across threads
@@ -78,9 +82,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
             if (!gb.empty())
                 for (int64_t c = 0; c < C; ++c) gb[c] += dy[c];
         }
-        if (gx.empty()) return;
+        if (gx.values.empty()) return;
         parallel_for(rows, rows_per_thread(C), [&](int64_t begin, int64_t end) {
-            input_gradient_rows(xs, g.dout.data(), gain_v, mean.data(), rstd.data(), C, begin, end, gx.data());
+            input_gradient_rows(xs, g.dout.data(), gain_v, mean.data(), rstd.data(), C, begin, end, gx.values.data(),
+                                gx.fresh);
         });
     }, where);
 }

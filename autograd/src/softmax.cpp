@@ -92,14 +92,16 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     }
     return make_result("softmax", x.shape(), std::move(out), {x}, [ax, n, rows](const GradContext& g) {
         // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
-        auto gx = g.grad(0);
         if (ax.inner == 1 && n > 0) {
+            const auto gx = g.grad_target(0);
             parallel_for(rows, rows_per_thread(n), [&](int64_t begin, int64_t end) {
                 for (int64_t r = begin; r < end; ++r)
-                    softmax_backward_row(g.out.data() + r * n, g.dout.data() + r * n, 1.0f, n, gx.data() + r * n, false);
+                    softmax_backward_row(g.out.data() + r * n, g.dout.data() + r * n, 1.0f, n, gx.values.data() + r * n,
+                                         gx.fresh);
             });
             return;
         }
+        auto gx = g.grad(0);
         for_each_row(ax, [&](auto at) {
             const auto dot = static_cast<float>(
                 sum_in_double(ax.n, [&](int64_t k) { return double(g.dout[at(k)]) * g.out[at(k)]; }));
@@ -162,11 +164,15 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, Sou
     return make_result("cross_entropy", {}, Buffer{static_cast<float>(loss / static_cast<double>(N))}, {logits},
                        [probs = std::move(probs), targets = std::move(target_copy), N, V](const GradContext& g) {
         // d loss / d logits = (softmax - onehot(target)) / N
-        auto gx = g.grad(0);
+        const auto target = g.grad_target(0);
+        float* const gx = target.values.data();
         const float s = g.dout[0] / static_cast<float>(N);
         parallel_for(N, rows_per_thread(V), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
-                for (int64_t k = 0; k < V; ++k) gx[r * V + k] += s * probs[r * V + k];
+                if (target.fresh)
+                    for (int64_t k = 0; k < V; ++k) gx[r * V + k] = s * probs[r * V + k];
+                else
+                    for (int64_t k = 0; k < V; ++k) gx[r * V + k] += s * probs[r * V + k];
                 gx[r * V + targets[r]] -= s;
             }
         });
@@ -233,8 +239,14 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
             }
         });
         const float *q_in = g.inputs[0].data().data(), *k_in = g.inputs[1].data().data();
-        if (g.needs(0)) kernels::gemm_batched(false, false, T, H, T, B, dscores.data(), {}, k_in, {}, g.grad(0).data(), {}, true);
-        if (g.needs(1)) kernels::gemm_batched(true, false, T, H, T, B, dscores.data(), {}, q_in, {}, g.grad(1).data(), {}, true);
+        if (g.needs(0)) {
+            const auto dq = g.grad_target(0);
+            kernels::gemm_batched(false, false, T, H, T, B, dscores.data(), {}, k_in, {}, dq.values.data(), {}, !dq.fresh);
+        }
+        if (g.needs(1)) {
+            const auto dk = g.grad_target(1);
+            kernels::gemm_batched(true, false, T, H, T, B, dscores.data(), {}, q_in, {}, dk.values.data(), {}, !dk.fresh);
+        }
     }, where);
 }
 

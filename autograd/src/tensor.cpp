@@ -47,6 +47,13 @@ std::span<float> GradContext::grad(size_t i) const {
     return *impl.grad;
 }
 
+GradContext::Target GradContext::grad_target(size_t i) const {
+    TensorImpl& impl = *inputs[i].impl();
+    if (impl.grad) return {*impl.grad, false};
+    impl.grad = detail::make_pooled<Buffer>(impl.data->size());
+    return {*impl.grad, true};
+}
+
 // --- Node teardown ---------------------------------------------------------------------------------
 
 Node::~Node() {

@@ -95,6 +95,14 @@ struct GradContext {
     std::span<const Tensor> inputs;
     bool needs(size_t i) const;      // does input i want a gradient?
     std::span<float> grad(size_t i) const;  // dLoss/d(input i), zero-filled on first use; use +=
+    // dLoss/d(input i) for a backward that writes every element of it: when no gradient has reached
+    // the input yet, a new buffer with its values unset and fresh = true (write with =, and skip the
+    // zero fill grad() would do); otherwise the gradient so far and fresh = false (add with +=).
+    struct Target {
+        std::span<float> values;
+        bool fresh;
+    };
+    Target grad_target(size_t i) const;
 };
 // An op's backward: any callable taking the GradContext (a lambda, a std::function). Closures of up to
 // 64 bytes, all the library's own among them, are stored inside it, so recording an op allocates no
