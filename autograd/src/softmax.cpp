@@ -190,7 +190,7 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
     const int64_t T = s.back(), rows = T > 0 ? scores.numel() / T : 0;  // rows of T, row r is position r % T
     const float* src = scores.data().data();
     Buffer out(scores.numel());  // (..., T, T)
-    parallel_for(rows, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+    parallel_for(rows, rows_per_thread(T, kMinExpsPerThread), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const int64_t visible = r % T + 1;  // position i sees 0..i
             float* y = out.data() + r * T;
@@ -218,7 +218,7 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
     const float *qv = q.data().data(), *kv = k.data().data();
     // scores_b (T, T) = q_b (T, H) @ k_b^T for each b
     kernels::gemm_batched(false, true, T, T, H, B, qv, {}, kv, {}, out.data(), {}, false);
-    parallel_for(B * T, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+    parallel_for(B * T, rows_per_thread(T, kMinExpsPerThread), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const int64_t visible = r % T + 1;
             float* y = out.data() + r * T;

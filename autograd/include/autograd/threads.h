@@ -17,9 +17,12 @@ int num_threads();
 // Grain for plain elementwise loops: below this many elements per thread, waking one costs more than it
 // saves (measured with bench_train_step on 2 threads).
 inline constexpr int64_t kMinElementsPerThread = 16384;
+// Grain for the causal attention rows, which evaluate an exp per element, some 20 times an add's cost:
+// fewer elements pay for a thread (the small model's 16 x 32 x 32 scores are split from here on).
+inline constexpr int64_t kMinExpsPerThread = 2048;
 // The grain for a loop over rows of `row_length` elements each: at least one row.
-inline int64_t rows_per_thread(int64_t row_length) {
-    return row_length >= kMinElementsPerThread ? 1 : kMinElementsPerThread / (row_length > 0 ? row_length : 1);
+inline int64_t rows_per_thread(int64_t row_length, int64_t elements_per_thread = kMinElementsPerThread) {
+    return row_length >= elements_per_thread ? 1 : elements_per_thread / (row_length > 0 ? row_length : 1);
 }
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
 
