@@ -1,4 +1,4 @@
-// The fused ops (causal_softmax, causal_attention_weights, layer_norm, linear) against the compositions they replace, values and
+// The fused ops (causal_softmax, causal_attention_weights, layer_norm, linear, linear_gelu) against the compositions they replace, values and
 // gradients with a random upstream gradient; gradcheck; bad input. And the accuracy of fast_math.h's
 // exp and erf, which the fused ops, softmax, cross_entropy and gelu are built on.
 #include <cmath>
@@ -256,6 +256,39 @@ TEST_CASE("linear rejects mismatched input, weight and bias", "[fused][errors]")
     REQUIRE_THROWS_WITH(linear(zeros({2, 4}), zeros({4, 5}), zeros({4})),
                         Contains("linear") && Contains("bias (4)") && Contains("(4, 5)"));
     REQUIRE_THROWS_WITH(linear(zeros({2, 4}), zeros({4, 5}), zeros({1, 5})), Contains("linear") && Contains("(1, 5)"));
+}
+
+// --- linear_gelu -------------------------------------------------------------------------------------------
+
+TEST_CASE("linear_gelu equals gelu(linear(x, w, b)) bit for bit, values and gradients", "[fused]") {
+    Generator gen(23);
+    for (const auto& [x_shape, N] : std::vector<std::pair<Shape, int64_t>>{
+             {{1, 3}, 1}, {{4, 5, 7}, 65}, {{12, 64, 128}, 512}}) {
+        INFO(shape_str(x_shape) << " -> " << N);
+        const int64_t K = x_shape.back();
+        const Inputs inputs = {randn(x_shape, gen), randn({K, N}, gen), randn({N}, gen)};
+        for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            CHECK(disagreement([](const Inputs& in) { return linear_gelu(in[0], in[1], in[2]); },
+                               [](const Inputs& in) { return gelu(linear(in[0], in[1], in[2])); }, inputs, gen) == 0.0);
+        }
+        set_num_threads(1);
+    }
+    // without a graph (no slope kept) the values are the same bits too
+    const Tensor x = randn({3, 4}, gen), w = randn({4, 6}, gen), b = randn({6}, gen);
+    NoGradGuard no_grad;
+    CHECK(linear_gelu(x, w, b).to_vector() == gelu(linear(x, w, b)).to_vector());
+}
+
+TEST_CASE("linear_gelu passes gradcheck and rejects mismatched shapes naming itself", "[fused][gradcheck][errors]") {
+    Generator gen(24);
+    const Tensor x = test::uniform_param({2, 3, 4}, gen, -2.0f, 2.0f), w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f),
+                 b = test::uniform_param({5}, gen, -1.0f, 1.0f);
+    REQUIRE_GRADCHECK([](const Inputs& in) { return linear_gelu(in[0], in[1], in[2]); }, {x, w, b});
+    REQUIRE_THROWS_WITH(linear_gelu(zeros({2, 3}), zeros({4, 5}), zeros({5})),
+                        Contains("linear_gelu") && Contains("(2, 3)") && Contains("(4, 5)"));
+    REQUIRE_THROWS_WITH(linear_gelu(zeros({2, 4}), zeros({4, 5}), zeros({4})),
+                        Contains("linear_gelu") && Contains("bias (4)"));
 }
 
 // --- fast_math -------------------------------------------------------------------------------------------

@@ -86,8 +86,20 @@ TEST_CASE("every module's forward runs its hooks: a GPT reports each layer once"
 
     for (auto& h : handles) h.remove();
     order.clear();
-    gpt.forward(ids, 2, 3);
+    const Tensor fused = gpt.forward(ids, 2, 3);
     REQUIRE(order.empty());
+
+    // The feed-forward runs up and gelu as one op (linear_gelu) unless `up` has a hook: then up runs
+    // alone, its hook sees the pre-activation, and the GPT's output is the same bits.
+    Tensor pre;
+    nn::HookHandle up = gpt.blocks[0]->feed_forward.up.register_forward_hook(
+        [&pre](const nn::Module&, const Tensor& out) { pre = out; });
+    const Tensor composed = gpt.forward(ids, 2, 3);
+    REQUIRE(pre.defined());
+    CHECK(pre.shape() == Shape{2, 3, 32});
+    CHECK(pre.op() == "linear");
+    CHECK(composed.to_vector() == fused.to_vector());
+    up.remove();
 
     // The other modules return through their hooks too.
     int calls = 0;

@@ -135,26 +135,16 @@ Tensor relu(const Tensor& x, SourceLocation where) {
 }
 
 namespace {
-// gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x). fast_erf/fast_exp (fast_math.h): std::erf is a
-// scalar libm call that keeps the loop from vectorizing. When a graph is recorded the forward keeps
-// Phi(x) for the backward, which then needs only phi's exp: erf is the costly part of both.
-constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
-
-TINYGPT_VECTOR_CLONES void gelu_forward(const float* x, float* y, float* cdf, int64_t begin, int64_t end) {
-    if (cdf == nullptr) {
-        for (int64_t i = begin; i < end; ++i) y[i] = 0.5f * x[i] * (1.0f + detail::fast_erf(x[i] * kInvSqrt2));
-        return;
-    }
-    for (int64_t i = begin; i < end; ++i) {
-        cdf[i] = 0.5f * (1.0f + detail::fast_erf(x[i] * kInvSqrt2));
-        y[i] = x[i] * cdf[i];
-    }
+// gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x) (fast_math.h: std::erf is a scalar libm call that
+// keeps the loop from vectorizing). nn's FeedForward uses linear_gelu, which keeps the slope instead.
+TINYGPT_VECTOR_CLONES void gelu_forward(const float* x, float* y, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = x[i] * detail::normal_cdf(x[i]);
 }
 
 // dx += dy * gelu'(x), or dx = when overwrite
-TINYGPT_VECTOR_CLONES void gelu_backward(const float* x, const float* cdf, const float* dy, float* dx, int64_t begin,
-                                        int64_t end, bool overwrite) {
-    const auto slope = [&](int64_t i) { return cdf[i] + x[i] * kInvSqrt2Pi * detail::fast_exp(-0.5f * x[i] * x[i]); };
+TINYGPT_VECTOR_CLONES void gelu_backward(const float* x, const float* dy, float* dx, int64_t begin, int64_t end,
+                                        bool overwrite) {
+    const auto slope = [&](int64_t i) { return detail::gelu_slope(x[i], detail::normal_cdf(x[i])); };
     if (overwrite)
         for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * slope(i);
     else
@@ -164,16 +154,13 @@ TINYGPT_VECTOR_CLONES void gelu_backward(const float* x, const float* cdf, const
 
 Tensor gelu(const Tensor& x, SourceLocation where) {
     Buffer out(x.numel());
-    Buffer cdf(is_grad_enabled() && x.requires_grad() ? x.numel() : 0);  // Phi(x), for the backward
     const float* in = x.data().data();
-    float* const cdf_out = cdf.empty() ? nullptr : cdf.data();
-    parallel_for(x.numel(), kMinElementsPerThread,
-                 [&](int64_t begin, int64_t end) { gelu_forward(in, out.data(), cdf_out, begin, end); });
-    return make_result("gelu", x.shape(), std::move(out), {x}, [cdf = std::move(cdf)](const GradContext& g) {
+    parallel_for(x.numel(), kMinElementsPerThread, [&](int64_t begin, int64_t end) { gelu_forward(in, out.data(), begin, end); });
+    return make_result("gelu", x.shape(), std::move(out), {x}, [](const GradContext& g) {
         const float* xv = g.inputs[0].data().data();
         const auto gx = g.grad_target(0);
         parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
-            gelu_backward(xv, cdf.data(), g.dout.data(), gx.values.data(), begin, end, gx.fresh);
+            gelu_backward(xv, g.dout.data(), gx.values.data(), begin, end, gx.fresh);
         });
     }, where);
 }

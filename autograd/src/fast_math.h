@@ -73,6 +73,11 @@ inline float fast_erf(float x) {
     return static_cast<float>(xc * p / q);
 }
 
+// GELU's pieces: Phi(x) = (1 + erf(x / sqrt 2)) / 2, so gelu(x) = x * Phi(x), and its slope
+// d/dx x Phi(x) = Phi(x) + x phi(x), given Phi(x). One spelling, for gelu and linear_gelu alike.
+inline float normal_cdf(float x) { return 0.5f * (1.0f + fast_erf(x * 0.70710678118654752f)); }
+inline float gelu_slope(float x, float cdf) { return cdf + x * 0.39894228040143268f * fast_exp(-0.5f * x * x); }
+
 // Reductions over a row, written as independent lanes combined in a fixed order at the end. A single
 // running sum or max is a chain of dependent adds (4 cycles each) that gcc may not reorder, so it stays
 // scalar; lanes vectorize, and their fixed order keeps the result the same on every run and thread count.

@@ -1,42 +1,100 @@
-// linear: x @ weight + bias in one op (see ops.h). The forward and the backward do exactly what matmul
-// followed by a broadcast add do, in the same order, so the results are the composition's bits.
+// linear: x @ weight + bias in one op, and linear_gelu: gelu of that (see ops.h). The forwards and
+// backwards do exactly what matmul, the broadcast add and gelu do, in the same order, so the results are
+// the compositions' bits.
+#include <algorithm>
+
 #include "autograd/kernels.h"
 #include "autograd/tensor.h"
+#include "fast_math.h"
 
 namespace autograd {
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceLocation where) {
+namespace {
+// x: (..., K)  weight: (K, N)  bias: (N). Checks them; returns the result's shape (..., N).
+Shape linear_shape(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
     const Shape& xs = x.shape();
     check(xs.size() >= 1 && weight.dim() == 2 && xs.back() == weight.size(0),
-          "linear: input {} and weight {} cannot be multiplied (need (..., K) and (K, N))", shape_str(xs),
+          "{}: input {} and weight {} cannot be multiplied (need (..., K) and (K, N))", op, shape_str(xs),
           shape_str(weight.shape()));
-    const int64_t K = weight.size(0), N = weight.size(1);
-    check(bias.shape() == Shape{N}, "linear: bias {} must be ({}) for weight {}", shape_str(bias.shape()), N,
-          shape_str(weight.shape()));
-    Shape out_shape = xs;  // (..., N)
-    out_shape.back() = N;
-    const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);  // rows: all leading dims
+    check(bias.shape() == Shape{weight.size(1)}, "{}: bias {} must be ({}) for weight {}", op, shape_str(bias.shape()),
+          weight.size(1), shape_str(weight.shape()));
+    Shape out = xs;
+    out.back() = weight.size(1);
+    return out;
+}
 
-    Buffer out(static_cast<size_t>(R * N));  // (R, N)
+// out (R, N) = x (R, K) @ weight (K, N) + bias, the bias added row by row after the product (as add does).
+Buffer linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t R) {
+    const int64_t K = weight.size(0), N = weight.size(1);
+    Buffer out(static_cast<size_t>(R * N));
     kernels::gemm(false, false, R, N, K, x.data().data(), weight.data().data(), out.data(), false);
     const float* b = bias.data().data();
     parallel_for(R, rows_per_thread(N), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
             for (int64_t n = 0; n < N; ++n) out[r * N + n] += b[n];
     });
-    return make_result("linear", std::move(out_shape), std::move(out), {x, weight, bias}, [R, N, K](const GradContext& g) {
-        const float *xv = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dy = g.dout.data();
-        // dx (R, K) += dy (R, N) @ W^T;  dW (K, N) += x^T @ dy;  dbias (N) += dy summed over rows, in row order
-        if (g.needs(0)) {
-            const auto dx = g.grad_target(0);
-            kernels::gemm(false, true, R, K, N, dy, w, dx.values.data(), !dx.fresh);
-        }
-        if (g.needs(1)) kernels::gemm(true, false, K, N, R, xv, dy, g.grad(1).data(), true);
-        if (g.needs(2)) {
-            float* db = g.grad(2).data();
-            for (int64_t r = 0; r < R; ++r)
-                for (int64_t n = 0; n < N; ++n) db[n] += dy[r * N + n];
-        }
+    return out;
+}
+
+// Given dy (R, N), the gradient of x @ weight + bias: dx (R, K) += dy @ W^T;  dW (K, N) += x^T @ dy;
+// dbias (N) += dy summed over rows, in row order.
+void linear_backward(const GradContext& g, const float* dy, int64_t R, int64_t N, int64_t K) {
+    const float *xv = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
+    if (g.needs(0)) {
+        const auto dx = g.grad_target(0);
+        kernels::gemm(false, true, R, K, N, dy, w, dx.values.data(), !dx.fresh);
+    }
+    if (g.needs(1)) kernels::gemm(true, false, K, N, R, xv, dy, g.grad(1).data(), true);
+    if (g.needs(2)) {
+        float* db = g.grad(2).data();
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t n = 0; n < N; ++n) db[n] += dy[r * N + n];
+    }
+}
+
+// y = gelu(pre) in place, and gelu'(pre) into slope unless it is null (no graph recorded).
+// (two loops: with the test inside, gcc does not vectorize it)
+TINYGPT_VECTOR_CLONES void gelu_in_place(float* __restrict y, float* __restrict slope, int64_t begin, int64_t end) {
+    if (slope == nullptr) {
+        for (int64_t i = begin; i < end; ++i) y[i] = y[i] * detail::normal_cdf(y[i]);
+        return;
+    }
+    for (int64_t i = begin; i < end; ++i) {
+        const float pre = y[i], cdf = detail::normal_cdf(pre);
+        slope[i] = detail::gelu_slope(pre, cdf);
+        y[i] = pre * cdf;
+    }
+}
+
+TINYGPT_VECTOR_CLONES void times_slope(const float* dy, const float* slope, float* dpre, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dpre[i] = dy[i] * slope[i];
+}
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceLocation where) {
+    Shape out_shape = linear_shape("linear", x, weight, bias);  // (..., N)
+    const int64_t K = weight.size(0), N = weight.size(1);
+    const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);  // rows: all leading dims
+    return make_result("linear", std::move(out_shape), linear_forward(x, weight, bias, R), {x, weight, bias},
+                       [R, N, K](const GradContext& g) { linear_backward(g, g.dout.data(), R, N, K); }, where);
+}
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceLocation where) {
+    Shape out_shape = linear_shape("linear_gelu", x, weight, bias);  // (..., N)
+    const int64_t K = weight.size(0), N = weight.size(1);
+    const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);
+    Buffer out = linear_forward(x, weight, bias, R);  // the pre-activation, then gelu of it in place
+    const bool record = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
+    Buffer slope(record ? out.size() : 0);  // gelu'(pre) (R, N): the backward needs neither pre nor an erf
+    float* const slope_out = record ? slope.data() : nullptr;
+    parallel_for(R * N, kMinElementsPerThread,
+                 [&](int64_t begin, int64_t end) { gelu_in_place(out.data(), slope_out, begin, end); });
+    return make_result("linear_gelu", std::move(out_shape), std::move(out), {x, weight, bias},
+                       [R, N, K, slope = std::move(slope)](const GradContext& g) {
+        Buffer dpre(slope.size());  // dLoss/d(pre) (R, N): gelu's backward, then linear's
+        parallel_for(R * N, kMinElementsPerThread,
+                     [&](int64_t begin, int64_t end) { times_slope(g.dout.data(), slope.data(), dpre.data(), begin, end); });
+        linear_backward(g, dpre.data(), R, N, K);
     }, where);
 }
 

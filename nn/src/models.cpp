@@ -106,7 +106,11 @@ FeedForward::FeedForward(FeedForwardOptions opts, Generator& gen)
 }
 
 Tensor FeedForward::forward(const Tensor& x, Generator& dropout_gen) {
-    return output(dropout(down.forward(gelu(up.forward(x))), options.dropout, is_training(), dropout_gen));  // (B, T, C)
+    // linear_gelu is up and gelu in one op, which stores no pre-activation (tested equal to the
+    // composition); a forward hook on `up` is shown that pre-activation, so then they run one by one
+    const bool fused = up.options.bias && !up.has_forward_hooks();
+    const Tensor hidden = fused ? linear_gelu(x, up.weight, up.bias) : gelu(up.forward(x));  // (B, T, 4C)
+    return output(dropout(down.forward(hidden), options.dropout, is_training(), dropout_gen));  // (B, T, C)
 }
 
 // --- MultiHead -------------------------------------------------------------------------------------------

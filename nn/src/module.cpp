@@ -70,6 +70,8 @@ HookHandle Module::register_forward_hook(std::function<void(const Module&, const
     return forward_hooks_.add(std::move(hook));
 }
 
+bool Module::has_forward_hooks() const { return !forward_hooks_.empty(); }
+
 Tensor Module::output(Tensor out) const {
     if (!forward_hooks_.empty()) forward_hooks_.run(*this, out);
     return out;

@@ -54,6 +54,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where = SourceLoc
 // as the composition, bit for bit.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
               SourceLocation where = SourceLocation::current());
+// gelu(linear(x, weight, bias)) as one op (nn::FeedForward's first layer): the pre-activation is not
+// kept; the forward keeps gelu's slope instead, so the backward evaluates no erf. Same values and
+// gradients as the composition, bit for bit.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   SourceLocation where = SourceLocation::current());
 
 // --- shape ---------------------------------------------------------------------------------------
 // same numel; one dim may be -1

@@ -65,6 +65,7 @@ public:
     // forward returns (in the graph, so a hook may register_hook() on it to see its gradient later).
     // remove() on the handle unregisters it, also from inside the hook.
     HookHandle register_forward_hook(std::function<void(const Module&, const Tensor& output)> hook);
+    bool has_forward_hooks() const;
 
 protected:
     // Every forward returns through this: it runs the forward hooks on `out` and returns it.
