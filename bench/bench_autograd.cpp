@@ -13,6 +13,9 @@
 // show the time per op as "per_op=280ns" (in JSON: seconds) and items_per_second as ops/s; softmax's
 // items are score elements.
 //
+// peak/fma/threads:N is the machine's FP32 FMA peak on N threads (chains of vector FMAs, nothing else):
+// what the gemm GFLOP/s and the training steps' are a share of.
+//
 //     build-bench/bench/bench_autograd                          # everything, about 50 s
 //     build-bench/bench/bench_autograd --benchmark_filter=gemm  # one group
 #include <benchmark/benchmark.h>
@@ -26,6 +29,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/core.h>
@@ -35,6 +39,9 @@
 
 #if defined(TINYGPT_BENCH_OPENBLAS)
 #include <cblas.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 namespace {
@@ -50,6 +57,58 @@ std::vector<float> uniform_values(int64_t n, Generator& gen) {
 // GFLOP per iteration, reported as a rate: the console prints GFLOP/s as "GFLOP=<value>/s".
 void set_gflops(benchmark::State& state, double flops_per_iteration) {
     state.counters["GFLOP"] = benchmark::Counter(flops_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// --- the machine's FP32 FMA peak: what "% of peak" is measured against ----------------------------------
+
+#if defined(__x86_64__)
+// 12 independent chains of vector FMAs (more than latency x throughput on current cores), nothing else;
+// flops per call: iterations * 12 chains * lanes * 2. Returns a sum so the work is not optimized away.
+__attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iterations) {
+    __m512 acc[12];
+    const __m512 mul = _mm512_set1_ps(0.999999f), add = _mm512_set1_ps(1e-6f);
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
+    for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], mul, add);
+    for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+    alignas(64) float lanes[16];  // (not _mm512_reduce_add_ps: gcc 12 warns inside it)
+    _mm512_store_ps(lanes, acc[0]);
+    return lanes[0] + lanes[15];
+}
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iterations) {
+    __m256 acc[12];
+    const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-6f);
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(float(i));
+    for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], mul, add);
+    for (int i = 1; i < 12; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[0]);
+    return lanes[0] + lanes[7];
+}
+#endif
+
+// peak/fma/<isa>/threads:N: every thread runs FMA chains with the widest vectors gemm uses; GFLOP/s of
+// all threads together. The gemm tables quote their share of this.
+void BM_fma_peak(benchmark::State& state) {
+#if defined(__x86_64__)
+    const int threads = static_cast<int>(state.range(0));
+    const bool wide = kernels::gemm_isa() == kernels::Isa::avx512;
+    constexpr int64_t kIterations = 1 << 22;
+    std::vector<float> sink(static_cast<size_t>(threads));
+    for (auto _ : state) {
+        std::vector<std::thread> team;
+        for (int t = 0; t < threads; ++t)
+            team.emplace_back([&sink, t, wide] { sink[t] = wide ? fma_chains_avx512(kIterations) : fma_chains_avx2(kIterations); });
+        for (std::thread& member : team) member.join();
+        benchmark::DoNotOptimize(sink.data());
+    }
+    set_gflops(state, double(threads) * double(kIterations) * 12.0 * (wide ? 16.0 : 8.0) * 2.0);
+#else
+    state.SkipWithError("the FMA peak is measured on x86-64 only");
+#endif
 }
 
 // --- the kernel check, run before any timing -------------------------------------------------------
@@ -455,6 +514,8 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::AddCustomContext("gemm_check", fmt::format("passed, worst {:.3f}x tolerance", worst_ratio));
+    if (kernels::gemm_isa() != kernels::Isa::portable)
+        benchmark::RegisterBenchmark("peak/fma", BM_fma_peak)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
     register_kernel_benchmarks();
     register_step_benchmarks();
     register_op_benchmarks();
