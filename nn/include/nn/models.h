@@ -111,7 +111,8 @@ struct FeedForwardOptions {
     int64_t n_embd = 0;   // C; the hidden layer is 4 C wide
     float dropout = 0.0f;
 };
-// Linear C -> 4C, GELU, Linear 4C -> C: (B, T, C) -> (B, T, C).
+// Linear C -> 4C, GELU, Linear 4C -> C: (B, T, C) -> (B, T, C). The first two run as one op,
+// autograd::linear_gelu, unless a forward hook watches `up` (then up's output must exist).
 class FeedForward : public Module {
 public:
     explicit FeedForward(FeedForwardOptions options, autograd::Generator& gen);
