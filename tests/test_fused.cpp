@@ -329,3 +329,30 @@ TEST_CASE("fast_erf: absolute error under 2e-7 everywhere, and the special value
     CHECK(detail::fast_erf(100.0f) == 1.0f);
     CHECK(std::isnan(detail::fast_erf(std::numeric_limits<float>::quiet_NaN())));
 }
+
+TEST_CASE("max_of and sum_in_double: the row max exactly, and the row sum, at every length", "[fused][numerics]") {
+    Generator gen(25);
+    for (int64_t n = 1; n <= 70; ++n) {  // short rows (no lanes), full blocks, and blocks plus a rest
+        INFO("n = " << n);
+        std::vector<float> row(static_cast<size_t>(n));
+        for (float& v : row) v = gen.uniform(-1e3f, 1e3f);
+        row[static_cast<size_t>(gen.randint(n))] = -kInf;  // masked scores are -inf
+        const auto at = [&](int64_t k) { return row[static_cast<size_t>(k)]; };
+        REQUIRE(detail::max_of(n, at) == *std::max_element(row.begin(), row.end()));
+        row[static_cast<size_t>(gen.randint(n))] = 1e30f;  // the largest wherever it is
+        REQUIRE(detail::max_of(n, at) == 1e30f);
+        std::fill(row.begin(), row.end(), -kInf);
+        REQUIRE(detail::max_of(n, at) == -kInf);  // a fully masked row
+        std::fill(row.begin(), row.end(), -1.0f);
+        row[static_cast<size_t>(n - 1)] = -0.5f;  // all negative: the bit order is reversed there
+        REQUIRE(detail::max_of(n, at) == -0.5f);
+
+        double exact = 0.0;
+        for (float& v : row) v = gen.uniform(-1.0f, 1.0f), exact += v;
+        CHECK(detail::sum_in_double(n, at) == Approx(exact).margin(1e-12));
+    }
+    const std::vector<float> zeros = {-0.0f, 0.0f, -0.0f};
+    CHECK(std::signbit(detail::max_of(1, [&](int64_t) { return -0.0f; })));
+    CHECK(detail::max_of(3, [&](int64_t k) { return zeros[static_cast<size_t>(k)]; }) == 0.0f);
+    CHECK(std::isnan(detail::max_of(20, [](int64_t k) { return k == 7 ? std::numeric_limits<float>::quiet_NaN() : 1.0f; })));
+}

@@ -81,38 +81,55 @@ inline float gelu_slope(float x, float cdf) { return cdf + x * 0.398942280401432
 // Reductions over a row, written as independent lanes combined in a fixed order at the end. A single
 // running sum or max is a chain of dependent adds (4 cycles each) that gcc may not reorder, so it stays
 // scalar; lanes vectorize, and their fixed order keeps the result the same on every run and thread count.
-// The last partial block goes into the first lanes too, and the lanes are combined pairwise: on the short
-// rows of attention (T <= 64) those two chains were most of a softmax row's time. `value(k)` gives element k.
+// The lanes are combined pairwise and the elements after the last full block added in order after them;
+// a row shorter than the lanes (attention's first positions) skips them. `value(k)` gives element k.
 template <typename Value>
 inline double sum_in_double(int64_t n, Value value) {
     constexpr int64_t kLanes = 8;
-    double lanes[kLanes] = {};
+    double total = 0.0;
     int64_t k = 0;
-    for (; k + kLanes <= n; k += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(value(k + j));
-    for (int64_t j = 0; k + j < n; ++j) lanes[j] += static_cast<double>(value(k + j));
+    if (n >= kLanes) {
+        double lanes[kLanes] = {};
+        for (; k + kLanes <= n; k += kLanes)
+            for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(value(k + j));
 #pragma GCC unroll 4
-    for (int64_t width = kLanes / 2; width >= 1; width /= 2)
+        for (int64_t width = kLanes / 2; width >= 1; width /= 2)
 #pragma GCC unroll 8
-        for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-    return lanes[0];
+            for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+        total = lanes[0];
+    }
+    for (; k < n; ++k) total += static_cast<double>(value(k));
+    return total;
 }
+
+// A float's bits as an int that orders like the float (-0 just below +0, NaN above +inf): an integer
+// max vectorizes, while a float max written as a ?: or std::max stays scalar (maxss's NaN rule). The
+// mapping is its own inverse.
+inline int32_t ordered_bits(float v) {
+    const auto bits = std::bit_cast<int32_t>(v);
+    return bits ^ ((bits >> 31) & 0x7fffffff);
+}
+inline float from_ordered_bits(int32_t key) { return std::bit_cast<float>(key ^ ((key >> 31) & 0x7fffffff)); }
 
 template <typename Value>
 inline float max_of(int64_t n, Value value) {
     constexpr int64_t kLanes = 16;
-    float lanes[kLanes];
-    for (float& lane : lanes) lane = -std::numeric_limits<float>::infinity();
-    const auto keep_larger = [](float& lane, float v) { lane = lane < v ? v : lane; };
+    const auto keep_larger = [](int32_t& best, int32_t v) { best = best < v ? v : best; };
+    int32_t best = ordered_bits(-std::numeric_limits<float>::infinity());
     int64_t k = 0;
-    for (; k + kLanes <= n; k += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) keep_larger(lanes[j], value(k + j));
-    for (int64_t j = 0; k + j < n; ++j) keep_larger(lanes[j], value(k + j));
+    if (n >= kLanes) {
+        int32_t lanes[kLanes];
+        for (int32_t& lane : lanes) lane = best;
+        for (; k + kLanes <= n; k += kLanes)
+            for (int64_t j = 0; j < kLanes; ++j) keep_larger(lanes[j], ordered_bits(value(k + j)));
 #pragma GCC unroll 4
-    for (int64_t width = kLanes / 2; width >= 1; width /= 2)
+        for (int64_t width = kLanes / 2; width >= 1; width /= 2)
 #pragma GCC unroll 8
-        for (int64_t j = 0; j < width; ++j) keep_larger(lanes[j], lanes[j + width]);
-    return lanes[0];
+            for (int64_t j = 0; j < width; ++j) keep_larger(lanes[j], lanes[j + width]);
+        best = lanes[0];
+    }
+    for (; k < n; ++k) keep_larger(best, ordered_bits(value(k)));  // the rest, and short rows: a 1-cycle chain
+    return from_ordered_bits(best);
 }
 
 }  // namespace autograd::detail
