@@ -144,11 +144,8 @@ TINYGPT_VECTOR_CLONES void gelu_forward(const float* x, float* y, int64_t begin,
 // dx += dy * gelu'(x), or dx = when overwrite
 TINYGPT_VECTOR_CLONES void gelu_backward(const float* x, const float* dy, float* dx, int64_t begin, int64_t end,
                                         bool overwrite) {
-    const auto slope = [&](int64_t i) { return detail::gelu_slope(x[i], detail::normal_cdf(x[i])); };
-    if (overwrite)
-        for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * slope(i);
-    else
-        for (int64_t i = begin; i < end; ++i) dx[i] += dy[i] * slope(i);
+    detail::write_or_add(overwrite, begin, end, dx,
+                         [&](int64_t i) { return dy[i] * detail::gelu_slope(x[i], detail::normal_cdf(x[i])); });
 }
 }  // namespace
 

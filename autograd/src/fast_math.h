@@ -73,6 +73,16 @@ inline float fast_erf(float x) {
     return static_cast<float>(xc * p / q);
 }
 
+// dst[k] = value(k) (overwrite: a fresh gradient, GradContext::grad_target) or dst[k] += value(k), for k in
+// [begin, end). Two loops: with the test inside one, gcc does not vectorize it.
+template <typename Value>
+inline void write_or_add(bool overwrite, int64_t begin, int64_t end, float* dst, Value value) {
+    if (overwrite)
+        for (int64_t k = begin; k < end; ++k) dst[k] = value(k);
+    else
+        for (int64_t k = begin; k < end; ++k) dst[k] += value(k);
+}
+
 // GELU's pieces: Phi(x) = (1 + erf(x / sqrt 2)) / 2, so gelu(x) = x * Phi(x), and its slope
 // d/dx x Phi(x) = Phi(x) + x phi(x), given Phi(x). One spelling, for gelu and linear_gelu alike.
 inline float normal_cdf(float x) { return 0.5f * (1.0f + fast_erf(x * 0.70710678118654752f)); }

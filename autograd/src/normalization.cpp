@@ -41,11 +41,9 @@ TINYGPT_VECTOR_CLONES void input_gradient_rows(const float* x, const float* dy, 
             sum_in_double(C, [&](int64_t c) { return double(dyr[c] * gain[c]) * ((row[c] - m) * s); });
         const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
         const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
-        const auto value = [&](int64_t c) { return s * (dyr[c] * gain[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat); };
-        if (overwrite)
-            for (int64_t c = 0; c < C; ++c) dx[r * C + c] = value(c);
-        else
-            for (int64_t c = 0; c < C; ++c) dx[r * C + c] += value(c);
+        detail::write_or_add(overwrite, 0, C, dx + r * C, [&](int64_t c) {
+            return s * (dyr[c] * gain[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
+        });
     }
 }
 }  // namespace

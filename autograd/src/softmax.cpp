@@ -62,10 +62,7 @@ TINYGPT_VECTOR_CLONES RowStats softmax_row(const float* x, float factor, int64_t
 TINYGPT_VECTOR_CLONES void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx,
                                                bool overwrite) {
     const auto d = static_cast<float>(sum_in_double(n, [&](int64_t k) { return double(dy[k]) * y[k]; }));
-    if (overwrite)
-        for (int64_t k = 0; k < n; ++k) dx[k] = factor * (y[k] * (dy[k] - d));
-    else
-        for (int64_t k = 0; k < n; ++k) dx[k] += factor * (y[k] * (dy[k] - d));
+    detail::write_or_add(overwrite, 0, n, dx, [&](int64_t k) { return factor * (y[k] * (dy[k] - d)); });
 }
 }  // namespace
 
@@ -169,10 +166,7 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, Sou
         const float s = g.dout[0] / static_cast<float>(N);
         parallel_for(N, rows_per_thread(V), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
-                if (target.fresh)
-                    for (int64_t k = 0; k < V; ++k) gx[r * V + k] = s * probs[r * V + k];
-                else
-                    for (int64_t k = 0; k < V; ++k) gx[r * V + k] += s * probs[r * V + k];
+                detail::write_or_add(target.fresh, r * V, (r + 1) * V, gx, [&](int64_t k) { return s * probs[k]; });
                 gx[r * V + targets[r]] -= s;
             }
         });
