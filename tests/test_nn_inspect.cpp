@@ -1,6 +1,7 @@
 // Inspecting modules: parameters carry their full dotted names, forward hooks see every module's
 // output and can be removed, and a model's graph shows those names.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nn/attention.h>
@@ -97,7 +98,7 @@ TEST_CASE("every module's forward runs its hooks: a GPT reports each layer once"
     const Tensor composed = gpt.forward(ids, 2, 3);
     REQUIRE(pre.defined());
     CHECK(pre.shape() == Shape{2, 3, 32});
-    CHECK(pre.op() == "linear");
+    CHECK(std::string_view(pre.op()) == "linear");
     CHECK(composed.to_vector() == fused.to_vector());
     up.remove();
 
