@@ -219,25 +219,38 @@ TEST_CASE("every gemm implementation handles all transposes on blocked sizes", "
 }
 
 TEST_CASE("gemm is deterministic: the same bits twice and for 1, 2 and 3 threads", "[kernels]") {
+    struct Size {
+        int64_t M, N, K;
+    };
+    // Threads split the rows when M >= N, else the columns; both with several panels per thread, edge
+    // tiles and two K blocks, and the last with more columns than one N block.
+    const Size sizes[] = {{301, 97, 450}, {97, 301, 450}, {40, 1100, 450}};
     Generator gen(26);
-    const int64_t M = 301, N = 97, K = 450;  // several row panels per thread, edge tiles, two K blocks
-    const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
-    const std::vector<float> C0 = random_values(M * N, gen);
     const int saved = num_threads();
-    for (kernels::Isa isa : kernels::available_isas())
-        for (int layout = 0; layout < 4; ++layout) {
-            const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
-            INFO(kernels::isa_name(isa) << " trans_a " << trans_a << " trans_b " << trans_b);
-            std::vector<float> first;
-            for (int threads : {1, 1, 2, 3}) {
-                set_num_threads(threads);
-                std::vector<float> C = C0;
-                kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A.data(), B.data(), C.data(), true);
-                if (first.empty()) first = C;
-                INFO("threads " << threads);
-                REQUIRE(C == first);  // bit-identical, not just close
+    for (const Size& s : sizes) {
+        const std::vector<float> A = random_values(s.M * s.K, gen), B = random_values(s.K * s.N, gen);
+        const std::vector<float> C0 = random_values(s.M * s.N, gen);
+        for (kernels::Isa isa : kernels::available_isas())
+            for (int layout = 0; layout < 4; ++layout) {
+                const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+                INFO(kernels::isa_name(isa) << " M " << s.M << " N " << s.N << " trans_a " << trans_a << " trans_b "
+                                            << trans_b);
+                std::vector<float> first;
+                for (int threads : {1, 1, 2, 3}) {
+                    set_num_threads(threads);
+                    std::vector<float> C = C0;
+                    kernels::gemm_with(isa, trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), C.data(), true);
+                    if (first.empty()) {
+                        std::vector<float> ref = C0;
+                        kernels::gemm_naive(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), ref.data(), true);
+                        REQUIRE(max_abs(C, ref) <= 1e-6 * double(s.K) + 1e-6);
+                        first = C;
+                    }
+                    INFO("threads " << threads);
+                    REQUIRE(C == first);  // bit-identical, not just close
+                }
             }
-        }
+    }
     set_num_threads(saved);
 }
 

@@ -2,20 +2,20 @@
 //
 // BLIS-style, for row-major C (M, N) = op(A) (M, K) @ op(B) (K, N):
 //
-//   for n0 in N by Kn::NC:                       B block (KC, NC) lives in L2
+// each thread takes a block of C (a range of MR-row panels, or of NR-column panels) and, within it:
+//   for n0 in its columns by Kn::NC:             B block (KC, NC) lives in L2
 //     for k0 in K by Kn::KC:
-//       pack B (k0.., n0..) into NR-wide micro-panels [k][NR], zero-padded   (threads share the work)
-//       for each MR-row panel of A owned by this thread:                     A micro-panel lives in L1
+//       pack B (k0.., n0..) into NR-wide micro-panels [k][NR], zero-padded   (its own copy)
+//       for each MR-row panel of A in its block:                             A micro-panel lives in L1
 //         pack it [k][MR] (or read it in place when A is row-major and the panel is full)
 //         for each B micro-panel: the MR x NR register tile, k = k0 .. k0 + KC in order
 //
 // Every transpose case is handled by the packing (no transposed copy of a whole operand); where a panel
-// would be used only a few times, it is read in place instead of packed (see gemm_blocked_thread), and
-// the micro-kernel takes its strides. Each element of
-// C is finished by one thread: its value is the KC-blocked sum "C = tile(k-block 0); C += tile(block 1)
-// ..." (or "C += tile" per block when accumulating), with k in increasing order inside a block. Neither
-// the row split nor edge padding changes that sequence, so results are bit-identical for any thread
-// count.
+// would be used only a few times, it is read in place instead of packed (see gemm_blocked_block), and
+// the micro-kernel takes its strides. Each element of C is finished by one thread: its value is the
+// KC-blocked sum "C = tile(k-block 0); C += tile(block 1) ..." (or "C += tile" per block when
+// accumulating), with k in increasing order inside a block. Neither the split nor edge padding changes
+// that sequence, so results are bit-identical for any thread count.
 //
 // This header is included by one translation unit per instruction set, each compiled with its own
 // flags. Everything here is a template over the kernel type Kn, which each of those files defines in an
@@ -41,16 +41,17 @@ struct GemmArgs {
     int threads;
 };
 
+// Each thread packs into its own B block and A panel.
 template <class Kn>
 constexpr int64_t workspace_floats(int threads) {
-    return Kn::KC * Kn::NC + int64_t(threads) * Kn::KC * Kn::MR;
+    return int64_t(threads) * (Kn::KC * Kn::NC + Kn::KC * Kn::MR);
 }
 
 inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // B rows k0 .. k0+kb, columns j0 .. j0+nb (nb <= NR) as one micro-panel dst[k][NR], zero-padded.
 template <class Kn>
-void pack_b_panel(const GemmArgs& g, int64_t k0, int64_t kb, int64_t j0, int64_t nb, float* __restrict dst) {
+__attribute__((noinline)) void pack_b_panel(const GemmArgs& g, int64_t k0, int64_t kb, int64_t j0, int64_t nb, float* __restrict dst) {
     constexpr int64_t NR = Kn::NR;
     if (!g.trans_b) {  // B (K, N): rows of NR contiguous floats
         const float* __restrict src = g.B + k0 * g.N + j0;
@@ -77,7 +78,7 @@ void pack_b_panel(const GemmArgs& g, int64_t k0, int64_t kb, int64_t j0, int64_t
 
 // op(A) rows i0 .. i0+mb (mb <= MR), k0 .. k0+kb, as dst[k][MR], zero-padded.
 template <class Kn>
-void pack_a_panel(const GemmArgs& g, int64_t i0, int64_t mb, int64_t k0, int64_t kb, float* __restrict dst) {
+__attribute__((noinline)) void pack_a_panel(const GemmArgs& g, int64_t i0, int64_t mb, int64_t k0, int64_t kb, float* __restrict dst) {
     constexpr int64_t MR = Kn::MR;
     if (g.trans_a) {  // A stored (K, M): MR contiguous floats per k
         const float* __restrict src = g.A + k0 * g.M + i0;
@@ -102,43 +103,34 @@ void pack_a_panel(const GemmArgs& g, int64_t i0, int64_t mb, int64_t k0, int64_t
     }
 }
 
-// One thread's share: MR-row panels [p_begin, p_end). With team, the threads of gemm_blocked's parallel
-// region share the B packing; without, this thread does it alone and uses no OpenMP construct, so gemm
-// also works when called from inside somebody else's parallel region.
+// One thread's block of C: the MR-row panels [p_begin, p_end) by the columns [j_begin, j_end) (j_begin a
+// multiple of NR). The thread packs its own B and A panels into work and shares nothing with the others:
+// no barrier, no OpenMP construct, so gemm also works when called from inside somebody else's parallel
+// region.
 template <class Kn>
-void gemm_blocked_thread(const GemmArgs& g, bool team, int tid, int64_t p_begin, int64_t p_end) {
+void gemm_blocked_block(const GemmArgs& g, float* work, int64_t p_begin, int64_t p_end, int64_t j_begin,
+                        int64_t j_end) {
     constexpr int64_t MR = Kn::MR, NR = Kn::NR, KC = Kn::KC, NC = Kn::NC;
-    float* const bpack = g.work;
-    float* const apack = g.work + KC * NC + int64_t(tid) * KC * MR;
+    float* const bpack = work;
+    float* const apack = work + KC * NC;
     alignas(64) float tile[MR * NR];
 
     // Packing pays when a panel is reused; with few row panels, full NR-wide panels of a row-major B are
     // read in place, and with few column panels so are MR-row panels of a transposed A. Row-major A is
     // always read in place (MR rows, each contiguous in k). Same operations either way.
-    const int64_t row_panels = (g.M + MR - 1) / MR;
-    const bool b_in_place = Kn::kInPlace && !g.trans_b && row_panels <= 4;
+    const bool b_in_place = Kn::kInPlace && !g.trans_b && p_end - p_begin <= 4;
 
-    for (int64_t n0 = 0; n0 < g.N; n0 += NC) {
-        const int64_t nc = min_i64(NC, g.N - n0);
+    for (int64_t n0 = j_begin; n0 < j_end; n0 += NC) {
+        const int64_t nc = min_i64(NC, j_end - n0);
         const int64_t panels = (nc + NR - 1) / NR;
         const bool a_in_place = Kn::kInPlace && (!g.trans_a || panels <= 4);
         for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
             const int64_t kb = min_i64(KC, g.K - k0);
             const bool overwrite = k0 == 0 && !g.accumulate;
-            if (team) {
-#pragma omp for schedule(static)
-                for (int64_t p = 0; p < panels; ++p) {
-                    const int64_t nb = min_i64(NR, nc - p * NR);
-                    if (!(b_in_place && nb == NR)) pack_b_panel<Kn>(g, k0, kb, n0 + p * NR, nb, bpack + p * kb * NR);
-                }
-                // (the implicit barrier: B is packed)
-            } else {
-                for (int64_t p = 0; p < panels; ++p) {
-                    const int64_t nb = min_i64(NR, nc - p * NR);
-                    if (!(b_in_place && nb == NR)) pack_b_panel<Kn>(g, k0, kb, n0 + p * NR, nb, bpack + p * kb * NR);
-                }
+            for (int64_t p = 0; p < panels; ++p) {
+                const int64_t nb = min_i64(NR, nc - p * NR);
+                if (!(b_in_place && nb == NR)) pack_b_panel<Kn>(g, k0, kb, n0 + p * NR, nb, bpack + p * kb * NR);
             }
-
             for (int64_t ip = p_begin; ip < p_end; ++ip) {
                 const int64_t i0 = ip * MR, mb = min_i64(MR, g.M - i0);
                 // A element (r, k) of this panel at a[r * rs + k * cs]
@@ -151,7 +143,7 @@ void gemm_blocked_thread(const GemmArgs& g, bool team, int tid, int64_t p_begin,
                     pack_a_panel<Kn>(g, i0, mb, k0, kb, apack);
                 }
                 for (int64_t p = 0; p < panels; ++p) {
-                    const int64_t j0 = n0 + p * NR, nb = min_i64(NR, g.N - j0);
+                    const int64_t j0 = n0 + p * NR, nb = min_i64(NR, nc - p * NR);
                     const bool b_direct = b_in_place && nb == NR;
                     const float* b = b_direct ? g.B + k0 * g.N + j0 : bpack + p * kb * NR;
                     const int64_t ldb = b_direct ? g.N : NR;
@@ -170,27 +162,36 @@ void gemm_blocked_thread(const GemmArgs& g, bool team, int tid, int64_t p_begin,
                     }
                 }
             }
-            if (team) {
-#pragma omp barrier
-            }
         }
     }
 }
 
-// C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1. g.threads threads split the rows.
+// C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1, on up to g.threads threads. Each thread
+// computes a block of whole tiles and packs what it needs itself. (Threads that shared one packed B
+// waited for each other at every K block and pulled the other core's half of it through the caches:
+// two threads were slower than one on the weight gradients of a narrow layer.) Each thread reads whole
+// the operand the split does not cut, so the split cuts the larger side: the rows when M >= N (each
+// thread packs all of B), else the columns (each reads all of A).
 template <class Kn>
 void gemm_blocked(const GemmArgs& g) {
-    const int64_t row_panels = (g.M + Kn::MR - 1) / Kn::MR;
-    const int threads = int(min_i64(g.threads, row_panels));
+    const int64_t row_panels = (g.M + Kn::MR - 1) / Kn::MR, col_panels = (g.N + Kn::NR - 1) / Kn::NR;
+    const bool by_rows = g.M >= g.N || col_panels < 2;
+    const int threads = int(min_i64(g.threads, by_rows ? row_panels : col_panels));
     if (threads <= 1) {
-        gemm_blocked_thread<Kn>(g, false, 0, 0, row_panels);
+        gemm_blocked_block<Kn>(g, g.work, 0, row_panels, 0, g.N);
         return;
     }
 #pragma omp parallel num_threads(threads)
     {
-        const int tid = omp_get_thread_num();
-        const int n = omp_get_num_threads();
-        gemm_blocked_thread<Kn>(g, true, tid, row_panels * tid / n, row_panels * (tid + 1) / n);
+        const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+        float* const work = g.work + t * workspace_floats<Kn>(1);
+        if (by_rows) {
+            gemm_blocked_block<Kn>(g, work, row_panels * t / n, row_panels * (t + 1) / n, 0, g.N);
+        } else {
+            const int64_t j_begin = col_panels * t / n * Kn::NR;
+            const int64_t j_end = min_i64(g.N, col_panels * (t + 1) / n * Kn::NR);
+            gemm_blocked_block<Kn>(g, work, 0, row_panels, j_begin, j_end);
+        }
     }
 }
 
