@@ -36,6 +36,7 @@
 
 #include <autograd/kernels.h>
 #include <autograd/tensor.h>
+#include <autograd/threads.h>
 
 #if defined(TINYGPT_BENCH_OPENBLAS)
 #include <cblas.h>
@@ -296,9 +297,10 @@ const std::vector<StepGemms>& step_gemms() {
     return steps;
 }
 
-// gemm_step/<model>/<kernel>: every gemm call of one step of the model, in the counts above (one gemm call
-// per batch matrix, as the matmul op made them before kernels::gemm_batched).
+// gemm_step/<model>/<kernel>/threads:N: every gemm call of one step of the model, in the counts above (one
+// gemm call per batch matrix, as the matmul op made them before kernels::gemm_batched), on N threads.
 void BM_gemm_step(benchmark::State& state, kernels::Isa isa, const StepGemms& step) {
+    set_num_threads(static_cast<int>(state.range(0)));
     struct Operands {
         StepGemm g;
         std::vector<float> A, B, C;
@@ -318,6 +320,7 @@ void BM_gemm_step(benchmark::State& state, kernels::Isa isa, const StepGemms& st
                                    c.A.data(), c.B.data(), c.C.data(), c.g.layout != Layout::NN);
                 benchmark::ClobberMemory();
             }
+    set_num_threads(1);
     set_gflops(state, flops);
 }
 
@@ -326,7 +329,7 @@ void register_step_benchmarks() {
         for (kernels::Isa isa : kernels::available_isas())
             benchmark::RegisterBenchmark(fmt::format("gemm_step/{}/{}", step.model, kernels::isa_name(isa)).c_str(),
                                          BM_gemm_step, isa, std::cref(step))
-                ->Unit(benchmark::kMicrosecond);
+                ->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
         // each repeated shape (per batch or per head) and the lm_head alone, on the kernel gemm uses
         for (const StepGemm& g : step.gemms) {
             if (g.calls < 32 && g.N != 65 && g.K != 65) continue;
