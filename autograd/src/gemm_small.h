@@ -49,6 +49,12 @@ void small_tile(int64_t kb, const float* __restrict a, int64_t lda, const float*
     for (int64_t r = 0; r < MR; ++r)
 #pragma GCC unroll 4
         for (int64_t v = 0; v < NV; ++v) acc[r][v] = V::zero();
+    // rows of A from bases three rows apart, as in the AVX-512 blocked tile: row r at
+    // base[r / 3][(r % 3) * rs], one index register for rows read in place instead of one per row
+    constexpr int64_t kBases = (MR + 2) / 3;
+    const float* base[kBases];
+#pragma GCC unroll 4
+    for (int64_t g = 0; g < kBases; ++g) base[g] = a + 3 * g * rs;
     for (int64_t k = 0; k < kb; ++k) {
         typename V::reg bv[NV];
 #pragma GCC unroll 4
@@ -56,11 +62,12 @@ void small_tile(int64_t kb, const float* __restrict a, int64_t lda, const float*
             bv[v] = kMaskLast && v == NV - 1 ? V::load(b + v * V::W, last) : V::load(b + v * V::W);
 #pragma GCC unroll 32
         for (int64_t r = 0; r < MR; ++r) {
-            const typename V::reg av = V::broadcast(a + r * rs);
+            const typename V::reg av = V::broadcast(base[r / 3] + (r % 3) * rs);
 #pragma GCC unroll 4
             for (int64_t v = 0; v < NV; ++v) acc[r][v] = V::fma(av, bv[v], acc[r][v]);
         }
-        a += cs;
+#pragma GCC unroll 4
+        for (int64_t g = 0; g < kBases; ++g) base[g] += cs;
         b += ldb;
     }
 #pragma GCC unroll 32
