@@ -195,11 +195,13 @@ TEST_CASE("every available gemm implementation matches gemm_naive on edge sizes"
 
 TEST_CASE("every gemm implementation handles all transposes on blocked sizes", "[kernels]") {
     // Larger than one K block and one N block of every kernel, not multiples of any tile; a transposed A
-    // read in place (130 x 70) and one packed for its row stride (530 x 70).
+    // read in place (130 x 70) and one packed for its row stride (530 x 70); B exactly one AVX-512 or AVX2
+    // panel wide, read in place (N 32, 16).
     struct Size {
         int64_t M, N, K;
     };
-    const Size sizes[] = {{37, 1030, 400}, {130, 70, 800}, {530, 70, 500}, {1, 600, 9}, {200, 1, 513}};
+    const Size sizes[] = {{37, 1030, 400}, {130, 70, 800}, {530, 70, 500}, {200, 32, 300}, {200, 16, 300},
+                          {1, 600, 9},     {200, 1, 513}};
     Generator gen(25);
     for (kernels::Isa isa : kernels::available_isas())
         for (const Size& s : sizes) {
