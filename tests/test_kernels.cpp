@@ -226,8 +226,9 @@ TEST_CASE("gemm is deterministic: the same bits twice and for 1, 2 and 3 threads
         int64_t M, N, K;
     };
     // Threads split the rows when M >= N, else the columns; both with several panels per thread, edge
-    // tiles and two K blocks, and the last with more columns than one N block.
-    const Size sizes[] = {{301, 97, 450}, {97, 301, 450}, {40, 1100, 450}};
+    // tiles and two K blocks, and the last two with more columns than one N block (1028: 4 columns past
+    // two blocks, which a transposed A computes as a strip).
+    const Size sizes[] = {{301, 97, 450}, {97, 301, 450}, {40, 1100, 450}, {40, 1028, 300}};
     Generator gen(26);
     const int saved = num_threads();
     for (const Size& s : sizes) {
@@ -301,6 +302,7 @@ TEST_CASE("every ISA's small path matches gemm_naive, and the blocked path bit f
                 for (int64_t K : Ks) check_shape(isa, M, N, K);
         for (int64_t K : {255, 257, 383, 385, 800}) check_shape(isa, 9, 33, K);  // several K blocks
         check_shape(isa, 70, 130, 24);                                          // several column blocks
+        check_shape(isa, 150, 66, 400);  // last columns computed as a strip when A is transposed: rows past 64
     }
     REQUIRE(checked > 0);
 }

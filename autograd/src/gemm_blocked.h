@@ -106,11 +106,54 @@ __attribute__((noinline)) void pack_a_panel(const GemmArgs& g, int64_t i0, int64
     }
 }
 
+// A few last columns of C (at most kStripColumns) when A is transposed, so that the rows of op(A) at
+// one k are contiguous: each column with its rows in the lanes of vectors, one FMA per vector and k,
+// where a tile half NR wide spends MR FMAs per k on each column, and all but one of them on padding
+// (the lm_head's 65th column: TN 128x65x768 99 -> 82 us). V is the instruction set's vector (see
+// gemm_small.h). Every element is still acc = fma(a, b, acc) over the k of each KC block in order from
+// zero, then C = acc or C += acc, as in the tiles: the same bits.
+inline constexpr int64_t kStripColumns = 4;
+
+template <class V>
+__attribute__((noinline)) void column_strip_trans_a(const GemmArgs& g, int64_t KC, int64_t i_begin, int64_t i_end, int64_t j_begin,
+                          int64_t j_end) {
+    constexpr int64_t R = 4, W = V::W;  // rows R * W at a time: R independent chains of FMAs
+    for (int64_t j = j_begin; j < j_end; ++j)
+        for (int64_t i0 = i_begin; i0 < i_end; i0 += R * W) {
+            const int64_t rows = min_i64(R * W, i_end - i0);
+            typename V::mask lanes[R];
+            for (int64_t v = 0; v < R; ++v) {
+                const int64_t n = rows - v * W;
+                lanes[v] = V::mask_first(n < 0 ? 0 : n > W ? W : n);
+            }
+            for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
+                const int64_t k_end = min_i64(g.K, k0 + KC);
+                typename V::reg acc[R];
+#pragma GCC unroll 4
+                for (int64_t v = 0; v < R; ++v) acc[v] = V::zero();
+                for (int64_t k = k0; k < k_end; ++k) {
+                    const typename V::reg b = V::broadcast(g.trans_b ? g.B + j * g.K + k : g.B + k * g.N + j);
+                    const float* a = g.A + k * g.M + i0;  // op(A) rows i0.. at this k
+#pragma GCC unroll 4
+                    for (int64_t v = 0; v < R; ++v) acc[v] = V::fma(V::load(a + v * W, lanes[v]), b, acc[v]);
+                }
+                alignas(64) float sums[R * W];
+#pragma GCC unroll 4
+                for (int64_t v = 0; v < R; ++v) V::store(sums + v * W, acc[v]);
+                const bool overwrite = k0 == 0 && !g.accumulate;
+                for (int64_t r = 0; r < rows; ++r) {
+                    float& c = g.C[(i0 + r) * g.N + j];
+                    c = overwrite ? sums[r] : c + sums[r];
+                }
+            }
+        }
+}
+
 // One thread's block of C: the MR-row panels [p_begin, p_end) by the columns [j_begin, j_end) (j_begin a
 // multiple of NR). The thread packs its own B and A panels into work and shares nothing with the others:
 // no barrier, no OpenMP construct, so gemm also works when called from inside somebody else's parallel
 // region.
-template <class Kn>
+template <class Kn, class V>
 void gemm_blocked_block(const GemmArgs& g, float* work, int64_t p_begin, int64_t p_end, int64_t j_begin,
                         int64_t j_end) {
     constexpr int64_t MR = Kn::MR, NR = Kn::NR, KC = Kn::KC, NC = Kn::NC;
@@ -128,7 +171,10 @@ void gemm_blocked_block(const GemmArgs& g, float* work, int64_t p_begin, int64_t
 
     for (int64_t n0 = j_begin; n0 < j_end; n0 += NC) {
         const int64_t nc = min_i64(NC, j_end - n0);
-        const int64_t panels = (nc + NR - 1) / NR;
+        // the tiles take the panels but a last one of at most kStripColumns when A is transposed
+        const int64_t last = nc - (nc - 1) / NR * NR;
+        const bool strip = g.trans_a && last <= kStripColumns && last < NR;
+        const int64_t panels = (nc + NR - 1) / NR - (strip ? 1 : 0);
         const bool a_in_place = Kn::kInPlace && (!g.trans_a || (panels <= 4 && g.M < 512));
         for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
             const int64_t kb = min_i64(KC, g.K - k0);
@@ -169,6 +215,7 @@ void gemm_blocked_block(const GemmArgs& g, float* work, int64_t p_begin, int64_t
                 }
             }
         }
+        if (strip) column_strip_trans_a<V>(g, KC, p_begin * MR, min_i64(p_end * MR, g.M), n0 + panels * NR, n0 + nc);
     }
 }
 
@@ -178,13 +225,13 @@ void gemm_blocked_block(const GemmArgs& g, float* work, int64_t p_begin, int64_t
 // two threads were slower than one on the weight gradients of a narrow layer.) Each thread reads whole
 // the operand the split does not cut, so the split cuts the larger side: the rows when M >= N (each
 // thread packs all of B), else the columns (each reads all of A).
-template <class Kn>
+template <class Kn, class V>
 void gemm_blocked(const GemmArgs& g) {
     const int64_t row_panels = (g.M + Kn::MR - 1) / Kn::MR, col_panels = (g.N + Kn::NR - 1) / Kn::NR;
     const bool by_rows = g.M >= g.N || col_panels < 2;
     const int threads = int(min_i64(g.threads, by_rows ? row_panels : col_panels));
     if (threads <= 1) {
-        gemm_blocked_block<Kn>(g, g.work, 0, row_panels, 0, g.N);
+        gemm_blocked_block<Kn, V>(g, g.work, 0, row_panels, 0, g.N);
         return;
     }
 #pragma omp parallel num_threads(threads)
@@ -192,11 +239,11 @@ void gemm_blocked(const GemmArgs& g) {
         const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
         float* const work = g.work + t * workspace_floats<Kn>(1);
         if (by_rows) {
-            gemm_blocked_block<Kn>(g, work, row_panels * t / n, row_panels * (t + 1) / n, 0, g.N);
+            gemm_blocked_block<Kn, V>(g, work, row_panels * t / n, row_panels * (t + 1) / n, 0, g.N);
         } else {
             const int64_t j_begin = col_panels * t / n * Kn::NR;
             const int64_t j_end = min_i64(g.N, col_panels * (t + 1) / n * Kn::NR);
-            gemm_blocked_block<Kn>(g, work, 0, row_panels, j_begin, j_end);
+            gemm_blocked_block<Kn, V>(g, work, 0, row_panels, j_begin, j_end);
         }
     }
 }

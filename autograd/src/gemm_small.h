@@ -122,6 +122,8 @@ void gemm_small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t 
     constexpr int64_t NV = V::kMaxVectors, block = NV * V::W;
     static_assert(NV >= 1 && NV <= 4);
     for (int64_t j0 = 0; j0 < g.N; j0 += block) {
+        if constexpr (kTransA)
+            if (g.N - j0 <= kStripColumns) return column_strip_trans_a<V>(g, KC, 0, g.M, j0, g.N);  // gemm_blocked.h
         const int64_t vectors = (min_i64(block, g.N - j0) + V::W - 1) / V::W;
         switch (vectors) {  // the last block may be narrower
         case 1: small_columns<V, kTransA, 1>(g, b, ldb, j0, KC); break;

@@ -203,7 +203,7 @@ void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
 #endif
     case Isa::portable:
         g.work = detail::workspace(detail::workspace_floats<detail::Portable>(g.threads));
-        detail::gemm_blocked<detail::Portable>(g);
+        detail::gemm_blocked<detail::Portable, detail::PortableVec>(g);
         return;
     }
 }

@@ -73,7 +73,7 @@ struct Vec256 {
 }  // namespace
 
 int64_t gemm_workspace_avx2(int threads) { return workspace_floats<Avx2>(threads); }
-void gemm_avx2(const GemmArgs& g) { gemm_blocked<Avx2>(g); }
+void gemm_avx2(const GemmArgs& g) { gemm_blocked<Avx2, Vec256>(g); }
 void gemm_small_avx2(const GemmArgs& g) { gemm_small<Vec256>(g, Avx2::KC); }
 
 }  // namespace autograd::kernels::detail

@@ -84,7 +84,7 @@ struct Vec512 {
 }  // namespace
 
 int64_t gemm_workspace_avx512(int threads) { return workspace_floats<Avx512>(threads); }
-void gemm_avx512(const GemmArgs& g) { gemm_blocked<Avx512>(g); }
+void gemm_avx512(const GemmArgs& g) { gemm_blocked<Avx512, Vec512>(g); }
 void gemm_small_avx512(const GemmArgs& g) { gemm_small<Vec512>(g, Avx512::KC); }
 
 }  // namespace autograd::kernels::detail
