@@ -49,8 +49,18 @@ Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where) {
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] - y[ib]; });
     return make_result("sub", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) { ga[ia] += g.dout[i]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i]; }); }
+        if (g.needs(0)) {
+            const auto ga = operand_grad(g, bc, 0);
+            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) {
+                ga.values[ia] = ga.fresh ? g.dout[i] : ga.values[ia] + g.dout[i];
+            });
+        }
+        if (g.needs(1)) {
+            const auto gb = operand_grad(g, bc, 1);
+            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) {
+                gb.values[ib] = gb.fresh ? -g.dout[i] : gb.values[ib] - g.dout[i];
+            });
+        }
     }, where);
 }
 
@@ -61,8 +71,18 @@ Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] * y[ib]; });
     return make_result("mul", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float *av = g.inputs[0].data().data(), *bv = g.inputs[1].data().data();
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] * bv[ib]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t ia, int64_t ib) { gb[ib] += g.dout[i] * av[ia]; }); }
+        if (g.needs(0)) {
+            const auto ga = operand_grad(g, bc, 0);
+            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) {
+                ga.values[ia] = ga.fresh ? g.dout[i] * bv[ib] : ga.values[ia] + g.dout[i] * bv[ib];
+            });
+        }
+        if (g.needs(1)) {
+            const auto gb = operand_grad(g, bc, 1);
+            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t ia, int64_t ib) {
+                gb.values[ib] = gb.fresh ? g.dout[i] * av[ia] : gb.values[ib] + g.dout[i] * av[ia];
+            });
+        }
     }, where);
 }
 
@@ -74,8 +94,19 @@ Tensor div(const Tensor& a, const Tensor& b, SourceLocation where) {
     return make_result("div", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float* bv = g.inputs[1].data().data();
         // d(a/b)/da = 1/b;  d(a/b)/db = -(a/b)/b = -out/b
-        if (g.needs(0)) { auto ga = g.grad(0); bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) { ga[ia] += g.dout[i] / bv[ib]; }); }
-        if (g.needs(1)) { auto gb = g.grad(1); bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) { gb[ib] -= g.dout[i] * g.out[i] / bv[ib]; }); }
+        if (g.needs(0)) {
+            const auto ga = operand_grad(g, bc, 0);
+            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) {
+                ga.values[ia] = ga.fresh ? g.dout[i] / bv[ib] : ga.values[ia] + g.dout[i] / bv[ib];
+            });
+        }
+        if (g.needs(1)) {
+            const auto gb = operand_grad(g, bc, 1);
+            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) {
+                const float d = g.dout[i] * g.out[i] / bv[ib];
+                gb.values[ib] = gb.fresh ? -d : gb.values[ib] - d;
+            });
+        }
     }, where);
 }
 
@@ -92,9 +123,10 @@ Tensor unary(const char* op, const Tensor& x, F f, Local local, SourceLocation w
     });
     return make_result(op, x.shape(), std::move(out), {x}, [local](const GradContext& g) {
         const float* xv = g.inputs[0].data().data();
-        float* gx = g.grad(0).data();
+        const auto gx = g.grad_target(0);
         parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) gx[i] += g.dout[i] * local(xv[i], g.out[i]);
+            detail::write_or_add(gx.fresh, begin, end, gx.values.data(),
+                                 [&](int64_t i) { return g.dout[i] * local(xv[i], g.out[i]); });
         });
     }, where);
 }
