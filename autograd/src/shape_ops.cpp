@@ -4,8 +4,10 @@
 
 #include "anomaly.h"
 #include "autograd/tensor.h"
+#include "autograd/threads.h"
 #include "axis.h"
 #include "broadcast.h"
+#include "fast_math.h"
 
 namespace autograd {
 
@@ -105,8 +107,11 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
     int64_t offset = 0;
     for (const Tensor& x : xs) {
         const Axis ax = axis_of(x.shape(), dim);
-        for (int64_t o = 0; o < ax.outer; ++o)
-            std::copy_n(x.data().data() + ax.at(o, 0, 0), ax.n * ax.inner, out.data() + out_ax.at(o, offset, 0));
+        const int64_t run = ax.n * ax.inner;  // contiguous floats of x per outer index
+        parallel_for(ax.outer, rows_per_thread(run), [&](int64_t begin, int64_t end) {
+            for (int64_t o = begin; o < end; ++o)
+                std::copy_n(x.data().data() + ax.at(o, 0, 0), run, out.data() + out_ax.at(o, offset, 0));
+        });
         offsets.push_back(offset);
         offset += ax.n;
     }
@@ -114,9 +119,13 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
         for (size_t k = 0; k < g.inputs.size(); ++k) {
             if (!g.needs(k)) continue;
             const Axis ax = axis_of(g.inputs[k].shape(), dim);
-            auto gx = g.grad(k);
-            for (int64_t o = 0; o < ax.outer; ++o)
-                for (int64_t j = 0; j < ax.n * ax.inner; ++j) gx[ax.at(o, 0, 0) + j] += g.dout[out_ax.at(o, offsets[k], 0) + j];
+            const int64_t run = ax.n * ax.inner;
+            const auto gx = g.grad_target(k);  // each value written once: fresh ones with =
+            parallel_for(ax.outer, rows_per_thread(run), [&](int64_t begin, int64_t end) {
+                for (int64_t o = begin; o < end; ++o)
+                    detail::write_or_add(gx.fresh, 0, run, gx.values.data() + ax.at(o, 0, 0),
+                                         [&](int64_t j) { return g.dout[out_ax.at(o, offsets[k], 0) + j]; });
+            });
         }
     }, where);
 }
