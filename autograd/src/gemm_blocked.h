@@ -9,6 +9,7 @@
 //       for each MR-row panel of A in its block:                             A micro-panel lives in L1
 //         pack it [k][MR] (or read it in place when A is row-major and the panel is full)
 //         for each B micro-panel: the MR x NR register tile, k = k0 .. k0 + KC in order
+//   (a last panel of at most 4 columns, when A is transposed: column_strip_trans_a instead)
 //
 // Every transpose case is handled by the packing (no transposed copy of a whole operand); where a panel
 // would be used only a few times, it is read in place instead of packed (see gemm_blocked_block), and
@@ -18,8 +19,8 @@
 // that sequence, so results are bit-identical for any thread count.
 //
 // This header is included by one translation unit per instruction set, each compiled with its own
-// flags. Everything here is a template over the kernel type Kn, which each of those files defines in an
-// anonymous namespace: the instantiations therefore have internal linkage, and the linker can never
+// flags. Everything here is a template over the kernel type Kn (and its vector type V), which each of
+// those files defines in an anonymous namespace: the instantiations therefore have internal linkage, and the linker can never
 // substitute an AVX-512 copy for the portable one. For the same reason nothing here calls into the
 // standard library.
 #pragma once
@@ -109,14 +110,15 @@ __attribute__((noinline)) void pack_a_panel(const GemmArgs& g, int64_t i0, int64
 // A few last columns of C (at most kStripColumns) when A is transposed, so that the rows of op(A) at
 // one k are contiguous: each column with its rows in the lanes of vectors, one FMA per vector and k,
 // where a tile half NR wide spends MR FMAs per k on each column, and all but one of them on padding
-// (the lm_head's 65th column: TN 128x65x768 99 -> 82 us). V is the instruction set's vector (see
+// (the lm_head's 65th column: TN 128x65x768 99 -> 75 us). V is the instruction set's vector (see
 // gemm_small.h). Every element is still acc = fma(a, b, acc) over the k of each KC block in order from
 // zero, then C = acc or C += acc, as in the tiles: the same bits.
 inline constexpr int64_t kStripColumns = 4;
 
+// (Out of line, so that it does not change how the tile loop below is compiled.)
 template <class V>
-__attribute__((noinline)) void column_strip_trans_a(const GemmArgs& g, int64_t KC, int64_t i_begin, int64_t i_end, int64_t j_begin,
-                          int64_t j_end) {
+__attribute__((noinline)) void column_strip_trans_a(const GemmArgs& g, int64_t KC, int64_t i_begin, int64_t i_end,
+                                                    int64_t j_begin, int64_t j_end) {
     constexpr int64_t R = 4, W = V::W;  // rows R * W at a time: R independent chains of FMAs
     for (int64_t j = j_begin; j < j_end; ++j)
         for (int64_t i0 = i_begin; i0 < i_end; i0 += R * W) {
