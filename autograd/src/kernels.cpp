@@ -157,13 +157,20 @@ constexpr int64_t kThreadWork = int64_t(1) << 21;
 constexpr int64_t kBatchThreadWork = int64_t(1) << 19;
 // Below this many multiply-adds the unpacked small path is the faster one.
 constexpr int64_t kSmallWork = int64_t(1) << 18;
+// With AVX-512 also below this many when N leaves 1-4 columns past the last 32-wide tile, which the
+// blocked path pads to a half tile of 16 and the small path masks.
+constexpr int64_t kSmallWorkNarrowEdge = int64_t(1) << 20;
 
 // Where the small path is faster, measured on the three bench/train_step.h models' gemms (AVX-512 and
 // AVX2, one thread): every product below kSmallWork (attention per head and batch: 1.2-4x the
-// blocked path), and on one thread the weight gradients A^T @ dC of a narrow layer (M <= 64 rows, up to
-// 128 columns, any K: 1.1-1.5x). Both paths give the same bits, so the choice never changes a result.
-bool small_is_faster(const detail::GemmArgs& g) {
-    if (g.M * g.N * g.K < kSmallWork) return true;
+// blocked path); with AVX-512, those below kSmallWorkNarrowEdge with 1-4 columns past the last tile (the
+// tutorial's lm_head, 256x65x32: 8.1 -> 7.4 us; its training step the same within 1%); and on one
+// thread the weight gradients A^T @ dC of a narrow layer (M <= 64 rows, up to 128 columns, any K:
+// 1.1-1.5x). Both paths give the same bits, so the choice never changes a result.
+bool small_is_faster(Isa isa, const detail::GemmArgs& g) {
+    const int64_t work = g.M * g.N * g.K;
+    if (work < kSmallWork) return true;
+    if (isa == Isa::avx512 && work < kSmallWorkNarrowEdge && g.N % 32 != 0 && g.N % 32 <= 4) return true;
     return g.threads == 1 && g.trans_a && !g.trans_b && g.M <= 64 && g.N <= 128;
 }
 
@@ -174,7 +181,7 @@ void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
         if (!g.accumulate) std::fill(g.C, g.C + g.M * g.N, 0.0f);
         return;
     }
-    if (path == GemmPath::small || (path == GemmPath::automatic && small_is_faster(g))) {
+    if (path == GemmPath::small || (path == GemmPath::automatic && small_is_faster(isa, g))) {
         g.work = detail::workspace(detail::small_workspace_floats(g));
         switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
