@@ -15,10 +15,19 @@ using Writes = detail::Broadcast::Writes;
 // --- binary ----------------------------------------------------------------------------------------
 
 namespace {
-// The gradient of operand i of a broadcast binary op: unset (fresh) when nothing has reached it yet
-// and it is not stretched, so the walk writes each of its values exactly once.
-GradContext::Target operand_grad(const GradContext& g, const Broadcast& bc, size_t i) {
-    return g.inputs[i].numel() == numel_of(bc.out) ? g.grad_target(i) : GradContext::Target{g.grad(i), false};
+// Operand kOperand's share of a broadcast binary op's backward: its gradient at each output element i
+// (operand positions ia, ib) gets local(i, ia, ib) added, or written where the gradient is fresh: nothing
+// has reached it yet and it is not stretched, so the walk writes each of its values exactly once.
+template <size_t kOperand, typename Local>
+void operand_backward(const GradContext& g, const Broadcast& bc, Local local) {
+    if (!g.needs(kOperand)) return;
+    const auto grad = g.inputs[kOperand].numel() == numel_of(bc.out) ? g.grad_target(kOperand)
+                                                                       : GradContext::Target{g.grad(kOperand), false};
+    bc.for_each_writing(kOperand == 0 ? Writes::a : Writes::b, [&](int64_t i, int64_t ia, int64_t ib) {
+        const int64_t at = kOperand == 0 ? ia : ib;
+        const float v = local(i, ia, ib);
+        grad.values[at] = grad.fresh ? v : grad.values[at] + v;
+    });
 }
 }  // namespace
 
@@ -28,18 +37,8 @@ Tensor add(const Tensor& a, const Tensor& b, SourceLocation where) {
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] + y[ib]; });
     return make_result("add", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
-        if (g.needs(0)) {
-            const auto ga = operand_grad(g, bc, 0);
-            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) {
-                ga.values[ia] = ga.fresh ? g.dout[i] : ga.values[ia] + g.dout[i];
-            });
-        }
-        if (g.needs(1)) {
-            const auto gb = operand_grad(g, bc, 1);
-            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) {
-                gb.values[ib] = gb.fresh ? g.dout[i] : gb.values[ib] + g.dout[i];
-            });
-        }
+        operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t) { return g.dout[i]; });
+        operand_backward<1>(g, bc, [&](int64_t i, int64_t, int64_t) { return g.dout[i]; });
     }, where);
 }
 
@@ -49,18 +48,8 @@ Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where) {
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] - y[ib]; });
     return make_result("sub", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
-        if (g.needs(0)) {
-            const auto ga = operand_grad(g, bc, 0);
-            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t) {
-                ga.values[ia] = ga.fresh ? g.dout[i] : ga.values[ia] + g.dout[i];
-            });
-        }
-        if (g.needs(1)) {
-            const auto gb = operand_grad(g, bc, 1);
-            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) {
-                gb.values[ib] = gb.fresh ? -g.dout[i] : gb.values[ib] - g.dout[i];
-            });
-        }
+        operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t) { return g.dout[i]; });
+        operand_backward<1>(g, bc, [&](int64_t i, int64_t, int64_t) { return -g.dout[i]; });
     }, where);
 }
 
@@ -71,18 +60,8 @@ Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] * y[ib]; });
     return make_result("mul", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float *av = g.inputs[0].data().data(), *bv = g.inputs[1].data().data();
-        if (g.needs(0)) {
-            const auto ga = operand_grad(g, bc, 0);
-            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) {
-                ga.values[ia] = ga.fresh ? g.dout[i] * bv[ib] : ga.values[ia] + g.dout[i] * bv[ib];
-            });
-        }
-        if (g.needs(1)) {
-            const auto gb = operand_grad(g, bc, 1);
-            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t ia, int64_t ib) {
-                gb.values[ib] = gb.fresh ? g.dout[i] * av[ia] : gb.values[ib] + g.dout[i] * av[ia];
-            });
-        }
+        operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t ib) { return g.dout[i] * bv[ib]; });
+        operand_backward<1>(g, bc, [&](int64_t i, int64_t ia, int64_t) { return g.dout[i] * av[ia]; });
     }, where);
 }
 
@@ -94,19 +73,8 @@ Tensor div(const Tensor& a, const Tensor& b, SourceLocation where) {
     return make_result("div", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
         const float* bv = g.inputs[1].data().data();
         // d(a/b)/da = 1/b;  d(a/b)/db = -(a/b)/b = -out/b
-        if (g.needs(0)) {
-            const auto ga = operand_grad(g, bc, 0);
-            bc.for_each_writing(Writes::a, [&](int64_t i, int64_t ia, int64_t ib) {
-                ga.values[ia] = ga.fresh ? g.dout[i] / bv[ib] : ga.values[ia] + g.dout[i] / bv[ib];
-            });
-        }
-        if (g.needs(1)) {
-            const auto gb = operand_grad(g, bc, 1);
-            bc.for_each_writing(Writes::b, [&](int64_t i, int64_t, int64_t ib) {
-                const float d = g.dout[i] * g.out[i] / bv[ib];
-                gb.values[ib] = gb.fresh ? -d : gb.values[ib] - d;
-            });
-        }
+        operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t ib) { return g.dout[i] / bv[ib]; });
+        operand_backward<1>(g, bc, [&](int64_t i, int64_t, int64_t ib) { return -(g.dout[i] * g.out[i] / bv[ib]); });
     }, where);
 }
 
