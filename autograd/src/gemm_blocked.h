@@ -20,9 +20,9 @@
 //
 // This header is included by one translation unit per instruction set, each compiled with its own
 // flags. Everything here is a template over the kernel type Kn (and its vector type V), which each of
-// those files defines in an anonymous namespace: the instantiations therefore have internal linkage, and the linker can never
-// substitute an AVX-512 copy for the portable one. For the same reason nothing here calls into the
-// standard library.
+// those files defines in an anonymous namespace: the instantiations therefore have internal linkage,
+// and the linker can never substitute an AVX-512 copy for the portable one. For the same reason nothing
+// here calls into the standard library.
 #pragma once
 
 #include <cstdint>
@@ -175,7 +175,8 @@ void gemm_blocked_block(const GemmArgs& g, float* work, int64_t p_begin, int64_t
         const int64_t nc = min_i64(NC, j_end - n0);
         // the tiles take the panels but a last one of at most kStripColumns when A is transposed
         const int64_t last = nc - (nc - 1) / NR * NR;
-        const bool strip = g.trans_a && last <= kStripColumns && last < NR;
+        static_assert(kStripColumns < NR, "a strip is never a whole panel");
+        const bool strip = g.trans_a && last <= kStripColumns;
         const int64_t panels = (nc + NR - 1) / NR - (strip ? 1 : 0);
         const bool a_in_place = Kn::kInPlace && (!g.trans_a || (panels <= 4 && g.M < 512));
         for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
