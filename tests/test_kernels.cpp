@@ -1,11 +1,17 @@
-// The fast gemm against the naive reference, and the matmul op against a plain triple loop.
+// The fast gemm against the naive reference, the matmul op against a plain triple loop, and the AVX-512
+// softmax rows against the portable ones.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include <autograd/kernels.h>
 #include <autograd/threads.h>
 
+#include "../autograd/src/softmax_rows.h"  // internal header, tested directly
 #include "helpers.h"
 
 using namespace autograd;
@@ -389,4 +395,91 @@ TEST_CASE("gemm at the model's small shapes gives the same bits for 1, 2 and 3 t
         }
     }
     set_num_threads(saved);
+}
+
+// --- softmax rows (softmax_rows.h) ------------------------------------------------------------------------
+
+namespace {
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+}  // namespace
+
+TEST_CASE("softmax rows, portable and AVX-512, match a double reference, and their backward each other's bits",
+          "[kernels][softmax]") {
+    using detail::RowStats;
+    using Row = RowStats (*)(const float*, float, int64_t, float*);
+    std::vector<std::pair<const char*, Row>> rows = {{"portable", detail::softmax_row_portable}};
+    const bool avx512 = kernels::gemm_isa() == kernels::Isa::avx512;
+    if (avx512) rows.emplace_back("avx512", detail::softmax_row_avx512);
+    else WARN("this CPU has no AVX-512: the AVX-512 softmax rows are not run");
+
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    Generator gen(41);
+    // every length through three vectors (masked last vectors, the sum's whole blocks of 8 and its tail),
+    // cross_entropy's 65 and two long rows
+    std::vector<int64_t> lengths;
+    for (int64_t n = 0; n <= 50; ++n) lengths.push_back(n);
+    for (int64_t n : {64, 65, 100, 257}) lengths.push_back(n);
+    for (const int64_t n : lengths)
+        for (const float factor : {1.0f, 0.17677669f, -0.5f, 3.0f})
+            for (int kind = 0; kind < 5; ++kind) {
+                // 0: N(0, 1); 1: N(0, 30^2), exps down to subnormals and 0; 2: some masked (factor * x =
+                // -inf); 3: all masked; 4: a NaN
+                std::vector<float> x(static_cast<size_t>(n));
+                for (float& v : x) v = gen.normal(0.0f, kind == 1 ? 30.0f : 1.0f);
+                const float masked = factor > 0 ? -kInf : kInf;
+                for (size_t k = 0; k < x.size(); ++k) {
+                    if (kind == 2 && (k % 3 == 1 || k + 1 == x.size())) x[k] = masked;
+                    if (kind == 3) x[k] = masked;
+                }
+                if (kind == 4 && n > 0) x[static_cast<size_t>(n / 2)] = std::numeric_limits<float>::quiet_NaN();
+
+                // the reference: the same shifted inputs (factor * x - max, rounded to float as the rows
+                // compute them), exp and the sum in double
+                float max = -kInf;
+                for (float v : x) max = std::max(max, factor * v);
+                std::vector<double> ref(x.size());
+                double total = 0.0;
+                for (size_t k = 0; k < x.size(); ++k) total += ref[k] = std::exp(double(factor * x[k] - max));
+
+                for (const auto& [name, row] : rows) {
+                    INFO(name << ": n " << n << " factor " << factor << " kind " << kind);
+                    std::vector<float> y(x.size(), -1.0f), in_place = x;
+                    const RowStats stats = row(x.data(), factor, n, y.data());
+                    row(in_place.data(), factor, n, in_place.data());
+                    REQUIRE(same_bits(in_place, y));
+                    if (kind == 4) {
+                        for (float v : y) REQUIRE(std::isnan(v));
+                        continue;
+                    }
+                    REQUIRE(stats.max == max);
+                    if (max == -kInf) {  // every entry masked (or none)
+                        REQUIRE(stats.sum_exp == 0.0);
+                        for (float v : y) REQUIRE(v == 0.0f);
+                        continue;
+                    }
+                    REQUIRE(std::abs(stats.sum_exp - total) <= 2e-7 * total);
+                    // exp within about 1 ulp, then the reciprocal and the product rounded: 3e-7 relative,
+                    // and a few subnormal steps for values below 2^-126
+                    for (size_t k = 0; k < x.size(); ++k)
+                        REQUIRE(std::abs(y[k] - ref[k] / total) <= 3e-7 * ref[k] / total + 1e-44);
+                }
+
+                if (!avx512) continue;
+                // backward, the same arithmetic in both: with the row's weights and a random upstream
+                // gradient, written fresh and added
+                std::vector<float> y(x.size()), dy(x.size());
+                detail::softmax_row_portable(x.data(), factor, n, y.data());
+                for (float& v : dy) v = gen.normal();
+                for (const bool overwrite : {true, false}) {
+                    INFO("backward: n " << n << " factor " << factor << " kind " << kind << " overwrite " << overwrite);
+                    std::vector<float> dx_portable(x.size());
+                    for (float& v : dx_portable) v = gen.normal();
+                    std::vector<float> dx_avx512 = dx_portable;
+                    detail::softmax_backward_row_portable(y.data(), dy.data(), factor, n, dx_portable.data(), overwrite);
+                    detail::softmax_backward_row_avx512(y.data(), dy.data(), factor, n, dx_avx512.data(), overwrite);
+                    REQUIRE(same_bits(dx_avx512, dx_portable));
+                }
+            }
 }

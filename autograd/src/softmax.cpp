@@ -1,5 +1,6 @@
 // softmax, log_softmax, cross_entropy, causal_softmax and causal_attention_weights: numerically stable (the row max is
-// subtracted first). exp is fast_exp (fast_math.h), so the row loops vectorize.
+// subtracted first). exp is fast_exp (fast_math.h), so the row loops vectorize; contiguous rows go through
+// softmax_rows.h, whose portable rows are here and AVX-512 rows in softmax_avx512.cpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "autograd/tensor.h"
 #include "axis.h"
 #include "fast_math.h"
+#include "softmax_rows.h"
 
 namespace autograd {
 
@@ -15,6 +17,9 @@ using detail::Axis;
 using detail::axis_of;
 using detail::fast_exp;
 using detail::max_of;
+using detail::RowStats;
+using detail::softmax_backward_row;
+using detail::softmax_row;
 using detail::sum_in_double;
 
 namespace {
@@ -29,20 +34,16 @@ void for_each_row(const Axis& ax, F&& f) {
 
 // The largest value of a row, and the row's log-sum-exp after subtracting it; -inf for a fully
 // masked row (every entry -inf).
-struct RowStats {
-    float max = kNegInf;
-    double sum_exp = 0.0;  // sum of exp(x - max)
-};
 template <typename At>
 RowStats row_stats(const float* src, int64_t n, At at) {
     const float max = max_of(n, [&](int64_t k) { return src[at(k)]; });
     if (max == kNegInf) return RowStats{max, 0.0};
     return RowStats{max, sum_in_double(n, [&](int64_t k) { return fast_exp(src[at(k)] - max); })};
 }
+}  // namespace
 
-// One contiguous row of n values: y = softmax(factor * x), each exp computed once, straight into y.
-// Returns the row's stats (for a log-sum-exp); a row that is all -inf gives zeros.
-TINYGPT_VECTOR_CLONES RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
+namespace detail {
+TINYGPT_VECTOR_CLONES RowStats softmax_row_portable(const float* x, float factor, int64_t n, float* y) {
     // (RowStats is built whole at each return: clang 16 leaves its default constructor undefined in
     // target_clones copies)
     const float max = max_of(n, [&](int64_t k) { return factor * x[k]; });
@@ -57,14 +58,30 @@ TINYGPT_VECTOR_CLONES RowStats softmax_row(const float* x, float factor, int64_t
     return RowStats{max, sum_exp};
 }
 
-// softmax's backward on one contiguous row of n weights y with upstream gradient dy, scaled by `factor`
-// (the scale before the softmax): dx[k] += factor * y[k] * (dy[k] - sum(dy * y)), or = when overwrite.
-TINYGPT_VECTOR_CLONES void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx,
-                                               bool overwrite) {
+TINYGPT_VECTOR_CLONES void softmax_backward_row_portable(const float* y, const float* dy, float factor, int64_t n,
+                                                        float* dx, bool overwrite) {
     const auto d = static_cast<float>(sum_in_double(n, [&](int64_t k) { return double(dy[k]) * y[k]; }));
     detail::write_or_add(overwrite, 0, n, dx, [&](int64_t k) { return factor * (y[k] * (dy[k] - d)); });
 }
+
+#if defined(TINYGPT_X86_KERNELS)
+namespace {
+bool use_avx512() { return kernels::gemm_isa() == kernels::Isa::avx512; }  // the best this CPU runs
 }  // namespace
+RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
+    return use_avx512() ? softmax_row_avx512(x, factor, n, y) : softmax_row_portable(x, factor, n, y);
+}
+void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx, bool overwrite) {
+    if (use_avx512()) softmax_backward_row_avx512(y, dy, factor, n, dx, overwrite);
+    else softmax_backward_row_portable(y, dy, factor, n, dx, overwrite);
+}
+#else
+RowStats softmax_row(const float* x, float factor, int64_t n, float* y) { return softmax_row_portable(x, factor, n, y); }
+void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx, bool overwrite) {
+    softmax_backward_row_portable(y, dy, factor, n, dx, overwrite);
+}
+#endif
+}  // namespace detail
 
 Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "softmax");
