@@ -21,7 +21,8 @@ struct RowStats {
 };
 
 // y (n) = softmax(factor * x (n)), each exp computed once, straight into y; a row that is all -inf gives
-// zeros. y may be x. Returns the row's stats (for a log-sum-exp).
+// zeros. y may be x (but rows done in place one after the other stall on the stores: see
+// causal_attention_weights). Returns the row's stats (for a log-sum-exp).
 RowStats softmax_row(const float* x, float factor, int64_t n, float* y);
 // dx (n) = factor * y * (dy - sum(dy * y)), or dx += that unless overwrite: softmax's backward on one row
 // of weights y (n) and upstream gradient dy (n), times the scale before the softmax.
