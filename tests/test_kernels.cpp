@@ -1,6 +1,7 @@
 // The fast gemm against the naive reference, the matmul op against a plain triple loop, and the AVX-512
 // softmax rows against the portable ones.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -395,6 +396,36 @@ TEST_CASE("gemm at the model's small shapes gives the same bits for 1, 2 and 3 t
         }
     }
     set_num_threads(saved);
+}
+
+// --- threads -----------------------------------------------------------------------------------------------
+
+TEST_CASE("parallel_for_segments visits every element of every array once, for 1, 2 and 3 threads", "[threads]") {
+    // empty arrays among them, arrays smaller and larger than the grain, pieces crossing array ends
+    const std::vector<int64_t> sizes = {0, 5, 70000, 0, 1, 33000, 16384, 3};
+    const int saved = num_threads();
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        std::vector<std::vector<int>> visits;
+        for (int64_t n : sizes) visits.emplace_back(static_cast<size_t>(n), 0);
+        std::atomic<int> bad_pieces = 0;  // (Catch's assertions are for the test's own thread)
+        parallel_for_segments(sizes, kMinElementsPerThread, [&](size_t i, int64_t begin, int64_t end) {
+            if (i >= sizes.size() || begin < 0 || begin >= end || end > sizes[i]) {
+                ++bad_pieces;
+                return;
+            }
+            for (int64_t k = begin; k < end; ++k) ++visits[i][static_cast<size_t>(k)];
+        });
+        REQUIRE(bad_pieces == 0);
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            INFO("threads " << threads << " array " << i);
+            REQUIRE(std::all_of(visits[i].begin(), visits[i].end(), [](int v) { return v == 1; }));
+        }
+    }
+    set_num_threads(saved);
+    int calls = 0;
+    parallel_for_segments(std::vector<int64_t>{}, kMinElementsPerThread, [&](size_t, int64_t, int64_t) { ++calls; });
+    REQUIRE(calls == 0);
 }
 
 // --- softmax rows (softmax_rows.h) ------------------------------------------------------------------------

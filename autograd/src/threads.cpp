@@ -1,6 +1,7 @@
 #include "autograd/threads.h"
 
 #include <algorithm>
+#include <vector>
 
 #include <omp.h>
 
@@ -19,6 +20,19 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
         const int64_t begin = n * t / count, end = n * (t + 1) / count;
         if (begin < end) body(begin, end);
     }
+}
+
+void parallel_for_segments(std::span<const int64_t> sizes, int64_t grain,
+                           const std::function<void(size_t i, int64_t begin, int64_t end)>& body) {
+    std::vector<int64_t> start(sizes.size() + 1, 0);  // array i holds elements [start[i], start[i + 1])
+    for (size_t i = 0; i < sizes.size(); ++i) start[i + 1] = start[i] + sizes[i];
+    parallel_for(start.back(), grain, [&](int64_t begin, int64_t end) {
+        auto i = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), begin) - start.begin() - 1);
+        for (; i < sizes.size() && start[i] < end; ++i) {
+            const int64_t lo = std::max(begin, start[i]), hi = std::min(end, start[i + 1]);
+            if (lo < hi) body(i, lo - start[i], hi - start[i]);
+        }
+    });
 }
 
 }  // namespace autograd

@@ -85,23 +85,28 @@ size_t Optimizer::add_buffer(std::string name) {
 void Optimizer::step() {
     autograd::NoGradGuard no_grad;
     last_update_ratios_.clear();
-    std::vector<float> before;
-    for (size_t i = 0; i < params_.size(); ++i) {
-        const Tensor g = params_[i].grad();
-        if (!g.defined()) continue;
-        const auto p = params_[i].data();
-        if (record_update_ratios_) before.assign(p.begin(), p.end());
-        update(i, p, g.data(), counts_[i]);
-        ++counts_[i];
-        if (!record_update_ratios_) continue;
-        // ||update|| / ||parameter||: about 1e-3 is healthy; far above, the step is too big for the weights
-        double update2 = 0.0, param2 = 0.0;
-        for (size_t k = 0; k < p.size(); ++k) {
-            update2 += double(p[k] - before[k]) * double(p[k] - before[k]);
-            param2 += double(p[k]) * double(p[k]);
+    std::vector<ParamUpdate> updates;
+    for (size_t i = 0; i < params_.size(); ++i)
+        if (const Tensor g = params_[i].grad(); g.defined())
+            updates.push_back({i, params_[i].data(), g.data(), counts_[i]});
+    if (!record_update_ratios_) {
+        update(updates);
+    } else {
+        std::vector<float> before;
+        for (const ParamUpdate& u : updates) {
+            const std::span<float> p = u.values;
+            before.assign(p.begin(), p.end());
+            update({&u, 1});
+            // ||update|| / ||parameter||: about 1e-3 is healthy; far above, the step is too big for the weights
+            double update2 = 0.0, param2 = 0.0;
+            for (size_t k = 0; k < p.size(); ++k) {
+                update2 += double(p[k] - before[k]) * double(p[k] - before[k]);
+                param2 += double(p[k]) * double(p[k]);
+            }
+            last_update_ratios_.emplace_back(names_[u.index], param2 > 0.0 ? std::sqrt(update2 / param2) : INFINITY);
         }
-        last_update_ratios_.emplace_back(names_[i], param2 > 0.0 ? std::sqrt(update2 / param2) : INFINITY);
     }
+    for (const ParamUpdate& u : updates) ++counts_[u.index];
     ++steps_;
 }
 
@@ -194,17 +199,19 @@ SGD::SGD(const Module& module, SGDOptions options) : Optimizer(module, options.l
     if (options_.momentum != 0.0f) momentum_ = add_buffer("momentum");
 }
 
-void SGD::update(size_t i, std::span<float> p, std::span<const float> g, int64_t count) {
-    const float lr_now = lr(), wd = decays(i) ? options_.weight_decay : 0.0f, mu = options_.momentum;
-    const std::span<float> buf = mu != 0.0f ? buffer(momentum_, i) : std::span<float>{};
-    for (size_t k = 0; k < p.size(); ++k) {
-        float d = g[k];
-        if (wd != 0.0f) d += wd * p[k];
-        if (mu != 0.0f) {
-            buf[k] = count == 0 ? d : mu * buf[k] + d;
-            d = buf[k];
+void SGD::update(std::span<const ParamUpdate> params) {
+    for (const auto& [i, p, g, count] : params) {
+        const float lr_now = lr(), wd = decays(i) ? options_.weight_decay : 0.0f, mu = options_.momentum;
+        const std::span<float> buf = mu != 0.0f ? buffer(momentum_, i) : std::span<float>{};
+        for (size_t k = 0; k < p.size(); ++k) {
+            float d = g[k];
+            if (wd != 0.0f) d += wd * p[k];
+            if (mu != 0.0f) {
+                buf[k] = count == 0 ? d : mu * buf[k] + d;
+                d = buf[k];
+            }
+            p[k] -= lr_now * d;
         }
-        p[k] -= lr_now * d;
     }
 }
 
@@ -220,24 +227,31 @@ AdamW::AdamW(const Module& module, AdamWOptions options)
     v_ = add_buffer("v");
 }
 
-void AdamW::update(size_t i, std::span<float> p, std::span<const float> g, int64_t count) {
+void AdamW::update(std::span<const ParamUpdate> params) {
     const AdamWOptions& o = options_;
-    const double t = static_cast<double>(count + 1);
-    const double bias_correction1 = 1.0 - std::pow(static_cast<double>(o.beta1), t);
-    const double bias_correction2 = 1.0 - std::pow(static_cast<double>(o.beta2), t);
-    const float step_size = static_cast<float>(static_cast<double>(lr()) / bias_correction1);
-    const float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-    const float decay = static_cast<float>(1.0 - static_cast<double>(lr()) * static_cast<double>(o.weight_decay));
-    const bool decayed = decays(i) && o.weight_decay != 0.0f;
-    const float one_minus_beta1 = 1.0f - o.beta1, one_minus_beta2 = 1.0f - o.beta2;
-    const float beta1 = o.beta1, beta2 = o.beta2, eps = o.eps;
-    float* const pw = p.data();
-    const float* const gr = g.data();
-    float* const m = buffer(m_, i).data();
-    float* const v = buffer(v_, i).data();
-    autograd::parallel_for(static_cast<int64_t>(p.size()), autograd::kMinElementsPerThread, [&](int64_t begin, int64_t end) {
-        adamw_update(pw, gr, m, v, begin, end, {decayed ? decay : 1.0f, beta1, beta2, one_minus_beta1, one_minus_beta2,
-                                               step_size, bias_correction2_sqrt, eps});
+    struct Work {
+        float *p, *m, *v;
+        const float* g;
+        AdamWStep step;
+    };
+    std::vector<Work> work;
+    std::vector<int64_t> sizes;
+    for (const ParamUpdate& u : params) {
+        const double t = static_cast<double>(u.count + 1);
+        const double bias_correction1 = 1.0 - std::pow(static_cast<double>(o.beta1), t);
+        const double bias_correction2 = 1.0 - std::pow(static_cast<double>(o.beta2), t);
+        const auto decay = static_cast<float>(1.0 - static_cast<double>(lr()) * static_cast<double>(o.weight_decay));
+        const bool decayed = decays(u.index) && o.weight_decay != 0.0f;
+        work.push_back({u.values.data(), buffer(m_, u.index).data(), buffer(v_, u.index).data(), u.grad.data(),
+                        {decayed ? decay : 1.0f, o.beta1, o.beta2, 1.0f - o.beta1, 1.0f - o.beta2,
+                         static_cast<float>(static_cast<double>(lr()) / bias_correction1),
+                         static_cast<float>(std::sqrt(bias_correction2)), o.eps}});
+        sizes.push_back(static_cast<int64_t>(u.values.size()));
+    }
+    // every parameter's elements split across the threads at once: most tensors are too small to split
+    autograd::parallel_for_segments(sizes, autograd::kMinElementsPerThread, [&](size_t i, int64_t begin, int64_t end) {
+        const Work& w = work[i];
+        adamw_update(w.p, w.g, w.m, w.v, begin, end, w.step);
     });
 }
 
@@ -250,22 +264,31 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
     std::vector<std::span<float>> grads;
     for (const Tensor& p : params)
         if (const Tensor g = p.grad(); g.defined()) grads.push_back(g.data());
-    double sum_squares = 0.0;
+    // The chunks of every gradient, tensor by tensor, split across threads at once.
+    struct Chunk {
+        const float* g;
+        int64_t begin, end;
+    };
+    std::vector<Chunk> chunks;
+    std::vector<int64_t> sizes;
     for (const std::span<float> g : grads) {
-        const int64_t n = static_cast<int64_t>(g.size()), chunks = (n + kChunk - 1) / kChunk;
-        std::vector<double> partial(static_cast<size_t>(chunks));
-        autograd::parallel_for(chunks, autograd::kMinElementsPerThread / kChunk, [&](int64_t begin, int64_t end) {
-            for (int64_t c = begin; c < end; ++c) partial[c] = sum_of_squares(g.data(), c * kChunk, std::min(n, (c + 1) * kChunk));
-        });
-        for (const double s : partial) sum_squares += s;
+        const auto n = static_cast<int64_t>(g.size());
+        for (int64_t begin = 0; begin < n; begin += kChunk) chunks.push_back({g.data(), begin, std::min(n, begin + kChunk)});
+        sizes.push_back(n);
     }
+    std::vector<double> partial(chunks.size());
+    autograd::parallel_for(static_cast<int64_t>(chunks.size()), autograd::kMinElementsPerThread / kChunk,
+                           [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) partial[c] = sum_of_squares(chunks[c].g, chunks[c].begin, chunks[c].end);
+    });
+    double sum_squares = 0.0;
+    for (const double s : partial) sum_squares += s;
     const double norm = std::sqrt(sum_squares);
     if (max_norm > 0.0f && std::isfinite(norm) && norm > static_cast<double>(max_norm)) {
         const float coef = static_cast<float>(static_cast<double>(max_norm) / (norm + 1e-6));
-        for (const std::span<float> g : grads)
-            autograd::parallel_for(static_cast<int64_t>(g.size()), autograd::kMinElementsPerThread, [&](int64_t begin, int64_t end) {
-                for (int64_t k = begin; k < end; ++k) g[k] *= coef;
-            });
+        autograd::parallel_for_segments(sizes, autograd::kMinElementsPerThread, [&](size_t i, int64_t begin, int64_t end) {
+            for (int64_t k = begin; k < end; ++k) grads[i][k] *= coef;
+        });
     }
     return static_cast<float>(norm);
 }

@@ -2,8 +2,10 @@
 // thread in the same order as on one thread, so results are identical for any thread count.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 
 namespace autograd {
 
@@ -25,5 +27,11 @@ inline int64_t rows_per_thread(int64_t row_length, int64_t elements_per_thread =
     return row_length >= elements_per_thread ? 1 : elements_per_thread / (row_length > 0 ? row_length : 1);
 }
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
+// parallel_for over the elements of several arrays at once (an optimizer's tensors): body(i, begin, end)
+// on pieces [begin, end) of array i, which has sizes[i] elements. The pieces cover every element once and
+// are split across threads by the total count, in one parallel region (many small arrays, each too small
+// to split, then still share the threads).
+void parallel_for_segments(std::span<const int64_t> sizes, int64_t grain,
+                           const std::function<void(size_t i, int64_t begin, int64_t end)>& body);
 
 }  // namespace autograd

@@ -69,8 +69,16 @@ protected:
     // `kind` names the optimizer in messages ("AdamW") and, lower-cased, prefixes its state ("adamw").
     Optimizer(const Module& module, float lr, std::string kind, std::string prefix);
 
-    // The update of parameter i, given its values, its gradient, and how many updates it had before.
-    virtual void update(size_t i, std::span<float> p, std::span<const float> g, int64_t count) = 0;
+    // Parameter `index`'s values, its gradient, and how many updates it had before this one.
+    struct ParamUpdate {
+        size_t index;
+        std::span<float> values;
+        std::span<const float> grad;
+        int64_t count;
+    };
+    // The update of these parameters (all of a step's, or one at a time while update ratios are
+    // recorded): one call, so an optimizer can split all of them across threads at once.
+    virtual void update(std::span<const ParamUpdate> params) = 0;
     // Adds a buffer: a zero tensor shaped like each parameter, saved as "<prefix>.<name>.<param>".
     // Returns its index for buffer().
     size_t add_buffer(std::string name);
@@ -111,7 +119,7 @@ public:
     const SGDOptions& options() const { return options_; }
 
 private:
-    void update(size_t i, std::span<float> p, std::span<const float> g, int64_t count) override;
+    void update(std::span<const ParamUpdate> params) override;
     SGDOptions options_;
     size_t momentum_ = 0;  // buffer index
 };
@@ -137,7 +145,7 @@ public:
     const AdamWOptions& options() const { return options_; }
 
 private:
-    void update(size_t i, std::span<float> p, std::span<const float> g, int64_t count) override;
+    void update(std::span<const ParamUpdate> params) override;
     AdamWOptions options_;
     size_t m_ = 0, v_ = 0;  // buffer indices
 };
