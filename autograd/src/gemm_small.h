@@ -144,12 +144,8 @@ void gemm_small(const GemmArgs& g, int64_t KC) {
     const float* b = g.B;
     if (g.trans_b) {  // B stored (N, K): copy it to row-major (K, N), so rows stream as vectors
         float* __restrict t = g.work;
-        bool copied = false;
-        if constexpr (requires { V::copy_transposed(g.B, g.N, g.K, t); })
-            if (g.N > V::W / 2) {  // (at most half a vector wide, the scalar copy below is the faster)
-                V::copy_transposed(g.B, g.N, g.K, t);
-                copied = true;
-            }
+        bool copied = false;  // by the vector type's own transpose, where it has one for this width
+        if constexpr (requires { V::copy_transposed(g.B, g.N, g.K, t); }) copied = V::copy_transposed(g.B, g.N, g.K, t);
         // (row by row of t: the tile then reads row 0 first, whose stores are the oldest; written column
         // by column, each vector load of a row waited on scalar stores still in flight, 3.5x slower)
         for (int64_t k = 0; k < g.K && !copied; ++k)
