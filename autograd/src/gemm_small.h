@@ -144,11 +144,11 @@ void gemm_small(const GemmArgs& g, int64_t KC) {
     const float* b = g.B;
     if (g.trans_b) {  // B stored (N, K): copy it to row-major (K, N), so rows stream as vectors
         float* __restrict t = g.work;
-        bool copied = false;  // by the vector type's own transpose, where it has one for this width
+        int64_t copied = 0;  // rows of t the vector type's own transpose wrote, where it has one
         if constexpr (requires { V::copy_transposed(g.B, g.N, g.K, t); }) copied = V::copy_transposed(g.B, g.N, g.K, t);
         // (row by row of t: the tile then reads row 0 first, whose stores are the oldest; written column
         // by column, each vector load of a row waited on scalar stores still in flight, 3.5x slower)
-        for (int64_t k = 0; k < g.K && !copied; ++k)
+        for (int64_t k = copied; k < g.K; ++k)
             for (int64_t j = 0; j < g.N; ++j) t[k * g.N + j] = g.B[j * g.K + k];
         b = t;
     }

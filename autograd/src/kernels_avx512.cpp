@@ -94,20 +94,19 @@ struct Vec512 {
     static reg fma(reg a, reg b, reg acc) { return _mm512_fmadd_ps(a, b, acc); }
     static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
 
-    // t (K, N) = B (N, K) transposed, both row-major, for N >= 8 (false: narrower, left to the caller's
-    // element-by-element copy, which is then as fast). 16 x 16 blocks are transposed in registers, each
-    // in four steps that swap the off-diagonal b x b blocks of every 2b x 2b block (b = 8, 4, 2, 1): 64
-    // two-source permutes where the element-by-element copy took 512 scalar loads and stores. Exactly 8
-    // rows go as 8 x 8 blocks of 256-bit registers (24 shuffles each), the last K % 8 columns one by one.
-    // The attention's q @ k^T, NT 64x64x32: 2.7 -> 2.1 us; 32x32x16: 0.40 -> 0.36 us; 8x8x32: 0.13 -> 0.10 us.
-    static bool copy_transposed(const float* B, int64_t N, int64_t K, float* t) {
-        if (N < 8) return false;
+    // Rows [0, k) of t (K, N) = B (N, K) transposed, both row-major; returns k, the rest is left to the
+    // caller's element-by-element copy (N < 8, where that is as fast, and the last K % 8 rows when N = 8).
+    // 16 x 16 blocks are transposed in registers, each in four steps that swap the off-diagonal b x b
+    // blocks of every 2b x 2b block (b = 8, 4, 2, 1): 64 two-source permutes where the element-by-element
+    // copy took 512 scalar loads and stores. Exactly 8 columns go as 8 x 8 blocks of 256-bit registers
+    // (24 shuffles each). The attention's q @ k^T, NT 64x64x32: 2.7 -> 2.1 us; 32x32x16: 0.40 -> 0.36 us;
+    // 8x8x32: 0.13 -> 0.10 us.
+    static int64_t copy_transposed(const float* B, int64_t N, int64_t K, float* t) {
+        if (N < 8) return 0;
         if (N == 8) {
             int64_t k0 = 0;
             for (; k0 + 8 <= K; k0 += 8) transpose_8x8(B + k0, K, t + k0 * 8);
-            for (int64_t k = k0; k < K; ++k)
-                for (int64_t j = 0; j < 8; ++j) t[k * 8 + j] = B[j * K + k];
-            return true;
+            return k0;
         }
         for (int64_t j0 = 0; j0 < N; j0 += W)
             for (int64_t k0 = 0; k0 < K; k0 += W) {
@@ -129,7 +128,7 @@ struct Vec512 {
                 }
                 for (int64_t k = 0; k < cols; ++k) _mm512_mask_storeu_ps(t + (k0 + k) * N + j0, out, r[k]);
             }
-        return true;
+        return K;
     }
 
 private:
