@@ -9,10 +9,6 @@
 using namespace autograd;
 using Catch::Contains;
 
-namespace {
-const std::vector<int64_t> no_ids;
-}
-
 TEST_CASE("shape_str formats shapes", "[errors]") {
     REQUIRE(shape_str({2, 3}) == "(2, 3)");
     REQUIRE(shape_str({5}) == "(5)");

@@ -10,6 +10,7 @@
 // state the page applied (<main data-*>, the checkboxes, the caption's step), the highlighted row and the
 // greyed masked cells. Exit status 0 when all hold, 1 otherwise (each problem on stderr).
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -26,12 +27,15 @@ namespace {
 using nlohmann::json;
 
 int problems = 0;
-template <typename... Args>
-void problem(const char* format, Args... args) {
+// printf-style, checked by the compiler
+__attribute__((format(printf, 1, 2))) void problem(const char* format, ...) {
     if (++problems <= 30) {
+        std::va_list args;
+        va_start(args, format);
         std::fprintf(stderr, "figure_dom_check: ");
-        std::fprintf(stderr, format, args...);
+        std::vfprintf(stderr, format, args);
         std::fprintf(stderr, "\n");
+        va_end(args);
     }
 }
 
