@@ -96,7 +96,7 @@ __attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iterations) {
 void BM_fma_peak(benchmark::State& state) {
 #if defined(__x86_64__)
     const int threads = static_cast<int>(state.range(0));
-    const bool wide = kernels::gemm_isa() == kernels::Isa::avx512;
+    const bool wide = kernels::available_isas().back() == kernels::Isa::avx512;  // the machine's, whatever TINYGPT_ISA says
     constexpr int64_t kIterations = 1 << 22;
     std::vector<float> sink(static_cast<size_t>(threads));
     for (auto _ : state) {
@@ -333,7 +333,7 @@ void register_step_benchmarks() {
         // each repeated shape (per batch or per head) and the lm_head alone, on the kernel gemm uses
         for (const StepGemm& g : step.gemms) {
             if (g.calls < 32 && g.N != 65 && g.K != 65) continue;
-            const std::string name = fmt::format("gemm/{}/{}/{}x{}x{}", kernels::isa_name(kernels::gemm_isa()),
+            const std::string name = fmt::format("gemm/{}/{}/{}x{}x{}", kernels::isa_name(kernels::active_isa()),
                                                  layout_name(g.layout), g.M, g.N, g.K);
             const std::string label = fmt::format("{} step, {} calls", step.model, g.calls);
             benchmark::RegisterBenchmark(name.c_str(), [g, label](benchmark::State& state) {
@@ -517,7 +517,7 @@ int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::AddCustomContext("gemm_check", fmt::format("passed, worst {:.3f}x tolerance", worst_ratio));
-    if (kernels::gemm_isa() != kernels::Isa::portable)
+    if (kernels::available_isas().back() != kernels::Isa::portable)
         benchmark::RegisterBenchmark("peak/fma", BM_fma_peak)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
     register_kernel_benchmarks();
     register_step_benchmarks();

@@ -377,15 +377,20 @@ int main(int argc, char** argv) {
         else usage(2, fmt::format("unknown argument '{}'", arg));
     }
 
-    Report report(json);
-    report.print("The attention lab: tutorial part 7, computed by tinygpt. Seed {}.\n", seed);
-    // Each cell draws from its own stream, so `--cell N` prints what the full run prints for N.
-    const auto stream = [seed](int cell) { return Generator(seed + 0x9E3779B97F4A7C15ull * cell); };
-    if (!only || only == 1) average_cell(report);
-    if (!only || only == 2) { Generator gen = stream(2); self_matching_cell(report, gen); }
-    if (!only || only == 3) { Generator gen = stream(3); score_grid_cell(report, gen); }
-    if (!only || only == 4) { Generator gen = stream(4); mask_cell(report, gen); }
-    if (!only || only == 5) { Generator gen = stream(5); divisor_cell(report, gen); }
-    if (!only || only == 6) { Generator gen = stream(6); whole_head_cell(report, gen); }
-    return report.finish(seed);
+    try {
+        Report report(json);
+        report.print("The attention lab: tutorial part 7, computed by tinygpt. Seed {}.\n", seed);
+        // Each cell draws from its own stream, so `--cell N` prints what the full run prints for N.
+        const auto stream = [seed](int cell) { return Generator(seed + 0x9E3779B97F4A7C15ull * cell); };
+        if (!only || only == 1) average_cell(report);
+        if (!only || only == 2) { Generator gen = stream(2); self_matching_cell(report, gen); }
+        if (!only || only == 3) { Generator gen = stream(3); score_grid_cell(report, gen); }
+        if (!only || only == 4) { Generator gen = stream(4); mask_cell(report, gen); }
+        if (!only || only == 5) { Generator gen = stream(5); divisor_cell(report, gen); }
+        if (!only || only == 6) { Generator gen = stream(6); whole_head_cell(report, gen); }
+        return report.finish(seed);
+    } catch (const std::exception& e) {  // a bad TINYGPT_ISA, say
+        fmt::print(stderr, "lab: {}\n", e.what());
+        return 1;
+    }
 }

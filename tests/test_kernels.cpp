@@ -1,18 +1,22 @@
-// The fast gemm against the naive reference, the matmul op against a plain triple loop, and the AVX-512
-// softmax rows against the portable ones.
+// The fast gemm against the naive reference, the matmul op against a plain triple loop, the choice of
+// instruction set, and every instruction set's vector loops (softmax rows, gelu, layer_norm rows, AdamW)
+// against a double reference and the portable loops' bits. The tests tagged [isa] also run on emulated
+// CPUs without AVX-512 and without AVX (tests/CMakeLists.txt, qemu_*).
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <autograd/kernels.h>
 #include <autograd/threads.h>
 
-#include "../autograd/src/softmax_rows.h"  // internal header, tested directly
+#include "../autograd/src/vector_loops.h"  // internal header, tested directly
 #include "helpers.h"
 
 using namespace autograd;
@@ -265,17 +269,35 @@ TEST_CASE("gemm is deterministic: the same bits twice and for 1, 2 and 3 threads
     set_num_threads(saved);
 }
 
-TEST_CASE("gemm lists its implementations and uses the best", "[kernels]") {
+TEST_CASE("the kernels use the best instruction set, or the one TINYGPT_ISA names", "[kernels][isa]") {
     const std::vector<kernels::Isa> isas = kernels::available_isas();
     REQUIRE(!isas.empty());
     REQUIRE(isas.front() == kernels::Isa::portable);
-    REQUIRE(kernels::gemm_isa() == isas.back());
     REQUIRE(kernels::isa_name(kernels::Isa::avx512) == "avx512");
+    const char* forced = std::getenv("TINYGPT_ISA");
+    if (forced != nullptr && *forced != '\0') REQUIRE(kernels::isa_name(kernels::active_isa()) == forced);
+    else REQUIRE(kernels::active_isa() == isas.back());
+}
+
+TEST_CASE("set_isa switches every kernel and refuses what the CPU cannot run", "[kernels][isa]") {
+    const kernels::Isa saved = kernels::active_isa();
+    for (const kernels::Isa isa : kernels::available_isas()) {
+        kernels::set_isa(isa);
+        REQUIRE(kernels::active_isa() == isa);
+        REQUIRE(&detail::vector_loops() == &detail::vector_loops(isa));
+    }
+    for (const kernels::Isa isa : {kernels::Isa::avx2, kernels::Isa::avx512}) {
+        const std::vector<kernels::Isa> isas = kernels::available_isas();
+        if (std::find(isas.begin(), isas.end(), isa) != isas.end()) continue;
+        REQUIRE_THROWS_WITH(kernels::set_isa(isa), Catch::Contains("cannot run") && Catch::Contains(std::string(kernels::isa_name(isa))));
+        REQUIRE_THROWS_WITH(detail::vector_loops(isa), Catch::Contains("cannot run"));
+    }
+    kernels::set_isa(saved);
 }
 
 // --- the small-product path (gemm_small.h) and gemm_batched ---------------------------------------------
 
-TEST_CASE("every ISA's small path matches gemm_naive, and the blocked path bit for bit", "[kernels]") {
+TEST_CASE("every ISA's small path matches gemm_naive, and the blocked path bit for bit", "[kernels][isa]") {
     // Rows around each ISA's row tiles (up to 8 rows), columns around the vector widths (4, 8, 16) and
     // column blocks (8, 24, 64), K short and past one K block (256 / 384): masked edges everywhere.
     const int64_t Ns[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 65};
@@ -325,7 +347,7 @@ int64_t matrices(const std::vector<int64_t>& index, int64_t batches) {
 }
 }  // namespace
 
-TEST_CASE("gemm_batched matches a loop of gemm, bit for bit, for 1, 2 and 3 threads", "[kernels]") {
+TEST_CASE("gemm_batched matches a loop of gemm, bit for bit, for 1, 2 and 3 threads", "[kernels][isa]") {
     std::vector<int64_t> repeat3, every;  // 80 batches onto 3 matrices; and 80 onto themselves, reversed
     for (int64_t i = 0; i < 80; ++i) repeat3.push_back(i % 3), every.push_back(79 - i);
     const Batched cases[] = {
@@ -370,7 +392,7 @@ TEST_CASE("gemm_batched matches a loop of gemm, bit for bit, for 1, 2 and 3 thre
                                          C.data(), {}, false));
 }
 
-TEST_CASE("gemm at the model's small shapes gives the same bits for 1, 2 and 3 threads", "[kernels]") {
+TEST_CASE("gemm at the model's small shapes gives the same bits for 1, 2 and 3 threads", "[kernels][isa]") {
     // Shapes on both sides of the small-path thresholds, some of which switch path with the thread count.
     struct Size {
         int64_t M, N, K;
@@ -437,14 +459,10 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 }  // namespace
 
-TEST_CASE("softmax rows, portable and AVX-512, match a double reference, and their backward each other's bits",
-          "[kernels][softmax]") {
+TEST_CASE("every instruction set's softmax rows match a double reference, and their backward the portable bits",
+          "[kernels][softmax][isa]") {
     using detail::RowStats;
-    using Row = RowStats (*)(const float*, float, int64_t, float*);
-    std::vector<std::pair<const char*, Row>> rows = {{"portable", detail::softmax_row_portable}};
-    const bool avx512 = kernels::gemm_isa() == kernels::Isa::avx512;
-    if (avx512) rows.emplace_back("avx512", detail::softmax_row_avx512);
-    else WARN("this CPU has no AVX-512: the AVX-512 softmax rows are not run");
+    const detail::VectorLoops& portable = detail::vector_loops(kernels::Isa::portable);
 
     constexpr float kInf = std::numeric_limits<float>::infinity();
     Generator gen(41);
@@ -475,8 +493,9 @@ TEST_CASE("softmax rows, portable and AVX-512, match a double reference, and the
                 double total = 0.0;
                 for (size_t k = 0; k < x.size(); ++k) total += ref[k] = std::exp(double(factor * x[k] - max));
 
-                for (const auto& [name, row] : rows) {
-                    INFO(name << ": n " << n << " factor " << factor << " kind " << kind);
+                for (const kernels::Isa isa : kernels::available_isas()) {
+                    const auto row = detail::vector_loops(isa).softmax_row;
+                    INFO(kernels::isa_name(isa) << ": n " << n << " factor " << factor << " kind " << kind);
                     std::vector<float> y(x.size(), -1.0f), in_place = x;
                     const RowStats stats = row(x.data(), factor, n, y.data());
                     row(in_place.data(), factor, n, in_place.data());
@@ -498,20 +517,97 @@ TEST_CASE("softmax rows, portable and AVX-512, match a double reference, and the
                         REQUIRE(std::abs(y[k] - ref[k] / total) <= 3e-7 * ref[k] / total + 1e-44);
                 }
 
-                if (!avx512) continue;
-                // backward, the same arithmetic in both: with the row's weights and a random upstream
+                // backward, the same arithmetic in all: with the row's weights and a random upstream
                 // gradient, written fresh and added
                 std::vector<float> y(x.size()), dy(x.size());
-                detail::softmax_row_portable(x.data(), factor, n, y.data());
+                portable.softmax_row(x.data(), factor, n, y.data());
                 for (float& v : dy) v = gen.normal();
                 for (const bool overwrite : {true, false}) {
-                    INFO("backward: n " << n << " factor " << factor << " kind " << kind << " overwrite " << overwrite);
                     std::vector<float> dx_portable(x.size());
                     for (float& v : dx_portable) v = gen.normal();
-                    std::vector<float> dx_avx512 = dx_portable;
-                    detail::softmax_backward_row_portable(y.data(), dy.data(), factor, n, dx_portable.data(), overwrite);
-                    detail::softmax_backward_row_avx512(y.data(), dy.data(), factor, n, dx_avx512.data(), overwrite);
-                    REQUIRE(same_bits(dx_avx512, dx_portable));
+                    const std::vector<float> dx_start = dx_portable;
+                    portable.softmax_backward_row(y.data(), dy.data(), factor, n, dx_portable.data(), overwrite);
+                    for (const kernels::Isa isa : kernels::available_isas()) {
+                        INFO(kernels::isa_name(isa) << " backward: n " << n << " factor " << factor << " kind " << kind
+                                                    << " overwrite " << overwrite);
+                        std::vector<float> dx = dx_start;
+                        detail::vector_loops(isa).softmax_backward_row(y.data(), dy.data(), factor, n, dx.data(), overwrite);
+                        REQUIRE(same_bits(dx, dx_portable));
+                    }
                 }
             }
+}
+
+TEST_CASE("every instruction set's gelu, layer_norm, AdamW and sum-of-squares loops give the portable bits",
+          "[kernels][isa]") {
+    // The loops are one source compiled per instruction set, without fused multiply-adds and with fixed
+    // reduction lanes: vectorized, they must still compute exactly what the baseline build computes.
+    // Lengths around every vector width and the reductions' blocks of 8 and 16, from an offset (unaligned).
+    const detail::VectorLoops& portable = detail::vector_loops(kernels::Isa::portable);
+    Generator gen(53);
+    int64_t compared = 0;
+    for (const int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 100, 257}) {
+        const int64_t begin = n % 3;  // loops over [begin, n)
+        std::vector<float> x(n), dy(n), gain(n), bias(n), seed(n);
+        for (float& v : x) v = gen.normal(0.0f, 3.0f);
+        for (float& v : dy) v = gen.normal();
+        for (float& v : gain) v = gen.normal(1.0f, 0.3f);
+        for (float& v : bias) v = gen.normal();
+        for (float& v : seed) v = gen.normal();
+        x[static_cast<size_t>(n / 2)] = 40.0f;  // gelu's saturated tail
+        for (const kernels::Isa isa : kernels::available_isas()) {
+            if (isa == kernels::Isa::portable) continue;
+            const detail::VectorLoops& loops = detail::vector_loops(isa);
+            INFO(kernels::isa_name(isa) << ", n " << n);
+            // run(f) calls f on the portable loops, then on isa's, each on a fresh copy of out, and
+            // compares what they wrote
+            auto compare = [&](const char* what, std::vector<float> start, auto&& run) {
+                INFO(what);
+                std::vector<float> expected = start, got = std::move(start);
+                run(portable, expected);
+                run(loops, got);
+                REQUIRE(same_bits(got, expected));
+                ++compared;
+            };
+            compare("gelu_forward", seed, [&](const auto& L, auto& out) { L.gelu_forward(x.data(), out.data(), begin, n); });
+            for (const bool overwrite : {true, false})
+                compare("gelu_backward", seed, [&](const auto& L, auto& out) {
+                    L.gelu_backward(x.data(), dy.data(), out.data(), begin, n, overwrite);
+                });
+            compare("gelu_in_place", x, [&](const auto& L, auto& out) { L.gelu_in_place(out.data(), nullptr, begin, n); });
+            compare("gelu_in_place's slope", seed, [&](const auto& L, auto& out) {
+                std::vector<float> y = x;
+                L.gelu_in_place(y.data(), out.data(), begin, n);
+                out.insert(out.end(), y.begin(), y.end());
+            });
+            compare("times_slope", seed, [&](const auto& L, auto& out) { L.times_slope(dy.data(), x.data(), out.data(), begin, n); });
+            // layer_norm: one row of n channels (with the mean and rstd it keeps), then its input gradient
+            compare("normalize_rows", seed, [&](const auto& L, auto& out) {
+                float mean = 0.0f, rstd = 0.0f;
+                L.normalize_rows(x.data(), gain.data(), bias.data(), n, 1e-5f, 0, 1, out.data(), &mean, &rstd);
+                out.push_back(mean);
+                out.push_back(rstd);
+            });
+            for (const bool overwrite : {true, false})
+                compare("input_gradient_rows", seed, [&](const auto& L, auto& out) {
+                    const float mean = 0.3f, rstd = 1.7f;
+                    L.input_gradient_rows(x.data(), dy.data(), gain.data(), &mean, &rstd, n, 0, 1, out.data(), overwrite);
+                });
+            compare("adamw_update", x, [&](const auto& L, auto& out) {
+                std::vector<float> m = seed, v(n);
+                for (size_t k = 0; k < v.size(); ++k) v[k] = seed[k] * seed[k];
+                const kernels::AdamWStep step{0.999f, 0.9f, 0.95f, 0.1f, 0.05f, 3e-3f, 0.7f, 1e-8f};
+                L.adamw_update(out.data(), dy.data(), m.data(), v.data(), begin, n, step);
+                out.insert(out.end(), m.begin(), m.end());
+                out.insert(out.end(), v.begin(), v.end());
+            });
+            compare("sum_of_squares", {}, [&](const auto& L, auto& out) {
+                const double total = L.sum_of_squares(x.data(), begin, n);
+                out.push_back(static_cast<float>(total));
+                out.push_back(static_cast<float>(total - static_cast<double>(out.back())));  // the double's low bits
+            });
+        }
+    }
+    if (kernels::available_isas().size() == 1) WARN("this CPU runs the portable loops only: nothing to compare");
+    else REQUIRE(compared > 0);
 }

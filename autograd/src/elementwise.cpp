@@ -5,6 +5,7 @@
 #include "autograd/tensor.h"
 #include "broadcast.h"
 #include "fast_math.h"
+#include "vector_loops.h"
 
 namespace autograd {
 
@@ -134,28 +135,17 @@ Tensor relu(const Tensor& x, SourceLocation where) {
                  [](float v, float) { return v > 0.0f ? 1.0f : 0.0f; }, where);
 }
 
-namespace {
-// gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x) (fast_math.h: std::erf is a scalar libm call that
-// keeps the loop from vectorizing). nn's FeedForward uses linear_gelu, which keeps the slope instead.
-TINYGPT_VECTOR_CLONES void gelu_forward(const float* x, float* y, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) y[i] = x[i] * detail::normal_cdf(x[i]);
-}
-
-// dx += dy * gelu'(x), or dx = when overwrite
-TINYGPT_VECTOR_CLONES void gelu_backward(const float* x, const float* dy, float* dx, int64_t begin, int64_t end,
-                                        bool overwrite) {
-    detail::write_or_add(overwrite, begin, end, dx,
-                         [&](int64_t i) { return dy[i] * detail::gelu_slope(x[i], detail::normal_cdf(x[i])); });
-}
-}  // namespace
-
 Tensor gelu(const Tensor& x, SourceLocation where) {
     Buffer out(x.numel());
     const float* in = x.data().data();
+    // gelu(x) = x * Phi(x);  d/dx = Phi(x) + x * phi(x) (vector_loops_impl.h). nn's FeedForward uses
+    // linear_gelu, which keeps the slope instead.
+    const auto gelu_forward = detail::vector_loops().gelu_forward;
     parallel_for(x.numel(), kMinElementsPerThread, [&](int64_t begin, int64_t end) { gelu_forward(in, out.data(), begin, end); });
     return make_result("gelu", x.shape(), std::move(out), {x}, [](const GradContext& g) {
         const float* xv = g.inputs[0].data().data();
         const auto gx = g.grad_target(0);
+        const auto gelu_backward = detail::vector_loops().gelu_backward;
         parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
             gelu_backward(xv, g.dout.data(), gx.values.data(), begin, end, gx.fresh);
         });

@@ -7,19 +7,27 @@
 //             (results there are below the smallest subnormal anyway); exp(-inf) = 0, exp(+inf) and
 //             exp(x > 88.72) = +inf, exp(NaN) = NaN.
 //   fast_erf: absolute error < 1e-7 everywhere (erf(+-inf) = +-1), NaN stays NaN.
+//
+// Included by the per-instruction-set units (vector_loops_impl.h, softmax_avx512.cpp) as well as by
+// baseline ones, so everything here has internal linkage (an anonymous namespace) and calls no function
+// of the standard library (bit casts and infinity are compiler builtins): each unit keeps its own copy,
+// compiled with its own flags.
 #pragma once
 
-#include <bit>
 #include <cstdint>
-#include <limits>
 
 namespace autograd::detail {
+namespace {
+
+template <class To, class From>
+inline To bit_cast(From from) { return __builtin_bit_cast(To, from); }
+constexpr float kInfinity = __builtin_inff();
 
 // cond ? a : b on the bits. Written as ?: (or std::clamp), gcc 12 keeps a branch whose comparison
 // it may not hoist (a float comparison can trap on NaN), and then does not vectorize the loop.
 inline float select(bool cond, float a, float b) {
     const uint32_t m = -static_cast<uint32_t>(cond);
-    return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
+    return bit_cast<float>((bit_cast<uint32_t>(a) & m) | (bit_cast<uint32_t>(b) & ~m));
 }
 // NaN needs no test anywhere below: every comparison with it is false, so it passes through clamp()
 // and the arithmetic and comes out NaN.
@@ -36,7 +44,7 @@ inline float fast_exp(float x) {
     const float xc = clamp(x, kMin, kMax);
     const float shifted = xc * kLog2e + kRound;
     const float n = shifted - kRound;  // round-to-nearest of x / ln 2, as a float
-    const int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);  // the same, as an int
+    const int32_t ni = bit_cast<int32_t>(shifted) - bit_cast<int32_t>(kRound);  // the same, as an int
     const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -48,8 +56,8 @@ inline float fast_exp(float x) {
     // 2^n in two halves, each a normal float: n reaches 128 near kMax and -150 near kMin, beyond the
     // exponent field of one float, while the product rounds correctly into inf or subnormals.
     const int32_t n1 = ni >> 1, n2 = ni - n1;
-    const float y = p * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
-    return select(x < kMin, 0.0f, select(x > kMax, std::numeric_limits<float>::infinity(), y));
+    const float y = p * bit_cast<float>((n1 + 127) << 23) * bit_cast<float>((n2 + 127) << 23);
+    return select(x < kMin, 0.0f, select(x > kMax, kInfinity, y));
 }
 
 // erf as x * P(x^2) / Q(x^2) on [-4, 4] (the rational minimax fit Eigen and XLA use); outside it
@@ -116,16 +124,16 @@ inline double sum_in_double(int64_t n, Value value) {
 // max vectorizes, while a float max written as a ?: or std::max stays scalar (maxss's NaN rule). The
 // mapping is its own inverse.
 inline int32_t ordered_bits(float v) {
-    const auto bits = std::bit_cast<int32_t>(v);
+    const auto bits = bit_cast<int32_t>(v);
     return bits ^ ((bits >> 31) & 0x7fffffff);
 }
-inline float from_ordered_bits(int32_t key) { return std::bit_cast<float>(key ^ ((key >> 31) & 0x7fffffff)); }
+inline float from_ordered_bits(int32_t key) { return bit_cast<float>(key ^ ((key >> 31) & 0x7fffffff)); }
 
 template <typename Value>
 inline float max_of(int64_t n, Value value) {
     constexpr int64_t kLanes = 16;
     const auto keep_larger = [](int32_t& best, int32_t v) { best = best < v ? v : best; };
-    int32_t best = ordered_bits(-std::numeric_limits<float>::infinity());
+    int32_t best = ordered_bits(-kInfinity);
     int64_t k = 0;
     if (n >= kLanes) {
         int32_t lanes[kLanes];
@@ -142,4 +150,5 @@ inline float max_of(int64_t n, Value value) {
     return from_ordered_bits(best);
 }
 
+}  // namespace
 }  // namespace autograd::detail

@@ -19,10 +19,9 @@
 // that sequence, so results are bit-identical for any thread count.
 //
 // This header is included by one translation unit per instruction set, each compiled with its own
-// flags. Everything here is a template over the kernel type Kn (and its vector type V), which each of
-// those files defines in an anonymous namespace: the instantiations therefore have internal linkage,
-// and the linker can never substitute an AVX-512 copy for the portable one. For the same reason nothing
-// here calls into the standard library.
+// flags. Every function here has internal linkage (an anonymous namespace; the kernel types Kn and V
+// each of those files defines are in one too), and nothing here calls into the standard library: the
+// linker can never substitute one unit's AVX-512 copy for another's portable one.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +40,8 @@ struct GemmArgs {
     float* work;  // at least workspace_floats<Kn>(threads), 64-byte aligned
     int threads;
 };
+
+namespace {
 
 // Each thread packs into its own B block and A panel.
 template <class Kn>
@@ -251,4 +252,5 @@ void gemm_blocked(const GemmArgs& g) {
     }
 }
 
+}  // namespace
 }  // namespace autograd::kernels::detail

@@ -19,9 +19,9 @@
 // (blocked sums "C = block 0; C += block 1 ...", k increasing inside a block, one FMA per k): the two
 // paths give identical bits, whichever the size threshold picks, for any row split or thread count.
 //
-// As gemm_blocked.h: included by one translation unit per instruction set, templates over a vector type
-// V each of them defines in an anonymous namespace (internal linkage, no cross-ISA substitution by the
-// linker), and nothing here calls into the standard library.
+// As gemm_blocked.h: included by one translation unit per instruction set, every function in an
+// anonymous namespace (internal linkage, no cross-ISA substitution by the linker), and nothing here
+// calls into the standard library.
 //
 // V provides: reg, mask (a lane mask type), W, zero(), broadcast(const float*), mask_first(n) (the
 // first n <= W lanes), load(p) and load(p, mask), store(p, reg) and store(p, reg, mask), fma(a, b, acc)
@@ -35,6 +35,7 @@
 #include "gemm_blocked.h"
 
 namespace autograd::kernels::detail {
+namespace {
 
 // One MR x (NV vectors) tile over kb values of k: A(r, k) at a[r * rs + k * cs], with (rs, cs) = (1, lda)
 // when kTransA and (lda, 1) otherwise; B row k at b + k * ldb. With kMaskLast the last vector is masked
@@ -156,4 +157,5 @@ void gemm_small(const GemmArgs& g, int64_t KC) {
     else gemm_small_columns<V, false>(g, b, g.N, KC);
 }
 
+}  // namespace
 }  // namespace autograd::kernels::detail

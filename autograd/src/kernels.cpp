@@ -1,6 +1,9 @@
 #include "autograd/kernels.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <omp.h>
@@ -10,6 +13,7 @@
 #include "gemm_blocked.h"
 #include "gemm_small.h"
 #include "kernels_isa.h"
+#include "vector_loops.h"
 
 namespace autograd {
 
@@ -139,9 +143,47 @@ std::vector<Isa> available_isas() {
     return out;
 }
 
-Isa gemm_isa() {
-    static const Isa best = available_isas().back();
-    return best;
+namespace {
+
+std::string isa_list(const std::vector<Isa>& isas) {
+    std::string out;
+    for (const Isa isa : isas) out += (out.empty() ? "" : ", ") + std::string(isa_name(isa));
+    return out;
+}
+
+// TINYGPT_ISA when set, else the best this CPU runs.
+Isa initial_isa() {
+    const std::vector<Isa> available = available_isas();
+    const char* forced = std::getenv("TINYGPT_ISA");
+    if (forced == nullptr || *forced == '\0') return available.back();
+    for (const Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
+        if (isa_name(isa) != forced) continue;
+        check(detail::cpu_has(isa), "TINYGPT_ISA={}: this CPU cannot run it (it runs {})", forced, isa_list(available));
+        return isa;
+    }
+    throw std::invalid_argument(
+        fmt::format("TINYGPT_ISA={}: not an instruction set (portable, avx2 or avx512)", forced));
+}
+
+constexpr int kNotChosen = -1;
+std::atomic<int> chosen_isa{kNotChosen};
+
+}  // namespace
+
+Isa active_isa() {
+    int isa = chosen_isa.load(std::memory_order_relaxed);
+    if (isa == kNotChosen) {  // the first call: several threads may get here, and all choose the same
+        int expected = kNotChosen;
+        chosen_isa.compare_exchange_strong(expected, static_cast<int>(initial_isa()));
+        isa = chosen_isa.load();
+    }
+    return static_cast<Isa>(isa);
+}
+
+void set_isa(Isa isa) {
+    check(detail::cpu_has(isa), "set_isa: this CPU cannot run {} (it runs {})", isa_name(isa),
+          isa_list(available_isas()));
+    chosen_isa.store(static_cast<int>(isa));
 }
 
 namespace {
@@ -231,7 +273,7 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
     for (const auto index : {a_index, b_index, c_index})
         check(index.empty() || static_cast<int64_t>(index.size()) == batches,
               "gemm_batched: {} batches but an index list of {}", batches, index.size());
-    const Isa isa = gemm_isa();
+    const Isa isa = active_isa();
     auto product = [&](int64_t i, int threads) {
         const int64_t ia = a_index.empty() ? i : a_index[i], ib = b_index.empty() ? i : b_index[i];
         const int64_t ic = c_index.empty() ? i : c_index[i];
@@ -256,7 +298,40 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
           bool accumulate) {
-    gemm_with(gemm_isa(), trans_a, trans_b, M, N, K, A, B, C, accumulate);
+    gemm_with(active_isa(), trans_a, trans_b, M, N, K, A, B, C, accumulate);
+}
+
+}  // namespace autograd::kernels
+
+namespace autograd::detail {
+
+const VectorLoops& vector_loops(kernels::Isa isa) {
+    check(kernels::detail::cpu_has(isa), "vector_loops: this CPU cannot run the {} loops", kernels::isa_name(isa));
+    switch (isa) {
+#if defined(TINYGPT_X86_KERNELS)
+    case kernels::Isa::avx512: return vector_loops_avx512;
+    case kernels::Isa::avx2: return vector_loops_avx2;
+#else
+    case kernels::Isa::avx512:
+    case kernels::Isa::avx2:
+#endif
+    case kernels::Isa::portable: break;
+    }
+    return vector_loops_portable;
+}
+
+const VectorLoops& vector_loops() { return vector_loops(kernels::active_isa()); }
+
+}  // namespace autograd::detail
+
+namespace autograd::kernels {
+
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t begin, int64_t end, const AdamWStep& step) {
+    autograd::detail::vector_loops().adamw_update(p, g, m, v, begin, end, step);
+}
+
+double sum_of_squares(const float* g, int64_t begin, int64_t end) {
+    return autograd::detail::vector_loops().sum_of_squares(g, begin, end);
 }
 
 }  // namespace autograd::kernels

@@ -5,7 +5,7 @@
 
 #include "autograd/kernels.h"
 #include "autograd/tensor.h"
-#include "fast_math.h"
+#include "vector_loops.h"
 
 namespace autograd {
 
@@ -52,23 +52,6 @@ void linear_backward(const GradContext& g, const float* dy, int64_t R, int64_t N
     }
 }
 
-// y = gelu(pre) in place, and gelu'(pre) into slope unless it is null (no graph recorded).
-// (two loops: with the test inside, gcc does not vectorize it)
-TINYGPT_VECTOR_CLONES void gelu_in_place(float* __restrict y, float* __restrict slope, int64_t begin, int64_t end) {
-    if (slope == nullptr) {
-        for (int64_t i = begin; i < end; ++i) y[i] = y[i] * detail::normal_cdf(y[i]);
-        return;
-    }
-    for (int64_t i = begin; i < end; ++i) {
-        const float pre = y[i], cdf = detail::normal_cdf(pre);
-        slope[i] = detail::gelu_slope(pre, cdf);
-        y[i] = pre * cdf;
-    }
-}
-
-TINYGPT_VECTOR_CLONES void times_slope(const float* dy, const float* slope, float* dpre, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) dpre[i] = dy[i] * slope[i];
-}
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceLocation where) {
@@ -87,11 +70,13 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, So
     const bool record = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
     Buffer slope(record ? out.size() : 0);  // gelu'(pre) (R, N): the backward needs neither pre nor an erf
     float* const slope_out = record ? slope.data() : nullptr;
+    const auto gelu_in_place = detail::vector_loops().gelu_in_place;
     parallel_for(R * N, kMinElementsPerThread,
                  [&](int64_t begin, int64_t end) { gelu_in_place(out.data(), slope_out, begin, end); });
     return make_result("linear_gelu", std::move(out_shape), std::move(out), {x, weight, bias},
                        [R, N, K, slope = std::move(slope)](const GradContext& g) {
         Buffer dpre(slope.size());  // dLoss/d(pre) (R, N): gelu's backward, then linear's
+        const auto times_slope = detail::vector_loops().times_slope;
         parallel_for(R * N, kMinElementsPerThread,
                      [&](int64_t begin, int64_t end) { times_slope(g.dout.data(), slope.data(), dpre.data(), begin, end); });
         linear_backward(g, dpre.data(), R, N, K);

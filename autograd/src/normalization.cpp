@@ -1,52 +1,11 @@
 // layer_norm: the fused op behind nn::LayerNorm. The composition it replaces (mean, sub, mul, mean,
 // add, sqrt, div, mul, add) makes nine full-size tensors and nine backward passes; this makes one of
 // each and keeps only a mean and a 1/std per row for the backward.
-#include <algorithm>
-#include <cmath>
-
-#include "autograd/kernels.h"
+// The row loops themselves are in vector_loops_impl.h, compiled per instruction set.
 #include "autograd/tensor.h"
-#include "fast_math.h"
+#include "vector_loops.h"
 
 namespace autograd {
-
-using detail::sum_in_double;
-
-namespace {
-// Rows [begin, end) of x (rows, C): y = (x - mean) * rstd * gain + bias, keeping mean and rstd per row.
-TINYGPT_VECTOR_CLONES void normalize_rows(const float* x, const float* gain, const float* bias, int64_t C, float eps,
-                                          int64_t begin, int64_t end, float* y, float* mean, float* rstd) {
-    for (int64_t r = begin; r < end; ++r) {
-        const float* row = x + r * C;
-        const auto m = static_cast<float>(sum_in_double(C, [&](int64_t c) { return row[c]; }) / static_cast<double>(C));
-        // two passes: the one-pass E[x^2] - E[x]^2 cancels for large means
-        const double squares = sum_in_double(C, [&](int64_t c) { return double(row[c] - m) * (row[c] - m); });
-        const auto s = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
-        mean[r] = m;
-        rstd[r] = s;
-        for (int64_t c = 0; c < C; ++c) y[r * C + c] = (row[c] - m) * s * gain[c] + bias[c];
-    }
-}
-
-// Rows [begin, end) of dx: with xhat = (x - mean) * rstd and dxhat = dy * gain,
-// dx += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), or dx = when overwrite.
-TINYGPT_VECTOR_CLONES void input_gradient_rows(const float* x, const float* dy, const float* gain, const float* mean,
-                                               const float* rstd, int64_t C, int64_t begin, int64_t end, float* dx,
-                                               bool overwrite) {
-    for (int64_t r = begin; r < end; ++r) {
-        const float *row = x + r * C, *dyr = dy + r * C;
-        const float m = mean[r], s = rstd[r];
-        const double sum_dxhat = sum_in_double(C, [&](int64_t c) { return dyr[c] * gain[c]; });
-        const double sum_dxhat_xhat =
-            sum_in_double(C, [&](int64_t c) { return double(dyr[c] * gain[c]) * ((row[c] - m) * s); });
-        const auto mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
-        const auto mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
-        detail::write_or_add(overwrite, 0, C, dx + r * C, [&](int64_t c) {
-            return s * (dyr[c] * gain[c] - mean_dxhat - (row[c] - m) * s * mean_dxhat_xhat);
-        });
-    }
-}
-}  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps, SourceLocation where) {
     check(x.dim() >= 1 && x.size(-1) > 0, "layer_norm: input needs a non-empty last dim, got shape {}",
@@ -61,6 +20,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     const float *src = x.data().data(), *w = gain.data().data(), *b = bias.data().data();
     Buffer out(x.numel());                        // (..., C)
     std::vector<float> mean(rows), rstd(rows);    // (rows): what the backward needs besides x
+    const auto normalize_rows = detail::vector_loops().normalize_rows;
     parallel_for(rows, rows_per_thread(C), [&](int64_t begin, int64_t end) {
         normalize_rows(src, w, b, C, eps, begin, end, out.data(), mean.data(), rstd.data());
     });
@@ -81,6 +41,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
                 for (int64_t c = 0; c < C; ++c) gb[c] += dy[c];
         }
         if (gx.values.empty()) return;
+        const auto input_gradient_rows = detail::vector_loops().input_gradient_rows;
         parallel_for(rows, rows_per_thread(C), [&](int64_t begin, int64_t end) {
             input_gradient_rows(xs, g.dout.data(), gain_v, mean.data(), rstd.data(), C, begin, end, gx.values.data(),
                                 gx.fresh);

@@ -1,6 +1,6 @@
 // softmax, log_softmax, cross_entropy, causal_softmax and causal_attention_weights: numerically stable (the row max is
 // subtracted first). exp is fast_exp (fast_math.h), so the row loops vectorize; contiguous rows go through
-// softmax_rows.h, whose portable rows are here and AVX-512 rows in softmax_avx512.cpp.
+// the active instruction set's softmax rows (vector_loops.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -9,7 +9,7 @@
 #include "autograd/tensor.h"
 #include "axis.h"
 #include "fast_math.h"
-#include "softmax_rows.h"
+#include "vector_loops.h"
 
 namespace autograd {
 
@@ -18,8 +18,6 @@ using detail::axis_of;
 using detail::fast_exp;
 using detail::max_of;
 using detail::RowStats;
-using detail::softmax_backward_row;
-using detail::softmax_row;
 using detail::sum_in_double;
 
 namespace {
@@ -42,53 +40,13 @@ RowStats row_stats(const float* src, int64_t n, At at) {
 }
 }  // namespace
 
-namespace detail {
-TINYGPT_VECTOR_CLONES RowStats softmax_row_portable(const float* x, float factor, int64_t n, float* y) {
-    // (RowStats is built whole at each return: clang 16 leaves its default constructor undefined in
-    // target_clones copies)
-    const float max = max_of(n, [&](int64_t k) { return factor * x[k]; });
-    if (max == kNegInf) {
-        std::fill_n(y, n, 0.0f);
-        return RowStats{max, 0.0};
-    }
-    for (int64_t k = 0; k < n; ++k) y[k] = fast_exp(factor * x[k] - max);
-    const double sum_exp = sum_in_double(n, [&](int64_t k) { return y[k]; });
-    const auto inv = static_cast<float>(1.0 / sum_exp);
-    for (int64_t k = 0; k < n; ++k) y[k] *= inv;
-    return RowStats{max, sum_exp};
-}
-
-TINYGPT_VECTOR_CLONES void softmax_backward_row_portable(const float* y, const float* dy, float factor, int64_t n,
-                                                        float* dx, bool overwrite) {
-    const auto d = static_cast<float>(sum_in_double(n, [&](int64_t k) { return double(dy[k]) * y[k]; }));
-    detail::write_or_add(overwrite, 0, n, dx, [&](int64_t k) { return factor * (y[k] * (dy[k] - d)); });
-}
-
-#if defined(TINYGPT_X86_KERNELS)
-namespace {
-bool use_avx512() { return kernels::gemm_isa() == kernels::Isa::avx512; }  // the best this CPU runs
-}  // namespace
-RowStats softmax_row(const float* x, float factor, int64_t n, float* y) {
-    return use_avx512() ? softmax_row_avx512(x, factor, n, y) : softmax_row_portable(x, factor, n, y);
-}
-void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx, bool overwrite) {
-    if (use_avx512()) softmax_backward_row_avx512(y, dy, factor, n, dx, overwrite);
-    else softmax_backward_row_portable(y, dy, factor, n, dx, overwrite);
-}
-#else
-RowStats softmax_row(const float* x, float factor, int64_t n, float* y) { return softmax_row_portable(x, factor, n, y); }
-void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx, bool overwrite) {
-    softmax_backward_row_portable(y, dy, factor, n, dx, overwrite);
-}
-#endif
-}  // namespace detail
-
 Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "softmax");
     const Axis ax = axis_of(x.shape(), dim);
     const float* src = x.data().data();
     Buffer out(x.numel());
     const int64_t n = ax.n, rows = ax.outer;
+    const auto softmax_row = detail::vector_loops().softmax_row;
     if (ax.inner == 1 && n > 0) {  // rows are contiguous (softmax over the last dim): the same arithmetic, vectorized
         parallel_for(rows, rows_per_thread(n), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) softmax_row(src + r * n, 1.0f, n, out.data() + r * n);
@@ -108,9 +66,10 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
         // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
         if (ax.inner == 1 && n > 0) {
             const auto gx = g.grad_target(0);
+            const auto backward_row = detail::vector_loops().softmax_backward_row;
             parallel_for(rows, rows_per_thread(n), [&](int64_t begin, int64_t end) {
                 for (int64_t r = begin; r < end; ++r)
-                    softmax_backward_row(g.out.data() + r * n, g.dout.data() + r * n, 1.0f, n, gx.values.data() + r * n,
+                    backward_row(g.out.data() + r * n, g.dout.data() + r * n, 1.0f, n, gx.values.data() + r * n,
                                          gx.fresh);
             });
             return;
@@ -165,6 +124,7 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, Sou
     const float* src = logits.data().data();
     Buffer probs(logits.numel());
     std::vector<double> row_loss(static_cast<size_t>(N));  // summed in order below: same bits for any thread count
+    const auto softmax_row = detail::vector_loops().softmax_row;
     parallel_for(N, rows_per_thread(V), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const float* row = src + r * V;
@@ -201,6 +161,7 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
     const int64_t T = s.back(), rows = T > 0 ? scores.numel() / T : 0;  // rows of T, row r is position r % T
     const float* src = scores.data().data();
     Buffer out(scores.numel());  // (..., T, T)
+    const auto softmax_row = detail::vector_loops().softmax_row;
     parallel_for(rows, rows_per_thread(T, kMinExpsPerThread), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const int64_t visible = r % T + 1;  // position i sees 0..i
@@ -213,9 +174,10 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
         // On the visible part dx = factor * y * (dy - sum(dy * y)) (softmax's backward, then scale's);
         // above the diagonal nothing, as masked_fill passes nothing there.
         auto gx = g.grad(0);
+        const auto backward_row = detail::vector_loops().softmax_backward_row;
         parallel_for(rows, rows_per_thread(T), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r)
-                softmax_backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, r % T + 1, gx.data() + r * T, false);
+                backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, r % T + 1, gx.data() + r * T, false);
         });
     }, where);
 }
@@ -231,6 +193,7 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
     Buffer scores(static_cast<size_t>(B * T * T)), out(static_cast<size_t>(B * T * T));  // (B, T, T) each
     const float *qv = q.data().data(), *kv = k.data().data();
     kernels::gemm_batched(false, true, T, T, H, B, qv, {}, kv, {}, scores.data(), {}, false);
+    const auto softmax_row = detail::vector_loops().softmax_row;
     parallel_for(B * T, rows_per_thread(T, kMinExpsPerThread), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const int64_t visible = r % T + 1;
@@ -243,11 +206,12 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
         // dscores = factor * y * (dy - sum(dy * y)) on the visible part (causal_softmax's backward), then
         // dq_b (T, H) += dscores_b @ k_b;  dk_b (T, H) += dscores_b^T @ q_b
         Buffer dscores(static_cast<size_t>(B * T * T));
+        const auto backward_row = detail::vector_loops().softmax_backward_row;
         parallel_for(B * T, rows_per_thread(T), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
                 const int64_t visible = r % T + 1;
                 float* ds = dscores.data() + r * T;
-                softmax_backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, visible, ds, true);
+                backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, visible, ds, true);
                 std::fill(ds + visible, ds + T, 0.0f);
             }
         });

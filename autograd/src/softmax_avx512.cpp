@@ -1,6 +1,6 @@
-// softmax_rows.h's rows for AVX-512 (compiled with -mavx512f -mfma; called only when the CPU has it):
-// 16 values per vector, the last vector of a row through a lane mask. The steps are the portable row's
-// (softmax.cpp, fast_math.h) in the same order: the max over order-preserving integer keys, and
+// The softmax rows of vector_loops.h's AVX-512 table (compiled with -mavx512f -mfma; called only when
+// the CPU has it): 16 values per vector, the last vector of a row through a lane mask. The steps are the
+// portable row's (vector_loops_impl.h, fast_math.h) in the same order: the max over order-preserving integer keys, and
 // sum_in_double's reduction (8 double lanes over whole blocks of 8, combined pairwise, then the rest
 // added in order). Only exp differs, by its fused multiply-adds.
 #include <immintrin.h>
@@ -12,10 +12,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include <algorithm>
-
 #include "fast_math.h"
-#include "softmax_rows.h"
+#include "vector_loops.h"
 
 namespace autograd::detail {
 namespace {
@@ -92,7 +90,7 @@ RowStats softmax_row_avx512(const float* x, float factor, int64_t n, float* y) {
     }
     const float max = from_ordered_bits(_mm512_reduce_max_epi32(best));
     if (max == -__builtin_inff()) {
-        std::fill_n(y, n, 0.0f);
+        for (int64_t k = 0; k < n; ++k) y[k] = 0.0f;  // (no std::fill_n: see vector_loops_impl.h)
         return RowStats{max, 0.0};
     }
     const __m512 shift = _mm512_set1_ps(max);

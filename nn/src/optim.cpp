@@ -14,34 +14,6 @@ using autograd::check;
 using autograd::shape_str;
 
 namespace {
-// One AdamW update of elements [begin, end) (PyTorch's order of operations), compiled per instruction set.
-struct AdamWStep {
-    float decay, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, bias_correction2_sqrt, eps;
-};
-TINYGPT_VECTOR_CLONES void adamw_update(float* __restrict p, const float* __restrict g, float* __restrict m,
-                                        float* __restrict v, int64_t begin, int64_t end, AdamWStep s) {
-    for (int64_t k = begin; k < end; ++k) {
-        p[k] *= s.decay;
-        m[k] = s.beta1 * m[k] + s.one_minus_beta1 * g[k];
-        v[k] = s.beta2 * v[k] + s.one_minus_beta2 * g[k] * g[k];
-        p[k] -= s.step_size * m[k] / (std::sqrt(v[k]) / s.bias_correction2_sqrt + s.eps);
-    }
-}
-
-// Sum of g[k]^2 over [begin, end) in double, in 8 lanes added in a fixed order at the end: one running
-// sum would be a chain of dependent adds that stays scalar.
-TINYGPT_VECTOR_CLONES double sum_of_squares(const float* g, int64_t begin, int64_t end) {
-    constexpr int64_t kLanes = 8;
-    double lanes[kLanes] = {};
-    int64_t k = begin;
-    for (; k + kLanes <= end; k += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(g[k + j]) * static_cast<double>(g[k + j]);
-    double total = 0.0;
-    for (const double lane : lanes) total += lane;
-    for (; k < end; ++k) total += static_cast<double>(g[k]) * static_cast<double>(g[k]);
-    return total;
-}
-
 // Options must be finite and inside [low, high) (or [low, inf) when high is infinite); `inclusive_low`
 // false makes it (low, ...).
 void check_option(const std::string& kind, const char* option, float value, float low, bool inclusive_low,
@@ -232,7 +204,7 @@ void AdamW::update(std::span<const ParamUpdate> params) {
     struct Work {
         float *p, *m, *v;
         const float* g;
-        AdamWStep step;
+        autograd::kernels::AdamWStep step;
     };
     std::vector<Work> work;
     std::vector<int64_t> sizes;
@@ -249,9 +221,10 @@ void AdamW::update(std::span<const ParamUpdate> params) {
         sizes.push_back(static_cast<int64_t>(u.values.size()));
     }
     // every parameter's elements split across the threads at once: most tensors are too small to split
+    autograd::kernels::active_isa();  // chosen before the parallel region: a bad TINYGPT_ISA throws here
     autograd::parallel_for_segments(sizes, autograd::kMinElementsPerThread, [&](size_t i, int64_t begin, int64_t end) {
         const Work& w = work[i];
-        adamw_update(w.p, w.g, w.m, w.v, begin, end, w.step);
+        autograd::kernels::adamw_update(w.p, w.g, w.m, w.v, begin, end, w.step);
     });
 }
 
@@ -277,9 +250,10 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
         sizes.push_back(n);
     }
     std::vector<double> partial(chunks.size());
+    autograd::kernels::active_isa();  // chosen before the parallel region, as in AdamW::update
     autograd::parallel_for(static_cast<int64_t>(chunks.size()), autograd::kMinElementsPerThread / kChunk,
                            [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) partial[c] = sum_of_squares(chunks[c].g, chunks[c].begin, chunks[c].end);
+        for (int64_t c = begin; c < end; ++c) partial[c] = autograd::kernels::sum_of_squares(chunks[c].g, chunks[c].begin, chunks[c].end);
     });
     double sum_squares = 0.0;
     for (const double s : partial) sum_squares += s;

@@ -7,22 +7,12 @@
 #include <string_view>
 #include <vector>
 
-// Put on a function holding a hot elementwise or row loop: gcc/clang compile it once per instruction set
-// (AVX-512, AVX2, baseline) and pick one when the program loads, so the loop is vectorized as wide as
-// the CPU allows while the binary still runs on any x86-64 (the baseline alone means SSE2).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TINYGPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TINYGPT_VECTOR_CLONES
-#endif
-
 namespace autograd::kernels {
 
 // C (M, N) = op(A) @ op(B), or C += ... when accumulate. All row-major and contiguous:
 // A is (M, K), or (K, M) when trans_a;  B is (K, N), or (N, K) when trans_b.
-// Runs the best implementation this CPU supports (chosen once, at first call) on up to num_threads()
-// threads (small products on one). Results are bit-identical for any thread count with the same
-// implementation.
+// Runs the active_isa() implementation on up to num_threads() threads (small products on one).
+// Results are bit-identical for any thread count with the same implementation.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
           float* C, bool accumulate);
 
@@ -35,20 +25,38 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
                   std::span<const int64_t> a_index, const float* B, std::span<const int64_t> b_index, float* C,
                   std::span<const int64_t> c_index, bool accumulate);
 
-// The implementations of gemm, one per instruction set: portable is plain C++ (any CPU); avx2 needs
-// AVX2 + FMA; avx512 needs AVX-512F. Each has two paths with identical results: small products run
-// unpacked with the C tile in registers (gemm_small.h), the rest cache-blocked and packed
-// (gemm_blocked.h); automatic picks by size. The small path runs on the calling thread alone.
+// The instruction sets the kernels are built for: portable is plain C++ (any CPU); avx2 needs AVX2 +
+// FMA; avx512 needs AVX-512F. Every kernel (gemm, softmax rows, the elementwise and row loops of gelu,
+// layer_norm, linear_gelu, AdamW) has one implementation per instruction set, each in its own translation
+// unit compiled with that set's flags (autograd/src/*_avx2.cpp, *_avx512.cpp), and they all follow one
+// choice, made at run time from what the CPU reports: the best it runs, or the environment variable
+// TINYGPT_ISA=portable|avx2|avx512 when set (refused, naming what the CPU runs, when it cannot run it).
+// On one instruction set, results are bit-identical for any thread count. Across them, only the gemm
+// sums (different tiles and K blocks) and the AVX-512 softmax rows' exp (fused multiply-adds) differ:
+// within float rounding; the other loops give the same bits on every set.
 enum class Isa { portable, avx2, avx512 };
-enum class GemmPath { automatic, small, blocked };
 std::string_view isa_name(Isa isa);       // "portable", "avx2", "avx512"
 std::vector<Isa> available_isas();        // those this CPU runs, portable first, best last
-Isa gemm_isa();                           // the one gemm uses: the best available
+Isa active_isa();                         // the one every kernel uses now (TINYGPT_ISA, or the best)
+void set_isa(Isa isa);                    // use another from now on; throws if this CPU cannot run it
+// Each instruction set's gemm has two paths with identical results: small products run unpacked with the
+// C tile in registers (gemm_small.h), the rest cache-blocked and packed (gemm_blocked.h); automatic picks
+// by size. The small path runs on the calling thread alone.
+enum class GemmPath { automatic, small, blocked };
 // gemm with a given implementation (and path), for tests and benchmarks; throws if this CPU cannot run it.
 void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                const float* B, float* C, bool accumulate, GemmPath path = GemmPath::automatic);
 // The reference: three loops, double accumulation.
 void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                 const float* B, float* C, bool accumulate);
+
+// AdamW's update of elements [begin, end) of one parameter p with gradient g and moments m, v, in
+// PyTorch's order of operations (nn::AdamW fills the step's constants).
+struct AdamWStep {
+    float decay, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, bias_correction2_sqrt, eps;
+};
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t begin, int64_t end, const AdamWStep& step);
+// The sum of g[k]^2 over [begin, end) in double, in a fixed order (clip_grad_norm's partial sums).
+double sum_of_squares(const float* g, int64_t begin, int64_t end);
 
 }  // namespace autograd::kernels
