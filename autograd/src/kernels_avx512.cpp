@@ -3,8 +3,6 @@
 // zmm, for narrow edge tiles). The small-product path (gemm_small.h) uses masked zmm loads and stores.
 #include <immintrin.h>
 
-#include <array>
-
 #include "gemm_blocked.h"
 #include "gemm_small.h"
 #include "kernels_isa.h"
@@ -68,12 +66,17 @@ struct Avx512 {
 
 // Vec512::copy_transposed's permute indices for step s (b = 8 >> s): the new lanes of the upper row i
 // and of the lower row i + b of a pair, as indices into (upper, lower) (16 + l is lane l of the lower).
-constexpr auto transpose_indices(bool upper) {
-    std::array<std::array<int32_t, 16>, 4> index{};
+// A plain array, not std::array: no standard library code in a per-ISA unit (vector_loops_impl.h).
+struct TransposeIndices {
+    int32_t index[4][16];
+};
+constexpr TransposeIndices transpose_indices(bool upper) {
+    TransposeIndices t{};
+    auto& index = t.index;
     for (int step = 0; step < 4; ++step)
         for (int b = 8 >> step, l = 0; l < 16; ++l)
             index[step][l] = upper ? ((l & b) ? 16 + l - b : l) : ((l & b) ? 16 + l : l + b);
-    return index;
+    return t;
 }
 alignas(64) constexpr auto kTransposeLow = transpose_indices(true);
 alignas(64) constexpr auto kTransposeHigh = transpose_indices(false);
@@ -117,8 +120,8 @@ struct Vec512 {
                     r[i] = i < rows ? _mm512_maskz_loadu_ps(in, B + (j0 + i) * K + k0) : _mm512_setzero_ps();
                 for (int step = 0; step < 4; ++step) {
                     const int b = 8 >> step;
-                    const __m512i lo = _mm512_load_si512(kTransposeLow[step].data());
-                    const __m512i hi = _mm512_load_si512(kTransposeHigh[step].data());
+                    const __m512i lo = _mm512_load_si512(kTransposeLow.index[step]);
+                    const __m512i hi = _mm512_load_si512(kTransposeHigh.index[step]);
                     for (int i = 0; i < 16; ++i)
                         if ((i & b) == 0) {
                             const __m512 top = r[i], bottom = r[i + b];
