@@ -359,43 +359,51 @@ TEST_CASE("Parameters carry the documented names, and only Linear weights decay"
     CHECK_FALSE(has(decayed, "final_norm.gain"));
 }
 
-TEST_CASE("A training step gives the same bits on 1, 2 and 3 threads", "[models][threads]") {
-    // Big enough that every parallel path splits (kMinElementsPerThread): (B, T, 4C) = 65,536 elements
-    // in the feed-forward, (B, T, T) scores of 8,192 rows' worth per head, gemms over the thread threshold.
+namespace {
+// Three AdamW steps of a 2-layer GPT on `threads` threads from a fixed start, on one random batch drawn
+// from data_seed: the step losses, and every weight after the last step. Big enough that every parallel
+// path splits (kMinElementsPerThread): (B, T, 4C) = 65,536 elements in the feed-forward, (B, T, T)
+// scores of 8,192 rows' worth per head, gemms over the thread threshold.
+struct TrainedGpt {
+    std::vector<float> losses, weights;
+};
+TrainedGpt train_gpt_three_steps(int threads, uint64_t data_seed) {
     const nn::ModelConfig config{.kind = "gpt", .vocab = 65, .n_embd = 64, .n_head = 4, .n_layer = 2, .block = 32};
     const int64_t B = 8, T = 32;
-    Generator data(11);
+    Generator data(data_seed);
     std::vector<int64_t> ids(B * T), targets(B * T);
     for (auto& id : ids) id = static_cast<int64_t>(data.next_u64() % 65);
     for (auto& t : targets) t = static_cast<int64_t>(data.next_u64() % 65);
+    autograd::set_num_threads(threads);
+    Generator init(5);
+    auto model = nn::make_model(config, init);
+    nn::AdamW optimizer(*model, {.lr = 1e-3f, .weight_decay = 0.1f});
+    TrainedGpt out;
+    for (int step = 0; step < 3; ++step) {
+        optimizer.zero_grad();
+        Tensor loss = cross_entropy(model->forward(ids, B, T), targets);
+        loss.backward();
+        nn::clip_grad_norm(model->parameters(), 1.0f);
+        optimizer.step();
+        out.losses.push_back(loss.item());
+    }
+    for (const Tensor& p : model->parameters()) out.weights.insert(out.weights.end(), p.data().begin(), p.data().end());
+    autograd::set_num_threads(1);
+    return out;
+}
+}  // namespace
 
-    const auto train = [&](int threads) {
-        autograd::set_num_threads(threads);
-        Generator init(5);
-        auto model = nn::make_model(config, init);
-        nn::AdamW optimizer(*model, {.lr = 1e-3f, .weight_decay = 0.1f});
-        std::vector<float> losses;
-        for (int step = 0; step < 3; ++step) {
-            optimizer.zero_grad();
-            Tensor loss = cross_entropy(model->forward(ids, B, T), targets);
-            loss.backward();
-            nn::clip_grad_norm(model->parameters(), 1.0f);
-            optimizer.step();
-            losses.push_back(loss.item());
-        }
-        std::vector<float> weights = losses;
-        for (const Tensor& p : model->parameters()) weights.insert(weights.end(), p.data().begin(), p.data().end());
-        autograd::set_num_threads(1);
-        return weights;
-    };
-    const std::vector<float> one = train(1);
+TEST_CASE("A training step gives the same bits on 1, 2 and 3 threads", "[models][threads]") {
+    const TrainedGpt one = train_gpt_three_steps(1, 11);
     for (int threads : {2, 3}) {
         INFO(threads << " threads");
-        const std::vector<float> many = train(threads);
-        REQUIRE(many.size() == one.size());
+        const TrainedGpt many = train_gpt_three_steps(threads, 11);
+        REQUIRE(many.weights.size() == one.weights.size());
         size_t differing = 0;
-        for (size_t i = 0; i < one.size(); ++i) differing += std::memcmp(&one[i], &many[i], sizeof(float)) != 0;
+        for (size_t i = 0; i < one.weights.size(); ++i)
+            differing += std::memcmp(&one.weights[i], &many.weights[i], sizeof(float)) != 0;
         CHECK(differing == 0);
+        CHECK(many.losses == one.losses);
     }
 }
 
@@ -405,44 +413,20 @@ TEST_CASE("Every instruction set trains a GPT as the portable kernels do, within
     // (a tenth of the learning rate) after three AdamW steps: gemm sums round differently (other K
     // blocks, fused multiply-adds), and so does the AVX-512 softmax rows' exp; AdamW's m / sqrt(v) then
     // magnifies a rounding difference in a gradient near zero. Each run uses both threads.
-    const nn::ModelConfig config{.kind = "gpt", .vocab = 65, .n_embd = 64, .n_head = 4, .n_layer = 2, .block = 32};
-    const int64_t B = 8, T = 32;
-    Generator data(12);
-    std::vector<int64_t> ids(B * T), targets(B * T);
-    for (auto& id : ids) id = static_cast<int64_t>(data.next_u64() % 65);
-    for (auto& t : targets) t = static_cast<int64_t>(data.next_u64() % 65);
-    const auto train = [&](autograd::kernels::Isa isa, std::vector<float>& losses) {
-        autograd::kernels::set_isa(isa);
-        autograd::set_num_threads(2);
-        Generator init(6);
-        auto model = nn::make_model(config, init);
-        nn::AdamW optimizer(*model, {.lr = 1e-3f, .weight_decay = 0.1f});
-        for (int step = 0; step < 3; ++step) {
-            optimizer.zero_grad();
-            Tensor loss = cross_entropy(model->forward(ids, B, T), targets);
-            loss.backward();
-            nn::clip_grad_norm(model->parameters(), 1.0f);
-            optimizer.step();
-            losses.push_back(loss.item());
-        }
-        std::vector<float> weights;
-        for (const Tensor& p : model->parameters()) weights.insert(weights.end(), p.data().begin(), p.data().end());
-        autograd::set_num_threads(1);
-        return weights;
-    };
     const autograd::kernels::Isa saved = autograd::kernels::active_isa();
-    std::vector<float> portable_losses;
-    const std::vector<float> portable = train(autograd::kernels::Isa::portable, portable_losses);
+    autograd::kernels::set_isa(autograd::kernels::Isa::portable);
+    const TrainedGpt portable = train_gpt_three_steps(2, 12);
     for (const autograd::kernels::Isa isa : autograd::kernels::available_isas()) {
         INFO("instruction set " << autograd::kernels::isa_name(isa));
-        std::vector<float> losses;
-        const std::vector<float> weights = train(isa, losses);
-        REQUIRE(weights.size() == portable.size());
+        autograd::kernels::set_isa(isa);
+        const TrainedGpt run = train_gpt_three_steps(2, 12);
+        REQUIRE(run.weights.size() == portable.weights.size());
         double worst_loss = 0.0, worst_weight = 0.0;
-        for (size_t i = 0; i < losses.size(); ++i)
-            worst_loss = std::max(worst_loss, std::abs(double(losses[i]) - portable_losses[i]) / std::abs(double(portable_losses[i])));
-        for (size_t i = 0; i < weights.size(); ++i)
-            worst_weight = std::max(worst_weight, std::abs(double(weights[i]) - portable[i]));
+        for (size_t i = 0; i < run.losses.size(); ++i)
+            worst_loss = std::max(worst_loss, std::abs(double(run.losses[i]) - portable.losses[i]) /
+                                                  std::abs(double(portable.losses[i])));
+        for (size_t i = 0; i < run.weights.size(); ++i)
+            worst_weight = std::max(worst_weight, std::abs(double(run.weights[i]) - portable.weights[i]));
         INFO("losses differ by " << worst_loss << " relative, weights by " << worst_weight);
         CHECK(worst_loss <= 1e-5);
         CHECK(worst_weight <= 1e-4);
