@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -43,6 +45,16 @@ float le_float_at(const std::string& bytes, size_t at) {
     uint32_t u = 0;
     for (size_t i = 0; i < 4; ++i) u |= uint32_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
     return std::bit_cast<float>(u);
+}
+
+// CRC32C bit by bit (reflected Castagnoli polynomial), the reference for the table-driven one.
+uint32_t crc32c_reference(const std::string& bytes) {
+    uint32_t crc = ~uint32_t{0};
+    for (const char c : bytes) {
+        crc ^= static_cast<unsigned char>(c);
+        for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    return ~crc;
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -148,7 +160,13 @@ TEST_CASE("safetensors bytes on disk follow the format", "[safetensors][checkpoi
     const auto json = nlohmann::json::parse(header);
     REQUIRE(json.is_object());
     CHECK(json.size() == 4);
-    CHECK(json.at("__metadata__") == nlohmann::json{{"format", "pt"}});
+    // the caller's metadata, and each tensor's CRC32C of its bytes as stored
+    REQUIRE(crc32c_reference("123456789") == 0xE3069283u);  // the standard check value
+    const auto crc_of = [&](uint64_t begin, uint64_t end) {
+        return fmt::format("{:08x}", crc32c_reference(bytes.substr(8 + n + begin, end - begin)));
+    };
+    CHECK(json.at("__metadata__") ==
+          nlohmann::json{{"format", "pt"}, {"crc32c.a", crc_of(0, 24)}, {"crc32c.s", crc_of(24, 28)}, {"crc32c.c", crc_of(28, 36)}});
 
     // 4 bytes per float32, contiguous in the order given, the data section ending with the file.
     struct Expected {
@@ -178,6 +196,71 @@ TEST_CASE("safetensors bytes on disk follow the format", "[safetensors][checkpoi
     CHECK(loaded.tensors[0].first == "first");
     CHECK(loaded.tensors[0].second.to_vector() == std::vector<float>{1.0f, 2.0f});
     CHECK(loaded.tensors[1].second.to_vector() == std::vector<float>{3.0f});
+}
+
+TEST_CASE("a checksum names the damaged tensor, and a file from before checksums loads with one warning",
+          "[safetensors][checkpoint]") {
+    const TempDir dir("checksums");
+    Generator gen(3);
+    const nn::NamedTensors tensors = {{"first", randn({4, 8}, gen)}, {"second", randn({16}, gen)}};
+    const fs::path p = dir.path / "w.safetensors";
+    nn::save_safetensors(p, tensors, {{"step", "7"}});
+    std::vector<std::string> warnings;
+    nn::set_warning_handler([&](const std::string& message) { warnings.push_back(message); });
+    REQUIRE(nn::load_safetensors(p).checksummed);
+    CHECK(warnings.empty());
+
+    std::string bytes = read_bytes(p);
+    uint64_t n = 0;
+    for (size_t i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
+    SECTION("one flipped bit in a value") {
+        bytes[8 + n + 4 * 32 + 4 * 5 + 3] ^= 0x40;  // "second"[5]'s top exponent bit
+        const fs::path bad = dir.write("flipped.safetensors", bytes);
+        CHECK_THAT(load_error(bad), Contains("flipped.safetensors") && Contains("tensor \"second\" does not match its checksum"));
+    }
+    SECTION("a checksum that is not hex, or names no tensor, or is missing for one tensor") {
+        std::string header = bytes.substr(8, n);
+        const size_t at = header.find("\"crc32c.first\":\"") + std::string("\"crc32c.first\":\"").size();
+        std::string not_hex = header;
+        not_hex.replace(at, 1, "g");
+        CHECK_THAT(load_error(dir.write("not_hex.safetensors", bytes.substr(0, 8) + not_hex + bytes.substr(8 + n))),
+                   Contains("the checksum of tensor \"first\" is not 8 hex digits"));
+        std::string other = header;
+        other.replace(header.find("crc32c.first"), 12, "crc32c.fxrst");
+        CHECK_THAT(load_error(dir.write("other.safetensors", bytes.substr(0, 8) + other + bytes.substr(8 + n))),
+                   Contains("a checksum names tensor \"fxrst\", which the file does not hold"));
+    }
+    SECTION("no checksums at all: loads, with one warning naming the file") {
+        std::string header = bytes.substr(8, n);
+        for (const char* key : {"\"crc32c.first\":\"", "\"crc32c.second\":\""}) {
+            const size_t begin = header.find(key), end = header.find("\",", begin + std::strlen(key)) + 2;
+            header.replace(begin, end - begin, std::string(end - begin, ' '));  // same length: offsets stay
+        }
+        const fs::path legacy = dir.write("legacy.safetensors", bytes.substr(0, 8) + header + bytes.substr(8 + n));
+        const nn::Safetensors loaded = nn::load_safetensors(legacy);
+        CHECK_FALSE(loaded.checksummed);
+        CHECK(loaded.metadata == std::map<std::string, std::string>{{"step", "7"}});
+        CHECK(same_bits(loaded.tensors[1].second, tensors[1].second));
+        REQUIRE(warnings.size() == 1);
+        CHECK_THAT(warnings[0], Contains("legacy.safetensors") && Contains("carries no checksums"));
+    }
+    nn::set_warning_handler(nullptr);
+    CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"crc32c.first", "0"}}), Contains("reserved for checksums"));
+}
+
+TEST_CASE("loading weights refuses a NaN or an infinity, naming tensor and index", "[safetensors][checkpoint]") {
+    const TempDir dir("finite");
+    nn::Linear layer({.in = 3, .out = 2});
+    layer.weight.data()[4] = std::numeric_limits<float>::infinity();
+    const fs::path p = dir.path / "layer.safetensors";
+    nn::save_module(p, layer);  // saving keeps any value: the file is faithful
+    nn::Linear other({.in = 3, .out = 2});
+    const std::vector<float> before = other.weight.to_vector();
+    CHECK_THROWS_WITH(nn::load_module(p, other),
+                      Contains("layer.safetensors") && Contains("tensor \"weight\" holds inf at index 4"));
+    CHECK(other.weight.to_vector() == before);  // nothing loaded
+    CHECK_THROWS_WITH(nn::check_finite({{"b", tensor({0.0f, std::nanf("")}, {2})}}, "here"),
+                      Contains("here: tensor \"b\" holds nan at index 1"));
 }
 
 TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path and the problem",

@@ -60,6 +60,18 @@ TEST_CASE("reshape rejects a numel mismatch and two -1", "[errors]") {
     REQUIRE_THROWS_WITH(t.reshape({-1, -1}), Contains("reshape") && Contains("(2, 3)"));
     REQUIRE_THROWS_WITH(t.reshape({4, -1}), Contains("reshape") && Contains("(2, 3)"));  // 6 is not a multiple of 4
     REQUIRE_THROWS_AS(t.reshape({-2, -3}), std::invalid_argument);
+    // a target whose element count overflows 64 bits (it used to wrap around)
+    REQUIRE_THROWS_WITH(t.reshape({int64_t{1} << 62, 4, -1}), Contains("reshape") && Contains("overflows"));
+}
+
+TEST_CASE("a shape whose element count or byte size overflows is refused where it is made", "[errors]") {
+    // (1 << 32)^2 elements wrapped around to numel() == 0; at() then wrote out of bounds
+    const int64_t big = int64_t{1} << 32;
+    REQUIRE_THROWS_AS(zeros({big, big}), std::invalid_argument);
+    REQUIRE_THROWS_WITH(zeros({big, big}), Contains("(4294967296, 4294967296)") && Contains("overflows"));
+    REQUIRE_THROWS_WITH(full({int64_t{1} << 62, 2}, 1.0f), Contains("overflows"));  // fits int64, its bytes do not
+    REQUIRE(zeros({big, 0, big}).numel() == 0);  // 0 elements: a valid empty shape
+    REQUIRE(numel_of({int64_t{1} << 30, 4}) == int64_t{1} << 32);
 }
 
 TEST_CASE("transpose rejects dims out of range", "[errors]") {
@@ -111,6 +123,8 @@ TEST_CASE("reductions reject dims out of range", "[errors]") {
     REQUIRE_THROWS_WITH(max(t, -3), Contains("max") && Contains("(2, 3)"));
     REQUIRE_THROWS_WITH(argmax(t, 2), Contains("argmax") && Contains("(2, 3)"));
     REQUIRE_THROWS_AS(max(scalar(1.0f), 0), std::invalid_argument);
+    // an empty dim is reported as max's own, not argmax's
+    REQUIRE_THROWS_WITH(max(zeros({2, 0}), 1), Catch::StartsWith("max: dim 1 of shape (2, 0) is empty"));
 }
 
 TEST_CASE("softmax and log_softmax reject dims out of range", "[errors]") {

@@ -71,6 +71,7 @@ std::vector<int64_t> argmax(const Tensor& x, int64_t dim) {
 Tensor max(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     dim = detail::dim_of(x.shape(), dim, "max");
     const Axis ax = axis_of(x.shape(), dim);
+    check(ax.n > 0, "max: dim {} of shape {} is empty", dim, shape_str(x.shape()));
     std::vector<int64_t> best = argmax(x, dim);  // per output element, the index of its maximum
     Buffer out(best.size());
     const float* src = x.data().data();

@@ -24,7 +24,9 @@ Tensor reshape(const Tensor& x, Shape shape, SourceLocation where) {
         } else {
             check(shape[d] >= 0, "reshape: bad dimension {} in target shape {} for a tensor of shape {}", shape[d],
                   shape_str(shape), shape_str(x.shape()));
-            known *= shape[d];
+            check(!__builtin_mul_overflow(known, shape[d], &known),
+                  "reshape: the element count of target shape {} overflows (a tensor of shape {})", shape_str(shape),
+                  shape_str(x.shape()));
         }
     }
     if (infer_at >= 0) {

@@ -2,8 +2,9 @@
 #include "autograd/tensor.h"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
+#include <limits>
 
 #include "anomaly.h"
 #include "axis.h"
@@ -26,8 +27,14 @@ void check_shape(const Shape& shape, const char* op) {
 }  // namespace
 
 int64_t numel_of(const Shape& shape) {
+    // A count whose bytes do not fit an int64 is refused here, where every shape's size is taken: wrapped
+    // around it read as 0 elements, and indexing such a tensor wrote out of bounds.
+    constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(float));
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    for (int64_t d : shape)
+        check(!__builtin_mul_overflow(n, d, &n) && n <= kMaxElements,
+              "shape {}: its element count overflows (more than {} float32 values would not fit 64-bit sizes)",
+              shape_str(shape), kMaxElements);
     return n;
 }
 

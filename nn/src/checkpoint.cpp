@@ -6,7 +6,10 @@
 //     whose product does not overflow) and "data_offsets" ([begin, end], begin <= end,
 //     end - begin = 4 * numel); "__metadata__" that is not an object of strings;
 //   - offsets that, sorted by begin, do not start at 0 and follow each other exactly (overlap or gap), or
-//     that end before or after the end of the file (trailing bytes, truncation).
+//     that end before or after the end of the file (trailing bytes, truncation);
+//   - checksums (metadata "crc32c.NAME", written by save_safetensors since they were added) that are not
+//     8 hex digits, name no tensor, are missing for a tensor while others have theirs, or do not match
+//     the tensor's bytes. A file with no checksum at all (written before) loads, with one warning.
 // Nothing is allocated from the file's numbers until all of this has passed; the data is then read once,
 // straight into the tensors.
 #include "nn/checkpoint.h"
@@ -16,9 +19,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -37,6 +42,36 @@ using autograd::Tensor;
 namespace {
 
 constexpr const char* kMetadataKey = "__metadata__";
+constexpr std::string_view kChecksumPrefix = "crc32c.";  // + a tensor's name: its CRC32C, 8 hex digits
+
+// CRC32C (Castagnoli, reflected polynomial 0x82F63B78, as iSCSI and ext4 use it), a byte at a time.
+class Crc32c {
+public:
+    void add(const void* data, size_t size) {
+        static const auto table = [] {
+            std::array<uint32_t, 256> t{};
+            for (uint32_t i = 0; i < 256; ++i) {
+                uint32_t c = i;
+                for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+                t[i] = c;
+            }
+            return t;
+        }();
+        const auto* p = static_cast<const unsigned char*>(data);
+        for (size_t i = 0; i < size; ++i) state_ = table[(state_ ^ p[i]) & 0xFF] ^ (state_ >> 8);
+    }
+    uint32_t value() const { return ~state_; }
+
+private:
+    uint32_t state_ = ~uint32_t{0};
+};
+
+std::string checksum_text(uint32_t crc) { return fmt::format("{:08x}", crc); }
+
+WarningHandler& warning_handler() {
+    static WarningHandler handler = [](const std::string& message) { fmt::print(stderr, "warning: {}\n", message); };
+    return handler;
+}
 
 std::string path_str(const std::filesystem::path& path) { return fmt::format("'{}'", path.string()); }
 
@@ -259,9 +294,26 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
         check(t.defined(), "save_safetensors: {}: tensor {} is undefined", path_str(path), quoted_name(name));
     }
 
-    // The header: metadata first, then the tensors in the given order with contiguous offsets.
+    for (const auto& [key, value] : metadata)
+        check(!key.starts_with(kChecksumPrefix), "save_safetensors: {}: metadata key {} is reserved for checksums",
+              path_str(path), quoted_name(key));
+
+    // The header: metadata first (the caller's and each tensor's checksum of its little-endian bytes),
+    // then the tensors in the given order with contiguous offsets.
+    std::map<std::string, std::string> all_metadata = metadata;
+    for (const auto& [name, t] : tensors) {
+        Crc32c crc;
+        if constexpr (std::endian::native == std::endian::little) {
+            crc.add(t.data().data(), t.data().size_bytes());
+        } else {
+            std::vector<float> copy = t.to_vector();
+            to_or_from_little_endian(copy);
+            crc.add(copy.data(), copy.size() * sizeof(float));
+        }
+        all_metadata[std::string(kChecksumPrefix) + name] = checksum_text(crc.value());
+    }
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
-    if (!metadata.empty()) header[kMetadataKey] = metadata;
+    if (!all_metadata.empty()) header[kMetadataKey] = all_metadata;
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
         const uint64_t bytes = 4 * static_cast<uint64_t>(t.numel());
@@ -322,6 +374,7 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
     const nlohmann::json header = parse_header(header_text, reader);
     Safetensors out;
     std::vector<Entry> entries;
+    std::map<std::string, std::string> checksums;  // tensor name -> 8 hex digits
     for (const auto& [name, value] : header.items()) {
         if (name == kMetadataKey) {
             if (!value.is_object()) reader.fail(fmt::format("\"{}\" must be an object of strings, got {}", kMetadataKey, value.type_name()));
@@ -329,7 +382,8 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
                 if (!v.is_string())
                     reader.fail(fmt::format("\"{}\" must be an object of strings, but {} is {}", kMetadataKey,
                                             quoted_name(key), v.type_name()));
-                out.metadata.emplace(key, v.get<std::string>());
+                if (key.starts_with(kChecksumPrefix)) checksums.emplace(key.substr(kChecksumPrefix.size()), v.get<std::string>());
+                else out.metadata.emplace(key, v.get<std::string>());
             }
         } else {
             entries.push_back(reader.entry(name, value));
@@ -361,10 +415,32 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
                                 "section holds {} bytes)",
                                 data_size - expected, expected, data_size));
 
+    // Checksums: none at all (a file written before them), or one of 8 hex digits for every tensor.
+    out.checksummed = !checksums.empty();
+    for (const auto& [name, crc] : checksums) {
+        const bool hex = crc.size() == 8 && std::all_of(crc.begin(), crc.end(), [](char c) {
+            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        });
+        if (!hex) reader.fail(fmt::format("the checksum of tensor {} is not 8 hex digits: {}", quoted_name(name), quoted_name(crc)));
+        if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; }))
+            reader.fail(fmt::format("a checksum names tensor {}, which the file does not hold", quoted_name(name)));
+    }
+    if (out.checksummed)
+        for (const Entry& e : entries)
+            if (!checksums.contains(e.name))
+                reader.fail(fmt::format("tensor {} has no checksum while the file's other tensors have theirs", quoted_name(e.name)));
+
     // Every number is now checked against the file size (at most limits.max_file_bytes): allocate and read.
     for (const Entry& e : entries) {
         Tensor t = autograd::zeros(e.shape);
         reader.read_exact(file.fd, t.data().data(), t.data().size_bytes());
+        if (out.checksummed) {
+            Crc32c crc;
+            crc.add(t.data().data(), t.data().size_bytes());  // the bytes as stored (little-endian)
+            if (checksum_text(crc.value()) != checksums.at(e.name))
+                reader.fail(fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
+                                        "is corrupt", quoted_name(e.name), checksums.at(e.name), checksum_text(crc.value())));
+        }
         to_or_from_little_endian(t.data());
         out.tensors.emplace_back(e.name, std::move(t));
     }
@@ -373,7 +449,25 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
     do n = ::read(file.fd, &extra, 1);
     while (n < 0 && errno == EINTR);
     if (n != 0) reader.fail("the file grew or failed while being read");
+    if (!out.checksummed && !entries.empty())
+        warning_handler()(fmt::format("{} carries no checksums (written before tinygpt stored them): its bytes are not "
+                                      "verified; saving it again adds them", path_str(path)));
     return out;
+}
+
+void set_warning_handler(WarningHandler handler) {
+    warning_handler() = handler ? std::move(handler) : [](const std::string&) {};
+}
+
+void check_finite(const NamedTensors& tensors, const std::string& where) {
+    for (const auto& [name, t] : tensors) {
+        const auto values = t.data();
+        for (size_t i = 0; i < values.size(); ++i)
+            if (!std::isfinite(values[i]))
+                throw std::runtime_error(fmt::format("{}: tensor {} holds {} at index {} (shape {}): refusing to load "
+                                                     "a non-finite weight", where, quoted_name(name), values[i], i,
+                                                     shape_str(t.shape())));
+    }
 }
 
 void save_module(const std::filesystem::path& path, const Module& module,
@@ -383,6 +477,7 @@ void save_module(const std::filesystem::path& path, const Module& module,
 
 void load_module(const std::filesystem::path& path, Module& module) {
     const Safetensors file = load_safetensors(path);
+    check_finite(file.tensors, path.string());
     try {
         load_parameters(module, file.tensors);
     } catch (const std::invalid_argument& e) {

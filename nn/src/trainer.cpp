@@ -160,6 +160,7 @@ uint64_t physical_memory_bytes() {
 TrainedModel load_trained_model(const std::filesystem::path& path) {
     const Safetensors file = load_safetensors(path);
     check_format(file.metadata, path);
+    check_finite(file.tensors, path.string());
     TrainedModel out{model_config(file.metadata, path),
                      CharTokenizer::from_vocabulary_utf8(field(file.metadata, "tokenizer.vocabulary", path)), nullptr};
     check_sizes_against_weights(out.config, split(file.tensors).weights, path);
@@ -279,6 +280,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     Safetensors file = load_safetensors(path);
     const auto& meta = file.metadata;
     check_format(meta, path);
+    check_finite(file.tensors, path.string());  // weights and AdamW's moments
     TrainConfig c;
     c.model = model_config(meta, path);
     c.steps = static_cast<int64_t>(to_u64(field(meta, "train.steps", path), "train.steps", path));

@@ -294,6 +294,8 @@ Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
                    std::vector<Tensor> inputs, BackwardFn backward,
                    std::source_location where = std::source_location::current());
 
+// The element count of a shape; std::invalid_argument naming the shape when it (or its byte size)
+// overflows 64 bits.
 int64_t numel_of(const Shape& shape);
 // Normalize a possibly negative dim for a tensor of rank `rank`; throws naming `op` if out of range.
 int64_t normalize_dim(int64_t dim, int64_t rank, const char* op);

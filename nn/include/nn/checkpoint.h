@@ -7,7 +7,9 @@
 // data_offsets count from the first byte after the header; the values are float32, little-endian,
 // row-major. Saving writes a temporary file in the same directory, fsyncs it and renames it over the
 // target, so a crash or a full disk never leaves a half-written checkpoint in place of a good one.
-// Loading validates every byte of the layout before trusting it and names the file and the problem.
+// Every tensor's CRC32C goes into the metadata as "crc32c.NAME" (8 hex digits of its stored bytes), which
+// PyTorch reads as ordinary metadata. Loading validates every byte of the layout and every checksum
+// before trusting them and names the file and the problem (the tensor, for a checksum).
 //
 //     nn::save_module("model.safetensors", model, {{"vocabulary", tok.vocabulary_utf8()}});
 //     nn::load_module("model.safetensors", model);  // all parameters, right shapes, or nothing changes
@@ -15,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -30,7 +33,8 @@ using NamedTensors = std::vector<std::pair<std::string, autograd::Tensor>>;
 
 struct Safetensors {
     NamedTensors tensors;  // in file order (by data offset), each a new leaf of its stored shape
-    std::map<std::string, std::string> metadata;
+    std::map<std::string, std::string> metadata;  // the caller's: without the checksums
+    bool checksummed = false;  // every tensor's checksum was there and matched (false: a file from before them)
 };
 
 // Bounds checked before anything is allocated from the file's own numbers.
@@ -39,22 +43,33 @@ struct SafetensorsLimits {
     uint64_t max_file_bytes = 16ull << 30;
 };
 
-// Writes `tensors` in the given order with contiguous offsets. Names must be non-empty, distinct and not
-// "__metadata__" (std::invalid_argument). I/O failures throw std::runtime_error naming the path and the
+// Writes `tensors` in the given order with contiguous offsets, and their checksums. Names must be
+// non-empty, distinct and not "__metadata__", and metadata keys must not start with "crc32c."
+// (std::invalid_argument). I/O failures throw std::runtime_error naming the path and the
 // reason; the file previously at `path`, if any, is then untouched and no temporary file remains.
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
 // Reads and validates a safetensors file of F32 tensors; throws std::runtime_error naming the path and
-// the problem for anything malformed (see the list in checkpoint.cpp).
+// the problem for anything malformed or a checksum that does not match (see the list in checkpoint.cpp).
+// A file with no checksums loads, and the warning handler is told so.
 Safetensors load_safetensors(const std::filesystem::path& path, const SafetensorsLimits& limits = {});
+
+// Where the loaders' warnings go: by default stderr, as "warning: MESSAGE". An empty handler silences them.
+using WarningHandler = std::function<void(const std::string& message)>;
+void set_warning_handler(WarningHandler handler);
+
+// Throws std::runtime_error, prefixed by `where` (a path), naming the first tensor that holds a NaN or
+// an infinity, the value and its index: the weights of a model are refused before they are used.
+void check_finite(const NamedTensors& tensors, const std::string& where);
 
 // save_safetensors of module.named_parameters().
 void save_module(const std::filesystem::path& path, const Module& module,
                  const std::map<std::string, std::string>& metadata = {});
 // Copies the file's tensors into the module's parameters. The file must hold exactly the module's
 // parameter names with the same shapes; otherwise std::runtime_error lists the missing, extra and
-// mismatched names with their shapes, and the module is left unchanged. Gradients are not touched.
+// mismatched names with their shapes, and the module is left unchanged; so are non-finite values
+// (check_finite). Gradients are not touched.
 void load_module(const std::filesystem::path& path, Module& module);
 // The same check and copy from tensors already in memory (a checkpoint holding more than weights);
 // a mismatch is std::invalid_argument.
