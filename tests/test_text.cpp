@@ -1,6 +1,7 @@
 // nn/text.h: the character tokenizer (code points from UTF-8), read_text_file's checks, and batches.
 #include <nn/text.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -189,7 +190,12 @@ TEST_CASE("read_text_file returns the text and rejects what is not text, naming 
     const fs::path latin1 = dir.write("latin1.txt", "caf\xE9 au lait");
     CHECK_THAT(runtime_error_message([&] { nn::read_text_file(latin1); }),
                Contains(latin1.string()) && Contains("not UTF-8") && Contains("byte offset 3"));
-    CHECK_THAT(runtime_error_message([&] { nn::read_text_file("/dev/null"); }), Contains("not a regular file"));
+    CHECK_THAT(runtime_error_message([&] { nn::read_text_file("/dev/null"); }),
+               Contains("is a character device, not a text file"));
+    // a named pipe with no writer: refused at once (tests/faults/bad_input.sh checks it cannot hang)
+    const fs::path fifo = dir.path / "fifo.txt";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(runtime_error_message([&] { nn::read_text_file(fifo); }), Contains("is a named pipe (FIFO), not a text file"));
 
     // Permissions do not stop root, so the unreadable case is checked only for other users.
     const fs::path locked = dir.write("locked.txt", "secret");

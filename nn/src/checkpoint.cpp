@@ -13,6 +13,7 @@
 // Nothing is allocated from the file's numbers until all of this has passed; the data is then read once,
 // straight into the tensors.
 #include "nn/checkpoint.h"
+#include "files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,6 +35,9 @@
 #include <nlohmann/json.hpp>
 
 namespace nn {
+
+using detail::file_kind;
+using detail::path_str;
 
 using autograd::check;
 using autograd::shape_str;
@@ -73,7 +77,6 @@ WarningHandler& warning_handler() {
     return handler;
 }
 
-std::string path_str(const std::filesystem::path& path) { return fmt::format("'{}'", path.string()); }
 
 // A name from a file, quoted and escaped as JSON (control characters cannot break the message), and
 // shortened if a hostile header made it long.
@@ -348,12 +351,12 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 
 Safetensors load_safetensors(const std::filesystem::path& path, const SafetensorsLimits& limits) {
     Reader reader(path);
-    FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    // (O_NONBLOCK: a named pipe is refused below instead of waiting for a writer)
+    FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (file.fd < 0) reader.fail(fmt::format("cannot open ({})", std::strerror(errno)));
     struct stat st {};
     if (::fstat(file.fd, &st) != 0) reader.fail(fmt::format("cannot stat ({})", std::strerror(errno)));
-    if (S_ISDIR(st.st_mode)) reader.fail("is a directory, not a safetensors file");
-    if (!S_ISREG(st.st_mode)) reader.fail("is not a regular file");
+    if (!S_ISREG(st.st_mode)) reader.fail(fmt::format("is {}, not a safetensors file", file_kind(st.st_mode)));
 
     const auto file_size = static_cast<uint64_t>(st.st_size);
     if (file_size > limits.max_file_bytes)

@@ -1,4 +1,5 @@
 #include "nn/text.h"
+#include "files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,6 +19,9 @@
 #include <fmt/format.h>
 
 namespace nn {
+
+using detail::file_kind;
+using detail::path_str;
 
 using autograd::check;
 
@@ -121,7 +125,6 @@ std::string describe(char32_t c) {
     return fmt::format("'{}' (U+{:04X})", shown, u);
 }
 
-std::string path_str(const std::filesystem::path& path) { return fmt::format("'{}'", path.string()); }
 
 }  // namespace
 
@@ -212,7 +215,9 @@ std::string read_text_file(const std::filesystem::path& path) {
     const auto fail = [&](const std::string& what) {
         return std::runtime_error(fmt::format("read_text_file: {}: {}", path_str(path), what));
     };
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a named pipe would otherwise wait for a writer, forever; it is refused below,
+    // and on a regular file the flag changes nothing.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw fail(fmt::format("cannot open ({})", std::strerror(errno)));
     struct Closer {
         int fd;
@@ -221,8 +226,7 @@ std::string read_text_file(const std::filesystem::path& path) {
 
     struct stat st {};
     if (::fstat(fd, &st) != 0) throw fail(fmt::format("cannot stat ({})", std::strerror(errno)));
-    if (S_ISDIR(st.st_mode)) throw fail("is a directory, not a text file");
-    if (!S_ISREG(st.st_mode)) throw fail("is not a regular file");
+    if (!S_ISREG(st.st_mode)) throw fail(fmt::format("is {}, not a text file", file_kind(st.st_mode)));
 
     std::string text;
     text.reserve(static_cast<size_t>(st.st_size));

@@ -64,6 +64,13 @@ printf 'text\0with a NUL\n' >binary.txt
 expect binary_data 1 "binary\.txt': holds binary data, not text \(a NUL byte at offset 4\)" -- --data binary.txt
 printf 'caf\xe9 latin-1\n' >latin1.txt
 expect invalid_utf8 1 "latin1\.txt.*UTF-8" -- --data latin1.txt
+# a named pipe would block open() until someone writes to it (timeout 60 in expect() turns that into a
+# failure): it is refused at once, as --data and as --resume
+# (in a folder of their own: expect()'s checksums of the fixtures would wait on them too)
+mkdir -p pipes && mkfifo pipes/fifo.txt pipes/fifo.st
+expect fifo_data 1 "fifo\.txt': is a named pipe \(FIFO\), not a text file" -- --data pipes/fifo.txt
+expect fifo_resume 1 "fifo\.st': is a named pipe \(FIFO\), not a safetensors file" -- --resume pipes/fifo.st --data text.txt
+rm -rf pipes
 sed 's/fox/FOX!/' text.txt >other_chars.txt
 expect outside_vocabulary 1 "good\.st.*not in the vocabulary.*'F'" -- --resume good.st --data other_chars.txt
 sed 's/fox/xof/' text.txt >other_text.txt
