@@ -3,6 +3,7 @@
 //   generate run.safetensors --prompt "ROMEO:" --chars 300 --temperature 0.8 --top-k 10 --seed 7
 //
 // Exit status: 0 done, 1 a bad checkpoint or prompt (message on stderr), 2 bad arguments.
+#include <cerrno>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -28,8 +29,9 @@ constexpr const char* kUsage = R"(usage: generate CKPT [options]
 
 int64_t to_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
     char* end = nullptr;
+    errno = 0;  // strtoll clamps a number out of its range and says so only here
     const long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < min || v > max)
+    if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
         usage_error(fmt::format("{} needs a whole number from {} to {}, got '{}'", flag, min, max, text));
     return v;
 }

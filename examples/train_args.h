@@ -169,6 +169,8 @@ inline Options parse_args(int argc, const char* const* argv) {
     if (o.resume && !o.model_flags.empty())
         usage_error(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
                                 o.model_flags.front()));
+    if (c.min_lr >= 0.0f && c.min_lr > c.lr)
+        usage_error(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
     if (!o.resume && c.model.kind != "multihead" && c.model.feed_forward)
         usage_error("--feed-forward applies to --model multihead only");
     if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)

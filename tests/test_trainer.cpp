@@ -254,6 +254,13 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
             CHECK_THAT(std::string(e.what()), Contains(good.string()) && Contains("X"));
         }
     }
+    SECTION("a step past the run's own steps") {
+        nn::Safetensors file = nn::load_safetensors(good);
+        file.metadata["train.steps"] = std::to_string(0);  // the checkpoint is at step 1 (a literal trips gcc 12's -Wrestrict)
+        const fs::path past = dir.path / "past.safetensors";
+        nn::save_safetensors(past, file.tensors, file.metadata);
+        CHECK_THAT(resume_error(past, text), Contains(past.string()) && Contains("at step 1 of a run of 0 steps"));
+    }
     SECTION("a plain module save without training metadata") {
         const fs::path plain = dir.path / "plain.safetensors";
         nn::save_module(plain, trainer.model(), {{"vocabulary", trainer.tokenizer().vocabulary_utf8()}});

@@ -188,6 +188,8 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector
     check(config.steps >= 0, "train: steps must not be negative, got {}", config.steps);
     check(config.batch > 0, "train: batch must be positive, got {}", config.batch);
     check(config.warmup >= 0, "train: warmup must not be negative, got {}", config.warmup);
+    check(config.min_lr <= config.lr, "train: min_lr {} is above lr {}: the rate would rise instead of decaying",
+          config.min_lr, config.lr);
     check(config.grad_clip >= 0.0f && std::isfinite(config.grad_clip), "train: grad_clip must be >= 0, got {}", config.grad_clip);
     check(config.model.vocab == tokenizer_.vocab_size(), "train: the model's vocab {} differs from the tokenizer's {}",
           config.model.vocab, tokenizer_.vocab_size());
@@ -294,6 +296,9 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     c.grad_clip = to_float(field(meta, "train.grad_clip", path), "train.grad_clip", path);
     c.seed = to_u64(field(meta, "train.seed", path), "train.seed", path);
     const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
+    if (step > c.steps)
+        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", path.string(), step,
+                                             c.steps));
     check_sizes_against_weights(c.model, split(file.tensors).weights, path);
 
     // Bad values in the file or text outside its vocabulary surface as invalid_argument: name the file.
