@@ -46,7 +46,8 @@ evaluation, logs, checkpoints
   --grad-report N      print the gradient-flow report every N steps
   --grad-csv FILE      and log it to FILE (step, kind, name, norms, update ratio, head stats)
   --out CKPT           save a checkpoint at every evaluation and at the end
-  --resume CKPT        continue a saved run exactly where it stopped
+  --resume CKPT        continue a saved run exactly where it stopped, saving back to CKPT
+                       unless --out names another file
   --until STEP         stop after this step (the run's schedule still spans --steps)
   --json               print one JSON line with the final figures on stdout
 sampling
@@ -166,6 +167,7 @@ inline Options parse_args(int argc, const char* const* argv) {
         else if (flag == "--top-k") o.top_k = parse_int(flag, value, 0, 1 << 24);
         else usage_error(fmt::format("unknown flag '{}'", flag));
     }
+    if (o.resume && !o.out) o.out = o.resume;  // a resumed run keeps saving where it was saved
     if (o.resume && !o.model_flags.empty())
         usage_error(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
                                 o.model_flags.front()));

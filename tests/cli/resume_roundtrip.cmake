@@ -5,7 +5,9 @@
 # A GPT with dropout (so the dropout generator must resume too), warmup and cosine decay, trained 20
 # steps straight, and 10 + 10 with a checkpoint between. Both evaluate at step 10 (--eval-every 10), so
 # their CSV logs have the same rows. The JSON train_loss and val_loss must be equal as printed
-# (6 decimals, from bit-identical weights), and so must the CSV logs apart from tokens/s.
+# (6 decimals, from bit-identical weights), and so must the CSV logs apart from tokens/s. The resumed run
+# has no --out: it saves back to the checkpoint it resumed, which must end byte-identical to the straight
+# run's.
 cmake_minimum_required(VERSION 3.19)
 foreach(var TRAIN WORK_DIR)
   if(NOT ${var})
@@ -41,7 +43,7 @@ function(read_csv_without_timing path var)
   set(${var} "${kept}" PARENT_SCOPE)
 endfunction()
 
-run_train(straight ${run_args} ${eval_args} --csv "${WORK_DIR}/straight.csv")
+run_train(straight ${run_args} ${eval_args} --csv "${WORK_DIR}/straight.csv" --out "${WORK_DIR}/straight.safetensors")
 run_train(first ${run_args} ${eval_args} --csv "${WORK_DIR}/split.csv" --until 10 --out "${WORK_DIR}/run.safetensors")
 if(NOT EXISTS "${WORK_DIR}/run.safetensors")
   message(FATAL_ERROR "--out ${WORK_DIR}/run.safetensors was not written")
@@ -51,6 +53,12 @@ if(NOT first_steps EQUAL 10)
   message(FATAL_ERROR "--until 10 stopped at step ${first_steps}")
 endif()
 run_train(resumed --resume "${WORK_DIR}/run.safetensors" ${eval_args} --csv "${WORK_DIR}/split.csv")
+
+file(SHA256 "${WORK_DIR}/straight.safetensors" straight_sha)
+file(SHA256 "${WORK_DIR}/run.safetensors" resumed_sha)
+if(NOT straight_sha STREQUAL resumed_sha)
+  message(FATAL_ERROR "--resume without --out did not save the run back to its checkpoint as the straight run saved it")
+endif()
 
 foreach(key steps train_loss val_loss params model)
   string(JSON straight_value GET "${straight_out}" ${key})

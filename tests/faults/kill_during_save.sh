@@ -21,10 +21,11 @@ fail() {
     echo "FAIL: $*"
     exit 1
 }
-# The step of a checkpoint, by loading it (--until 1 is behind it, so no step runs and nothing is saved).
+# The step of a checkpoint, by loading it (--until 1 is behind it, so no step runs; what a resumed run
+# saves at its end goes to a scratch file, not back over the checkpoint under test).
 step_of() {
     local out
-    out=$(timeout 60 "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json 2>"$1.err") ||
+    out=$(timeout 60 "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json --out probe.st 2>"$1.err") ||
         fail "$1 does not load: $(tail -1 "$1.err")"
     sed -E 's/.*"steps": ([0-9]+).*/\1/' <<<"$out"
 }
@@ -61,7 +62,7 @@ timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 1 --sample 
     >/dev/null 2>&1 || fail "the straight run to step $final failed"
 cmp -s run.st straight.st || fail "after $kills kills the checkpoint at step $final differs from a straight run's"
 more=$((final + 5))
-resumed=$(timeout 60 "$TRAIN" --resume run.st --until "$more" --eval-iters 2 --sample 0 --json 2>/dev/null) ||
+resumed=$(timeout 60 "$TRAIN" --resume run.st --until "$more" --eval-iters 2 --sample 0 --json --out probe.st 2>/dev/null) ||
     fail "resuming after the kills failed"
 straight=$(timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 2 --sample 0 --until "$more" --json \
     2>/dev/null) || fail "the straight run to step $more failed"
