@@ -6,7 +6,8 @@
 //
 // Progress goes to stderr (a bar on a terminal, plain lines otherwise); results to stdout, or one
 // JSON line with --json. Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments,
-// 130 interrupted by SIGINT (143 by SIGTERM) after saving a checkpoint to --out.
+// 130 interrupted by SIGINT (143 by SIGTERM, 129 by SIGHUP) after saving a checkpoint to --out. SIGPIPE
+// is ignored: a closed stderr only silences the progress, a closed stdout is an error at the end.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +40,10 @@ namespace {
 using train_args::kUsage;
 using train_args::Options;
 
+// Progress and notes on stderr. A failed write is ignored: with SIGPIPE ignored (main), a closed pipe
+// (stderr piped into `head -n 1`, say) only stops the notes; training goes on and saves.
+void note(const std::string& text) { (void)!std::fwrite(text.data(), 1, text.size(), stderr); }
+
 // The command line (examples/train_args.h), or exit: 0 after printing the usage for --help, 2 for a bad one.
 Options parse(int argc, char** argv) {
     try {
@@ -47,7 +52,7 @@ Options parse(int argc, char** argv) {
         fmt::print("{}", kUsage);
         std::exit(0);
     } catch (const train_args::UsageError& e) {
-        fmt::print(stderr, "train: {}\n\n{}", e.what(), kUsage);
+        note(fmt::format("train: {}\n\n{}", e.what(), kUsage));
         std::exit(2);
     }
 }
@@ -77,19 +82,18 @@ public:
         if (tty_) {
             const int width = 30;
             const auto filled = static_cast<int>(width * s.step / total_);
-            fmt::print(stderr, "\r[{}{}] {}/{} loss {:.4f} {:.0f} tok/s ETA {}   ", std::string(filled, '#'),
-                       std::string(width - filled, '.'), s.step, total_, smoothed_, tokens_per_s, duration(eta));
+            note(fmt::format("\r[{}{}] {}/{} loss {:.4f} {:.0f} tok/s ETA {}   ", std::string(filled, '#'),
+                             std::string(width - filled, '.'), s.step, total_, smoothed_, tokens_per_s, duration(eta)));
         } else if (s.step == total_ || s.step % std::max<int64_t>(1, total_ / 20) == 0) {
-            fmt::print(stderr, "step {}/{} loss {:.4f} lr {:.3g} {:.0f} tok/s ETA {}\n", s.step, total_, smoothed_, s.lr,
-                       tokens_per_s, duration(eta));
+            note(fmt::format("step {}/{} loss {:.4f} lr {:.3g} {:.0f} tok/s ETA {}\n", s.step, total_, smoothed_, s.lr,
+                             tokens_per_s, duration(eta)));
         }
     }
     void message(const std::string& line) {
-        if (tty_) fmt::print(stderr, "\r\x1b[2K");
-        fmt::print(stderr, "{}\n", line);
+        note((tty_ ? "\r\x1b[2K" : "") + line + "\n");
     }
     void finish() {
-        if (tty_ && seen_) fmt::print(stderr, "\n");
+        if (tty_ && seen_) note("\n");
     }
 
 private:
@@ -116,16 +120,18 @@ public:
         action.sa_flags = SA_RESTART;
         ::sigaction(SIGINT, &action, &old_int_);
         ::sigaction(SIGTERM, &action, &old_term_);
+        ::sigaction(SIGHUP, &action, &old_hup_);  // a closed terminal or ssh session
     }
     StopSignals(const StopSignals&) = delete;
     StopSignals& operator=(const StopSignals&) = delete;
     ~StopSignals() {
         ::sigaction(SIGINT, &old_int_, nullptr);
         ::sigaction(SIGTERM, &old_term_, nullptr);
+        ::sigaction(SIGHUP, &old_hup_, nullptr);
     }
 
 private:
-    struct sigaction old_int_ {}, old_term_ {};
+    struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
 };
 
 // --out is checked before training, not at the first evaluation: its directory must exist and be
@@ -183,10 +189,10 @@ int run(const Options& o) {
     std::FILE* csv = open_log(o.csv, "--csv", "step,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
     std::FILE* grad_csv = open_log(o.grad_csv, "--grad-csv", nn::GradientReport::csv_header());
 
-    fmt::print(stderr, "{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config.model.kind,
-               trainer->model().parameter_count(), config.model.vocab, trainer->data().size(nn::Split::train),
-               trainer->data().size(nn::Split::validation),
-               o.resume ? fmt::format(", resuming at step {}", trainer->step_count()) : std::string());
+    note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config.model.kind,
+                     trainer->model().parameter_count(), config.model.vocab, trainer->data().size(nn::Split::train),
+                     trainer->data().size(nn::Split::validation),
+                     o.resume ? fmt::format(", resuming at step {}", trainer->step_count()) : std::string()));
 
     Progress progress(config.steps, trainer->step_count());
     double train_seconds = 0.0;
@@ -205,13 +211,15 @@ int run(const Options& o) {
         if (!std::isfinite(train_loss) || !std::isfinite(val_loss))
             throw std::runtime_error(fmt::format("at step {} the evaluation loss is {} (train) and {} (validation); "
                                                  "stopped without saving", stats.step, train_loss, val_loss));
-        if (csv) {
-            fmt::print(csv, "{},{:.6f},{:.6f},{:.6g},{:.6g},{:.1f}\n", stats.step, train_loss, val_loss, stats.lr, stats.grad_norm, tps);
-            std::fflush(csv);
-        }
         if (o.out) {
             trainer->save(*o.out);
             saved_step = trainer->step_count();
+        }
+        if (csv) {  // after the save: a full disk stops the run with the checkpoint written
+            fmt::print(csv, "{},{:.6f},{:.6f},{:.6g},{:.6g},{:.1f}\n", stats.step, train_loss, val_loss, stats.lr, stats.grad_norm, tps);
+            if (std::fflush(csv) != 0 || std::ferror(csv))
+                throw std::runtime_error(fmt::format("--csv {}: cannot write ({}); the checkpoint of step {} is saved",
+                                                     *o.csv, std::strerror(errno), stats.step));
         }
     };
     // Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal.
@@ -268,23 +276,27 @@ int run(const Options& o) {
                    "\"tokens_per_s\": {:.1f}, \"seconds\": {:.2f}}}\n",
                    config.model.kind, trainer->model().parameter_count(), trainer->step_count(), train_loss, val_loss,
                    tokens_per_s, seconds);
-        if (!sample.empty()) fmt::print(stderr, "sample:\n{}\n", sample);
+        if (!sample.empty()) note(fmt::format("sample:\n{}\n", sample));
     } else {
         fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config.model.kind,
                    trainer->step_count(), train_loss, val_loss, tokens_per_s, seconds);
         if (!sample.empty()) fmt::print("sample:\n{}\n", sample);
     }
+    // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        throw std::runtime_error(fmt::format("cannot write the results to standard output ({})", std::strerror(errno)));
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    ::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a failed write (checked), never the end of a run
     const Options options = parse(argc, argv);
     try {
         return run(options);
     } catch (const std::exception& e) {
-        fmt::print(stderr, "\ntrain: {}\n", e.what());
+        note(fmt::format("\ntrain: {}\n", e.what()));
         return 1;
     }
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SIGINT during training: examples/train finishes its step, saves to --out, says where, exits 130; a
-# second SIGINT right behind the first changes nothing. The checkpoint is the one a straight run saves
+# second SIGINT right behind the first changes nothing. SIGHUP does the same and exits 129. The checkpoint is the one a straight run saves
 # at the same step. Without --out it still stops cleanly and says that nothing was saved.
 #
 #   bash sigint.sh path/to/train work_dir
@@ -42,6 +42,13 @@ step=$(sed -E 's/interrupted at step ([0-9]+);.*/\1/' <<<"$line")
     fail "the straight run to step $step failed"
 cmp -s run.st straight.st || fail "the checkpoint saved on SIGINT differs from a straight run's at step $step"
 echo "ok: SIGINT, SIGINT: exit 130, '$line', the checkpoint equals a straight run's at step $step"
+
+interrupt HUP  # a closed terminal or ssh session
+status=$?
+[[ $status == 129 ]] || fail "exit status $status after SIGHUP, expected 129"
+grep -Eq '^interrupted at step [0-9]+; saved run\.st$' err.log || fail "no 'interrupted at step N; saved run.st' line after SIGHUP"
+[[ -z $(find . -name '.run.st.tmp-*') ]] || fail "a temporary file was left behind after SIGHUP"
+echo "ok: SIGHUP: exit 129, '$(grep '^interrupted' err.log)'"
 
 out=()
 interrupt INT

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Closed pipes and full disks on examples/train's streams: stderr piped into `head -n 1` (SIGPIPE at the
+# next progress line) only silences the progress, and the run trains to the end and saves; stdout or
+# --csv on a full device is an error that names the stream (exit 1), with the checkpoint saved.
+#
+#   bash pipes.sh path/to/train work_dir
+set -uo pipefail
+TRAIN=$(realpath "$1")
+WORK=$2
+rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
+cd "$WORK" || exit 1
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+model=(--model gpt --n-embd 16 --n-head 2 --n-layer 1 --block 8 --batch 4 --steps 30 --eval-every 10 --eval-iters 1 --sample 0)
+# step_of CKPT: the step a checkpoint is at (loading it, saving nothing over it)
+step_of() {
+    "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json --out probe.st 2>/dev/null |
+        sed -E 's/.*"steps": ([0-9]+).*/\1/'
+}
+
+"$TRAIN" "${model[@]}" --out piped.st 2>&1 >/dev/null | head -n 1 >/dev/null
+status=${PIPESTATUS[0]}
+[[ $status == 0 ]] || fail "stderr piped into head -n 1: exit status $status, expected 0 (SIGPIPE killed the run?)"
+[[ $(step_of piped.st) == 30 ]] || fail "stderr piped into head -n 1: the checkpoint is not at step 30"
+echo "ok: stderr closed early: trained to step 30 and saved, exit 0"
+
+if [[ -w /dev/full ]]; then
+    "$TRAIN" "${model[@]}" --json --out stdout_full.st >/dev/full 2>err.log
+    status=$?
+    [[ $status == 1 ]] || fail "stdout on /dev/full: exit status $status, expected 1"
+    grep -q "cannot write the results to standard output (No space left on device)" err.log ||
+        fail "stdout on /dev/full: no message naming it: $(tail -1 err.log)"
+    [[ $(step_of stdout_full.st) == 30 ]] || fail "stdout on /dev/full: the checkpoint is not at step 30"
+    echo "ok: stdout on a full device: exit 1, '$(grep -o 'cannot write.*' err.log)', checkpoint at step 30"
+
+    "$TRAIN" "${model[@]}" --csv /dev/full --out csv_full.st >/dev/null 2>err.log
+    status=$?
+    [[ $status == 1 ]] || fail "--csv /dev/full: exit status $status, expected 1"
+    grep -q -- "--csv /dev/full: cannot write (No space left on device); the checkpoint of step 10 is saved" err.log ||
+        fail "--csv /dev/full: no message naming it: $(tail -1 err.log)"
+    [[ $(step_of csv_full.st) == 10 ]] || fail "--csv /dev/full: the checkpoint of step 10 was not saved"
+    echo "ok: --csv on a full device: exit 1, '$(grep -o -- '--csv.*' err.log)'"
+else
+    echo "no writable /dev/full here: the full-device cases are skipped"
+fi
+rm -rf "$WORK"
