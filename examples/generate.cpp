@@ -3,9 +3,13 @@
 //   generate run.safetensors --prompt "ROMEO:" --chars 300 --temperature 0.8 --top-k 10 --seed 7
 //
 // Exit status: 0 done, 1 a bad checkpoint or prompt (message on stderr), 2 bad arguments.
+#include <signal.h>
+
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <nn/sample.h>
@@ -39,6 +43,7 @@ int64_t to_int(const std::string& flag, const std::string& text, int64_t min, in
 }  // namespace
 
 int main(int argc, char** argv) {
+    ::signal(SIGPIPE, SIG_IGN);  // a closed pipe on stdout is a failed write, reported, not a silent death
     std::optional<std::string> checkpoint, prompt;
     int64_t chars = 500, top_k = 0, seed = 1;
     float temperature = 1.0f;
@@ -76,6 +81,9 @@ int main(int argc, char** argv) {
         const auto produced = nn::generate(*trained.model, trained.tokenizer.encode(start), chars,
                                            {.temperature = temperature, .top_k = top_k}, gen);
         fmt::print("{}{}\n", start, trained.tokenizer.decode(produced));
+        // (stdout is buffered: a full disk or a closed pipe shows only when it is flushed)
+        if (std::fflush(stdout) != 0 || std::ferror(stdout))
+            throw std::runtime_error(fmt::format("cannot write the text to standard output ({})", std::strerror(errno)));
     } catch (const std::exception& e) {
         fmt::print(stderr, "generate: {}\n", e.what());
         return 1;
