@@ -6,11 +6,8 @@
 # directory stays empty and the checkpoint it read stays byte-identical.
 #
 #   bash bad_input.sh path/to/train work_dir
-set -uo pipefail
-TRAIN=$(realpath "$1")
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK/out" || exit 1
-cd "$WORK" || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+mkdir out || exit 1
 failures=0
 
 # expect NAME CODE REGEX -- ARGS...: train ARGS must exit CODE with stderr matching REGEX (grep -E),

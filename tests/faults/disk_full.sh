@@ -5,16 +5,7 @@
 #  - an --out whose directory is a regular file, or does not exist: refused before training starts.
 #
 #   bash disk_full.sh path/to/train work_dir
-set -uo pipefail
-TRAIN=$(realpath "$1")
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
-fail() {
-    echo "FAIL: $*"
-    sed 's/^/  | /' err.log 2>/dev/null | tail -5
-    exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # About 250 KB a checkpoint; the first one is written at step 2, the failing save at step 4.
 model=(--model gpt --n-embd 32 --n-head 2 --n-layer 2 --block 8 --batch 4 --steps 100 --eval-iters 1 --sample 0)
 "$TRAIN" "${model[@]}" --until 2 --out good.st >/dev/null 2>&1 || fail "cannot make the first checkpoint"

@@ -5,30 +5,14 @@
 # one a straight run saves at the same step, and a resumed run must report the same losses.
 #
 #   bash kill_during_save.sh path/to/train work_dir [kills]
-set -uo pipefail
-TRAIN=$(realpath "$1")
-WORK=$2
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 KILLS=${3:-20}
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
 
 # A checkpoint of about 1.3 MB written (and fsynced) after every step, so most of the time goes to saving.
 model=(--model gpt --n-embd 64 --n-head 4 --n-layer 2 --block 4 --batch 2 --steps 100000 --seed 11)
 every_step=(--eval-every 1 --eval-iters 1 --sample 0)
 RANDOM=2024
 
-fail() {
-    echo "FAIL: $*"
-    exit 1
-}
-# The step of a checkpoint, by loading it (--until 1 is behind it, so no step runs; what a resumed run
-# saves at its end goes to a scratch file, not back over the checkpoint under test).
-step_of() {
-    local out
-    out=$(timeout 60 "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json --out probe.st 2>"$1.err") ||
-        fail "$1 does not load: $(tail -1 "$1.err")"
-    sed -E 's/.*"steps": ([0-9]+).*/\1/' <<<"$out"
-}
 
 # At least KILLS kills, and more (up to 4 KILLS) until one has landed in the middle of a save: how often
 # that happens depends on how fast this build steps (an ASan build spends less of its time saving).

@@ -4,21 +4,8 @@
 # --csv on a full device is an error that names the stream (exit 1), with the checkpoint saved.
 #
 #   bash pipes.sh path/to/train work_dir
-set -uo pipefail
-TRAIN=$(realpath "$1")
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
-fail() {
-    echo "FAIL: $*"
-    exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 model=(--model gpt --n-embd 16 --n-head 2 --n-layer 1 --block 8 --batch 4 --steps 30 --eval-every 10 --eval-iters 1 --sample 0)
-# step_of CKPT: the step a checkpoint is at (loading it, saving nothing over it)
-step_of() {
-    "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json --out probe.st 2>/dev/null |
-        sed -E 's/.*"steps": ([0-9]+).*/\1/'
-}
 
 "$TRAIN" "${model[@]}" --out piped.st 2>&1 >/dev/null | head -n 1 >/dev/null
 status=${PIPESTATUS[0]}

@@ -4,16 +4,7 @@
 # at the same step. Without --out it still stops cleanly and says that nothing was saved.
 #
 #   bash sigint.sh path/to/train work_dir
-set -uo pipefail
-TRAIN=$(realpath "$1")
-WORK=$2
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-cd "$WORK" || exit 1
-fail() {
-    echo "FAIL: $*"
-    sed 's/^/  | /' err.log 2>/dev/null | tail -5
-    exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 model=(--model gpt --n-embd 64 --n-head 4 --n-layer 2 --block 16 --batch 8 --steps 100000 --seed 3 --sample 0)
 
 # interrupt SIGNALS...: trains in the background, sends each signal after a second of training.
