@@ -107,6 +107,13 @@ inline float parse_float(const std::string& flag, const std::string& text, doubl
     return kept;
 }
 
+// A file name flag's value: an empty one would pass every check until the first save, and lose the steps
+// before it.
+inline std::string path(const std::string& flag, const std::string& text) {
+    if (text.empty()) usage_error(fmt::format("{} needs a file name, got ''", flag));
+    return text;
+}
+
 // Throws UsageError for a bad command line and HelpRequested for --help; nothing else is expected.
 inline Options parse_args(int argc, const char* const* argv) {
     Options o;
@@ -152,11 +159,11 @@ inline Options parse_args(int argc, const char* const* argv) {
         else if (flag == "--threads") o.threads = parse_int(flag, value, 1, 256);
         else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1, kBig);
         else if (flag == "--eval-iters") o.eval_iters = parse_int(flag, value, 1, 1 << 20);
-        else if (flag == "--csv") o.csv = value;
+        else if (flag == "--csv") o.csv = path(flag, value);
         else if (flag == "--grad-report") o.grad_report = parse_int(flag, value, 1, kBig);
-        else if (flag == "--grad-csv") o.grad_csv = value;
-        else if (flag == "--out") o.out = value;
-        else if (flag == "--resume") o.resume = value;
+        else if (flag == "--grad-csv") o.grad_csv = path(flag, value);
+        else if (flag == "--out") o.out = path(flag, value);
+        else if (flag == "--resume") o.resume = path(flag, value);
         else if (flag == "--until") o.until = parse_int(flag, value, 1, kBig);
         else if (flag == "--sample") o.sample = parse_int(flag, value, 0, 1 << 24);
         else if (flag == "--prompt") {

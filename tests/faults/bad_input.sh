@@ -56,6 +56,10 @@ expect absurd_batch 1 "would need about [0-9.e+]+ GB of memory" -- --model head 
 expect absurd_attention 1 "would need about [0-9.e+]+ GB of memory" -- \
     --model multihead --block 1000 --batch 1048576 --n-head 4 --steps 1
 
+# an empty file name passed every check until the first save (CTest cannot pass an empty argument)
+expect empty_out 2 "--out needs a file name, got ''" -- --model head --out ""
+expect empty_csv 2 "--csv needs a file name, got ''" -- --model head --csv ""
+
 # --- data -----------------------------------------------------------------------------------------
 printf 'text\0with a NUL\n' >binary.txt
 expect binary_data 1 "binary\.txt': holds binary data, not text \(a NUL byte at offset 4\)" -- --data binary.txt
