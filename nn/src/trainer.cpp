@@ -185,21 +185,21 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector
       data_(std::move(tokens)),
       init_gen_(config.seed),
       batch_gen_(config.seed + 1) {
-    check(config.steps >= 0, "train: steps must not be negative, got {}", config.steps);
-    check(config.batch > 0, "train: batch must be positive, got {}", config.batch);
-    check(config.warmup >= 0, "train: warmup must not be negative, got {}", config.warmup);
-    check(config.min_lr <= config.lr, "train: min_lr {} is above lr {}: the rate would rise instead of decaying",
+    check(config.steps >= 0, "Trainer: steps must not be negative, got {}", config.steps);
+    check(config.batch > 0, "Trainer: batch must be positive, got {}", config.batch);
+    check(config.warmup >= 0, "Trainer: warmup must not be negative, got {}", config.warmup);
+    check(config.min_lr <= config.lr, "Trainer: min_lr {} is above lr {}: the rate would rise instead of decaying",
           config.min_lr, config.lr);
-    check(config.grad_clip >= 0.0f && std::isfinite(config.grad_clip), "train: grad_clip must be >= 0, got {}", config.grad_clip);
-    check(config.model.vocab == tokenizer_.vocab_size(), "train: the model's vocab {} differs from the tokenizer's {}",
+    check(config.grad_clip >= 0.0f && std::isfinite(config.grad_clip), "Trainer: grad_clip must be >= 0, got {}", config.grad_clip);
+    check(config.model.vocab == tokenizer_.vocab_size(), "Trainer: the model's vocab {} differs from the tokenizer's {}",
           config.model.vocab, tokenizer_.vocab_size());
     for (Split split : {Split::train, Split::validation})
         check(data_.size(split) > config.model.block,
-              "train: block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
+              "Trainer: block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
               config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
     const uint64_t need = estimate_training_bytes(config), have = physical_memory_bytes();
     check(have == 0 || need <= have,
-          "train: this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
+          "Trainer: this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
           "batch {}), more than this machine's {:.3g} GB; choose smaller sizes",
           double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block, config.batch,
           double(have) / 1e9);
@@ -225,7 +225,7 @@ StepStats Trainer::step(GradientReport* report) {
     if (report) *report = gradient_report(*model_, nullptr, step_count() + 1);
     const float norm = clip_grad_norm(model_->parameters(), config_.grad_clip);
     if (!std::isfinite(loss.item()) || !std::isfinite(norm))
-        throw std::runtime_error(fmt::format("train: at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
+        throw std::runtime_error(fmt::format("Trainer: at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
                                              "stopped before updating the parameters",
                                              step_count() + 1, loss.item(), norm, lr));
     optimizer_->record_update_ratios(report != nullptr);
