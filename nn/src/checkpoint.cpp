@@ -105,6 +105,19 @@ void to_or_from_little_endian(std::span<float> values) {
     }
 }
 
+// Calls use(bytes, size) with a tensor's values as stored on disk: float32, little-endian (a swapped
+// copy on a big-endian host). The checksum and the file's data section both read them through here.
+template <typename Use>
+void with_stored_bytes(const Tensor& t, Use&& use) {
+    if constexpr (std::endian::native == std::endian::little) {
+        use(t.data().data(), t.data().size_bytes());
+    } else {
+        std::vector<float> copy = t.to_vector();
+        to_or_from_little_endian(copy);
+        use(copy.data(), copy.size() * sizeof(float));
+    }
+}
+
 struct FileCloser {
     int fd = -1;
     ~FileCloser() {
@@ -306,13 +319,7 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
     std::map<std::string, std::string> all_metadata = metadata;
     for (const auto& [name, t] : tensors) {
         Crc32c crc;
-        if constexpr (std::endian::native == std::endian::little) {
-            crc.add(t.data().data(), t.data().size_bytes());
-        } else {
-            std::vector<float> copy = t.to_vector();
-            to_or_from_little_endian(copy);
-            crc.add(copy.data(), copy.size() * sizeof(float));
-        }
+        with_stored_bytes(t, [&](const void* bytes, size_t size) { crc.add(bytes, size); });
         all_metadata[std::string(kChecksumPrefix) + name] = checksum_text(crc.value());
     }
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -337,15 +344,8 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
     AtomicFile file(path);
     file.write(length, sizeof length);
     file.write(json.data(), json.size());
-    for (const auto& [name, t] : tensors) {
-        if constexpr (std::endian::native == std::endian::little) {
-            file.write(t.data().data(), t.data().size_bytes());
-        } else {
-            std::vector<float> copy = t.to_vector();
-            to_or_from_little_endian(copy);
-            file.write(copy.data(), copy.size() * sizeof(float));
-        }
-    }
+    for (const auto& [name, t] : tensors)
+        with_stored_bytes(t, [&](const void* bytes, size_t size) { file.write(bytes, size); });
     file.commit();
 }
 
@@ -420,12 +420,14 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
 
     // Checksums: none at all (a file written before them), or one of 8 hex digits for every tensor.
     out.checksummed = !checksums.empty();
+    std::set<std::string_view> tensor_names;  // (a header may hold many entries: no linear search per checksum)
+    for (const Entry& e : entries) tensor_names.insert(e.name);
     for (const auto& [name, crc] : checksums) {
         const bool hex = crc.size() == 8 && std::all_of(crc.begin(), crc.end(), [](char c) {
             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
         });
         if (!hex) reader.fail(fmt::format("the checksum of tensor {} is not 8 hex digits: {}", quoted_name(name), quoted_name(crc)));
-        if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; }))
+        if (!tensor_names.contains(name))
             reader.fail(fmt::format("a checksum names tensor {}, which the file does not hold", quoted_name(name)));
     }
     if (out.checksummed)
