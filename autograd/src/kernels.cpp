@@ -305,8 +305,8 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
 
 namespace autograd::detail {
 
-const VectorLoops& vector_loops(kernels::Isa isa) {
-    check(kernels::detail::cpu_has(isa), "vector_loops: this CPU cannot run the {} loops", kernels::isa_name(isa));
+namespace {
+const VectorLoops& table_of(kernels::Isa isa) {
     switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
     case kernels::Isa::avx512: return vector_loops_avx512;
@@ -319,8 +319,15 @@ const VectorLoops& vector_loops(kernels::Isa isa) {
     }
     return vector_loops_portable;
 }
+}  // namespace
 
-const VectorLoops& vector_loops() { return vector_loops(kernels::active_isa()); }
+const VectorLoops& vector_loops(kernels::Isa isa) {
+    check(kernels::detail::cpu_has(isa), "vector_loops: this CPU cannot run the {} loops", kernels::isa_name(isa));
+    return table_of(isa);
+}
+
+// active_isa() was checked against the CPU when it was chosen: no second check on the ops' path.
+const VectorLoops& vector_loops() { return table_of(kernels::active_isa()); }
 
 }  // namespace autograd::detail
 
