@@ -15,7 +15,7 @@
 
 #include <fmt/core.h>
 
-#include <nn/checkpoint.h>
+#include <nn/train/checkpoint.h>
 
 #include "train_step.h"
 

@@ -17,7 +17,7 @@
 
 #include <autograd/tensor.h>
 #include <nn/models.h>
-#include <nn/optim.h>
+#include <nn/train/optim.h>
 
 namespace bench {
 

@@ -13,9 +13,9 @@
 
 #include <autograd/tensor.h>
 #include <nn/layers.h>
-#include <nn/optim.h>
-#include <nn/tasks.h>
-#include <nn/text.h>
+#include <nn/train/optim.h>
+#include <nn/tutorial/tasks.h>
+#include <nn/train/text.h>
 
 using namespace autograd;
 

@@ -28,7 +28,7 @@
 
 #include <autograd/tensor.h>
 #include <nn/attention.h>
-#include <nn/trainer.h>
+#include <nn/train/trainer.h>
 
 #include "figure_page.h"
 

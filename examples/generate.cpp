@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <nn/sample.h>
-#include <nn/trainer.h>
+#include <nn/train/sample.h>
+#include <nn/train/trainer.h>
 
 namespace {
 

@@ -27,10 +27,10 @@
 #include <autograd/graph.h>
 #include <autograd/tensor.h>
 #include <nn/models.h>
-#include <nn/optim.h>
-#include <nn/study.h>
-#include <nn/tasks.h>
-#include <nn/text.h>
+#include <nn/train/optim.h>
+#include <nn/tutorial/study.h>
+#include <nn/tutorial/tasks.h>
+#include <nn/train/text.h>
 
 
 #include "svg_chart.h"

@@ -25,8 +25,8 @@
 #include <autograd/tensor.h>
 #include <nn/attention.h>
 #include <nn/models.h>
-#include <nn/text.h>
-#include <nn/trainer.h>
+#include <nn/train/text.h>
+#include <nn/train/trainer.h>
 
 using namespace autograd;
 

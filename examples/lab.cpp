@@ -19,7 +19,7 @@
 
 #include <autograd/tensor.h>
 #include <nn/attention.h>
-#include <nn/study.h>
+#include <nn/tutorial/study.h>
 
 using namespace autograd;
 

@@ -26,9 +26,9 @@
 #include <string_view>
 
 #include <autograd/tensor.h>
-#include <nn/sample.h>
-#include <nn/tasks.h>
-#include <nn/trainer.h>
+#include <nn/train/sample.h>
+#include <nn/tutorial/tasks.h>
+#include <nn/train/trainer.h>
 
 #include "train_args.h"
 

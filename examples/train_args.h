@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nn/trainer.h>
+#include <nn/train/trainer.h>
 
 namespace train_args {
 

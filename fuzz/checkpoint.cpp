@@ -4,8 +4,8 @@
 // std::invalid_argument; anything else, a crash or a sanitizer report is a finding.
 #include <stdexcept>
 
-#include <nn/checkpoint.h>
-#include <nn/trainer.h>
+#include <nn/train/checkpoint.h>
+#include <nn/train/trainer.h>
 
 #include "fuzz_common.h"
 #include "seed_text.h"

@@ -8,9 +8,9 @@
 #include <map>
 #include <string>
 
-#include <nn/checkpoint.h>
+#include <nn/train/checkpoint.h>
 #include <nn/layers.h>
-#include <nn/trainer.h>
+#include <nn/train/trainer.h>
 
 #include "seed_text.h"
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <nn/text.h>
+#include <nn/train/text.h>
 
 #include "fuzz_common.h"
 

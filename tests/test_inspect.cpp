@@ -18,8 +18,8 @@
 
 #include <autograd/tensor.h>
 #include <nn/models.h>
-#include <nn/study.h>
-#include <nn/trainer.h>
+#include <nn/tutorial/study.h>
+#include <nn/train/trainer.h>
 
 #include "svg_chart.h"
 #include "temp_dir.h"

@@ -3,7 +3,7 @@
 // trip, dropout in training mode only, and the documented parameter names.
 #include <autograd/kernels.h>
 #include <nn/models.h>
-#include <nn/optim.h>
+#include <nn/train/optim.h>
 
 #include <algorithm>
 #include <bit>

@@ -6,7 +6,7 @@
 #include <numbers>
 
 #include <nn/layers.h>
-#include <nn/optim.h>
+#include <nn/train/optim.h>
 
 #include "helpers.h"
 

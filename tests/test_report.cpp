@@ -2,8 +2,8 @@
 #include <nn/attention.h>
 #include <nn/layers.h>
 #include <nn/models.h>
-#include <nn/optim.h>
-#include <nn/report.h>
+#include <nn/train/optim.h>
+#include <nn/train/report.h>
 
 #include "helpers.h"
 

@@ -1,6 +1,6 @@
 // nn/sample.h: generate() against the model's own logits computed by hand: seeded determinism,
 // top-k and temperature, cropping to the block, argument checks, and the model's mode left as it was.
-#include <nn/sample.h>
+#include <nn/train/sample.h>
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // nn/text.h: the character tokenizer (code points from UTF-8), read_text_file's checks, and batches.
-#include <nn/text.h>
+#include <nn/train/text.h>
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,9 +1,9 @@
 // nn/trainer.h: on the copy task a single head learns what the bigram cannot; a run stopped, saved and
 // resumed is bit-identical to one never stopped; checkpoints load bit-exactly and bad ones are rejected
 // naming the file; a non-finite loss stops training before the parameters change.
-#include <nn/checkpoint.h>
-#include <nn/tasks.h>
-#include <nn/trainer.h>
+#include <nn/train/checkpoint.h>
+#include <nn/tutorial/tasks.h>
+#include <nn/train/trainer.h>
 
 #include <unistd.h>
 

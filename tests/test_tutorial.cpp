@@ -1,7 +1,7 @@
 // Every claim and number of the tutorial (../shared/seed/07-attention.md), through the library API.
 // The lab prints the same measurements; these tests compute them independently of its output.
 #include <nn/attention.h>
-#include <nn/study.h>
+#include <nn/tutorial/study.h>
 
 #include "helpers.h"
 

@@ -1,9 +1,11 @@
 // Uses the installed package: a gradient through matmul must come out as the hand-computed value,
-// and an attention head from tinygpt::nn must produce causal rows that sum to 1.
+// an attention head from tinygpt::nn must produce causal rows that sum to 1, and an optimizer step from
+// tinygpt::train must move a weight against its gradient.
 #include <cmath>
 
 #include <autograd/tensor.h>
 #include <nn/attention.h>
+#include <nn/train/optim.h>
 
 int main() {
     using namespace autograd;
@@ -15,10 +17,16 @@ int main() {
 
     Generator gen(1);
     nn::Head head({.n_embd = 4, .head_size = 2}, gen);
-    head.forward(randn({1, 3, 4}, gen));
+    Tensor out = head.forward(randn({1, 3, 4}, gen));
     const Tensor& shares = head.last_attention();  // (1, 3, 3)
     if (shares.at({0, 0, 1}) != 0.0f || std::abs(shares.at({0, 2, 0}) + shares.at({0, 2, 1}) + shares.at({0, 2, 2}) - 1.0f) > 1e-6f)
         return 1;
-    fmt::print("consumer: linked tinygpt::autograd and tinygpt::nn, gradient {}\n", w.grad());
+    nn::SGD sgd(head, {.lr = 0.1f});
+    sum(out * out).backward();
+    const Tensor weight = head.parameters().front();
+    const float before = weight.data()[0];
+    sgd.step();
+    if (weight.data()[0] == before) return 1;
+    fmt::print("consumer: linked tinygpt::autograd, tinygpt::nn and tinygpt::train, gradient {}\n", w.grad());
     return 0;
 }

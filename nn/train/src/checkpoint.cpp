@@ -12,7 +12,7 @@
 //     the tensor's bytes. A file with no checksum at all (written before) loads, with one warning.
 // Nothing is allocated from the file's numbers until all of this has passed; the data is then read once,
 // straight into the tensors.
-#include "nn/checkpoint.h"
+#include "nn/train/checkpoint.h"
 #include "files.h"
 
 #include <fcntl.h>

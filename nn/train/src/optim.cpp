@@ -1,4 +1,4 @@
-#include "nn/optim.h"
+#include "nn/train/optim.h"
 
 #include <autograd/kernels.h>
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "nn/module.h"
-#include "nn/optim.h"
+#include "nn/train/optim.h"
 
 namespace nn {
 

@@ -1,4 +1,4 @@
-#include "nn/study.h"
+#include "nn/tutorial/study.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 #include <autograd/random.h>
 
 #include "nn/models.h"
-#include "nn/text.h"
+#include "nn/train/text.h"
 
 namespace nn {
 

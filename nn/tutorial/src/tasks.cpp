@@ -1,4 +1,4 @@
-#include "nn/tasks.h"
+#include "nn/tutorial/tasks.h"
 
 #include <autograd/check.h>
 

@@ -1,4 +1,4 @@
-#include "nn/trainer.h"
+#include "nn/train/trainer.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "nn/checkpoint.h"
+#include "nn/train/checkpoint.h"
 
 namespace nn {
 

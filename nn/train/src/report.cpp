@@ -1,4 +1,4 @@
-#include "nn/report.h"
+#include "nn/train/report.h"
 
 #include <cmath>
 #include <map>

@@ -1,4 +1,4 @@
-#include "nn/sample.h"
+#include "nn/train/sample.h"
 
 #include <algorithm>
 #include <cmath>

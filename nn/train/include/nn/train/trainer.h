@@ -21,9 +21,9 @@
 #include <autograd/random.h>
 
 #include "nn/models.h"
-#include "nn/optim.h"
-#include "nn/report.h"
-#include "nn/text.h"
+#include "nn/train/optim.h"
+#include "nn/train/report.h"
+#include "nn/train/text.h"
 
 namespace nn {
 

@@ -1,4 +1,4 @@
-#include "nn/text.h"
+#include "nn/train/text.h"
 #include "files.h"
 
 #include <fcntl.h>
