@@ -4,6 +4,12 @@
 // in ops whose rows sum to a constant, like softmax), so it compares d<g, f(x)>/dx both ways. The
 // forward runs in float32, so the defaults are sized for it: eps 1e-3 makes truncation error
 // ~1e-6 and rounding error ~1e-4 for moderate values, while a wrong backward is off by O(1).
+// Module parameters are checked through the module, since the inputs themselves are perturbed:
+//
+//     nn::Head head({.n_embd = 4, .head_size = 3});
+//     auto result = gradcheck([&](const std::vector<Tensor>& v) { return head.forward(v[0]); },
+//                             {x, head.query.weight, head.key.weight, head.value.weight});
+//     // result.ok; result.message: "gradcheck passed: worst at input 2 element 5: analytic ..., numeric ..."
 #pragma once
 
 #include <cstdint>

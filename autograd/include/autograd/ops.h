@@ -1,5 +1,9 @@
 // The ops. Each is one function in autograd/src/ that computes its result and attaches its backward
 // beside it. Composite ops (mean, sub-expressions, causal_mask, split) are built from the others.
+// Fused ops (linear, linear_gelu, layer_norm, causal_softmax, causal_attention_weights) do in one op what
+// the models run thousands of times a step; each is tested equal to its composition (values, and
+// gradients under a random upstream gradient; linear and linear_gelu bit for bit) and passes gradcheck.
+// The tutorial's nn::Head keeps the composition by default (HeadOptions::record_scores).
 //
 // Shape legend: B batch, T time, C channels, H head width, V vocab, N rows, "..." any leading dims.
 // Broadcasting follows NumPy: shapes align from the right; a dim of 1 (or a missing one) stretches.

@@ -14,17 +14,46 @@
 //
 // Semantics, stated once:
 // - A Tensor is a handle. Copying a Tensor shares its storage, its gradient and its graph node;
-//   clone() copies the data into a new leaf. Every tensor is contiguous and row-major.
+//   clone() copies the data into a new leaf; detach() shares the values without the graph. Every tensor
+//   is contiguous and row-major: reshape shares storage, while transpose, slice and the other shape ops
+//   copy, so contiguous() is the identity.
 // - Each op (ops.h) computes its result and, when grad mode is on and an input requires a gradient,
 //   attaches a Node holding its inputs and a backward function defined beside the forward.
-// - backward() walks the graph in reverse topological order (iterative, so chains of any length work),
-//   accumulates (+=) into every tensor's gradient, then releases the graph (saved inputs and closures)
-//   unless retain_graph is set. A second backward through a released graph throws.
+// - backward() walks the graph in reverse topological order (an iterative depth-first search, so a chain
+//   of 100,000 ops works, and so does dropping one without calling backward), accumulates (+=) into every
+//   tensor's gradient, and releases the graph as it goes unless retain_graph is set: once an op's backward
+//   has run, its saved inputs and closure are freed, so activations nobody holds go during the walk, not
+//   at its end (anomaly mode releases only after a clean walk, so a failing graph can still be drawn).
+//   A second backward through a released graph throws.
 // - Leaves accumulate gradients across backward calls until zero_grad(); a non-leaf tensor's grad()
 //   holds the gradient of the most recent backward through it (useful for inspection).
-// - Bad shapes, dims and indices throw std::invalid_argument naming the op and the shapes.
-// - Inspecting (see README "Inspecting the graph"): to_dot() draws the graph (graph.h), register_hook()
-//   sees or edits a gradient during backward, anomaly mode (anomaly.h) names the op that made a NaN.
+// - Bad shapes, dims and indices throw std::invalid_argument naming the op and the shapes, in Release
+//   builds too: "matmul: shapes (2, 3) and (4, 5) cannot be multiplied (3 columns vs 4 rows)".
+// - Numerics: softmax and log_softmax subtract the row max (softmax([1000, 0]) is [1, 0]); cross_entropy
+//   goes through log-sum-exp, so extreme logits give finite losses; a fully masked (all -inf) row is
+//   defined and passes no gradient (ops.h). log of a negative number is NaN, as in every library.
+// - Memory: values live in a Buffer (below); freed buffers, tensor records and graph nodes go to a
+//   per-thread cache by size, reused by the next step (up to 256 MiB per thread;
+//   release_cached_buffers() empties it). Debug builds fill every new buffer with NaN.
+// - Threads (threads.h): set_num_threads(n) splits the kernels; a step gives the same bits on any count.
+// - Inspecting: to_dot() draws the graph (graph.h), register_hook() sees or edits a gradient during
+//   backward, anomaly mode (anomaly.h) names the op that made a NaN, gradcheck() (gradcheck.h) compares
+//   a backward with finite differences. A drawn graph: docs/gallery.md.
+//
+// Your own op is one function: compute the values, then make_result(name, shape, values, inputs,
+// backward). The backward receives the output, its gradient and the inputs (GradContext, below) and
+// accumulates into grad(i), zero-filled the first time; one that writes every value of an input's
+// gradient may ask grad_target(i) instead and write with = when it is fresh (the library's ops do):
+//
+//     Tensor square(const Tensor& x) {
+//         Buffer out(x.numel());  // unset: every value is written below (a std::vector<float> works too)
+//         for (size_t i = 0; i < out.size(); ++i) out[i] = x.data()[i] * x.data()[i];
+//         return make_result("square", x.shape(), std::move(out), {x}, [](const GradContext& g) {
+//             const auto in = g.inputs[0].data();
+//             auto dx = g.grad(0);
+//             for (size_t i = 0; i < dx.size(); ++i) dx[i] += 2 * in[i] * g.dout[i];
+//         });
+//     }
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // How many threads the kernels may use. Work is split by output rows, matrices or elements, each computed by one
-// thread in the same order as on one thread, so results are identical for any thread count.
+// thread in the same order as on one thread, so results are identical for any thread count (the tests
+// train a GPT on 1, 2 and 3 threads and compare the bits).
 #pragma once
 
 #include <cstddef>

@@ -13,6 +13,12 @@
 //
 //     nn::save_module("model.safetensors", model, {{"vocabulary", tok.vocabulary_utf8()}});
 //     nn::load_module("model.safetensors", model);  // all parameters, right shapes, or nothing changes
+//
+// From PyTorch, a training checkpoint's weights without its optimizer state (trainer.h):
+//
+//     from safetensors.torch import load_file
+//     weights = {k: v for k, v in load_file("run.safetensors").items() if not k.startswith("train_state.")}
+//     # Linear weights are stored (in, out), as the tutorial's x @ W: transpose them for torch.nn.Linear.
 #pragma once
 
 #include <cstdint>
