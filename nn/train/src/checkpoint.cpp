@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -126,64 +125,6 @@ struct FileCloser {
 };
 
 // --- writing --------------------------------------------------------------------------------------
-
-// A temporary file beside the target that becomes the target on commit() and is removed otherwise.
-class AtomicFile {
-public:
-    explicit AtomicFile(const std::filesystem::path& target) : target_(target) {
-        const std::string filename = target.filename().string();
-        if (filename.empty() || filename == "." || filename == "..") fail("not a file name", 0);
-        const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-        static std::atomic<uint64_t> counter{0};
-        for (int attempt = 0; attempt < 100; ++attempt) {
-            temp_ = dir / fmt::format(".{}.tmp-{}-{}", filename, ::getpid(), counter++);
-            fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-            if (fd_ >= 0) return;
-            if (errno != EEXIST) break;
-        }
-        const int error = errno;
-        fail(fmt::format("cannot create a temporary file in {}", path_str(dir)), error);
-    }
-    AtomicFile(const AtomicFile&) = delete;
-    AtomicFile& operator=(const AtomicFile&) = delete;
-    ~AtomicFile() {
-        if (fd_ >= 0) ::close(fd_);
-        if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
-    }
-
-    void write(const void* data, size_t size) {
-        const auto* p = static_cast<const char*>(data);
-        while (size > 0) {
-            const ssize_t n = ::write(fd_, p, size);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) fail("write failed", n < 0 ? errno : ENOSPC);
-            p += n;
-            size -= static_cast<size_t>(n);
-        }
-    }
-
-    void commit() {
-        if (::fsync(fd_) != 0) fail("fsync failed", errno);
-        const int fd = fd_;
-        fd_ = -1;
-        if (::close(fd) != 0) fail("close failed", errno);
-        if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
-        committed_ = true;
-        // Make the rename itself durable. Best effort: the new file is already in place.
-        const std::filesystem::path dir = target_.has_parent_path() ? target_.parent_path() : ".";
-        FileCloser d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-        if (d.fd >= 0) (void)::fsync(d.fd);
-    }
-
-private:
-    [[noreturn]] void fail(const std::string& what, int error) const {
-        throw std::runtime_error(fmt::format("save_safetensors: cannot write {}: {}{}", path_str(target_), what,
-                                             error ? fmt::format(" ({})", std::strerror(error)) : ""));
-    }
-    std::filesystem::path target_, temp_;
-    int fd_ = -1;
-    bool committed_ = false;
-};
 
 // --- reading --------------------------------------------------------------------------------------
 
@@ -341,7 +282,7 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
     unsigned char length[8];
     store_le64(length, json.size());
 
-    AtomicFile file(path);
+    AtomicFile file(path, "save_safetensors");
     file.write(length, sizeof length);
     file.write(json.data(), json.size());
     for (const auto& [name, t] : tensors)

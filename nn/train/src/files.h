@@ -1,26 +1,17 @@
-// Small helpers for the messages of the nn functions that read and write files (private to nn/src).
+// Small helpers for the messages of the nn functions that read and write files (private to nn/train/src).
 #pragma once
-
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
+#include <nn/train/files.h>
 
 namespace nn::detail {
 
+using nn::file_kind;
+
 // A path as messages show it: in quotes.
 inline std::string path_str(const std::filesystem::path& path) { return fmt::format("'{}'", path.string()); }
-
-// What a file that is not a regular file is, for "PATH is a named pipe, not a text file".
-inline const char* file_kind(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    return "not a regular file";
-}
 
 }  // namespace nn::detail

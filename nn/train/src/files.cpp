@@ -1,0 +1,120 @@
+#include "nn/train/files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "files.h"
+
+namespace nn {
+
+const char* file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a regular file";
+}
+
+namespace {
+
+std::filesystem::path directory_of(const std::filesystem::path& target) {
+    return target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+}
+
+// Removes the ".NAME.tmp-PID-N" files of processes that no longer run: what a killed save left.
+void remove_leftovers(const std::filesystem::path& dir, const std::string& filename) {
+    const std::string prefix = "." + filename + ".tmp-";
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;
+    while (const dirent* entry = ::readdir(d)) {
+        const std::string_view name = entry->d_name;
+        if (!name.starts_with(prefix)) continue;
+        const std::string_view rest = name.substr(prefix.size());
+        const size_t dash = rest.find('-');
+        if (dash == 0 || dash == std::string_view::npos) continue;
+        pid_t pid = 0;
+        bool digits = true;
+        for (char c : rest.substr(0, dash)) {
+            if (c < '0' || c > '9' || pid > 1'000'000'000) digits = false;
+            pid = pid * 10 + (c - '0');
+        }
+        if (!digits || pid == ::getpid()) continue;
+        if (::kill(pid, 0) != 0 && errno == ESRCH) ::unlink((dir / std::string(name)).c_str());
+    }
+    ::closedir(d);
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(const std::filesystem::path& target, std::string who) : target_(target), who_(std::move(who)) {
+    const std::string filename = target.filename().string();
+    if (filename.empty() || filename == "." || filename == "..") fail("not a file name", 0);
+    const std::filesystem::path dir = directory_of(target);
+    remove_leftovers(dir, filename);
+    static std::atomic<uint64_t> counter{0};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        temp_ = dir / fmt::format(".{}.tmp-{}-{}", filename, ::getpid(), counter++);
+        fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd_ >= 0) return;
+        if (errno != EEXIST) break;
+    }
+    const int error = errno;
+    temp_.clear();
+    fail(fmt::format("cannot create a temporary file in {}", detail::path_str(dir)), error);
+}
+
+AtomicFile::~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+    const auto* p = static_cast<const char*>(data);
+    while (size > 0) {
+        const ssize_t n = ::write(fd_, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail("write failed", n < 0 ? errno : ENOSPC);
+        p += n;
+        size -= static_cast<size_t>(n);
+    }
+}
+
+void AtomicFile::commit() {
+    if (::fsync(fd_) != 0) fail("fsync failed", errno);
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail("close failed", errno);
+    if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
+    committed_ = true;
+    // Make the rename itself durable. Best effort: the new file is already in place.
+    const int d = ::open(directory_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d >= 0) {
+        (void)::fsync(d);
+        ::close(d);
+    }
+}
+
+void AtomicFile::fail(const std::string& what, int error) const {
+    throw std::runtime_error(fmt::format("{}: cannot write {}: {}{}", who_, detail::path_str(target_), what,
+                                         error ? fmt::format(" ({})", std::strerror(error)) : ""));
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, std::string who) {
+    AtomicFile file(path, std::move(who));
+    file.write(bytes.data(), bytes.size());
+    file.commit();
+}
+
+}  // namespace nn
