@@ -15,7 +15,8 @@ std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context
     check(n >= 0, "generate: cannot sample {} tokens", n);
     check(options.temperature > 0.0f && std::isfinite(options.temperature),
           "generate: temperature must be positive and finite, got {}", options.temperature);
-    check(options.top_k >= 0 && options.top_k <= V, "generate: top_k {} is outside [0, {}]", options.top_k, V);
+    check(options.top_k >= 0, "generate: top_k {} is negative", options.top_k);
+    const int64_t top_k = std::min(options.top_k, V);  // above the vocabulary: all of it (as nanoGPT)
     for (int64_t id : context) check(id >= 0 && id < V, "generate: context id {} is outside the vocabulary of {}", id, V);
 
     NoGradGuard no_grad;
@@ -31,10 +32,10 @@ std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context
 
         // top-k: everything below the k-th largest logit is dropped (ties at the threshold are kept)
         float threshold = -std::numeric_limits<float>::infinity();
-        if (options.top_k > 0) {
+        if (top_k > 0) {
             std::vector<float> sorted(last.begin(), last.end());
-            std::nth_element(sorted.begin(), sorted.begin() + (options.top_k - 1), sorted.end(), std::greater<>());
-            threshold = sorted[static_cast<size_t>(options.top_k - 1)];
+            std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<>());
+            threshold = sorted[static_cast<size_t>(top_k - 1)];
         }
         const float top = *std::max_element(last.begin(), last.end());
         double total = 0.0;

@@ -12,7 +12,7 @@ namespace nn {
 
 struct SampleOptions {
     float temperature = 1.0f;  // logits are divided by it: < 1 sharper, > 1 flatter
-    int64_t top_k = 0;         // keep only the k most likely tokens; 0 keeps all
+    int64_t top_k = 0;         // keep only the k most likely tokens; 0 (or k above the vocabulary) keeps all
 };
 
 // Extends `context` (ids, at least one) by n tokens and returns the n new ids. The model reads at
