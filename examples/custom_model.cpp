@@ -10,8 +10,11 @@
 // Shape legend: B batch, T time, C channels, H head width, V vocab.
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include <autograd/tensor.h>
+#include <cli.h>
 #include <nn/layers.h>
 #include <nn/train/optim.h>
 #include <nn/tutorial/tasks.h>
@@ -63,16 +66,10 @@ struct TinyModel : nn::Module {
     }
 };
 
-int main(int argc, char** argv) {
+int train(const std::optional<std::string>& file) {
     // 3. Data: any text, a character vocabulary, a 90/10 split, random batches.
     Generator gen(1);
-    std::string text;
-    try {
-        text = argc > 1 ? nn::read_text_file(argv[1]) : nn::copy_task_text(5000, gen);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "custom_model: {}\n", e.what());
-        return 1;
-    }
+    const std::string text = file ? nn::read_text_file(*file) : nn::copy_task_text(5000, gen);
     const auto tokenizer = nn::CharTokenizer::from_text(text);
     const nn::TextData data(tokenizer.encode(text));
     const int64_t B = 32, T = 32, C = 32, steps = 600;
@@ -104,4 +101,13 @@ int main(int argc, char** argv) {
     }
     fmt::print("validation loss {:.4f}; the head settled on a divisor of {:.2f}\n", val, std::exp(model.head.log_scale.item()));
     return 0;
+}
+
+// The command line: the shared layer of the examples (support/cli.h), for --help and clear errors.
+int main(int argc, char** argv) {
+    std::optional<std::string> file;
+    cli::Parser p("custom_model", "[FILE]", "Train a head that learns its own divisor, on FILE or the built-in copy task.");
+    p.positional("FILE", "a text file to train on (default: the copy task)", [&](const cli::Value& v) { file = v.file(); },
+                 /*required=*/false);
+    return cli::run(p, argc, argv, [&] { return train(file); });
 }

@@ -17,9 +17,6 @@
 // Shape legend: T window length, C row width (embedding), H head width.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -27,7 +24,9 @@
 #include <vector>
 
 #include <autograd/tensor.h>
+#include <cli.h>
 #include <nn/attention.h>
+#include <nn/train/files.h>
 #include <nn/train/trainer.h>
 
 #include "figure_page.h"
@@ -36,68 +35,37 @@ using namespace autograd;
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: figure [options]
-  --out FILE           the page to write                               (default figure.html)
-  --seed S             random rows and head weights                    (default 1)
-  --window T           positions of the random window, 2 to 16         (default 8)
-  --checkpoint CKPT    show a trained model's first head instead (with --prompt)
-  --prompt TEXT        the characters the trained head reads (at most the model's block)
-  --json               print the page's numbers as JSON on stdout (the page is then
-                       written only when --out is given)
-  --help               this text
-)";
-
 constexpr int64_t kRandomWidth = 16;  // C = H = 16, the tutorial's "divide by √16"
-
-[[noreturn]] void usage_error(const std::string& problem) {
-    fmt::print(stderr, "figure: {}\n\n{}", problem, kUsage);
-    std::exit(2);
-}
-
-int64_t to_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
-    char* end = nullptr;
-    const long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < min || v > max)
-        usage_error(fmt::format("{} needs a whole number from {} to {}, got '{}'", flag, min, max, text));
-    return v;
-}
 
 struct Options {
     std::optional<std::string> out, checkpoint, prompt;
     std::optional<int64_t> seed, window;
-    bool json = false;
+    bool json = false, force = false;
 };
 
-Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") {
-            fmt::print("{}", kUsage);
-            std::exit(0);
-        }
-        if (flag == "--json") {
-            o.json = true;
-            continue;
-        }
-        if (!flag.starts_with("--")) usage_error(fmt::format("unexpected argument '{}'", flag));
-        const bool known = std::string_view(kUsage).find("\n  " + flag + " ") != std::string_view::npos;
-        if (!known) usage_error(fmt::format("unknown flag '{}'", flag));
-        if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
-        const std::string value = argv[++i];
-        if (flag == "--out") o.out = value;
-        else if (flag == "--seed") o.seed = to_int(flag, value, 0, INT64_MAX);
-        else if (flag == "--window") o.window = to_int(flag, value, 2, 16);
-        else if (flag == "--checkpoint") o.checkpoint = value;
-        else if (flag == "--prompt") o.prompt = value;
-    }
-    if (o.out && o.out->empty()) usage_error("--out needs a file name");
-    if (o.prompt && o.prompt->empty()) usage_error("--prompt needs at least one character");
-    if (o.checkpoint && !o.prompt) usage_error("--checkpoint needs --prompt: the characters the head reads");
-    if (o.prompt && !o.checkpoint) usage_error("--prompt needs --checkpoint: random rows have no characters");
+cli::Parser make_parser(Options& o) {
+    cli::Parser p("figure", "[options]", "The tutorial's figure as one self-contained HTML page.");
+    p.option("--out", "FILE", "the page to write                               (default figure.html)",
+             [&o](const cli::Value& v) { o.out = v.file(); });
+    p.option("--seed", "S", "random rows and head weights                    (default 1)",
+             [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
+    p.option("--window", "T", "positions of the random window, 2 to 16         (default 8)",
+             [&o](const cli::Value& v) { o.window = v.integer(2, 16); });
+    p.option("--checkpoint", "CKPT", "show a trained model's first head instead (with --prompt)",
+             [&o](const cli::Value& v) { o.checkpoint = v.file(); });
+    p.option("--prompt", "TEXT", "the characters the trained head reads (at most the model's block)",
+             [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
+    p.flag("--json", "print the page's numbers as JSON on stdout (the page is then\nwritten only when --out is given)",
+           [&o] { o.json = true; });
+    p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
+    return p;
+}
+
+void check_options(const Options& o) {
+    if (o.checkpoint && !o.prompt) throw cli::UsageError("--checkpoint needs --prompt: the characters the head reads");
+    if (o.prompt && !o.checkpoint) throw cli::UsageError("--prompt needs --checkpoint: random rows have no characters");
     if (o.checkpoint && (o.seed || o.window))
-        usage_error(fmt::format("{} applies to random rows, not to --checkpoint", o.seed ? "--seed" : "--window"));
-    return o;
+        throw cli::UsageError(fmt::format("{} applies to random rows, not to --checkpoint", o.seed ? "--seed" : "--window"));
 }
 
 // --- what the head reads ------------------------------------------------------------------------------
@@ -306,36 +274,31 @@ std::string figure_json(const Window& w) {
         w.head->options.n_embd, w.head->options.head_size, fmt::join(labels, ","), fmt::join(states, ",\n"));
 }
 
-void write_page(const std::string& path, const std::string& json) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary);
-        out << figure::kPageBeforeData << json << figure::kPageAfterData;
-        out.close();
-        if (!out) throw std::runtime_error(fmt::format("{}: cannot write the page", path));
+int run(const Options& o) {
+    check_options(o);
+    const std::optional<std::string> page = !o.json || o.out ? std::optional(o.out.value_or("figure.html")) : std::nullopt;
+    std::vector<cli::Input> inputs;
+    if (o.checkpoint) inputs.push_back({"--checkpoint", *o.checkpoint});
+    std::vector<cli::Output> outputs;
+    if (page) outputs.push_back({.flag = "--out", .path = *page});
+    cli::check_outputs(inputs, outputs, o.force);
+    const cli::OutputLocks locks(outputs);
+
+    const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(*o.checkpoint, *o.prompt)
+                                                        : random_window(o.seed.value_or(1), o.window.value_or(8));
+    const std::string json = figure_json(*window);
+    if (o.json) fmt::print("{}", json);
+    if (page) {
+        nn::write_file_atomically(*page, fmt::format("{}{}{}", figure::kPageBeforeData, json, figure::kPageAfterData), "figure");
+        if (!o.json) fmt::print("wrote {} ({})\n", *page, window->description);
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) throw std::runtime_error(fmt::format("{}: cannot write the page: {}", path, ec.message()));
+    return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options o = parse(argc, argv);
-    try {
-        const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(*o.checkpoint, *o.prompt)
-                                                            : random_window(o.seed.value_or(1), o.window.value_or(8));
-        const std::string json = figure_json(*window);
-        if (o.json) fmt::print("{}", json);
-        if (!o.json || o.out) {
-            const std::string path = o.out.value_or("figure.html");
-            write_page(path, json);
-            if (!o.json) fmt::print("wrote {} ({})\n", path, window->description);
-        }
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "figure: {}\n", e.what());
-        return 1;
-    }
-    return 0;
+    Options o;
+    cli::Parser parser = make_parser(o);
+    return cli::run(parser, argc, argv, [&o] { return run(o); });
 }

@@ -12,13 +12,8 @@
 //
 // Shape legend: B batch, T window, C embedding width, H head width, V vocabulary.
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,12 +21,13 @@
 
 #include <autograd/graph.h>
 #include <autograd/tensor.h>
+#include <cli.h>
 #include <nn/models.h>
+#include <nn/train/files.h>
 #include <nn/train/optim.h>
 #include <nn/tutorial/study.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/text.h>
-
 
 #include "svg_chart.h"
 
@@ -39,64 +35,31 @@ using namespace autograd;
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: gradflow [options]
-  --seed S          seed for every random draw                          (default 1)
-  --trials N        random heads per width in the study                 (default 50)
-  --window T        window length in the study                          (default 8)
-  --steps N         training steps per run, with and without the divisor;
-                    0 skips the training run                           (default 300)
-  --csv FILE        write the study's table as CSV
-  --svg FILE        chart the gradient against width (log-log)
-  --train-svg FILE  chart the training runs' validation loss
-  --dot FILE        write the graph of one small head's forward and backward (Graphviz DOT)
-  --json            print the measured values as one JSON object instead of tables
-  --help            this text
-)";
-
-[[noreturn]] void usage(int status, std::string_view problem = "") {
-    if (!problem.empty()) fmt::print(stderr, "gradflow: {}\n\n", problem);
-    fmt::print(status == 0 ? stdout : stderr, "{}", kUsage);
-    std::exit(status);
-}
-
-uint64_t parse_number(std::string_view flag, const char* text, uint64_t min, uint64_t max) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || *text == '-' || errno != 0 || v < min || v > max)
-        usage(2, fmt::format("{} needs a whole number from {} to {}, got '{}'", flag, min, max, text));
-    return v;
-}
-
 struct Options {
     uint64_t seed = 1;
     int64_t trials = 50, window = 8, steps = 300;
     std::optional<std::string> csv, svg, train_svg, dot;
-    bool json = false;
+    bool json = false, force = false;
 };
 
-Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const auto next = [&] {
-            if (i + 1 >= argc) usage(2, fmt::format("{} needs a value", arg));
-            return argv[++i];
-        };
-        if (arg == "--help" || arg == "-h") usage(0);
-        else if (arg == "--json") o.json = true;
-        else if (arg == "--seed") o.seed = parse_number(arg, next(), 0, UINT64_MAX);
-        else if (arg == "--trials") o.trials = static_cast<int64_t>(parse_number(arg, next(), 1, 100000));
-        else if (arg == "--window") o.window = static_cast<int64_t>(parse_number(arg, next(), 2, 4096));
-        else if (arg == "--steps") o.steps = static_cast<int64_t>(parse_number(arg, next(), 0, 1000000));
-        else if (arg == "--csv") o.csv = next();
-        else if (arg == "--svg") o.svg = next();
-        else if (arg == "--train-svg") o.train_svg = next();
-        else if (arg == "--dot") o.dot = next();
-        else usage(2, fmt::format("unknown argument '{}'", arg));
-    }
-    if (o.train_svg && o.steps == 0) usage(2, "--train-svg needs a training run (--steps above 0)");
-    return o;
+cli::Parser make_parser(Options& o) {
+    cli::Parser p("gradflow", "[options]", "The saturation study: what the 1/sqrt(width) divisor does to a head's gradient.");
+    p.option("--seed", "S", "seed for every random draw                          (default 1)",
+             [&o](const cli::Value& v) { o.seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); });
+    p.option("--trials", "N", "random heads per width in the study                 (default 50)",
+             [&o](const cli::Value& v) { o.trials = v.integer(1, 100000); });
+    p.option("--window", "T", "window length in the study                          (default 8)",
+             [&o](const cli::Value& v) { o.window = v.integer(2, 4096); });
+    p.option("--steps", "N", "training steps per run, with and without the divisor;\n0 skips the training run (default 300)",
+             [&o](const cli::Value& v) { o.steps = v.integer(0, 1000000); });
+    p.option("--csv", "FILE", "write the study's table as CSV", [&o](const cli::Value& v) { o.csv = v.file(); });
+    p.option("--svg", "FILE", "chart the gradient against width (log-log)", [&o](const cli::Value& v) { o.svg = v.file(); });
+    p.option("--train-svg", "FILE", "chart the training runs' validation loss", [&o](const cli::Value& v) { o.train_svg = v.file(); });
+    p.option("--dot", "FILE", "write the graph of one small head's forward and backward (Graphviz DOT)",
+             [&o](const cli::Value& v) { o.dot = v.file(); });
+    p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
+    p.flag("--json", "print the measured values as one JSON object instead of tables", [&o] { o.json = true; });
+    return p;
 }
 
 // --- the study --------------------------------------------------------------------------------------
@@ -177,17 +140,15 @@ std::string study_finding(const std::vector<Row>& rows) {
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) throw std::runtime_error(fmt::format("--csv {}: cannot open for writing: {}", path, std::strerror(errno)));
-    fmt::print(f, "width,divided,grad_query,grad_key,row_gradient_median,row_gradient_min,row_gradient_max,flat_rows,"
+    std::string csv = fmt::format("width,divided,grad_query,grad_key,row_gradient_median,row_gradient_min,row_gradient_max,flat_rows,"
                   "largest_share_median,entropy\n");
     for (const Row& r : rows) {
         const auto& s = r.s;
-        fmt::print(f, "{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", s.width, s.divided ? 1 : 0, s.grad_query,
+        csv += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", s.width, s.divided ? 1 : 0, s.grad_query,
                    s.grad_key, s.row_gradient.median, s.row_gradient.min, s.row_gradient.max, s.flat_rows,
                    s.largest_share.median, s.entropy);
     }
-    if (std::fclose(f) != 0) throw std::runtime_error(fmt::format("--csv {}: could not write", path));
+    nn::write_file_atomically(path, csv, "gradflow --csv");
 }
 
 void write_study_svg(const std::string& path, const Options& o, const std::vector<Row>& rows) {
@@ -225,10 +186,8 @@ void write_dot(const std::string& path, uint64_t seed) {
     const Tensor out = head.forward(x);                     // (B, T, H)
     const Tensor loss = sum(out * randn(out.shape(), gen).set_name("upstream"));
     loss.backward(/*retain_graph=*/true);
-    std::ofstream f(path, std::ios::binary);
-    f << autograd::to_dot(loss, {.title = "one head (C = H = 4, T = 3): forward and backward"});
-    f.close();
-    if (!f) throw std::runtime_error(fmt::format("--dot {}: cannot write: {}", path, std::strerror(errno)));
+    nn::write_file_atomically(path, autograd::to_dot(loss, {.title = "one head (C = H = 4, T = 3): forward and backward"}),
+                              "gradflow --dot");
 }
 
 // --- the training run -------------------------------------------------------------------------------
@@ -407,6 +366,12 @@ void print_json(const Options& o, const std::vector<Row>& rows, const std::vecto
 }
 
 int run(const Options& o) {
+    if (o.train_svg && o.steps == 0) throw cli::UsageError("--train-svg needs a training run (--steps above 0)");
+    std::vector<cli::Output> outputs;
+    for (const auto& [flag, file] : {std::pair{"--csv", o.csv}, {"--svg", o.svg}, {"--train-svg", o.train_svg}, {"--dot", o.dot}})
+        if (file) outputs.push_back({.flag = flag, .path = *file});
+    cli::check_outputs({}, outputs, o.force);
+    const cli::OutputLocks locks(outputs);
     if (o.dot) write_dot(*o.dot, o.seed);
     const std::vector<Row> rows = run_study(o);
     if (!o.json) {
@@ -442,11 +407,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options options = parse(argc, argv);
-    try {
-        return run(options);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "gradflow: {}\n", e.what());
-        return 1;
-    }
+    Options o;
+    cli::Parser parser = make_parser(o);
+    return cli::run(parser, argc, argv, [&o] { return run(o); });
 }

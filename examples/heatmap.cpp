@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -23,6 +22,7 @@
 #include <fmt/color.h>
 
 #include <autograd/tensor.h>
+#include <cli.h>
 #include <nn/attention.h>
 #include <nn/models.h>
 #include <nn/train/text.h>
@@ -32,34 +32,8 @@ using namespace autograd;
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: heatmap --prompt TEXT [options]
-  --prompt TEXT        the characters to look at (both axes)
-  --checkpoint CKPT    a trained model (from train --out); without it, an untrained head
-  --layer L            which block, for a GPT                                   (default 0)
-  --head N             which head of that layer                                 (default 0)
-  --width H            untrained head: width of the embeddings and the head     (default 16)
-  --seed S             untrained head: seed for the embeddings and the weights  (default 1)
-  --color WHEN         auto (colour on a terminal unless NO_COLOR is set), always or never
-  --help               this text
-)";
-
 constexpr int64_t kUntrainedBlock = 64;       // the longest prompt an untrained head is shown for
 constexpr std::string_view kRamp = " .:-=+*#%@";  // ASCII shades; ' ' is kept for masked cells
-
-[[noreturn]] void usage(int status, std::string_view problem = "") {
-    if (!problem.empty()) fmt::print(stderr, "heatmap: {}\n\n", problem);
-    fmt::print(status == 0 ? stdout : stderr, "{}", kUsage);
-    std::exit(status);
-}
-
-int64_t parse_number(std::string_view flag, const char* text, int64_t min, int64_t max) {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || errno != 0 || v < min || v > max)
-        usage(2, fmt::format("{} needs a whole number from {} to {}, got '{}'", flag, min, max, text));
-    return v;
-}
 
 struct Options {
     std::optional<std::string> prompt, checkpoint;
@@ -68,31 +42,22 @@ struct Options {
     std::string color = "auto";
 };
 
-Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const auto next = [&] {
-            if (i + 1 >= argc) usage(2, fmt::format("{} needs a value", arg));
-            return argv[++i];
-        };
-        if (arg == "--help" || arg == "-h") usage(0);
-        else if (arg == "--prompt") o.prompt = next();
-        else if (arg == "--checkpoint") o.checkpoint = next();
-        else if (arg == "--layer") o.layer = parse_number(arg, next(), 0, 1 << 20);
-        else if (arg == "--head") o.head = parse_number(arg, next(), 0, 1 << 20);
-        else if (arg == "--width") o.width = parse_number(arg, next(), 1, 4096);
-        else if (arg == "--seed") o.seed = static_cast<uint64_t>(parse_number(arg, next(), 0, INT64_MAX));
-        else if (arg == "--color") {
-            o.color = next();
-            if (o.color != "auto" && o.color != "always" && o.color != "never")
-                usage(2, fmt::format("--color must be auto, always or never, got '{}'", o.color));
-        } else usage(2, fmt::format("unknown argument '{}'", arg));
-    }
-    if (!o.prompt) usage(2, "--prompt is required");
-    if (o.prompt->empty()) usage(2, "--prompt needs at least one character");
-    if (o.checkpoint && o.width != 16) usage(2, "--width applies to the untrained head only (a checkpoint fixes it)");
-    return o;
+cli::Parser make_parser(Options& o) {
+    cli::Parser p("heatmap", "--prompt TEXT [options]", "An attention heatmap in the terminal.");
+    p.option("--prompt", "TEXT", "the characters to look at (both axes)", [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
+    p.option("--checkpoint", "CKPT", "a trained model (from train --out); without it, an untrained head",
+             [&o](const cli::Value& v) { o.checkpoint = v.file(); });
+    p.option("--layer", "L", "which block, for a GPT                                   (default 0)",
+             [&o](const cli::Value& v) { o.layer = v.integer(0, 1 << 20); });
+    p.option("--head", "N", "which head of that layer                                 (default 0)",
+             [&o](const cli::Value& v) { o.head = v.integer(0, 1 << 20); });
+    p.option("--width", "H", "untrained head: width of the embeddings and the head     (default 16)",
+             [&o](const cli::Value& v) { o.width = v.integer(1, 4096); });
+    p.option("--seed", "S", "untrained head: seed for the embeddings and the weights  (default 1)",
+             [&o](const cli::Value& v) { o.seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); });
+    p.option("--color", "WHEN", "auto (colour on a terminal unless NO_COLOR is set), always or never",
+             [&o](const cli::Value& v) { o.color = v.choice({"auto", "always", "never"}); });
+    return p;
 }
 
 // What the heatmap shows: (T, T) shares, the characters, and a line saying whose attention it is.
@@ -150,9 +115,6 @@ Map trained(const Options& o) {
     const nn::ModelConfig& config = loaded.config;
     const auto ids = loaded.tokenizer.encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
-    if (T > loaded.model->block_size())
-        throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
-                                             loaded.model->block_size()));
     const nn::Head* head = nullptr;
     int64_t heads = 1, layers = 1;
     if (auto* m = dynamic_cast<nn::SingleHead*>(loaded.model.get())) {
@@ -171,6 +133,9 @@ Map trained(const Options& o) {
         throw std::runtime_error(fmt::format("{}: no head {} in layer {}: this {} model has {} layer{} of {} head{} (numbered from 0)",
                                              *o.checkpoint, o.head, o.layer, config.kind, layers, layers == 1 ? "" : "s",
                                              heads, heads == 1 ? "" : "s"));
+    if (T > loaded.model->block_size())
+        throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
+                                             loaded.model->block_size()));
     NoGradGuard no_grad;
     loaded.model->forward(ids, 1, T);
     return from_attention(head->last_attention(), labels_of(loaded.tokenizer, ids),
@@ -226,16 +191,19 @@ void show(const Map& m, bool colour) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options o = parse(argc, argv);
-    try {
+    Options o;
+    cli::Parser parser = make_parser(o);
+    return cli::run(parser, argc, argv, [&] {
+        if (!o.prompt) throw cli::UsageError("--prompt is required");
+        if (o.checkpoint && parser.given("--width"))
+            throw cli::UsageError("--width applies to the untrained head only (a checkpoint fixes it)");
+        if (!o.checkpoint && (parser.given("--layer") || parser.given("--head")))
+            throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (with --checkpoint)", parser.given("--layer") ? "--layer" : "--head"));
         const Map m = o.checkpoint ? trained(o) : untrained(o);
         const char* no_colour = std::getenv("NO_COLOR");
         const bool colour = o.color == "always" ||
                             (o.color == "auto" && isatty(STDOUT_FILENO) == 1 && !(no_colour && *no_colour));
         show(m, colour);
         return 0;
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "heatmap: {}\n", e.what());
-        return 1;
-    }
+    });
 }

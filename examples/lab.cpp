@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <autograd/tensor.h>
+#include <cli.h>
 #include <nn/attention.h>
 #include <nn/tutorial/study.h>
 
@@ -337,47 +338,18 @@ void whole_head_cell(Report& r, Generator& gen) {
     r.check(max_abs_diff(blend, tensor({0.55f, -0.90f}, {1, 2})) < 1e-6, "the blend is [0.55, −0.90]");
 }
 
-[[noreturn]] void usage(int status, std::string_view problem = "") {
-    if (!problem.empty()) fmt::print(stderr, "lab: {}\n", problem);
-    fmt::print(status == 0 ? stdout : stderr,
-               "usage: lab [--cell N] [--json] [--seed S]\n"
-               "  --cell N   run only cell N (1-6)\n"
-               "  --json     print the measured values as one JSON object\n"
-               "  --seed S   seed for every random draw (default 1)\n");
-    std::exit(status);
-}
-
-uint64_t parse_number(std::string_view flag, const char* text, uint64_t max) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || *text == '-' || errno != 0 || v > max)
-        usage(2, fmt::format("{} needs a whole number up to {}, got '{}'", flag, max, text));
-    return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     int only = 0;
     bool json = false;
     uint64_t seed = 1;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const auto next = [&] {
-            if (i + 1 >= argc) usage(2, fmt::format("{} needs a value", arg));
-            return argv[++i];
-        };
-        if (arg == "--cell") {
-            only = static_cast<int>(parse_number(arg, next(), 6));
-            if (only < 1) usage(2, "--cell needs a number from 1 to 6");
-        } else if (arg == "--json") json = true;
-        else if (arg == "--seed") seed = parse_number(arg, next(), UINT64_MAX);
-        else if (arg == "--help" || arg == "-h") usage(0);
-        else usage(2, fmt::format("unknown argument '{}'", arg));
-    }
-
-    try {
+    cli::Parser p("lab", "[options]", "The attention lab: the six cells of the tutorial, computed by the library and checked.");
+    p.option("--cell", "N", "run only cell N (1-6)", [&](const cli::Value& v) { only = static_cast<int>(v.integer(1, 6)); });
+    p.flag("--json", "print the measured values as one JSON object", [&] { json = true; });
+    p.option("--seed", "S", "seed for every random draw (default 1)",
+             [&](const cli::Value& v) { seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); });
+    return cli::run(p, argc, argv, [&] {
         Report report(json);
         report.print("The attention lab: tutorial part 7, computed by tinygpt. Seed {}.\n", seed);
         // Each cell draws from its own stream, so `--cell N` prints what the full run prints for N.
@@ -389,8 +361,5 @@ int main(int argc, char** argv) {
         if (!only || only == 5) { Generator gen = stream(5); divisor_cell(report, gen); }
         if (!only || only == 6) { Generator gen = stream(6); whole_head_cell(report, gen); }
         return report.finish(seed);
-    } catch (const std::exception& e) {  // a bad TINYGPT_ISA, say
-        fmt::print(stderr, "lab: {}\n", e.what());
-        return 1;
-    }
+    });
 }

@@ -5,12 +5,33 @@
 #   examples/ladder.sh ../shared/data/tinyshakespeare.txt [build/release/examples/train]
 #
 # A rung passes when our validation loss is at most the reference + 0.03. Exit status 1 if any fails.
+#
+# The conventions of every program here (README "Command line"): --help and --version exit 0; a usage
+# error exits 2 with one line ending "see --help"; a runtime failure exits 1.
 set -euo pipefail
-data=${1:?usage: ladder.sh DATA [TRAIN_BINARY]}
+usage="usage: ladder.sh DATA [TRAIN_BINARY]
+The model ladder on a text file: each rung's validation loss beside the lecture's reference.
+  DATA          the text to train on, e.g. tinyshakespeare.txt
+  TRAIN_BINARY  the train program                  (default build/release/examples/train)
+  THREADS=N     environment: threads for the kernels (default 1)
+
+  --help        this text, then exit
+  --version     the version, then exit"
+usage_error() { echo "ladder.sh: $1; see --help" >&2; exit 2; }
+case "${1-}" in
+  --help | -h) echo "$usage"; exit 0 ;;
+  --version)
+    version=$(sed -nE 's/^project\(tinygpt VERSION ([0-9.]+).*/\1/p' "$(dirname "$0")/../CMakeLists.txt")
+    echo "ladder.sh (tinygpt) $version"; exit 0 ;;
+  -*) usage_error "unknown flag '$1'" ;;
+esac
+[ $# -ge 1 ] || usage_error "DATA is missing: the text to train on"
+[ $# -le 2 ] || usage_error "unexpected argument '$3'"
+data=$1
 train=${2:-"$(dirname "$0")/../build/release/examples/train"}
 threads=${THREADS:-1}
-[ -r "$data" ] || { echo "ladder: cannot read $data" >&2; exit 2; }
-[ -x "$train" ] || { echo "ladder: no train program at $train (build first)" >&2; exit 2; }
+[ -r "$data" ] || { echo "ladder.sh: cannot read $data" >&2; exit 1; }
+[ -x "$train" ] || { echo "ladder.sh: no train program at $train (build first)" >&2; exit 1; }
 
 # name | reference | flags. The lecture's rungs keep the learning rate constant (min-lr = lr) and
 # use AdamW's default weight decay; the baby GPT uses nanoGPT's settings.

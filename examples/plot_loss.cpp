@@ -18,51 +18,30 @@
 #include <string_view>
 #include <vector>
 
+#include <cli.h>
 #include <fmt/format.h>
 
 #include "svg_chart.h"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: plot_loss CSV [--out SVG] [--title TEXT] [--log-y]
-  CSV            a training log from `train --csv` (columns step, train_loss, val_loss, ...)
-  --out SVG      where to write the chart                    (default: CSV with .svg instead)
-  --title TEXT   the chart's title                           (default: "Loss: " and the CSV's name)
-  --log-y        a logarithmic loss axis
-  --help         this text
-)";
-
-[[noreturn]] void usage(int status, std::string_view problem = "") {
-    if (!problem.empty()) fmt::print(stderr, "plot_loss: {}\n\n", problem);
-    fmt::print(status == 0 ? stdout : stderr, "{}", kUsage);
-    std::exit(status);
-}
-
 struct Options {
     std::string csv;
     std::optional<std::string> out, title;
-    bool log_y = false;
+    bool log_y = false, force = false;
 };
 
-Options parse(int argc, char** argv) {
-    Options o;
-    bool have_csv = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const auto next = [&] {
-            if (i + 1 >= argc) usage(2, fmt::format("{} needs a value", arg));
-            return std::string(argv[++i]);
-        };
-        if (arg == "--help" || arg == "-h") usage(0);
-        else if (arg == "--out") o.out = next();
-        else if (arg == "--title") o.title = next();
-        else if (arg == "--log-y") o.log_y = true;
-        else if (arg.starts_with("--")) usage(2, fmt::format("unknown flag '{}'", arg));
-        else if (have_csv) usage(2, fmt::format("one CSV at a time, got '{}' and '{}'", o.csv, arg));
-        else o.csv = arg, have_csv = true;
-    }
-    if (!have_csv) usage(2, "which CSV? (the file `train --csv` wrote)");
-    return o;
+cli::Parser make_parser(Options& o) {
+    cli::Parser p("plot_loss", "CSV [options]", "Loss curves from a training log, as an SVG chart.");
+    p.positional("CSV", "a training log from `train --csv` (columns step, train_loss, val_loss, ...)",
+                 [&o](const cli::Value& v) { o.csv = v.file(); });
+    p.option("--out", "SVG", "where to write the chart                    (default: CSV with .svg instead)",
+             [&o](const cli::Value& v) { o.out = v.file(); });
+    p.option("--title", "TEXT", "the chart's title                           (default: \"Loss: \" and the CSV's name)",
+             [&o](const cli::Value& v) { o.title = v.text(); });
+    p.flag("--log-y", "a logarithmic loss axis", [&o] { o.log_y = true; });
+    p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
+    return p;
 }
 
 struct Log {
@@ -129,8 +108,11 @@ Log read_log(const std::string& path) {
 }
 
 int run(const Options& o) {
-    const Log log = read_log(o.csv);
     const std::string out = o.out.value_or(std::filesystem::path(o.csv).replace_extension(".svg").string());
+    const Log log = read_log(o.csv);  // a missing or malformed log is the first thing to hear about
+    const std::vector<cli::Output> outputs = {{.flag = o.out ? "--out" : "", .path = out}};
+    cli::check_outputs({{"CSV", o.csv}}, outputs, o.force);
+    const cli::OutputLocks locks(outputs);
     chart::LineChart c{.title = o.title.value_or("Loss: " + std::filesystem::path(o.csv).filename().string()),
                        .x = {.label = "step"},
                        .y = {.label = "loss (nats per token)", .scale = o.log_y ? chart::Scale::log : chart::Scale::linear},
@@ -148,11 +130,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options options = parse(argc, argv);
-    try {
-        return run(options);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "plot_loss: {}\n", e.what());
-        return 1;
-    }
+    Options o;
+    cli::Parser parser = make_parser(o);
+    return cli::run(parser, argc, argv, [&o] { return run(o); });
 }

@@ -9,7 +9,6 @@
 // 130 interrupted by SIGINT (143 by SIGTERM, 129 by SIGHUP) after saving a checkpoint to --out. SIGPIPE
 // is ignored: a closed stderr only silences the progress, a closed stdout is an error at the end.
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <autograd/tensor.h>
 #include <nn/train/sample.h>
@@ -37,25 +37,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-using train_args::kUsage;
 using train_args::Options;
 
 // Progress and notes on stderr. A failed write is ignored: with SIGPIPE ignored (main), a closed pipe
 // (stderr piped into `head -n 1`, say) only stops the notes; training goes on and saves.
 void note(const std::string& text) { (void)!std::fwrite(text.data(), 1, text.size(), stderr); }
-
-// The command line (examples/train_args.h), or exit: 0 after printing the usage for --help, 2 for a bad one.
-Options parse(int argc, char** argv) {
-    try {
-        return train_args::parse_args(argc, argv);
-    } catch (const train_args::HelpRequested&) {
-        fmt::print("{}", kUsage);
-        std::exit(0);
-    } catch (const train_args::UsageError& e) {
-        note(fmt::format("train: {}\n\n{}", e.what(), kUsage));
-        std::exit(2);
-    }
-}
 
 // The text to train on: the file, or the copy task (always the same text, so a resume finds it again).
 std::string training_text(const Options& o) {
@@ -134,20 +120,20 @@ private:
     struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
 };
 
-// --out is checked before training, not at the first evaluation: its directory must exist and be
-// writable, and it must not itself be a directory.
-void check_output_path(const std::string& path) {
-    const std::filesystem::path p(path);
-    const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0)
-        throw std::runtime_error(fmt::format("--out {}: cannot use {} as its directory: {}", path, dir.string(), std::strerror(errno)));
-    if (!S_ISDIR(st.st_mode))
-        throw std::runtime_error(fmt::format("--out {}: {} is not a directory", path, dir.string()));
-    if (::access(dir.c_str(), W_OK | X_OK) != 0)
-        throw std::runtime_error(fmt::format("--out {}: cannot write in {}: {}", path, dir.string(), std::strerror(errno)));
-    if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        throw std::runtime_error(fmt::format("--out {}: is a directory", path));
+// What the run reads and writes, for the checks before any work (support/cli.h): no output may be an
+// input or another output; --out may be the checkpoint it resumes; a resumed run's logs are appended to.
+struct Files {
+    std::vector<cli::Input> inputs;
+    std::vector<cli::Output> outputs;
+};
+Files files_of(const Options& o) {
+    Files f;
+    if (o.data) f.inputs.push_back({"--data", *o.data});
+    if (o.resume) f.inputs.push_back({"--resume", *o.resume});
+    if (o.out) f.outputs.push_back({.flag = "--out", .path = *o.out, .may_replace = "--resume"});
+    if (o.csv) f.outputs.push_back({.flag = "--csv", .path = *o.csv, .continues = o.resume.has_value()});
+    if (o.grad_csv) f.outputs.push_back({.flag = "--grad-csv", .path = *o.grad_csv, .continues = o.resume.has_value()});
+    return f;
 }
 
 int run(const Options& o) {
@@ -155,7 +141,9 @@ int run(const Options& o) {
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
     // the last checkpoint written stays as it was.
     set_anomaly_mode(o.detect_anomaly);
-    if (o.out) check_output_path(*o.out);
+    const Files files = files_of(o);
+    cli::check_outputs(files.inputs, files.outputs, o.force);
+    const cli::OutputLocks locks(files.outputs);  // one run per output
     std::optional<nn::Trainer> trainer;
     {  // the text is needed only until it is tokens (a megabyte less while training)
         const std::string text = training_text(o);
@@ -173,8 +161,6 @@ int run(const Options& o) {
     // The prompt is checked now, not after hours of training.
     const std::string prompt = o.prompt.value_or(nn::default_prompt(trainer->tokenizer()));
     const std::vector<int64_t> prompt_ids = trainer->tokenizer().encode(prompt);
-    if (o.sample > 0 && o.top_k > config.model.vocab)
-        throw std::runtime_error(fmt::format("--top-k {} is more than the vocabulary of {} characters", o.top_k, config.model.vocab));
     const int64_t last = std::min(config.steps, o.until.value_or(config.steps));
 
     // A resumed run appends to its logs; a fresh one starts them with their header.
@@ -291,12 +277,10 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    ::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a failed write (checked), never the end of a run
-    const Options options = parse(argc, argv);
-    try {
+    Options options;
+    cli::Parser parser = train_args::make_parser(options);
+    return cli::run(parser, argc, argv, [&] {
+        train_args::check_options(options);
         return run(options);
-    } catch (const std::exception& e) {
-        note(fmt::format("\ntrain: {}\n", e.what()));
-        return 1;
-    }
+    });
 }

@@ -1,5 +1,5 @@
-// train's command line, parsed in-process without exiting, so fuzz/train_args.cpp can call it too.
-// examples/train.cpp turns UsageError into "train: <problem>" and the usage on stderr, exit status 2.
+// train's command line on the shared layer (support/cli.h), parsed in-process without exiting, so
+// fuzz/train_args.cpp can call it too. A bad command line is cli::UsageError, --help cli::HelpRequested.
 #pragma once
 
 #include <cmath>
@@ -10,62 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include <cli.h>
 #include <fmt/format.h>
 #include <nn/train/trainer.h>
 
 namespace train_args {
-
-constexpr const char* kUsage = R"(usage: train [options]
-
-model (a fresh run; fixed by the checkpoint with --resume)
-  --model KIND         bigram | average | head | multihead | gpt          (default head)
-  --block T            window length                                      (default 8)
-  --n-embd C           embedding width                                    (default 32)
-  --n-head N           attention heads (multihead, gpt); must divide C    (default 4)
-  --n-layer L          transformer blocks (gpt)                           (default 4)
-  --feed-forward       add a feed-forward layer (multihead)
-  --dropout P          dropout probability in [0, 1) (gpt)                (default 0)
-  --init KIND          gpt2 (normal, std 0.02) or default (the layers' own) (default gpt2)
-training
-  --data FILE          text to train on (90% train, 10% validation); without it, the built-in
-                       copy task that only attention can solve
-  --steps N            optimizer steps                                    (default 2000)
-  --batch B            windows per step                                   (default 32)
-  --lr X               peak learning rate (AdamW)                         (default 1e-3)
-  --min-lr X           end of the cosine decay                            (default lr/10)
-  --warmup N           linear warmup steps                                (default 0)
-  --weight-decay X     decoupled weight decay on Linear weights           (default 0.1)
-  --grad-clip X        clip the global gradient norm; 0 = off             (default 1)
-  --seed S             initialization, batches and dropout                (default 1337)
-  --threads N          threads for the kernels                            (default 1)
-  --detect-anomaly     check every op for NaN/Inf and name the first one (slower)
-evaluation, logs, checkpoints
-  --eval-every N       evaluate (and save) every N steps                  (default 500)
-  --eval-iters N       batches per evaluation                             (default 200)
-  --csv FILE           log step, train loss, val loss, lr, grad norm, tokens/s
-  --grad-report N      print the gradient-flow report every N steps
-  --grad-csv FILE      and log it to FILE (step, kind, name, norms, update ratio, head stats)
-  --out CKPT           save a checkpoint at every evaluation and at the end
-  --resume CKPT        continue a saved run exactly where it stopped, saving back to CKPT
-                       unless --out names another file
-  --until STEP         stop after this step (the run's schedule still spans --steps)
-  --json               print one JSON line with the final figures on stdout
-sampling
-  --sample N           characters to sample at the end                   (default 200)
-  --prompt TEXT        what the sample starts from                        (default a newline)
-  --temperature X      sampling temperature                               (default 1)
-  --top-k K            sample from the K most likely characters; 0 = all  (default 0)
-  --help               this text
-)";
-
-// A bad command line: the problem, for "train: <problem>" above the usage and exit status 2.
-struct UsageError : std::invalid_argument {
-    using std::invalid_argument::invalid_argument;
-};
-// --help or -h: print the usage and exit 0.
-struct HelpRequested {};
-
-[[noreturn]] inline void usage_error(const std::string& problem) { throw UsageError(problem); }
 
 struct Options {
     nn::TrainConfig config;
@@ -74,116 +23,129 @@ struct Options {
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
     float temperature = 1.0f;
-    bool json = false, detect_anomaly = false;
+    bool json = false, detect_anomaly = false, force = false;
     std::vector<std::string> model_flags;  // given explicitly: an error with --resume
 };
 
-inline int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        usage_error(fmt::format("{} needs a whole number, got '{}'", flag, text));
-    }
-    if (used != text.size()) usage_error(fmt::format("{} needs a whole number, got '{}'", flag, text));
-    if (v < min || v > max) usage_error(fmt::format("{} must be between {} and {}, got {}", flag, min, max, v));
-    return v;
+// The flags that shape a model, and the kinds each applies to: given for another kind, a flag is refused
+// rather than ignored.
+inline bool applies(std::string_view flag, const std::string& kind) {
+    if (flag == "--n-embd") return kind != "bigram";
+    if (flag == "--n-head") return kind == "multihead" || kind == "gpt";
+    if (flag == "--feed-forward") return kind == "multihead";
+    if (flag == "--n-layer" || flag == "--dropout" || flag == "--init") return kind == "gpt";
+    return true;
 }
 
-inline float parse_float(const std::string& flag, const std::string& text, double min, double max, bool min_open = false) {
-    size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        usage_error(fmt::format("{} needs a number, got '{}'", flag, text));
-    }
-    if (used != text.size() || !std::isfinite(v)) usage_error(fmt::format("{} needs a number, got '{}'", flag, text));
-    // The bounds hold for the float that is kept: 1e-50 is above 0 as a double but 0 as a float.
-    const auto kept = static_cast<float>(v);
-    if (v < min || v > max || (min_open && !(kept > static_cast<float>(min))))
-        usage_error(fmt::format("{} must be {} {} and at most {}, got {}", flag, min_open ? "above" : "at least", min, max, text));
-    return kept;
-}
-
-// A file name flag's value: an empty one would pass every check until the first save, and lose the steps
-// before it.
-inline std::string path(const std::string& flag, const std::string& text) {
-    if (text.empty()) usage_error(fmt::format("{} needs a file name, got ''", flag));
-    return text;
-}
-
-// Throws UsageError for a bad command line and HelpRequested for --help; nothing else is expected.
-inline Options parse_args(int argc, const char* const* argv) {
-    Options o;
+// The parser, its handlers writing into `o` (which must outlive it).
+inline cli::Parser make_parser(Options& o) {
     nn::TrainConfig& c = o.config;
     c.model.kind = "head";
     constexpr int64_t kBig = int64_t{1} << 40;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") throw HelpRequested{};
-        if (flag == "--json") { o.json = true; continue; }
-        if (flag == "--detect-anomaly") { o.detect_anomaly = true; continue; }
-        if (flag == "--feed-forward") { c.model.feed_forward = true; o.model_flags.push_back(flag); continue; }
-        if (!flag.starts_with("--")) usage_error(fmt::format("unexpected argument '{}'", flag));
-        if (i + 1 >= argc) {  // the usage lists every flag, each on a line of its own: "  --steps N ..."
-            const bool known = std::string_view(kUsage).find("\n  " + flag + " ") != std::string_view::npos;
-            usage_error(known ? fmt::format("{} needs a value", flag) : fmt::format("unknown flag '{}'", flag));
-        }
-        const std::string value = argv[++i];
-        const auto model_flag = [&] { o.model_flags.push_back(flag); };
-        if (flag == "--model") {
-            if (value != "bigram" && value != "average" && value != "head" && value != "multihead" && value != "gpt")
-                usage_error(fmt::format("--model must be bigram, average, head, multihead or gpt, got '{}'", value));
-            c.model.kind = value;
-            model_flag();
-        } else if (flag == "--init") {
-            if (value != "gpt2" && value != "default") usage_error(fmt::format("--init must be gpt2 or default, got '{}'", value));
-            c.model.gpt2_init = value == "gpt2";
-            model_flag();
-        } else if (flag == "--data") o.data = value;
-        else if (flag == "--steps") { c.steps = parse_int(flag, value, 1, kBig); model_flag(); }
-        else if (flag == "--batch") { c.batch = parse_int(flag, value, 1, 1 << 20); model_flag(); }
-        else if (flag == "--block") { c.model.block = parse_int(flag, value, 1, 1 << 20); model_flag(); }
-        else if (flag == "--n-embd") { c.model.n_embd = parse_int(flag, value, 1, 1 << 16); model_flag(); }
-        else if (flag == "--n-head") { c.model.n_head = parse_int(flag, value, 1, 1 << 12); model_flag(); }
-        else if (flag == "--n-layer") { c.model.n_layer = parse_int(flag, value, 1, 1 << 10); model_flag(); }
-        else if (flag == "--dropout") { c.model.dropout = parse_float(flag, value, 0.0, 0.99); model_flag(); }
-        else if (flag == "--lr") { c.lr = parse_float(flag, value, 0.0, 10.0, true); model_flag(); }
-        else if (flag == "--min-lr") { c.min_lr = parse_float(flag, value, 0.0, 10.0); model_flag(); }
-        else if (flag == "--warmup") { c.warmup = parse_int(flag, value, 0, kBig); model_flag(); }
-        else if (flag == "--weight-decay") { c.weight_decay = parse_float(flag, value, 0.0, 10.0); model_flag(); }
-        else if (flag == "--grad-clip") { c.grad_clip = parse_float(flag, value, 0.0, 1e6); model_flag(); }
-        else if (flag == "--seed") { c.seed = static_cast<uint64_t>(parse_int(flag, value, 0, INT64_MAX)); model_flag(); }
-        else if (flag == "--threads") o.threads = parse_int(flag, value, 1, 256);
-        else if (flag == "--eval-every") o.eval_every = parse_int(flag, value, 1, kBig);
-        else if (flag == "--eval-iters") o.eval_iters = parse_int(flag, value, 1, 1 << 20);
-        else if (flag == "--csv") o.csv = path(flag, value);
-        else if (flag == "--grad-report") o.grad_report = parse_int(flag, value, 1, kBig);
-        else if (flag == "--grad-csv") o.grad_csv = path(flag, value);
-        else if (flag == "--out") o.out = path(flag, value);
-        else if (flag == "--resume") o.resume = path(flag, value);
-        else if (flag == "--until") o.until = parse_int(flag, value, 1, kBig);
-        else if (flag == "--sample") o.sample = parse_int(flag, value, 0, 1 << 24);
-        else if (flag == "--prompt") {
-            if (value.empty()) usage_error("--prompt needs at least one character");
-            o.prompt = value;
-        }
-        else if (flag == "--temperature") o.temperature = parse_float(flag, value, 0.0, 100.0, true);
-        else if (flag == "--top-k") o.top_k = parse_int(flag, value, 0, 1 << 24);
-        else usage_error(fmt::format("unknown flag '{}'", flag));
-    }
+    cli::Parser p("train", "[options]", "Train a character-level language model, from the bigram to a small GPT.");
+    // A flag that fixes the model or the training: refused with --resume (the checkpoint fixes them).
+    const auto fixed = [&o](std::function<void(const cli::Value&)> on) {
+        return [&o, on = std::move(on)](const cli::Value& v) {
+            on(v);
+            o.model_flags.push_back(v.flag());
+        };
+    };
+    p.section("model (a fresh run; fixed by the checkpoint with --resume)");
+    p.option("--model", "KIND", "bigram | average | head | multihead | gpt          (default head)",
+             fixed([&c](const cli::Value& v) { c.model.kind = v.choice({"bigram", "average", "head", "multihead", "gpt"}); }));
+    p.option("--block", "T", "window length                                      (default 8)",
+             fixed([&c](const cli::Value& v) { c.model.block = v.integer(1, 1 << 20); }));
+    p.option("--n-embd", "C", "embedding width (not bigram)                       (default 32)",
+             fixed([&c](const cli::Value& v) { c.model.n_embd = v.integer(1, 1 << 16); }));
+    p.option("--n-head", "N", "attention heads (multihead, gpt); must divide C    (default 4)",
+             fixed([&c](const cli::Value& v) { c.model.n_head = v.integer(1, 1 << 12); }));
+    p.option("--n-layer", "L", "transformer blocks (gpt)                           (default 4)",
+             fixed([&c](const cli::Value& v) { c.model.n_layer = v.integer(1, 1 << 10); }));
+    p.flag("--feed-forward", "add a feed-forward layer (multihead)", [&o] {
+        o.config.model.feed_forward = true;
+        o.model_flags.push_back("--feed-forward");
+    });
+    p.option("--dropout", "P", "dropout probability in [0, 0.99] (gpt)             (default 0)",
+             fixed([&c](const cli::Value& v) { c.model.dropout = v.number(0.0, 0.99); }));
+    p.option("--init", "KIND", "gpt2 (normal, std 0.02) or default (the layers' own) (gpt; default gpt2)",
+             fixed([&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; }));
+    p.section("training");
+    p.option("--data", "FILE", "text to train on (90% train, 10% validation); without it, the built-in\n"
+                               "copy task that only attention can solve",
+             [&o](const cli::Value& v) { o.data = v.file(); });
+    p.option("--steps", "N", "optimizer steps                                    (default 2000)",
+             fixed([&c](const cli::Value& v) { c.steps = v.integer(1, kBig); }));
+    p.option("--batch", "B", "windows per step                                   (default 32)",
+             fixed([&c](const cli::Value& v) { c.batch = v.integer(1, 1 << 20); }));
+    p.option("--lr", "X", "peak learning rate (AdamW)                         (default 1e-3)",
+             fixed([&c](const cli::Value& v) { c.lr = v.number(0.0, 10.0, true); }));
+    p.option("--min-lr", "X", "end of the cosine decay                            (default lr/10)",
+             fixed([&c](const cli::Value& v) { c.min_lr = v.number(0.0, 10.0); }));
+    p.option("--warmup", "N", "linear warmup steps                                (default 0)",
+             fixed([&c](const cli::Value& v) { c.warmup = v.integer(0, kBig); }));
+    p.option("--weight-decay", "X", "decoupled weight decay on Linear weights           (default 0.1)",
+             fixed([&c](const cli::Value& v) { c.weight_decay = v.number(0.0, 10.0); }));
+    p.option("--grad-clip", "X", "clip the global gradient norm; 0 = off             (default 1)",
+             fixed([&c](const cli::Value& v) { c.grad_clip = v.number(0.0, 1e6); }));
+    p.option("--seed", "S", "initialization, batches and dropout                (default 1337)",
+             fixed([&c](const cli::Value& v) { c.seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); }));
+    p.option("--threads", "N", "threads for the kernels                            (default 1)",
+             [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
+    p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
+    p.section("evaluation, logs, checkpoints");
+    p.option("--eval-every", "N", "evaluate (and save) every N steps                  (default 500)",
+             [&o](const cli::Value& v) { o.eval_every = v.integer(1, kBig); });
+    p.option("--eval-iters", "N", "batches per evaluation                             (default 200)",
+             [&o](const cli::Value& v) { o.eval_iters = v.integer(1, 1 << 20); });
+    p.option("--csv", "FILE", "log step, train loss, val loss, lr, grad norm, tokens/s",
+             [&o](const cli::Value& v) { o.csv = v.file(); });
+    p.option("--grad-report", "N", "print the gradient-flow report every N steps",
+             [&o](const cli::Value& v) { o.grad_report = v.integer(1, kBig); });
+    p.option("--grad-csv", "FILE", "and log it to FILE (step, kind, name, norms, update ratio, head stats)",
+             [&o](const cli::Value& v) { o.grad_csv = v.file(); });
+    p.option("--out", "CKPT", "save a checkpoint at every evaluation and at the end",
+             [&o](const cli::Value& v) { o.out = v.file(); });
+    p.option("--resume", "CKPT", "continue a saved run exactly where it stopped, saving back to CKPT\n"
+                                 "unless --out names another file",
+             [&o](const cli::Value& v) { o.resume = v.file(); });
+    p.option("--until", "STEP", "stop after this step (the run's schedule still spans --steps)",
+             [&o](const cli::Value& v) { o.until = v.integer(1, kBig); });
+    p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
+    p.flag("--json", "print one JSON line with the final figures on stdout", [&o] { o.json = true; });
+    p.section("sampling");
+    p.option("--sample", "N", "characters to sample at the end                   (default 200)",
+             [&o](const cli::Value& v) { o.sample = v.integer(0, 1 << 24); });
+    p.option("--prompt", "TEXT", "what the sample starts from                        (default a newline)",
+             [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
+    p.option("--temperature", "X", "sampling temperature                               (default 1)",
+             [&o](const cli::Value& v) { o.temperature = v.number(0.0, 100.0, true); });
+    p.option("--top-k", "K", "sample from the K most likely characters; 0 = all  (default 0)",
+             [&o](const cli::Value& v) { o.top_k = v.integer(0, 1 << 24); });
+    return p;
+}
+
+// The checks across flags, after parsing. Throws cli::UsageError.
+inline void check_options(Options& o) {
+    const nn::TrainConfig& c = o.config;
     if (o.resume && !o.out) o.out = o.resume;  // a resumed run keeps saving where it was saved
     if (o.resume && !o.model_flags.empty())
-        usage_error(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
-                                o.model_flags.front()));
+        throw cli::UsageError(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
+                                          o.model_flags.front()));
     if (c.min_lr >= 0.0f && c.min_lr > c.lr)
-        usage_error(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
-    if (!o.resume && c.model.kind != "multihead" && c.model.feed_forward)
-        usage_error("--feed-forward applies to --model multihead only");
-    if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
-        usage_error(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
+        throw cli::UsageError(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
+    for (const std::string& flag : o.model_flags)
+        if (!applies(flag, c.model.kind))
+            throw cli::UsageError(fmt::format("{} does not apply to --model {}", flag, c.model.kind));
+    if ((c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
+        throw cli::UsageError(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
+}
+
+// Throws cli::UsageError for a bad command line and cli::HelpRequested for --help.
+inline Options parse_args(int argc, const char* const* argv) {
+    Options o;
+    cli::Parser p = make_parser(o);
+    p.parse(argc, argv);
+    check_options(o);
     return o;
 }
 

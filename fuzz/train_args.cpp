@@ -1,6 +1,7 @@
-// Fuzz target: examples/train's command line (examples/train_args.h). The input is the arguments
-// separated by NUL bytes. A bad command line must be train_args::UsageError (a std::invalid_argument),
-// --help train_args::HelpRequested; an accepted one must keep the promises the rest of train relies on.
+// Fuzz target: examples/train's command line (examples/train_args.h on examples/support/cli.h). The
+// input is the arguments separated by NUL bytes. A bad command line must be cli::UsageError (a
+// std::invalid_argument), --help cli::HelpRequested, --version cli::VersionRequested; an accepted one must
+// keep the promises the rest of train relies on.
 #include <string>
 #include <vector>
 
@@ -27,12 +28,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const nn::TrainConfig& c = o.config;
         if (c.steps < 1 || c.batch < 1 || c.model.block < 1 || c.model.n_embd < 1 || c.model.n_head < 1)
             fuzz::fail("parse accepted a size below 1");
-        if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
+        if ((c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
             fuzz::fail("parse accepted an n_head that does not divide n_embd");
         if (o.resume && !o.model_flags.empty()) fuzz::fail("parse accepted model flags with --resume");
         if (!(c.lr > 0.0f) || !(o.temperature > 0.0f)) fuzz::fail("parse accepted a learning rate or temperature <= 0");
-    } catch (const train_args::UsageError&) {
-    } catch (const train_args::HelpRequested&) {
+        for (const std::string& flag : o.model_flags)
+            if (!train_args::applies(flag, c.model.kind)) fuzz::fail("parse accepted a flag that does not apply to the model");
+        for (const auto& file : {o.data, o.csv, o.grad_csv, o.out, o.resume})
+            if (file && file->empty()) fuzz::fail("parse accepted an empty file name");
+    } catch (const cli::UsageError&) {
+    } catch (const cli::HelpRequested&) {
+    } catch (const cli::VersionRequested&) {
     }
     return 0;
 }

@@ -1,14 +1,14 @@
 #include "svg_chart.h"
 
+#include <nn/train/files.h>
+
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <nn/train/files.h>
 
 namespace chart {
 
@@ -229,12 +229,7 @@ std::string to_svg(const LineChart& c) {
 }
 
 void write_svg(const LineChart& c, const std::filesystem::path& path) {
-    const std::string svg = to_svg(c);
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing: {}", path.string(), std::strerror(errno)));
-    out.write(svg.data(), static_cast<std::streamsize>(svg.size()));
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("{}: could not write the chart", path.string()));
+    nn::write_file_atomically(path, to_svg(c), "write_svg");  // never a half-written chart
 }
 
 }  // namespace chart

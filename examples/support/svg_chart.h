@@ -5,7 +5,7 @@
 //     chart::LineChart c{.title = "Loss", .x = {.label = "step"}, .y = {.label = "loss", .scale = chart::Scale::log}};
 //     c.series.push_back({.name = "train", .x = steps, .y = train_loss});
 //     c.series.push_back({.name = "validation", .x = steps, .y = val_loss, .dashed = true});
-//     chart::write_svg(c, "loss.svg");  // throws std::runtime_error naming the file if it cannot
+//     chart::write_svg(c, "loss.svg");  // whole or not at all; throws std::runtime_error naming the file
 //
 // On a log axis, points that are not positive cannot be placed: they are left out and the line
 // breaks there. Non-finite values are left out on any axis.

@@ -12,10 +12,10 @@ fail() {
     exit 1
 }
 # The step of a checkpoint, by loading it (--until 1 is behind it, so no step runs; what a resumed run
-# saves at its end goes to a scratch file, not back over the checkpoint under test).
+# saves at its end goes to a scratch file, replaced each time, not back over the checkpoint under test).
 step_of() {
     local out
-    out=$(timeout 60 "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json --out probe.st 2>"$1.err") ||
+    out=$(timeout 60 "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json --out probe.st --force 2>"$1.err") ||
         fail "$1 does not load: $(tail -1 "$1.err")"
     sed -E 's/.*"steps": ([0-9]+).*/\1/' <<<"$out"
 }

@@ -14,7 +14,7 @@ model=(--model gpt --n-embd 32 --n-head 2 --n-layer 2 --block 8 --batch 4 --step
 check_intact() {
     cmp -s "$1/run.st" good.st || fail "the old checkpoint changed"
     [[ -z $(find "$1" -name '.run.st.tmp-*') ]] || fail "a temporary file was left in $1"
-    "$TRAIN" --resume "$1/run.st" --until 1 --eval-iters 1 --sample 0 --out probe.st >/dev/null 2>&1 || fail "the old checkpoint does not load"
+    "$TRAIN" --resume "$1/run.st" --until 1 --eval-iters 1 --sample 0 --out probe.st --force >/dev/null 2>&1 || fail "the old checkpoint does not load"
 }
 
 # The file size limit: every file this process writes stops at 64 KB.
@@ -43,8 +43,18 @@ if mount -t tmpfs -o size=256k tmpfs full 2>/dev/null; then
         fail "no 'No space left on device' message"
     cmp -s full/run.st small.st || fail "the old checkpoint on the full disk changed"
     [[ -z $(find full -name '.run.st.tmp-*') ]] || fail "a temporary file was left on the full disk"
-    "$TRAIN" --resume full/run.st --until 1 --eval-iters 1 --sample 0 --out probe.st >/dev/null 2>&1 || fail "the old checkpoint does not load"
+    "$TRAIN" --resume full/run.st --until 1 --eval-iters 1 --sample 0 --out probe.st --force >/dev/null 2>&1 || fail "the old checkpoint does not load"
     echo "ok: full disk (tmpfs): '$(grep -o 'save_safetensors.*' err.log)', the old checkpoint intact"
+    # The log on the disk filled to the last byte, the checkpoint elsewhere: the step's checkpoint is
+    # saved, then the error.
+    cat /dev/zero >full/filler2 2>/dev/null
+    "$TRAIN" "${small[@]}" --steps 20 --eval-every 10 --csv full/log.csv --out csv_full.st >out.log 2>err.log
+    status=$?
+    [[ $status == 1 ]] || fail "--csv on a full disk: exit status $status, expected 1"
+    grep -q -- "--csv full/log.csv: cannot write (No space left on device); the checkpoint of step 10 is saved" err.log ||
+        fail "--csv on a full disk: no message naming it"
+    [[ $(step_of csv_full.st) == 10 ]] || fail "--csv on a full disk: the checkpoint of step 10 was not saved"
+    echo "ok: --csv on a full disk: exit 1, '$(grep -o -- '--csv.*' err.log)'"
     umount full
     trap - EXIT
 else

@@ -17,6 +17,10 @@ RANDOM=2024
 # At least KILLS kills, and more (up to 4 KILLS) until one has landed in the middle of a save: how often
 # that happens depends on how fast this build steps (an ASan build spends less of its time saving).
 kills=0 mid_save=0 last_step=0 attempts=0
+# A killed save leaves its temporary file (never read); the next save of the same path removes those of
+# processes that no longer run. `left` holds what the kills so far left; `cleaned` counts the saves seen
+# to remove them.
+left="" cleaned=0
 while ((kills < KILLS || (mid_save == 0 && kills < 4 * KILLS))); do
     ((attempts++ < 12 * KILLS)) || fail "only $kills kills after $attempts attempts"
     if [[ -f run.st ]]; then
@@ -34,11 +38,24 @@ while ((kills < KILLS || (mid_save == 0 && kills < 4 * KILLS))); do
     ((temps > 0)) && mid_save=$((mid_save + 1))
     step=$(step_of run.st) || exit 1
     ((step >= last_step)) || fail "the checkpoint went back from step $last_step to $step"
+    if [[ -n $left ]] && ((step > last_step)); then  # this run saved: what the earlier kills left is gone
+        for t in $left; do [[ -e $t ]] && fail "a save after a kill left the killed save's temporary file $t"; done
+        cleaned=$((cleaned + 1))
+    fi
+    left=$(find . -maxdepth 1 -name '.run.st.tmp-*' -printf '%f\n')
     echo "kill $kills: checkpoint at step $step loads; temporary files left by the kill: $temps"
     last_step=$step
-    rm -f .run.st.tmp-*  # a killed save leaves its temporary file; the next save never reads it
 done
 ((mid_save > 0)) || fail "no kill landed while a checkpoint was being written"
+
+if [[ -n $left ]]; then  # the last kill's leftovers, removed by one more save
+    timeout 60 "$TRAIN" --resume run.st "${every_step[@]}" --until $((last_step + 1)) --out run.st >/dev/null 2>err.log ||
+        fail "the run after the kills failed"
+    [[ -z $(find . -maxdepth 1 -name '.run.st.tmp-*') ]] || fail "the next save left the killed saves' temporary files in place"
+    cleaned=$((cleaned + 1))
+fi
+((cleaned > 0)) || fail "no save was seen removing what a killed save left"
+echo "ok: $cleaned times a save after a kill mid-save removed the temporary file that kill had left"
 
 # The checkpoint that lived through every kill against a straight run to the same step.
 final=$(step_of run.st) || exit 1
@@ -46,7 +63,7 @@ timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 1 --sample 
     >/dev/null 2>&1 || fail "the straight run to step $final failed"
 cmp -s run.st straight.st || fail "after $kills kills the checkpoint at step $final differs from a straight run's"
 more=$((final + 5))
-resumed=$(timeout 60 "$TRAIN" --resume run.st --until "$more" --eval-iters 2 --sample 0 --json --out probe.st 2>/dev/null) ||
+resumed=$(timeout 60 "$TRAIN" --resume run.st --until "$more" --eval-iters 2 --sample 0 --json --out probe.st --force 2>/dev/null) ||
     fail "resuming after the kills failed"
 straight=$(timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 2 --sample 0 --until "$more" --json \
     2>/dev/null) || fail "the straight run to step $more failed"

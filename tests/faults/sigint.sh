@@ -34,6 +34,7 @@ step=$(sed -E 's/interrupted at step ([0-9]+);.*/\1/' <<<"$line")
 cmp -s run.st straight.st || fail "the checkpoint saved on SIGINT differs from a straight run's at step $step"
 echo "ok: SIGINT, SIGINT: exit 130, '$line', the checkpoint equals a straight run's at step $step"
 
+out=(--out run.st --force)  # run.st is the last case's checkpoint
 interrupt HUP  # a closed terminal or ssh session
 status=$?
 [[ $status == 129 ]] || fail "exit status $status after SIGHUP, expected 129"

@@ -1,0 +1,327 @@
+#include "cli.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <new>
+
+#include <fmt/format.h>
+#include <nn/train/files.h>
+
+#ifndef TINYGPT_VERSION
+#error "TINYGPT_VERSION must be defined (examples/CMakeLists.txt passes the CMake project's version)"
+#endif
+
+namespace cli {
+
+namespace fs = std::filesystem;
+
+// --- values --------------------------------------------------------------------------------------
+
+void Value::fail(std::string_view problem) const { throw UsageError(fmt::format("{} {}", flag_, problem)); }
+
+int64_t Value::integer(int64_t min, int64_t max) const {
+    char* end = nullptr;
+    errno = 0;  // strtoll clamps a number out of its range and says so only here
+    const long long v = std::strtoll(text_.c_str(), &end, 10);
+    if (text_.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+        fail(fmt::format("needs a whole number from {} to {}, got '{}'", min, max, text_));
+    return v;
+}
+
+float Value::number(double min, double max, bool min_open) const {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text_.c_str(), &end);
+    const auto kept = static_cast<float>(v);
+    const bool parsed = !text_.empty() && *end == '\0' && std::isfinite(v) && errno != ERANGE;
+    if (!parsed || v < min || v > max || (min_open && !(kept > static_cast<float>(min))))
+        fail(min_open ? fmt::format("needs a number above {} and at most {}, got '{}'", min, max, text_)
+                      : fmt::format("needs a number from {} to {}, got '{}'", min, max, text_));
+    return kept;
+}
+
+std::string Value::file() const {
+    if (text_.empty()) fail("needs a file name, got ''");
+    return text_;
+}
+
+std::string Value::nonempty() const {
+    if (text_.empty()) fail("needs at least one character");
+    return text_;
+}
+
+std::string Value::choice(const std::vector<std::string>& choices) const {
+    if (std::find(choices.begin(), choices.end(), text_) != choices.end()) return text_;
+    std::string list;
+    for (size_t i = 0; i < choices.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+    fail(fmt::format("must be {}, got '{}'", list, text_));
+}
+
+// --- the parser ----------------------------------------------------------------------------------
+
+Parser::Parser(std::string program, std::string synopsis, std::string about)
+    : program_(std::move(program)), synopsis_(std::move(synopsis)), about_(std::move(about)) {}
+
+void Parser::section(std::string title) { section_ = std::move(title); }
+
+void Parser::flag(std::string name, std::string help, std::function<void()> on) {
+    flags_.push_back({std::move(name), "", std::move(help), section_, std::move(on), nullptr});
+}
+
+void Parser::option(std::string name, std::string meta, std::string help, std::function<void(const Value&)> on) {
+    flags_.push_back({std::move(name), std::move(meta), std::move(help), section_, nullptr, std::move(on)});
+}
+
+void Parser::positional(std::string meta, std::string help, std::function<void(const Value&)> on, bool required) {
+    positionals_.push_back({std::move(meta), std::move(help), std::move(on), required});
+}
+
+const Parser::Flag* Parser::find(std::string_view name) const {
+    for (const Flag& f : flags_)
+        if (f.name == name) return &f;
+    return nullptr;
+}
+
+bool Parser::given(std::string_view name) const {
+    return std::find(given_.begin(), given_.end(), name) != given_.end();
+}
+
+void Parser::parse(int argc, const char* const* argv) {
+    size_t next_positional = 0;
+    bool only_positionals = false;  // after "--"
+    const auto take_positional = [&](const std::string& text) {
+        if (next_positional >= positionals_.size()) throw UsageError(fmt::format("unexpected argument '{}'", text));
+        const Positional& p = positionals_[next_positional++];
+        p.on(Value(p.meta, text));
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (only_positionals || arg == "-" || !arg.starts_with("-")) {
+            take_positional(arg);
+            continue;
+        }
+        if (arg == "--") {
+            only_positionals = true;
+            continue;
+        }
+        if (arg == "--help" || arg == "-h") throw HelpRequested{};
+        if (arg == "--version") throw VersionRequested{};
+        const size_t equals = arg.find('=');
+        const std::string name = arg.substr(0, equals);
+        const Flag* f = find(name);
+        if (!f) throw UsageError(fmt::format("unknown flag '{}'", name));
+        given_.push_back(name);
+        if (f->on_switch) {
+            if (equals != std::string::npos) throw UsageError(fmt::format("{} takes no value, got '{}'", name, arg));
+            f->on_switch();
+        } else if (equals != std::string::npos) {
+            f->on_value(Value(name, arg.substr(equals + 1)));
+        } else {
+            if (i + 1 >= argc) throw UsageError(fmt::format("{} needs a value ({})", name, f->meta));
+            f->on_value(Value(name, argv[++i]));
+        }
+    }
+    for (size_t p = next_positional; p < positionals_.size(); ++p)
+        if (positionals_[p].required)
+            throw UsageError(fmt::format("{} is missing: {}", positionals_[p].meta, positionals_[p].help));
+}
+
+std::string Parser::help() const {
+    std::string synopsis_line = "usage: " + program_ + (synopsis_.empty() ? "" : " " + synopsis_);
+    std::string text = synopsis_line + "\n" + about_ + "\n";
+    constexpr size_t kColumn = 23;  // where the help text starts
+    const auto line = [&](const std::string& left, const std::string& help) {
+        std::string out = "  ";
+        out += left;
+        out += out.size() + 1 < kColumn ? std::string(kColumn - out.size(), ' ') : "\n" + std::string(kColumn, ' ');
+        for (char c : help) out += c == '\n' ? "\n" + std::string(kColumn, ' ') : std::string(1, c);
+        return out + "\n";
+    };
+    for (const Positional& p : positionals_) text += line(p.meta, p.help);
+    std::string section = "\x01";  // none yet
+    for (const Flag& f : flags_) {
+        if (f.section != section) {
+            section = f.section;
+            if (!section.empty()) text += "\n" + section + "\n";
+        }
+        text += line(f.name + (f.meta.empty() ? "" : " " + f.meta), f.help);
+    }
+    text += '\n';
+    text += line("--help", "this text, then exit");
+    text += line("--version", "the version, then exit");
+    return text;
+}
+
+std::string version_line(std::string_view program) { return fmt::format("{} (tinygpt) {}", program, TINYGPT_VERSION); }
+
+// --- running a program ---------------------------------------------------------------------------
+
+namespace {
+
+// "program: what", once: a message that starts with the program's name already keeps it as it is.
+void print_error(std::string_view program, std::string_view what) {
+    const std::string prefix = std::string(program) + ": ";
+    const std::string line = what.starts_with(prefix) ? std::string(what) + "\n" : prefix + std::string(what) + "\n";
+    (void)!std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+// stdout is buffered: a full disk or a closed pipe shows only when it is flushed.
+bool stdout_written() { return std::fflush(stdout) == 0 && !std::ferror(stdout); }
+
+}  // namespace
+
+int run(Parser& parser, int argc, char** argv, const std::function<int()>& program_body) {
+    ::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a failed write, reported, never a silent death
+    const std::string& program = parser.program();
+    try {
+        parser.parse(argc, argv);
+    } catch (const HelpRequested&) {
+        fmt::print("{}", parser.help());
+        return stdout_written() ? 0 : 1;
+    } catch (const VersionRequested&) {
+        fmt::print("{}\n", version_line(program));
+        return stdout_written() ? 0 : 1;
+    } catch (const UsageError& e) {
+        print_error(program, fmt::format("{}; see --help", e.what()));
+        return 2;
+    }
+    int status = 1;
+    try {
+        status = program_body();
+    } catch (const UsageError& e) {  // the checks on output files, before any work
+        print_error(program, fmt::format("{}; see --help", e.what()));
+        return 2;
+    } catch (const std::bad_alloc&) {
+        print_error(program, "out of memory (std::bad_alloc)");
+        return 1;
+    } catch (const std::exception& e) {
+        print_error(program, e.what());
+        return 1;
+    }
+    if (!stdout_written()) {
+        const int error = errno;
+        print_error(program, fmt::format("cannot write to standard output ({})", std::strerror(error)));
+        return status == 0 ? 1 : status;
+    }
+    return status;
+}
+
+// --- output files --------------------------------------------------------------------------------
+
+namespace {
+
+std::string named(const std::string& flag, const std::string& path) { return flag.empty() ? path : flag + " " + path; }
+
+fs::path directory_of(const std::string& path) {
+    const fs::path p(path);
+    return p.has_parent_path() ? p.parent_path() : fs::path(".");
+}
+
+// The same file: by device and inode when both exist, else by the path with symbolic links resolved.
+bool same_file(const std::string& a, const std::string& b) {
+    struct stat sa {}, sb {};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    std::error_code ea, eb;
+    const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea), cb = fs::weakly_canonical(fs::absolute(b), eb);
+    return !ea && !eb && ca == cb;
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& outputs, bool force) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        const Output& out = outputs[i];
+        const std::string what = named(out.flag, out.path);
+        bool replaces_own_input = false;
+        for (const Input& in : inputs) {
+            if (!same_file(out.path, in.path)) continue;
+            if (out.may_replace && *out.may_replace == in.flag) {
+                replaces_own_input = true;
+                continue;
+            }
+            throw UsageError(fmt::format("{} is the same file as {}: writing it would destroy the input", what, named(in.flag, in.path)));
+        }
+        for (size_t j = 0; j < i; ++j)
+            if (same_file(out.path, outputs[j].path))
+                throw UsageError(fmt::format("{} is also {}: two outputs cannot share a file", what, named(outputs[j].flag, outputs[j].path)));
+        // The directory first: "a_file/x" is about a_file, not x.
+        const fs::path dir = directory_of(out.path);
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0)
+            throw std::runtime_error(fmt::format("{}: cannot use {} as its directory: {}", what, dir.string(), std::strerror(errno)));
+        if (!S_ISDIR(st.st_mode)) throw std::runtime_error(fmt::format("{}: {} is not a directory", what, dir.string()));
+        if (::lstat(out.path.c_str(), &st) == 0) {
+            if (S_ISLNK(st.st_mode))
+                throw UsageError(fmt::format("{} is a symbolic link; name the file it points to", what));
+            if (!S_ISREG(st.st_mode))
+                throw UsageError(fmt::format("{} is {}, not a file to write", what, nn::file_kind(st.st_mode)));
+            if (!force && !out.continues && !replaces_own_input)
+                throw UsageError(fmt::format("{} exists; add --force to replace it", what));
+        } else if (errno != ENOENT) {
+            throw std::runtime_error(fmt::format("{}: cannot use it: {}", what, std::strerror(errno)));
+        }
+        // Writable: the real write creates a temporary file beside the target and renames it.
+        const fs::path probe = dir / fmt::format(".{}.probe-{}", fs::path(out.path).filename().string(), ::getpid());
+        const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+            throw std::runtime_error(fmt::format("{}: cannot create a file in {}: {}", what, dir.string(), std::strerror(errno)));
+        ::close(fd);
+        ::unlink(probe.c_str());
+    }
+}
+
+OutputLocks::OutputLocks(const std::vector<Output>& outputs) {
+    for (const Output& out : outputs) {
+        const fs::path lock = directory_of(out.path) / fmt::format(".{}.lock", fs::path(out.path).filename().string());
+        for (int attempt = 0;; ++attempt) {
+            const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+            if (fd < 0)
+                throw std::runtime_error(fmt::format("{}: cannot create its lock file {}: {}", named(out.flag, out.path),
+                                                     lock.string(), std::strerror(errno)));
+            if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+                char pid[32] = {};
+                const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+                ::close(fd);
+                std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string();
+                while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+                throw std::runtime_error(fmt::format("{} is being written by another run (PID {}); wait for it to end or choose another file",
+                                                     named(out.flag, out.path), holder.empty() ? "unknown" : holder));
+            }
+            // The holder before us may have removed the lock file after we opened it: lock the file
+            // that is there now, or we would share an orphan with the next run.
+            struct stat held {}, there {};
+            if (::fstat(fd, &held) == 0 && ::stat(lock.c_str(), &there) == 0 && held.st_ino == there.st_ino &&
+                held.st_dev == there.st_dev) {
+                const std::string pid = fmt::format("{}\n", ::getpid());
+                if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+                    // The PID is only for the other run's message; the lock holds without it.
+                }
+                held_.push_back({fd, lock.string()});
+                break;
+            }
+            ::close(fd);
+            if (attempt == 100) throw std::runtime_error(fmt::format("{}: its lock file {} keeps changing", named(out.flag, out.path), lock.string()));
+        }
+    }
+}
+
+OutputLocks::~OutputLocks() {
+    for (const Held& h : held_) {
+        ::unlink(h.path.c_str());  // while still locked: a run that opened it retries on the new file
+        ::close(h.fd);
+    }
+}
+
+}  // namespace cli

@@ -1,0 +1,152 @@
+// The command-line layer every example program shares: flags, help, version, exit statuses, and the
+// checks on the files a program writes.
+//
+//   cli::Parser p("plot_loss", "CSV [options]", "Loss curves from a training log as an SVG chart.");
+//   p.positional("CSV", "a training log from `train --csv`", [&](const cli::Value& v) { o.csv = v.file(); });
+//   p.option("--out", "SVG", "where to write the chart", [&](const cli::Value& v) { o.out = v.file(); });
+//   p.flag("--log-y", "a logarithmic loss axis", [&] { o.log_y = true; });
+//   return cli::run(p, argc, argv, [&] { return run(o); });
+//
+// The conventions (README "Command line"):
+//   - `--flag value` and `--flag=value`; `--help` and `--version` print to stdout and exit 0;
+//   - a usage error exits 2 with one line, "program: <problem>; see --help";
+//   - a runtime failure exits 1 with "program: <what went wrong>"; the prefix is never doubled;
+//   - SIGPIPE never kills a program: a write to a closed pipe fails and standard output is checked at the
+//     end (a full disk or a closed pipe there is a runtime failure).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cli {
+
+// A bad command line: exit status 2.
+struct UsageError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+struct HelpRequested {};     // --help: print the help, exit 0
+struct VersionRequested {};  // --version: print the version, exit 0
+
+// One flag's value, with the parsers every program uses; each failure names the flag.
+class Value {
+public:
+    Value(std::string flag, std::string text) : flag_(std::move(flag)), text_(std::move(text)) {}
+    const std::string& flag() const { return flag_; }
+    const std::string& text() const { return text_; }
+    // A whole number in [min, max].
+    int64_t integer(int64_t min, int64_t max) const;
+    // A finite number in [min, max] (above min when min_open), checked as the float that is kept:
+    // 1e-50 is above 0 as a double but 0 as a float.
+    float number(double min, double max, bool min_open = false) const;
+    // A file name (not empty: an empty one would pass every check until the first write).
+    std::string file() const;
+    // Text of at least one character.
+    std::string nonempty() const;
+    // One of `choices`.
+    std::string choice(const std::vector<std::string>& choices) const;
+    [[noreturn]] void fail(std::string_view problem) const;  // UsageError "FLAG PROBLEM"
+
+private:
+    std::string flag_, text_;
+};
+
+class Parser {
+public:
+    // `synopsis` follows the program's name on the usage line; `about` is a line on what it does.
+    Parser(std::string program, std::string synopsis, std::string about);
+
+    const std::string& program() const { return program_; }
+
+    // Starts a group of flags in the help ("model", "training", ...).
+    void section(std::string title);
+    // A flag without a value.
+    void flag(std::string name, std::string help, std::function<void()> on);
+    // A flag with a value; `meta` names it in the help ("N", "FILE").
+    void option(std::string name, std::string meta, std::string help, std::function<void(const Value&)> on);
+    // An argument without a flag, in order; `required` ones missing are a usage error.
+    void positional(std::string meta, std::string help, std::function<void(const Value&)> on, bool required = true);
+
+    // Calls each flag's handler in command-line order. Throws UsageError, HelpRequested or VersionRequested.
+    void parse(int argc, const char* const* argv);
+    // True when the flag appeared on the command line.
+    bool given(std::string_view name) const;
+
+    std::string help() const;
+
+private:
+    struct Flag {
+        std::string name, meta, help, section;
+        std::function<void()> on_switch;
+        std::function<void(const Value&)> on_value;
+    };
+    struct Positional {
+        std::string meta, help;
+        std::function<void(const Value&)> on;
+        bool required;
+    };
+    const Flag* find(std::string_view name) const;
+
+    std::string program_, synopsis_, about_, section_;
+    std::vector<Flag> flags_;
+    std::vector<Positional> positionals_;
+    std::vector<std::string> given_;
+};
+
+// "program (tinygpt) 0.1.0"
+std::string version_line(std::string_view program);
+
+// Runs a program: parses, then calls `program_body` and returns its exit status. Help and version exit 0; a
+// UsageError prints "program: problem; see --help" and exits 2; any other exception prints "program:
+// what" and exits 1. SIGPIPE is ignored; standard output is flushed and checked before exit 0.
+int run(Parser& parser, int argc, char** argv, const std::function<int()>& program_body);
+
+// --- the files a program writes ------------------------------------------------------------------
+
+// The help of --force, the same flag in every program that writes files.
+inline constexpr const char* kForceHelp = "replace output files that exist already";
+
+struct Input {
+    std::string flag, path;  // flag "" for a positional argument
+};
+struct Output {
+    std::string flag, path;
+    // An existing file is this run's own (a log the resumed run appends to): no --force needed.
+    bool continues = false;
+    // The output may be this input (train saves a resumed checkpoint back to --resume); no --force then.
+    std::optional<std::string> may_replace = std::nullopt;
+};
+
+// Checks, before any work, the files a program will write, and refuses (cli::UsageError):
+//   - an output that is the same file as an input or another output (device and inode, or the same
+//     path for files that do not exist yet), unless it is the input its `may_replace` names;
+//   - an output that exists and is not a regular file: a directory, device, FIFO or socket; or that
+//     is a symbolic link (give the file it points to: a rename would replace the link, not its target);
+//   - an existing output without `force`, unless it `continues` or replaces its own input.
+// And fails (std::runtime_error) when an output's directory is missing or a file cannot be created in
+// it: it creates and removes a probe file there, as the real write will.
+void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& outputs, bool force);
+
+// One run per output: an advisory lock (flock) on ".NAME.lock" beside each output, held until the object
+// is destroyed (and by the kernel until the process ends, whatever kills it). A second run refuses with a
+// std::runtime_error that names the first one's PID.
+class OutputLocks {
+public:
+    explicit OutputLocks(const std::vector<Output>& outputs);
+    OutputLocks(const OutputLocks&) = delete;
+    OutputLocks& operator=(const OutputLocks&) = delete;
+    ~OutputLocks();
+
+private:
+    struct Held {
+        int fd;
+        std::string path;
+    };
+    std::vector<Held> held_;
+};
+
+}  // namespace cli
