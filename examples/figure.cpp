@@ -297,8 +297,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    Options o;
-    cli::Parser parser = make_parser(o);
-    return cli::run(parser, argc, argv, [&o] { return run(o); });
-}
+int main(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

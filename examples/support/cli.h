@@ -105,6 +105,15 @@ std::string version_line(std::string_view program);
 // what" and exits 1. SIGPIPE is ignored; standard output is flushed and checked before exit 0.
 int run(Parser& parser, int argc, char** argv, const std::function<int()>& program_body);
 
+// The whole main() of a program whose options are an `Options`, filled by the parser make_parser(Options&)
+// returns, and used by `body(const Options&)`:  return cli::program<Options>(argc, argv, make_parser, run);
+template <typename Options, typename MakeParser, typename Body>
+int program(int argc, char** argv, MakeParser make_parser, Body body) {
+    Options options;
+    Parser parser = make_parser(options);
+    return run(parser, argc, argv, [&] { return body(static_cast<const Options&>(options)); });
+}
+
 // --- the files a program writes ------------------------------------------------------------------
 
 // The help of --force, the same flag in every program that writes files.
