@@ -145,17 +145,13 @@ int run(const Options& o) {
     cli::check_outputs(files.inputs, files.outputs, o.force);
     const cli::OutputLocks locks(files.outputs);  // one run per output
     std::optional<nn::Trainer> trainer;
-    {  // the text is needed only until it is tokens (a megabyte less while training)
-        const std::string text = training_text(o);
-        if (o.resume) {
-            trainer.emplace(nn::Trainer::resume(*o.resume, text));
-        } else {
-            auto tokenizer = nn::CharTokenizer::from_text(text);
-            nn::TrainConfig config = o.config;
-            config.model.vocab = tokenizer.vocab_size();
-            auto tokens = tokenizer.encode(text);
-            trainer.emplace(config, std::move(tokenizer), std::move(tokens));
-        }
+    if (o.resume) {  // the text is needed only until it is tokens
+        trainer.emplace(nn::Trainer::resume(*o.resume, training_text(o)));
+    } else {  // a file is read as token ids alone, never held as text
+        auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
+        nn::TrainConfig config = o.config;
+        config.model.vocab = tokenizer.vocab_size();
+        trainer.emplace(config, std::move(tokenizer), std::move(tokens));
     }
     const nn::TrainConfig& config = trainer->config();
     // The prompt is checked now, not after hours of training.

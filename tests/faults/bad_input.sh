@@ -72,6 +72,14 @@ mkdir -p pipes && mkfifo pipes/fifo.txt pipes/fifo.st
 expect fifo_data 1 "fifo\.txt': is a named pipe \(FIFO\), not a text file" -- --data pipes/fifo.txt
 expect fifo_resume 1 "fifo\.st': is a named pipe \(FIFO\), not a safetensors file" -- --resume pipes/fifo.st --data text.txt
 rm -rf pipes
+# a file larger than the memory is refused before it is read (sparse: as large as it says, on no disk;
+# in a folder of its own: expect()'s checksums of the fixtures would read it)
+mkdir -p sparse
+if truncate -s 15T sparse/huge.txt 2>/dev/null; then
+    expect huge_data 1 "huge\.txt': its [0-9.e+]+ GB of text would take about [0-9.e+]+ GB of memory as token ids.*more than this machine's" -- \
+        --data sparse/huge.txt
+fi
+rm -rf sparse
 sed 's/fox/FOX!/' text.txt >other_chars.txt
 expect outside_vocabulary 1 "good\.st.*not in the vocabulary.*'F'" -- --resume good.st --data other_chars.txt
 sed 's/fox/xof/' text.txt >other_text.txt

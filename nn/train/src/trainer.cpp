@@ -17,13 +17,16 @@ namespace {
 constexpr std::string_view kStatePrefix = "train_state.";
 constexpr const char* kFormat = "tinygpt-checkpoint-1";
 
-// FNV-1a over the token ids: resuming on different data is an error, not a silent new run.
-uint64_t fingerprint(const std::vector<int64_t>& tokens) {
+// FNV-1a over the token ids: resuming on different data is an error, not a silent new run. Over each id
+// as a 64-bit value, however narrow it is stored (checkpoints from before narrow ids still resume).
+uint64_t fingerprint(const TokenIds& tokens) {
     uint64_t h = 1469598103934665603ull;
-    for (int64_t t : tokens) {
-        h ^= static_cast<uint64_t>(t);
-        h *= 1099511628211ull;
-    }
+    tokens.visit([&](const auto& ids) {
+        for (const auto t : ids) {
+            h ^= static_cast<uint64_t>(static_cast<int64_t>(t));
+            h *= 1099511628211ull;
+        }
+    });
     return h;
 }
 
@@ -130,7 +133,7 @@ void check_sizes_against_weights(const ModelConfig& m, const NamedTensors& weigh
 }
 }  // namespace
 
-uint64_t estimate_training_bytes(const TrainConfig& config) {
+uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes) {
     // In double: absurd sizes overflow int64 long before they reach the comparison.
     const ModelConfig& m = config.model;
     const double V = double(m.vocab), C = double(m.n_embd), T = double(m.block), B = double(config.batch);
@@ -148,7 +151,7 @@ uint64_t estimate_training_bytes(const TrainConfig& config) {
     // Activations kept for backward, in floats: a dozen or so (B, T, C) tensors per layer, the attention
     // weights (scores, mask, softmax, dropout) per head, and the logits with their softmax and gradient.
     const double activations = layers * (B * T * C * 16 + B * heads * T * T * 4) + B * T * V * 3;
-    const double bytes = 4.0 * (params * 4 + activations);
+    const double bytes = 4.0 * (params * 4 + activations) + double(data_bytes);
     return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
@@ -175,10 +178,13 @@ TrainedModel load_trained_model(const std::filesystem::path& path) {
     return out;
 }
 
-Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens)
+Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens)
     : Trainer(config, std::move(tokenizer), std::move(tokens), true) {}
 
-Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens, bool)
+Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::vector<int64_t>& tokens)
+    : Trainer(config, std::move(tokenizer), TokenIds(std::span<const int64_t>(tokens)), true) {}
+
+Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens, bool)
     : config_(config),
       tokenizer_(std::move(tokenizer)),
       data_fingerprint_(fingerprint(tokens)),
@@ -197,15 +203,22 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector
         check(data_.size(split) > config.model.block,
               "Trainer: block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
               config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
-    const uint64_t need = estimate_training_bytes(config), have = physical_memory_bytes();
+    const uint64_t need = estimate_training_bytes(config, data_.tokens().bytes()), have = physical_memory_bytes();
     check(have == 0 || need <= have,
           "Trainer: this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
-          "batch {}), more than this machine's {:.3g} GB; choose smaller sizes",
+          "batch {}; {:.3g} GB of it the token ids), more than this machine's {:.3g} GB; choose smaller sizes",
           double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block, config.batch,
-          double(have) / 1e9);
-    model_ = make_model(config.model, init_gen_);
-    optimizer_ = std::make_unique<AdamW>(*model_, AdamWOptions{.lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2,
-                                                                .weight_decay = config.weight_decay});
+          double(data_.tokens().bytes()) / 1e9, double(have) / 1e9);
+    try {
+        model_ = make_model(config.model, init_gen_);
+        optimizer_ = std::make_unique<AdamW>(*model_, AdamWOptions{.lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2,
+                                                                    .weight_decay = config.weight_decay});
+    } catch (const std::bad_alloc&) {
+        throw std::runtime_error(fmt::format("Trainer: could not allocate about {:.3g} GB for the {} model and its optimizer "
+                                             "(about {:.3g} parameters, 16 bytes each with gradients and AdamW's moments)",
+                                             approximate_parameters(config.model) * 16 / 1e9, config.model.kind,
+                                             approximate_parameters(config.model)));
+    }
 }
 
 float Trainer::lr_at(int64_t step) const {
@@ -305,7 +318,14 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     Trainer trainer = [&] {
         try {
             CharTokenizer tokenizer = CharTokenizer::from_vocabulary_utf8(field(meta, "tokenizer.vocabulary", path));
-            std::vector<int64_t> tokens = tokenizer.encode(text);
+            TokenIds tokens = [&] {
+                try {
+                    return tokenizer.encode_ids(text);
+                } catch (const std::bad_alloc&) {
+                    throw std::runtime_error(fmt::format("could not allocate {:.3g} GB for the token ids of the text to "
+                                                         "resume on ({} bytes)", double(text.size()) / 1e9, text.size()));
+                }
+            }();
             const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
             if (fingerprint(tokens) != expected)
                 throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "

@@ -3,12 +3,16 @@
 //
 //     const std::string text = nn::read_text_file("tinyshakespeare.txt");
 //     const auto tok = nn::CharTokenizer::from_text(text);        // 65 distinct characters
-//     const nn::TextData data(tok.encode(text));                    // first 90% train, last 10% validation
+//     const nn::TextData data(tok.encode_ids(text));                // first 90% train, last 10% validation
 //     autograd::Generator gen(1337);
 //     const nn::Batch batch = data.batch(nn::Split::train, 32, 8, gen);  // inputs, targets: (32, 8)
 //
 // Characters are code points decoded from UTF-8, so "é" is one token, not two bytes. Every input is
 // checked: invalid UTF-8 names its byte offset, characters outside the vocabulary are listed.
+//
+// A large training file is read with nn::read_tokenized_text, which never holds the text itself: its
+// token ids take 1 byte per character with up to 256 distinct characters (2 with up to 65,536), so a
+// 300 MB file takes about 300 MB.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <autograd/random.h>
@@ -24,6 +29,37 @@ namespace nn {
 
 // What encode() does with a character that is not in the vocabulary.
 enum class Unknown { error, skip };
+
+// A sequence of token ids stored as narrow as their vocabulary allows: 1 byte an id for up to 256
+// symbols, 2 for up to 65,536, else 4. Reads give the ids as int64_t, as the models take them.
+class TokenIds {
+public:
+    using Storage = std::variant<std::vector<uint8_t>, std::vector<uint16_t>, std::vector<int32_t>>;
+
+    // No ids yet, room for any id in [0, vocab_size) (vocab_size in [1, 2^31]).
+    explicit TokenIds(int64_t vocab_size = 256);
+    // `ids` as narrow as the largest one allows; each must be in [0, 2^31), else std::invalid_argument
+    // naming the id and its position.
+    explicit TokenIds(std::span<const int64_t> ids);
+
+    int64_t size() const;
+    bool empty() const { return size() == 0; }
+    int64_t bytes_per_id() const;
+    uint64_t bytes() const { return static_cast<uint64_t>(size()) * static_cast<uint64_t>(bytes_per_id()); }
+    int64_t operator[](int64_t i) const;  // unchecked, as std::vector's
+    // ids [first, first + count) into out[0, count), widened; the range must be inside.
+    void copy_to(int64_t first, int64_t count, int64_t* out) const;
+    std::vector<int64_t> to_vector() const;
+
+    // f(the std::vector holding the ids); for loops that would pay a branch per id otherwise.
+    template <typename F>
+    decltype(auto) visit(F&& f) const { return std::visit(std::forward<F>(f), ids_); }
+    template <typename F>
+    decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), ids_); }
+
+private:
+    Storage ids_;
+};
 
 class CharTokenizer {
 public:
@@ -38,6 +74,8 @@ public:
     // One id per character, in [0, vocab_size()). Unknown characters throw std::invalid_argument listing
     // them (Unknown::error) or are dropped (Unknown::skip).
     std::vector<int64_t> encode(std::string_view text, Unknown policy = Unknown::error) const;
+    // The same ids, stored as narrow as the vocabulary allows (1 byte each for up to 256 characters).
+    TokenIds encode_ids(std::string_view text, Unknown policy = Unknown::error) const;
     // UTF-8 text of `ids`; an id outside [0, vocab_size()) throws naming it and its position.
     std::string decode(std::span<const int64_t> ids) const;
 
@@ -54,6 +92,19 @@ private:
 // not valid UTF-8 (with the offset).
 std::string read_text_file(const std::filesystem::path& path);
 
+// A text as token ids with the vocabulary of its own characters.
+struct TokenizedText {
+    CharTokenizer tokenizer;
+    TokenIds ids;
+};
+TokenizedText tokenize(std::string_view text);
+// The file's text tokenized, without ever holding the text: one pass reads it in pieces with
+// read_text_file's checks (and its messages) and collects the vocabulary, a second encodes it. The
+// memory is the ids alone, bytes_per_id() per character. A file whose ids would not fit in this
+// machine's physical memory is refused before it is read, and an allocation that fails says what it
+// was for and how large (std::runtime_error naming the path in both cases).
+TokenizedText read_tokenized_text(const std::filesystem::path& path);
+
 enum class Split { train, validation };
 
 // One batch, row-major (B, T): targets[b * T + t] is the token that follows inputs[b * T + t].
@@ -63,20 +114,21 @@ struct Batch {
 };
 
 // A token stream split in two: the first `train_fraction` (floor) for training, the rest for
-// validation, as in Karpathy's "Let's build GPT" lecture.
+// validation, as in Karpathy's "Let's build GPT" lecture. The ids are kept as given (one copy, no
+// separate split copies).
 class TextData {
 public:
-    explicit TextData(std::vector<int64_t> tokens, double train_fraction = 0.9);
+    explicit TextData(TokenIds tokens, double train_fraction = 0.9);
+    explicit TextData(const std::vector<int64_t>& tokens, double train_fraction = 0.9);
 
     int64_t size(Split split) const;  // tokens in the split
+    const TokenIds& tokens() const { return tokens_; }  // the whole stream, training split first
     // B windows of T tokens at start positions drawn uniformly with gen.randint (one draw per row, in
     // row order), each with its T next-token targets. Needs T + 1 tokens in the split.
     Batch batch(Split split, int64_t B, int64_t T, autograd::Generator& gen) const;
 
 private:
-    // one of the two holds the ids: 2 bytes each when they fit (a 1 MB text is 2 MB, not 8), else 4
-    std::vector<uint16_t> narrow_tokens_;
-    std::vector<int32_t> wide_tokens_;
+    TokenIds tokens_;
     int64_t n_train_ = 0;
 };
 

@@ -53,17 +53,21 @@ struct StepStats {
 // What training `config` needs in memory, roughly, in bytes: parameters x 4 bytes x (weights, gradients
 // and AdamW's two moments), plus one step's activations (each layer keeps a few (B, T, C) tensors and,
 // with attention, its (B, heads, T, T) weights; the logits are (B, T, vocab)). An estimate to refuse
-// absurd sizes before allocating, not an exact figure; it saturates instead of overflowing.
-uint64_t estimate_training_bytes(const TrainConfig& config);
+// absurd sizes before allocating, not an exact figure; it saturates instead of overflowing. `data_bytes`
+// (the token ids, TokenIds::bytes()) is added as it is.
+uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
 // The machine's physical memory in bytes (0 when the system does not say).
 uint64_t physical_memory_bytes();
 
 class Trainer {
 public:
     // A fresh run. The tokens are split 90/10 into training and validation. A config whose
-    // estimate_training_bytes exceeds the physical memory is refused (std::invalid_argument) before
-    // anything is allocated.
-    Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens);
+    // estimate_training_bytes (with the token ids) exceeds the physical memory is refused
+    // (std::invalid_argument) before the model is allocated; a failed allocation of the model says
+    // so and how large (std::runtime_error). The ids are kept as given (TokenIds: as narrow as the
+    // vocabulary allows; read_tokenized_text makes them from a file).
+    Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens);
+    Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::vector<int64_t>& tokens);
     // Continues the run saved at `path` on the same text, encoded with the checkpoint's vocabulary
     // (characters outside it are an error that lists them) and checked against the saved fingerprint.
     static Trainer resume(const std::filesystem::path& path, std::string_view text);
@@ -85,7 +89,7 @@ public:
     float lr_at(int64_t step) const;
 
 private:
-    Trainer(const TrainConfig& config, CharTokenizer tokenizer, std::vector<int64_t> tokens, bool fresh);
+    Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens, bool fresh);
 
     TrainConfig config_;
     CharTokenizer tokenizer_;
