@@ -414,54 +414,48 @@ void set_per_op(benchmark::State& state, int64_t ops) {
                                                   benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-void BM_chain_scale(benchmark::State& state) {
+// A chain of state.range(0) one-element ops from x0, x = step(x); with kBackward it is backpropagated
+// (`watched` is the leaf whose gradient is kept alive), otherwise only built and dropped.
+template <bool kBackward, typename Step>
+void chain(benchmark::State& state, const Tensor& x0, const Tensor& watched, Step step) {
     const int64_t ops = state.range(0);
-    Tensor x0 = scalar(1.0f).requires_grad_();
     for (auto _ : state) {
         Tensor x = x0;
-        for (int64_t i = 0; i < ops; ++i) x = x * 1.0001f;  // scale: a unary op
-        x.backward();
-        benchmark::DoNotOptimize(x0.grad().data().data());
+        for (int64_t i = 0; i < ops; ++i) x = step(x);
+        if constexpr (kBackward) {
+            x.backward();
+            benchmark::DoNotOptimize(watched.grad().data().data());
+        } else {
+            benchmark::DoNotOptimize(x.data().data());
+        }
     }
     set_per_op(state, ops);
 }
 
+const auto scale = [](const Tensor& x) { return x * 1.0001f; };  // a unary op
+
+void BM_chain_scale(benchmark::State& state) {
+    const Tensor x0 = scalar(1.0f).requires_grad_();
+    chain<true>(state, x0, x0, scale);
+}
+
 void BM_chain_add(benchmark::State& state) {
-    const int64_t ops = state.range(0);
-    Tensor x0 = scalar(1.0f).requires_grad_();
-    Tensor c = scalar(0.001f).requires_grad_();  // reused by every op: its gradient accumulates
-    for (auto _ : state) {
-        Tensor x = x0;
-        for (int64_t i = 0; i < ops; ++i) x = x + c;  // add: a binary op through the broadcast path
-        x.backward();
-        benchmark::DoNotOptimize(c.grad().data().data());
-    }
-    set_per_op(state, ops);
+    const Tensor x0 = scalar(1.0f).requires_grad_();
+    const Tensor c = scalar(0.001f).requires_grad_();  // reused by every op: its gradient accumulates
+    chain<true>(state, x0, c, [&c](const Tensor& x) { return x + c; });  // add: a binary op through the broadcast path
 }
 
 // The forward alone, graph recorded and then dropped (no backward): the cost of building the graph.
 void BM_chain_scale_forward(benchmark::State& state) {
-    const int64_t ops = state.range(0);
-    Tensor x0 = scalar(1.0f).requires_grad_();
-    for (auto _ : state) {
-        Tensor x = x0;
-        for (int64_t i = 0; i < ops; ++i) x = x * 1.0001f;
-        benchmark::DoNotOptimize(x.data().data());
-    }
-    set_per_op(state, ops);
+    const Tensor x0 = scalar(1.0f).requires_grad_();
+    chain<false>(state, x0, x0, scale);
 }
 
 // The forward under NoGradGuard: no graph, so what is left is the op's own work and allocation.
 void BM_chain_scale_no_grad(benchmark::State& state) {
-    const int64_t ops = state.range(0);
-    Tensor x0 = scalar(1.0f).requires_grad_();
+    const Tensor x0 = scalar(1.0f).requires_grad_();
     NoGradGuard no_grad;
-    for (auto _ : state) {
-        Tensor x = x0;
-        for (int64_t i = 0; i < ops; ++i) x = x * 1.0001f;
-        benchmark::DoNotOptimize(x.data().data());
-    }
-    set_per_op(state, ops);
+    chain<false>(state, x0, x0, scale);
 }
 
 void register_op_benchmarks() {
