@@ -29,7 +29,7 @@ model (a fresh run; fixed by the checkpoint with --resume)
 training
   --data FILE          text to train on (90% train, 10% validation); without it, the built-in
                        copy task that only attention can solve
-  --steps N            optimizer steps                                    (default 2000)
+  --steps N            optimizer steps; with --resume, a larger N extends the run (default 2000)
   --batch B            windows per step                                   (default 32)
   --lr X               peak learning rate (AdamW)                         (default 1e-3)
   --min-lr X           end of the cosine decay                            (default lr/10)
@@ -39,7 +39,8 @@ training
   --seed S             initialization, batches and dropout                (default 1337)
   --threads N          threads for the kernels                            (default 1)
   --detect-anomaly     check every op for NaN/Inf and name the first one (slower)
-evaluation, logs, checkpoints
+evaluation, logs, checkpoints (--eval-every, --eval-iters, --grad-report and the sampling flags
+are kept in the checkpoint; given with --resume, they change)
   --eval-every N       evaluate (and save) every N steps                  (default 500)
   --eval-iters N       batches per evaluation                             (default 200)
   --csv FILE           log step, train loss, val loss, lr, grad norm, tokens/s
@@ -48,7 +49,7 @@ evaluation, logs, checkpoints
   --out CKPT           save a checkpoint at every evaluation and at the end
   --resume CKPT        continue a saved run exactly where it stopped, saving back to CKPT
                        unless --out names another file
-  --until STEP         stop after this step (the run's schedule still spans --steps)
+  --until STEP         stop after this step, past the checkpoint's (the schedule still spans --steps)
   --json               print one JSON line with the final figures on stdout
 sampling
   --sample N           characters to sample at the end                   (default 200)
@@ -70,12 +71,26 @@ struct HelpRequested {};
 struct Options {
     nn::TrainConfig config;
     std::optional<std::string> data, csv, grad_csv, out, resume;
-    int64_t eval_every = 500, eval_iters = 200, sample = 200, top_k = 0, threads = 1, grad_report = 0;
+    int64_t threads = 1;
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
-    float temperature = 1.0f;
     bool json = false, detect_anomaly = false;
     std::vector<std::string> model_flags;  // given explicitly: an error with --resume
+    bool steps_given = false;              // with --resume: extends the run to --steps
+
+    // Evaluation, logs and the sample (nn::RunSettings). A checkpoint keeps them: what is not given
+    // comes from it with --resume, and from RunSettings' defaults otherwise.
+    std::optional<int64_t> eval_every, eval_iters, grad_report, sample, top_k;
+    std::optional<float> temperature;
+    nn::RunSettings run_settings(nn::RunSettings base) const {
+        base.eval_every = eval_every.value_or(base.eval_every);
+        base.eval_iters = eval_iters.value_or(base.eval_iters);
+        base.grad_report = grad_report.value_or(base.grad_report);
+        base.sample = sample.value_or(base.sample);
+        base.temperature = temperature.value_or(base.temperature);
+        base.top_k = top_k.value_or(base.top_k);
+        return base;
+    }
 };
 
 inline int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
@@ -118,7 +133,7 @@ inline std::string path(const std::string& flag, const std::string& text) {
 inline Options parse_args(int argc, const char* const* argv) {
     Options o;
     nn::TrainConfig& c = o.config;
-    c.model.kind = "head";
+    c.model.kind = nn::ModelKind::head;
     constexpr int64_t kBig = int64_t{1} << 40;
     for (int i = 1; i < argc; ++i) {
         const std::string flag = argv[i];
@@ -134,16 +149,16 @@ inline Options parse_args(int argc, const char* const* argv) {
         const std::string value = argv[++i];
         const auto model_flag = [&] { o.model_flags.push_back(flag); };
         if (flag == "--model") {
-            if (value != "bigram" && value != "average" && value != "head" && value != "multihead" && value != "gpt")
-                usage_error(fmt::format("--model must be bigram, average, head, multihead or gpt, got '{}'", value));
-            c.model.kind = value;
+            const std::optional<nn::ModelKind> kind = nn::parse_model_kind(value);
+            if (!kind) usage_error(fmt::format("--model must be {}, got '{}'", nn::model_kind_names(", ", " or "), value));
+            c.model.kind = *kind;
             model_flag();
         } else if (flag == "--init") {
             if (value != "gpt2" && value != "default") usage_error(fmt::format("--init must be gpt2 or default, got '{}'", value));
             c.model.gpt2_init = value == "gpt2";
             model_flag();
         } else if (flag == "--data") o.data = value;
-        else if (flag == "--steps") { c.steps = parse_int(flag, value, 1, kBig); model_flag(); }
+        else if (flag == "--steps") { c.steps = parse_int(flag, value, 1, kBig); o.steps_given = true; }
         else if (flag == "--batch") { c.batch = parse_int(flag, value, 1, 1 << 20); model_flag(); }
         else if (flag == "--block") { c.model.block = parse_int(flag, value, 1, 1 << 20); model_flag(); }
         else if (flag == "--n-embd") { c.model.n_embd = parse_int(flag, value, 1, 1 << 16); model_flag(); }
@@ -180,9 +195,10 @@ inline Options parse_args(int argc, const char* const* argv) {
                                 o.model_flags.front()));
     if (c.min_lr >= 0.0f && c.min_lr > c.lr)
         usage_error(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
-    if (!o.resume && c.model.kind != "multihead" && c.model.feed_forward)
+    const nn::ModelKindInfo& kind = nn::model_kind_info(c.model.kind);
+    if (!o.resume && !kind.reads(nn::option_feed_forward) && c.model.feed_forward)
         usage_error("--feed-forward applies to --model multihead only");
-    if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
+    if (!o.resume && kind.reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
         usage_error(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
     return o;
 }

@@ -27,10 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const nn::TrainConfig& c = o.config;
         if (c.steps < 1 || c.batch < 1 || c.model.block < 1 || c.model.n_embd < 1 || c.model.n_head < 1)
             fuzz::fail("parse accepted a size below 1");
-        if (!o.resume && (c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
+        if (!o.resume && nn::model_kind_info(c.model.kind).reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
             fuzz::fail("parse accepted an n_head that does not divide n_embd");
         if (o.resume && !o.model_flags.empty()) fuzz::fail("parse accepted model flags with --resume");
-        if (!(c.lr > 0.0f) || !(o.temperature > 0.0f)) fuzz::fail("parse accepted a learning rate or temperature <= 0");
+        if (!(c.lr > 0.0f) || !(o.temperature.value_or(1.0f) > 0.0f)) fuzz::fail("parse accepted a learning rate or temperature <= 0");
     } catch (const train_args::UsageError&) {
     } catch (const train_args::HelpRequested&) {
     }

@@ -106,10 +106,10 @@ TEST_CASE("On the copy task a single head learns what the bigram cannot", "[trai
     // What tasks.h promises: the letters alone cost ln 8 each to a one-character model.
     CHECK(floor > 0.75 * std::log(8.0));
 
-    nn::TrainConfig config{.model = {.kind = "bigram", .n_embd = 32, .block = 32}, .steps = 300, .batch = 16, .lr = 1e-2f,
+    nn::TrainConfig config{.model = {.kind = nn::ModelKind::bigram, .n_embd = 32, .block = 32}, .steps = 300, .batch = 16, .lr = 1e-2f,
                            .seed = 7};
     const auto final_val = [&](const std::string& kind) {
-        config.model.kind = kind;
+        config.model.kind = *nn::parse_model_kind(kind);
         nn::Trainer trainer = make_trainer(config, text);
         const double before = trainer.evaluate(nn::Split::validation, 10);
         while (trainer.step_count() < config.steps) trainer.step();
@@ -132,12 +132,12 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
     const std::string text = copy_text(300, 31);
     const std::vector<std::pair<std::string, nn::ModelConfig>> models = {
         {"GPT with dropout",
-         {.kind = "gpt", .n_embd = 16, .n_head = 2, .n_layer = 2, .block = 8, .dropout = 0.2f}},
-        {"SingleHead", {.kind = "head", .n_embd = 16, .block = 8}},
+         {.kind = nn::ModelKind::gpt, .n_embd = 16, .n_head = 2, .n_layer = 2, .block = 8, .dropout = 0.2f}},
+        {"SingleHead", {.kind = nn::ModelKind::head, .n_embd = 16, .block = 8}},
     };
     for (const auto& [label, model] : models) {
         DYNAMIC_SECTION(label) {
-            TempDir dir("resume-" + model.kind);
+            TempDir dir(fmt::format("resume-{}", model.kind));
             constexpr int64_t N = 6;
             // warmup and the cosine decay both inside the run; clipping active (lr 3e-2 gives norms > 0.5)
             const nn::TrainConfig config{.model = model, .steps = 2 * N, .batch = 4, .lr = 3e-2f, .warmup = 3,
@@ -177,7 +177,7 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
 
 TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[trainer]") {
     const std::string text = copy_text(200, 7);
-    nn::Trainer trainer = make_trainer({.model = {.kind = "multihead", .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
                                         .batch = 2, .lr = 1e-2f},
                                        text);
     trainer.step();  // a step without a report (the optimizer records no ratios for it)
@@ -202,7 +202,7 @@ TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[
 TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit", "[trainer]") {
     TempDir dir("bits");
     const std::string text = copy_text(200, 5);
-    nn::Trainer trainer = make_trainer({.model = {.kind = "multihead", .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
                                         .batch = 2, .lr = 1e-2f},
                                        text);
     for (int i = 0; i < 3; ++i) trainer.step();
@@ -229,7 +229,7 @@ TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit"
 TEST_CASE("resume rejects other data, plain weights, truncated and mismatched checkpoints, naming the file", "[trainer]") {
     TempDir dir("reject");
     const std::string text = copy_text(200, 6);
-    const nn::TrainConfig config{.model = {.kind = "gpt", .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6}, .steps = 10,
+    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6}, .steps = 10,
                                  .batch = 2};
     nn::Trainer trainer = make_trainer(config, text);
     trainer.step();
@@ -311,7 +311,7 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
 TEST_CASE("A non-finite loss stops training before the parameters change", "[trainer]") {
     const std::string text = copy_text(200, 8);
     SECTION("an absurd learning rate") {
-        nn::Trainer trainer = make_trainer({.model = {.kind = "head", .n_embd = 8, .block = 6}, .steps = 50, .batch = 4,
+        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 50, .batch = 4,
                                             .lr = 1e30f, .grad_clip = 0.0f},
                                            text);
         bool stopped = false;
@@ -330,7 +330,7 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         CHECK(stopped);
     }
     SECTION("a NaN planted in a weight") {
-        nn::Trainer trainer = make_trainer({.model = {.kind = "gpt", .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
                                             .steps = 50, .batch = 4},
                                            text);
         trainer.step();
@@ -344,7 +344,7 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
     }
     SECTION("in anomaly mode the message names the op, and the last checkpoint stays intact") {
         TempDir dir("anomaly");
-        nn::Trainer trainer = make_trainer({.model = {.kind = "gpt", .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
                                             .steps = 50, .batch = 4},
                                            text);
         trainer.step();
