@@ -363,3 +363,82 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         CHECK(nn::Trainer::resume(checkpoint, text).step_count() == 1);
     }
 }
+
+TEST_CASE("A checkpoint keeps the run settings, and one written before them resumes with the defaults", "[trainer]") {
+    const std::string text = copy_text(200, 41);
+    TempDir dir("run-settings");
+    const nn::RunSettings run{.eval_every = 7, .eval_iters = 3, .grad_report = 2, .sample = 0, .temperature = 0.7f, .top_k = 4};
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4,
+                                        .run = run},
+                                       text);
+    trainer.step();
+    const fs::path path = dir.path / "run.safetensors";
+    trainer.save(path);
+    const nn::Safetensors file = nn::load_safetensors(path);
+    CHECK(file.metadata.at("run.eval_every") == "7");
+    CHECK(file.metadata.at("run.eval_iters") == "3");
+    nn::Trainer resumed = nn::Trainer::resume(path, text);
+    CHECK(resumed.config().run == run);
+    CHECK(resumed.config() == trainer.config());
+
+    // a file from before the run.* keys: everything else as saved, the run settings the defaults
+    auto metadata = file.metadata;
+    std::erase_if(metadata, [](const auto& kv) { return kv.first.starts_with("run."); });
+    REQUIRE(metadata.size() == file.metadata.size() - 6);
+    const fs::path old = dir.path / "old.safetensors";
+    nn::save_safetensors(old, file.tensors, metadata);
+    nn::Trainer from_old = nn::Trainer::resume(old, text);
+    CHECK(from_old.config().run == nn::RunSettings{});
+    nn::TrainConfig expected = trainer.config();
+    expected.run = {};
+    CHECK(from_old.config() == expected);
+    CHECK(from_old.step_count() == 1);
+
+    // a resume may change them, within what train can use
+    from_old.set_run({.eval_every = 2});
+    CHECK(from_old.config().run.eval_every == 2);
+    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}), Contains("eval_every (0)"));
+    metadata["run.eval_iters"] = std::to_string(0);  // (a literal trips gcc 12's -Wrestrict)
+    nn::save_safetensors(old, file.tensors, metadata);
+    CHECK_THAT(resume_error(old, text), Contains(old.string()) && Contains("eval_iters (0)"));
+}
+
+TEST_CASE("extend_to continues a run to a larger total over a recomputed schedule, and stop_step refuses a past step",
+          "[trainer]") {
+    const std::string text = copy_text(200, 43);
+    TempDir dir("extend");
+    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 8, .batch = 4,
+                                 .lr = 1e-2f, .warmup = 2, .seed = 5};
+    nn::Trainer first = make_trainer(config, text);
+    for (int i = 0; i < 4; ++i) first.step();
+    const fs::path path = dir.path / "run.safetensors";
+    first.save(path);
+
+    // the same total changes nothing: bit-exact with the straight run (the resume tests above cover the rest)
+    nn::Trainer same = nn::Trainer::resume(path, text);
+    same.extend_to(8);
+    CHECK(same.config() == first.config());
+
+    // a larger total: the cosine now decays over 12 steps, as a run planned for 12 would from this step on
+    nn::Trainer extended = nn::Trainer::resume(path, text);
+    extended.extend_to(12);
+    nn::TrainConfig planned = config;
+    planned.steps = 12;
+    const nn::Trainer twelve = make_trainer(planned, text);
+    for (int64_t s = 4; s <= 12; ++s) CHECK(extended.lr_at(s) == twelve.lr_at(s));
+    CHECK(extended.lr_at(4) > first.lr_at(4));  // the rate goes back up: the documented price of extending
+    CHECK(extended.stop_step(std::nullopt) == 12);
+    while (extended.step_count() < extended.stop_step(std::nullopt)) extended.step();
+    CHECK(extended.step_count() == 12);
+    extended.save(path);
+    CHECK(nn::Trainer::resume(path, text).config().steps == 12);  // the new total is the run's from now on
+    CHECK_THROWS_WITH(extended.extend_to(10), Contains("has 12 steps") && Contains("not shortened to 10"));
+
+    // --until at or before where the run stands trains nothing: refused
+    nn::Trainer at4 = make_trainer(config, text);
+    for (int i = 0; i < 4; ++i) at4.step();
+    CHECK_THROWS_WITH(at4.stop_step(4), Contains("stopping after step 4 trains nothing") && Contains("at step 4"));
+    CHECK_THROWS_WITH(at4.stop_step(1), Contains("stopping after step 1"));
+    CHECK(at4.stop_step(5) == 5);
+    CHECK(at4.stop_step(100) == 8);  // the run's total still ends it
+}

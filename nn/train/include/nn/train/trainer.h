@@ -54,7 +54,7 @@ struct TrainConfig {
     float beta1 = 0.9f, beta2 = 0.99f;
     float grad_clip = 1.0f;     // global-norm clipping; 0 turns it off
     uint64_t seed = 1337;       // model initialization, batches, dropout
-    RunSettings run;            // changes nothing the run computes; a resume may change it
+    RunSettings run = {};       // changes nothing the run computes; a resume may change it
 
     bool operator==(const TrainConfig&) const = default;
 };
