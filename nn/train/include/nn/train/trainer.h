@@ -10,7 +10,8 @@
 // A checkpoint is one safetensors file, written atomically (temporary file, then rename): the model's
 // parameters under their own names (what a PyTorch user loads), and the training state beside them
 // under "train_state.*" names (optimizer moments) and in the metadata (step, every generator's state,
-// model and training config, vocabulary, and a fingerprint of the data).
+// model and training config, the run settings (evaluation, logs, sample), vocabulary, and a fingerprint of
+// the data). nn/train/src/checkpoint_fields.cpp lists the keys.
 #pragma once
 
 #include <cstdint>
