@@ -37,11 +37,11 @@ inline constexpr uint64_t kSeed = 1337;
 inline const std::array<StepConfig, 3>& step_configs() {
     static const std::array<StepConfig, 3> configs = {{
         // the tutorial model: embeddings, one head of width 32, lm_head
-        {"tutorial", {.kind = "head", .vocab = kVocab, .n_embd = 32, .block = 8}, 32},
+        {"tutorial", {.kind = nn::ModelKind::head, .vocab = kVocab, .n_embd = 32, .block = 8}, 32},
         // the 4-layer model
-        {"small", {.kind = "gpt", .vocab = kVocab, .n_embd = 64, .n_head = 4, .n_layer = 4, .block = 32}, 16},
+        {"small", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 64, .n_head = 4, .n_layer = 4, .block = 32}, 16},
         // nanoGPT's baby GPT (shakespeare_char on CPU)
-        {"baby", {.kind = "gpt", .vocab = kVocab, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64}, 12},
+        {"baby", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64}, 12},
     }};
     return configs;
 }
@@ -60,7 +60,7 @@ inline double step_flops(const StepConfig& config, const nn::LanguageModel& mode
         for (const auto& [n, p] : model.named_parameters())
             if (n == name) matmul_params += static_cast<double>(p.numel());
     const double tokens = static_cast<double>(config.batch * config.model.block);
-    const double layers = config.model.kind == "gpt" ? static_cast<double>(config.model.n_layer) : 1.0;
+    const double layers = nn::model_size(config.model).layers;
     const double T = static_cast<double>(config.model.block), W = static_cast<double>(config.model.n_embd);
     return 6.0 * matmul_params * tokens + 12.0 * layers * W * T * tokens;
 }

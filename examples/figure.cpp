@@ -113,12 +113,12 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
     auto w = std::make_unique<Window>();
     const nn::TrainedModel& trained = w->trained.emplace(nn::load_trained_model(path));
     nn::LanguageModel& model = *trained.model;
-    const std::string& kind = trained.config.kind;
+    const nn::ModelKindInfo& kind = nn::model_kind_info(trained.config.kind);
     auto* single = dynamic_cast<nn::SingleHead*>(&model);
     auto* multi = dynamic_cast<nn::MultiHead*>(&model);
     auto* gpt = dynamic_cast<nn::GPT*>(&model);
     if (!single && !multi && !gpt)
-        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", path, kind));
+        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", path, kind.name));
 
     const std::vector<int64_t> ids = trained.tokenizer.encode(prompt);  // lists unknown characters
     const auto T = static_cast<int64_t>(ids.size());
@@ -145,9 +145,8 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
     w->source = "checkpoint";
     w->checkpoint = path;
     w->prompt = prompt;
-    w->model = kind;
-    const std::string model_name = kind == "head" ? "single-head" : kind == "multihead" ? "multi-head" : "GPT";
-    w->description = fmt::format("the first head of a trained {} model ({}), reading the prompt", model_name, path);
+    w->model = kind.name;
+    w->description = fmt::format("the first head of a trained {} model ({}), reading the prompt", kind.title, path);
     return w;
 }
 

@@ -136,6 +136,27 @@ Files files_of(const Options& o) {
     return f;
 }
 
+// An std::invalid_argument from the library about a flag's value, as "FLAG VALUE: problem".
+template <typename F>
+auto naming_flag(const char* flag, const std::optional<int64_t>& value, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const std::invalid_argument& e) {
+        if (!value) throw;
+        throw std::runtime_error(fmt::format("{} {}: {}", flag, *value, e.what()));
+    }
+}
+
+// What the command line changes in a run. A fresh run takes everything from it. A resumed one keeps
+// the checkpoint's settings (the parser refuses the flags that would change the run's identity) except
+// the evaluation, log and sample flags given explicitly, and a --steps, which extends the run (the
+// learning-rate schedule is recomputed over the new total: nn::Trainer::extend_to).
+void apply_command_line(nn::Trainer& trainer, const Options& o) {
+    trainer.set_run(o.run_settings(trainer.config().run));
+    if (o.resume && o.steps_given)
+        naming_flag("--steps", std::optional<int64_t>(o.config.steps), [&] { trainer.extend_to(o.config.steps); });
+}
+
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
@@ -153,11 +174,12 @@ int run(const Options& o) {
         config.model.vocab = tokenizer.vocab_size();
         trainer.emplace(config, std::move(tokenizer), std::move(tokens));
     }
+    apply_command_line(*trainer, o);
     const nn::TrainConfig& config = trainer->config();
     // The prompt is checked now, not after hours of training.
     const std::string prompt = o.prompt.value_or(nn::default_prompt(trainer->tokenizer()));
     const std::vector<int64_t> prompt_ids = trainer->tokenizer().encode(prompt);
-    const int64_t last = std::min(config.steps, o.until.value_or(config.steps));
+    const int64_t last = naming_flag("--until", o.until, [&] { return trainer->stop_step(o.until); });
 
     // A resumed run appends to its logs; a fresh one starts them with their header.
     const auto open_log = [&](const std::optional<std::string>& path, const char* flag, std::string_view header) -> std::FILE* {
@@ -184,8 +206,8 @@ int run(const Options& o) {
     const auto start = Clock::now();
     int64_t saved_step = -1;  // the step of the last checkpoint written to --out
     const auto evaluate_and_save = [&] {
-        train_loss = trainer->evaluate(nn::Split::train, o.eval_iters);
-        val_loss = trainer->evaluate(nn::Split::validation, o.eval_iters);
+        train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters);
+        val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
         const double tps = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
         progress.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats.step, train_loss, val_loss));
         // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
@@ -219,7 +241,7 @@ int run(const Options& o) {
     std::optional<StopSignals> stop_signals(std::in_place);
     while (trainer->step_count() < last && g_stop_signal == 0) {
         const auto t0 = Clock::now();
-        const bool reporting = o.grad_report > 0 && (trainer->step_count() + 1) % o.grad_report == 0;
+        const bool reporting = config.run.grad_report > 0 && (trainer->step_count() + 1) % config.run.grad_report == 0;
         nn::GradientReport report;
         stats = trainer->step(reporting ? &report : nullptr);
         train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -233,7 +255,7 @@ int run(const Options& o) {
             }
         }
         if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
-        if (stats.step % o.eval_every == 0 && stats.step != last) evaluate_and_save();
+        if (stats.step % config.run.eval_every == 0 && stats.step != last) evaluate_and_save();
     }
     if (g_stop_signal != 0) return interrupted();
     stats.step = trainer->step_count();
@@ -245,10 +267,10 @@ int run(const Options& o) {
         if (f) std::fclose(f);
 
     std::string sample;
-    if (o.sample > 0) {
+    if (config.run.sample > 0) {
         Generator gen(config.seed + 3);
-        const auto produced = nn::generate(trainer->model(), prompt_ids, o.sample,
-                                           {.temperature = o.temperature, .top_k = o.top_k}, gen);
+        const auto produced = nn::generate(trainer->model(), prompt_ids, config.run.sample,
+                                           {.temperature = config.run.temperature, .top_k = config.run.top_k}, gen);
         sample = prompt + trainer->tokenizer().decode(produced);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <cli.h>
@@ -19,28 +20,44 @@ namespace train_args {
 struct Options {
     nn::TrainConfig config;
     std::optional<std::string> data, csv, grad_csv, out, resume;
-    int64_t eval_every = 500, eval_iters = 200, sample = 200, top_k = 0, threads = 1, grad_report = 0;
+    int64_t threads = 1;
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
-    float temperature = 1.0f;
     bool json = false, detect_anomaly = false, force = false;
     std::vector<std::string> model_flags;  // given explicitly: an error with --resume
+    bool steps_given = false;              // with --resume: extends the run to --steps
+
+    // Evaluation, logs and the sample (nn::RunSettings). A checkpoint keeps them: what is not given
+    // comes from it with --resume, and from RunSettings' defaults otherwise.
+    std::optional<int64_t> eval_every, eval_iters, grad_report, sample, top_k;
+    std::optional<float> temperature;
+    nn::RunSettings run_settings(nn::RunSettings base) const {
+        base.eval_every = eval_every.value_or(base.eval_every);
+        base.eval_iters = eval_iters.value_or(base.eval_iters);
+        base.grad_report = grad_report.value_or(base.grad_report);
+        base.sample = sample.value_or(base.sample);
+        base.temperature = temperature.value_or(base.temperature);
+        base.top_k = top_k.value_or(base.top_k);
+        return base;
+    }
 };
 
-// The flags that shape a model, and the kinds each applies to: given for another kind, a flag is refused
-// rather than ignored.
-inline bool applies(std::string_view flag, const std::string& kind) {
-    if (flag == "--n-embd") return kind != "bigram";
-    if (flag == "--n-head") return kind == "multihead" || kind == "gpt";
-    if (flag == "--feed-forward") return kind == "multihead";
-    if (flag == "--n-layer" || flag == "--dropout" || flag == "--init") return kind == "gpt";
+// The model flags and the option of the model registry each sets: given for a kind that does not read
+// it, a flag is refused rather than ignored. (--block is the training window too: every kind takes it.)
+inline bool applies(std::string_view flag, nn::ModelKind kind) {
+    static constexpr std::pair<std::string_view, nn::ModelOption> kOptions[] = {
+        {"--n-embd", nn::option_n_embd},   {"--n-head", nn::option_n_head},
+        {"--n-layer", nn::option_n_layer}, {"--dropout", nn::option_dropout},
+        {"--feed-forward", nn::option_feed_forward}, {"--init", nn::option_init}};
+    for (const auto& [name, option] : kOptions)
+        if (name == flag) return nn::model_kind_info(kind).reads(option);
     return true;
 }
 
 // The parser, its handlers writing into `o` (which must outlive it).
 inline cli::Parser make_parser(Options& o) {
     nn::TrainConfig& c = o.config;
-    c.model.kind = "head";
+    c.model.kind = nn::ModelKind::head;
     constexpr int64_t kBig = int64_t{1} << 40;
     cli::Parser p("train", "[options]", "Train a character-level language model, from the bigram to a small GPT.");
     // A flag that fixes the model or the training: refused with --resume (the checkpoint fixes them).
@@ -51,8 +68,12 @@ inline cli::Parser make_parser(Options& o) {
         };
     };
     p.section("model (a fresh run; fixed by the checkpoint with --resume)");
-    p.option("--model", "KIND", "bigram | average | head | multihead | gpt          (default head)",
-             fixed([&c](const cli::Value& v) { c.model.kind = v.choice({"bigram", "average", "head", "multihead", "gpt"}); }));
+    p.option("--model", "KIND", nn::model_kind_names(" | ", " | ") + "          (default head)",
+             fixed([&c](const cli::Value& v) {
+                 std::vector<std::string> names;
+                 for (const nn::ModelKindInfo& kind : nn::model_kinds()) names.emplace_back(kind.name);
+                 c.model.kind = *nn::parse_model_kind(v.choice(names));
+             }));
     p.option("--block", "T", "window length                                      (default 8)",
              fixed([&c](const cli::Value& v) { c.model.block = v.integer(1, 1 << 20); }));
     p.option("--n-embd", "C", "embedding width (not bigram)                       (default 32)",
@@ -73,8 +94,11 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--data", "FILE", "text to train on (90% train, 10% validation); without it, the built-in\n"
                                "copy task that only attention can solve",
              [&o](const cli::Value& v) { o.data = v.file(); });
-    p.option("--steps", "N", "optimizer steps                                    (default 2000)",
-             fixed([&c](const cli::Value& v) { c.steps = v.integer(1, kBig); }));
+    p.option("--steps", "N", "optimizer steps; with --resume, a larger N extends the run (default 2000)",
+             [&o](const cli::Value& v) {
+                 o.config.steps = v.integer(1, kBig);
+                 o.steps_given = true;
+             });
     p.option("--batch", "B", "windows per step                                   (default 32)",
              fixed([&c](const cli::Value& v) { c.batch = v.integer(1, 1 << 20); }));
     p.option("--lr", "X", "peak learning rate (AdamW)                         (default 1e-3)",
@@ -92,7 +116,8 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--threads", "N", "threads for the kernels                            (default 1)",
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
-    p.section("evaluation, logs, checkpoints");
+    p.section("evaluation, logs, checkpoints (--eval-every, --eval-iters, --grad-report and the sampling\n"
+              "flags are kept in the checkpoint; given with --resume, they change)");
     p.option("--eval-every", "N", "evaluate (and save) every N steps                  (default 500)",
              [&o](const cli::Value& v) { o.eval_every = v.integer(1, kBig); });
     p.option("--eval-iters", "N", "batches per evaluation                             (default 200)",
@@ -108,8 +133,8 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--resume", "CKPT", "continue a saved run exactly where it stopped, saving back to CKPT\n"
                                  "unless --out names another file",
              [&o](const cli::Value& v) { o.resume = v.file(); });
-    p.option("--until", "STEP", "stop after this step (the run's schedule still spans --steps)",
-             [&o](const cli::Value& v) { o.until = v.integer(1, kBig); });
+    p.option("--until", "STEP", "stop after this step, past the checkpoint's (the schedule still spans --steps)",
+             [&o](const cli::Value& v) { o.until = v.integer(1, kBig); });  // past a resumed checkpoint's step
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print one JSON line with the final figures on stdout", [&o] { o.json = true; });
     p.section("sampling");
@@ -136,7 +161,7 @@ inline void check_options(Options& o) {
     for (const std::string& flag : o.model_flags)
         if (!applies(flag, c.model.kind))
             throw cli::UsageError(fmt::format("{} does not apply to --model {}", flag, c.model.kind));
-    if ((c.model.kind == "multihead" || c.model.kind == "gpt") && c.model.n_embd % c.model.n_head != 0)
+    if (nn::model_kind_info(c.model.kind).reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
         throw cli::UsageError(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
 }
 

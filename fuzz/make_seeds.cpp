@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     const auto tok = nn::CharTokenizer::from_text(fuzz::kSeedText);
     for (const char* kind : {"head", "bigram"}) {
         nn::TrainConfig config;
-        config.model.kind = kind;
+        config.model.kind = *nn::parse_model_kind(kind);
         config.model.vocab = tok.vocab_size();
         config.model.n_embd = 4;
         config.model.block = 4;

@@ -84,7 +84,7 @@ std::string make_model_error(const nn::ModelConfig& config) {
     } catch (const std::invalid_argument& e) {
         return e.what();
     }
-    FAIL("make_model accepted kind '" << config.kind << "' n_embd " << config.n_embd << " n_head " << config.n_head);
+    FAIL("make_model accepted kind '" << fmt::format("{}", config.kind) << "' n_embd " << config.n_embd << " n_head " << config.n_head);
     return {};
 }
 
@@ -179,21 +179,24 @@ TEST_CASE("Bigram reads each position's own character, so any window length work
 }
 
 TEST_CASE("make_model builds each kind and validates the config with clear messages", "[models]") {
-    const nn::ModelConfig base{.kind = "gpt", .vocab = 7, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6};
-    for (const std::string kind : {"bigram", "average", "head", "multihead", "gpt"}) {
+    const nn::ModelConfig base{.kind = nn::ModelKind::gpt, .vocab = 7, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6};
+    for (const nn::ModelKindInfo& info : nn::model_kinds()) {
+        const nn::ModelKind kind = info.kind;
         nn::ModelConfig c = base;
         c.kind = kind;
         Generator gen(15);
         const auto model = nn::make_model(c, gen);
         REQUIRE(model);
         CHECK(model->vocab_size() == 7);
-        CHECK(model->block_size() == (kind == "bigram" ? 1 : 6));
+        CHECK(model->block_size() == (kind == nn::ModelKind::bigram ? 1 : 6));
+        // the table's size is the model's, to the parameter
+        CHECK(nn::model_size(c).parameters == double(model->parameter_count()));
         const std::vector<int64_t> ids(6, 3);
         CHECK(model->forward(ids, 1, 6).shape() == Shape{1, 6, 7});
     }
     {
         nn::ModelConfig c = base;
-        c.kind = "multihead";
+        c.kind = nn::ModelKind::multihead;
         c.feed_forward = true;
         Generator gen(15);
         const auto model = nn::make_model(c, gen);
@@ -202,19 +205,13 @@ TEST_CASE("make_model builds each kind and validates the config with clear messa
 
     nn::ModelConfig c = base;
     c.n_head = 3;  // does not divide 8
-    for (const std::string kind : {"multihead", "gpt"}) {
+    for (const nn::ModelKind kind : {nn::ModelKind::multihead, nn::ModelKind::gpt}) {
         c.kind = kind;
         CHECK_THAT(make_model_error(c), Contains("n_head 3 must divide n_embd 8"));
     }
     c = base;
     c.n_head = 0;
     CHECK_THAT(make_model_error(c), Contains("n_head 0"));
-    c = base;
-    c.kind = "lstm";
-    CHECK_THAT(make_model_error(c), Contains("unknown kind 'lstm'") && Contains("bigram"));
-    c = base;
-    c.kind = "";
-    CHECK_THAT(make_model_error(c), Contains("unknown kind ''"));
     c = base;
     c.vocab = 0;
     CHECK_THAT(make_model_error(c), Contains("vocab must be positive, got 0"));
@@ -238,7 +235,7 @@ TEST_CASE("make_model builds each kind and validates the config with clear messa
 }
 
 TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a malformed field", "[models]") {
-    const nn::ModelConfig config{.kind = "multihead", .vocab = 65, .n_embd = 48, .n_head = 6, .n_layer = 3, .block = 17,
+    const nn::ModelConfig config{.kind = nn::ModelKind::multihead, .vocab = 65, .n_embd = 48, .n_head = 6, .n_layer = 3, .block = 17,
                                  .dropout = 0.1f, .feed_forward = true, .gpt2_init = false};
     const auto metadata = config.to_metadata();
     CHECK(metadata.at("model.kind") == "multihead");
@@ -265,6 +262,75 @@ TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a
     m = metadata;
     m.erase("model.block");
     CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains("model.block"));
+    for (const std::string bad : {"lstm", "", "GPT"}) {
+        m = metadata;
+        m["model.kind"] = bad;
+        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains("unknown kind '" + bad + "'") && Contains("bigram"));
+    }
+}
+
+TEST_CASE("The model registry: one entry per kind, names that round-trip, options checked where they apply", "[models]") {
+    // every kind once, in ladder order, under the name checkpoints store
+    const std::vector<std::string> expected = {"bigram", "average", "head", "multihead", "gpt"};
+    REQUIRE(nn::model_kinds().size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const nn::ModelKindInfo& info = nn::model_kinds()[i];
+        CHECK(info.name == expected[i]);
+        CHECK(nn::parse_model_kind(expected[i]) == info.kind);
+        CHECK(&nn::model_kind_info(info.kind) == &info);
+        CHECK(fmt::format("{}", info.kind) == expected[i]);
+        const nn::ModelConfig config{.kind = info.kind, .vocab = 5};
+        CHECK(config.to_metadata().at("model.kind") == expected[i]);  // the names old checkpoints hold
+    }
+    CHECK_FALSE(nn::parse_model_kind("lstm").has_value());
+    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead or gpt");
+
+    // options a kind does not read are not checked: a head has no n_head, a multihead no n_layer
+    Generator gen(3);
+    const nn::ModelConfig head{.kind = nn::ModelKind::head, .vocab = 5, .n_embd = 8, .n_head = 3, .n_layer = 0, .block = 4};
+    CHECK(nn::make_model(head, gen)->parameter_count() > 0);
+    CHECK_FALSE(nn::model_kind_info(nn::ModelKind::head).reads(nn::option_n_head));
+    CHECK(nn::model_kind_info(nn::ModelKind::gpt).reads(nn::option_dropout));
+    CHECK_FALSE(nn::model_kind_info(nn::ModelKind::multihead).reads(nn::option_dropout));
+    // ... except feed_forward, refused wherever the model has no feed-forward layer to add
+    for (const nn::ModelKind kind : {nn::ModelKind::bigram, nn::ModelKind::head, nn::ModelKind::gpt}) {
+        nn::ModelConfig c{.kind = kind, .vocab = 5, .n_embd = 8, .n_head = 2, .block = 4, .feed_forward = true};
+        CHECK_THAT(make_model_error(c), Contains("feed_forward applies to multihead only"));
+    }
+    // and a bigram reads neither n_embd nor block
+    const nn::ModelConfig bigram{.kind = nn::ModelKind::bigram, .vocab = 5, .n_embd = 0, .block = 0};
+    CHECK(nn::make_model(bigram, gen)->parameter_count() == 25);
+    // memory-estimate inputs: layers and heads per layer
+    const nn::ModelConfig gpt{.kind = nn::ModelKind::gpt, .vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 3, .block = 4};
+    CHECK(nn::model_size(gpt).layers == 3);
+    CHECK(nn::model_size(gpt).heads_per_layer == 2);
+    CHECK(nn::model_size(bigram).heads_per_layer == 0);
+}
+
+TEST_CASE("The positional models share their embeddings under the same names", "[models]") {
+    Generator gen(4);
+    nn::ModelConfig c{.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 4};
+    for (const nn::ModelKind kind : {nn::ModelKind::average, nn::ModelKind::head, nn::ModelKind::multihead, nn::ModelKind::gpt}) {
+        c.kind = kind;
+        const auto model = nn::make_model(c, gen);
+        auto* positional = dynamic_cast<nn::PositionalModel*>(model.get());
+        REQUIRE(positional);
+        // registered first, under the names every checkpoint so far has
+        const auto params = model->named_parameters();
+        CHECK(params[0].first == "token.weight");
+        CHECK(params[0].second.shape() == Shape{5, 8});
+        CHECK(params[1].first == "position.weight");
+        CHECK(params[1].second.shape() == Shape{4, 8});
+        CHECK(model->vocab_size() == 5);
+        CHECK(model->block_size() == 4);
+        // embed is the two tables' rows summed
+        const std::vector<int64_t> ids = {1, 3};
+        const Tensor x = positional->embed(ids, 1, 2);  // (1, 2, C)
+        for (int64_t t = 0; t < 2; ++t)
+            for (int64_t j = 0; j < 8; ++j)
+                CHECK(x.data()[size_t(t * 8 + j)] ==
+                      positional->token.weight.data()[size_t(ids[t] * 8 + j)] + positional->position.weight.data()[size_t(t * 8 + j)]);
+    }
 }
 
 TEST_CASE("GPT applies dropout in training mode only, and eval mode is deterministic", "[models]") {
@@ -368,7 +434,7 @@ struct TrainedGpt {
     std::vector<float> losses, weights;
 };
 TrainedGpt train_gpt_three_steps(int threads, uint64_t data_seed) {
-    const nn::ModelConfig config{.kind = "gpt", .vocab = 65, .n_embd = 64, .n_head = 4, .n_layer = 2, .block = 32};
+    const nn::ModelConfig config{.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 64, .n_head = 4, .n_layer = 2, .block = 32};
     const int64_t B = 8, T = 32;
     Generator data(data_seed);
     std::vector<int64_t> ids(B * T), targets(B * T);

@@ -12,6 +12,23 @@
 
 using namespace autograd;
 
+TEST_CASE("named_parameters is pure: asking a child for its parameters renames nothing", "[graph]") {
+    Generator gen(1);
+    nn::GPT gpt({.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 4}, gen);
+    const nn::Block& block = *gpt.blocks[1];
+    // the child's own view: names relative to it
+    const auto relative = block.named_parameters();
+    CHECK(relative.front().first == "norm1.gain");
+    // the tensors keep their full names in the model they belong to (the old named_parameters renamed
+    // them "norm1.gain", ... here: the last caller's names won)
+    for (const auto& [name, p] : relative) CHECK(p.name() == "blocks.1." + name);
+    (void)block.attention.heads[0]->named_parameters();
+    CHECK(gpt.blocks[1]->attention.heads[0]->query.weight.name() == "blocks.1.attention.heads.0.query.weight");
+    // a module on its own names its parameters relative to itself, as soon as it is built
+    nn::Head head({.n_embd = 4, .head_size = 4}, gen);
+    CHECK(head.query.weight.name() == "query.weight");
+}
+
 TEST_CASE("named_parameters names each tensor by its full dotted name", "[graph]") {
     Generator gen(1);
     nn::GPT gpt({.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 4}, gen);

@@ -407,7 +407,7 @@ TEST_CASE("the data fingerprint in a checkpoint is FNV-1a over the ids as int64,
         auto tokenizer = CharTokenizer::from_text(text);
         const uint64_t expected = fnv1a_of_int64_ids(tokenizer.encode(text));
         nn::TrainConfig config;
-        config.model = {.kind = "bigram", .vocab = tokenizer.vocab_size(), .block = 8};
+        config.model = {.kind = nn::ModelKind::bigram, .vocab = tokenizer.vocab_size(), .block = 8};
         config.steps = 1;
         config.batch = 2;
         nn::TokenIds ids = tokenizer.encode_ids(text);
@@ -551,7 +551,7 @@ TEST_CASE("(an allocation test's child process)", "[.limited_memory]") {
         } else if (what == std::string("model")) {
             nn::TokenizedText data = nn::tokenize(text_of_symbols(26, 2000));
             nn::TrainConfig config;
-            config.model = {.kind = "gpt", .vocab = data.tokenizer.vocab_size(), .n_embd = 512, .n_head = 8, .n_layer = 8, .block = 16};
+            config.model = {.kind = nn::ModelKind::gpt, .vocab = data.tokenizer.vocab_size(), .n_embd = 512, .n_head = 8, .n_layer = 8, .block = 16};
             nn::Trainer trainer(config, std::move(data.tokenizer), std::move(data.ids));
         } else {
             message = "(unknown case)";

@@ -106,10 +106,10 @@ TEST_CASE("On the copy task a single head learns what the bigram cannot", "[trai
     // What tasks.h promises: the letters alone cost ln 8 each to a one-character model.
     CHECK(floor > 0.75 * std::log(8.0));
 
-    nn::TrainConfig config{.model = {.kind = "bigram", .n_embd = 32, .block = 32}, .steps = 300, .batch = 16, .lr = 1e-2f,
+    nn::TrainConfig config{.model = {.kind = nn::ModelKind::bigram, .n_embd = 32, .block = 32}, .steps = 300, .batch = 16, .lr = 1e-2f,
                            .seed = 7};
     const auto final_val = [&](const std::string& kind) {
-        config.model.kind = kind;
+        config.model.kind = *nn::parse_model_kind(kind);
         nn::Trainer trainer = make_trainer(config, text);
         const double before = trainer.evaluate(nn::Split::validation, 10);
         while (trainer.step_count() < config.steps) trainer.step();
@@ -132,12 +132,12 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
     const std::string text = copy_text(300, 31);
     const std::vector<std::pair<std::string, nn::ModelConfig>> models = {
         {"GPT with dropout",
-         {.kind = "gpt", .n_embd = 16, .n_head = 2, .n_layer = 2, .block = 8, .dropout = 0.2f}},
-        {"SingleHead", {.kind = "head", .n_embd = 16, .block = 8}},
+         {.kind = nn::ModelKind::gpt, .n_embd = 16, .n_head = 2, .n_layer = 2, .block = 8, .dropout = 0.2f}},
+        {"SingleHead", {.kind = nn::ModelKind::head, .n_embd = 16, .block = 8}},
     };
     for (const auto& [label, model] : models) {
         DYNAMIC_SECTION(label) {
-            TempDir dir("resume-" + model.kind);
+            TempDir dir(fmt::format("resume-{}", model.kind));
             constexpr int64_t N = 6;
             // warmup and the cosine decay both inside the run; clipping active (lr 3e-2 gives norms > 0.5)
             const nn::TrainConfig config{.model = model, .steps = 2 * N, .batch = 4, .lr = 3e-2f, .warmup = 3,
@@ -177,7 +177,7 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
 
 TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[trainer]") {
     const std::string text = copy_text(200, 7);
-    nn::Trainer trainer = make_trainer({.model = {.kind = "multihead", .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
                                         .batch = 2, .lr = 1e-2f},
                                        text);
     trainer.step();  // a step without a report (the optimizer records no ratios for it)
@@ -202,7 +202,7 @@ TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[
 TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit", "[trainer]") {
     TempDir dir("bits");
     const std::string text = copy_text(200, 5);
-    nn::Trainer trainer = make_trainer({.model = {.kind = "multihead", .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
                                         .batch = 2, .lr = 1e-2f},
                                        text);
     for (int i = 0; i < 3; ++i) trainer.step();
@@ -229,7 +229,7 @@ TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit"
 TEST_CASE("resume rejects other data, plain weights, truncated and mismatched checkpoints, naming the file", "[trainer]") {
     TempDir dir("reject");
     const std::string text = copy_text(200, 6);
-    const nn::TrainConfig config{.model = {.kind = "gpt", .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6}, .steps = 10,
+    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6}, .steps = 10,
                                  .batch = 2};
     nn::Trainer trainer = make_trainer(config, text);
     trainer.step();
@@ -311,7 +311,7 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
 TEST_CASE("A non-finite loss stops training before the parameters change", "[trainer]") {
     const std::string text = copy_text(200, 8);
     SECTION("an absurd learning rate") {
-        nn::Trainer trainer = make_trainer({.model = {.kind = "head", .n_embd = 8, .block = 6}, .steps = 50, .batch = 4,
+        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 50, .batch = 4,
                                             .lr = 1e30f, .grad_clip = 0.0f},
                                            text);
         bool stopped = false;
@@ -330,7 +330,7 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         CHECK(stopped);
     }
     SECTION("a NaN planted in a weight") {
-        nn::Trainer trainer = make_trainer({.model = {.kind = "gpt", .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
                                             .steps = 50, .batch = 4},
                                            text);
         trainer.step();
@@ -344,7 +344,7 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
     }
     SECTION("in anomaly mode the message names the op, and the last checkpoint stays intact") {
         TempDir dir("anomaly");
-        nn::Trainer trainer = make_trainer({.model = {.kind = "gpt", .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
                                             .steps = 50, .batch = 4},
                                            text);
         trainer.step();
@@ -362,4 +362,83 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         CHECK(read_bytes(checkpoint) == saved);
         CHECK(nn::Trainer::resume(checkpoint, text).step_count() == 1);
     }
+}
+
+TEST_CASE("A checkpoint keeps the run settings, and one written before them resumes with the defaults", "[trainer]") {
+    const std::string text = copy_text(200, 41);
+    TempDir dir("run-settings");
+    const nn::RunSettings run{.eval_every = 7, .eval_iters = 3, .grad_report = 2, .sample = 0, .temperature = 0.7f, .top_k = 4};
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4,
+                                        .run = run},
+                                       text);
+    trainer.step();
+    const fs::path path = dir.path / "run.safetensors";
+    trainer.save(path);
+    const nn::Safetensors file = nn::load_safetensors(path);
+    CHECK(file.metadata.at("run.eval_every") == "7");
+    CHECK(file.metadata.at("run.eval_iters") == "3");
+    nn::Trainer resumed = nn::Trainer::resume(path, text);
+    CHECK(resumed.config().run == run);
+    CHECK(resumed.config() == trainer.config());
+
+    // a file from before the run.* keys: everything else as saved, the run settings the defaults
+    auto metadata = file.metadata;
+    std::erase_if(metadata, [](const auto& kv) { return kv.first.starts_with("run."); });
+    REQUIRE(metadata.size() == file.metadata.size() - 6);
+    const fs::path old = dir.path / "old.safetensors";
+    nn::save_safetensors(old, file.tensors, metadata);
+    nn::Trainer from_old = nn::Trainer::resume(old, text);
+    CHECK(from_old.config().run == nn::RunSettings{});
+    nn::TrainConfig expected = trainer.config();
+    expected.run = {};
+    CHECK(from_old.config() == expected);
+    CHECK(from_old.step_count() == 1);
+
+    // a resume may change them, within what train can use
+    from_old.set_run({.eval_every = 2});
+    CHECK(from_old.config().run.eval_every == 2);
+    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}), Contains("eval_every (0)"));
+    metadata["run.eval_iters"] = std::to_string(0);  // (a literal trips gcc 12's -Wrestrict)
+    nn::save_safetensors(old, file.tensors, metadata);
+    CHECK_THAT(resume_error(old, text), Contains(old.string()) && Contains("eval_iters (0)"));
+}
+
+TEST_CASE("extend_to continues a run to a larger total over a recomputed schedule, and stop_step refuses a past step",
+          "[trainer]") {
+    const std::string text = copy_text(200, 43);
+    TempDir dir("extend");
+    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 8, .batch = 4,
+                                 .lr = 1e-2f, .warmup = 2, .seed = 5};
+    nn::Trainer first = make_trainer(config, text);
+    for (int i = 0; i < 4; ++i) first.step();
+    const fs::path path = dir.path / "run.safetensors";
+    first.save(path);
+
+    // the same total changes nothing: bit-exact with the straight run (the resume tests above cover the rest)
+    nn::Trainer same = nn::Trainer::resume(path, text);
+    same.extend_to(8);
+    CHECK(same.config() == first.config());
+
+    // a larger total: the cosine now decays over 12 steps, as a run planned for 12 would from this step on
+    nn::Trainer extended = nn::Trainer::resume(path, text);
+    extended.extend_to(12);
+    nn::TrainConfig planned = config;
+    planned.steps = 12;
+    const nn::Trainer twelve = make_trainer(planned, text);
+    for (int64_t s = 4; s <= 12; ++s) CHECK(extended.lr_at(s) == twelve.lr_at(s));
+    CHECK(extended.lr_at(4) > first.lr_at(4));  // the rate goes back up: the documented price of extending
+    CHECK(extended.stop_step(std::nullopt) == 12);
+    while (extended.step_count() < extended.stop_step(std::nullopt)) extended.step();
+    CHECK(extended.step_count() == 12);
+    extended.save(path);
+    CHECK(nn::Trainer::resume(path, text).config().steps == 12);  // the new total is the run's from now on
+    CHECK_THROWS_WITH(extended.extend_to(10), Contains("has 12 steps") && Contains("not shortened to 10"));
+
+    // --until at or before where the run stands trains nothing: refused
+    nn::Trainer at4 = make_trainer(config, text);
+    for (int i = 0; i < 4; ++i) at4.step();
+    CHECK_THROWS_WITH(at4.stop_step(4), Contains("stopping after step 4 trains nothing") && Contains("at step 4"));
+    CHECK_THROWS_WITH(at4.stop_step(1), Contains("stopping after step 1"));
+    CHECK(at4.stop_step(5) == 5);
+    CHECK(at4.stop_step(100) == 8);  // the run's total still ends it
 }

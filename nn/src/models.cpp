@@ -16,14 +16,19 @@ void LanguageModel::check_ids(std::span<const int64_t> ids, int64_t B, int64_t T
               ids[i], i, vocab_size());
 }
 
-namespace {
-// Token embeddings plus position embeddings: (B, T, C).
-Tensor embed(const Embedding& token, const Embedding& position, std::span<const int64_t> ids, int64_t B, int64_t T) {
+// --- PositionalModel ---------------------------------------------------------------------------------
+
+PositionalModel::PositionalModel(int64_t vocab, int64_t n_embd, int64_t block, Generator& gen)
+    : token({.num = vocab, .dim = n_embd}, gen), position({.num = block, .dim = n_embd}, gen) {
+    register_module("token", token);
+    register_module("position", position);
+}
+
+Tensor PositionalModel::embed(std::span<const int64_t> ids, int64_t B, int64_t T) const {
     std::vector<int64_t> positions(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t) positions[t] = t;
     return token.forward(ids, {B, T}) + position.forward(positions, {T});  // (B, T, C) + (T, C)
 }
-}  // namespace
 
 // --- Bigram ------------------------------------------------------------------------------------------
 
@@ -41,41 +46,35 @@ Tensor Bigram::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
 // --- AverageModel --------------------------------------------------------------------------------------
 
 AverageModel::AverageModel(AverageModelOptions opts, Generator& gen)
-    : options(opts),
-      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
-      position({.num = opts.block, .dim = opts.n_embd}, gen),
+    : PositionalModel(opts.vocab, opts.n_embd, opts.block, gen),
+      options(opts),
       lm_head({.in = opts.n_embd, .out = opts.vocab}, gen) {
-    register_module("token", token);
-    register_module("position", position);
     register_module("lm_head", lm_head);
 }
 
 Tensor AverageModel::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "AverageModel");
-    return output(lm_head.forward(average.forward(embed(token, position, ids, B, T))));  // (B, T, V)
+    return output(lm_head.forward(average.forward(embed(ids, B, T))));  // (B, T, V)
 }
 
 // --- SingleHead -----------------------------------------------------------------------------------------
 
 SingleHead::SingleHead(SingleHeadOptions opts, Generator& gen)
-    : options(opts),
-      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
-      position({.num = opts.block, .dim = opts.n_embd}, gen),
+    : PositionalModel(opts.vocab, opts.n_embd, opts.block, gen),
+      options(opts),
       head({.n_embd = opts.n_embd,
             .head_size = opts.head_size > 0 ? opts.head_size : opts.n_embd,
             .scaled = opts.scaled,
             .record_scores = opts.record_scores},
            gen),
       lm_head({.in = head.options.head_size, .out = opts.vocab}, gen) {
-    register_module("token", token);
-    register_module("position", position);
     register_module("head", head);
     register_module("lm_head", lm_head);
 }
 
 Tensor SingleHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "SingleHead");
-    return output(lm_head.forward(head.forward(embed(token, position, ids, B, T))));  // (B, T, V)
+    return output(lm_head.forward(head.forward(embed(ids, B, T))));  // (B, T, V)
 }
 
 // --- MultiHeadAttention and FeedForward ------------------------------------------------------------------
@@ -116,13 +115,10 @@ Tensor FeedForward::forward(const Tensor& x, Generator& dropout_gen) {
 // --- MultiHead -------------------------------------------------------------------------------------------
 
 MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
-    : options(opts),
-      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
-      position({.num = opts.block, .dim = opts.n_embd}, gen),
+    : PositionalModel(opts.vocab, opts.n_embd, opts.block, gen),
+      options(opts),
       attention({.n_embd = opts.n_embd, .n_head = opts.n_head}, gen),
       lm_head({.in = opts.n_embd, .out = opts.vocab}, gen) {
-    register_module("token", token);
-    register_module("position", position);
     register_module("attention", attention);
     if (opts.feed_forward) {
         feed_forward = std::make_unique<FeedForward>(FeedForwardOptions{.n_embd = opts.n_embd}, gen);
@@ -134,7 +130,7 @@ MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
 Tensor MultiHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "MultiHead");
     Generator unused;  // no dropout in this model
-    Tensor x = attention.forward(embed(token, position, ids, B, T), unused);  // (B, T, C)
+    Tensor x = attention.forward(embed(ids, B, T), unused);  // (B, T, C)
     if (feed_forward) x = feed_forward->forward(x, unused);
     return output(lm_head.forward(x));  // (B, T, V)
 }
@@ -158,15 +154,12 @@ Tensor Block::forward(const Tensor& x, Generator& dropout_gen) {
 }
 
 GPT::GPT(GPTOptions opts, Generator& gen)
-    : options(opts),
-      token({.num = opts.vocab, .dim = opts.n_embd}, gen),
-      position({.num = opts.block, .dim = opts.n_embd}, gen),
+    : PositionalModel(opts.vocab, opts.n_embd, opts.block, gen),
+      options(opts),
       final_norm({.dim = opts.n_embd}),
       lm_head({.in = opts.n_embd, .out = opts.vocab}, gen),
       dropout_gen_(opts.dropout_seed) {
     check(opts.n_layer > 0, "GPT: n_layer must be positive, got {}", opts.n_layer);
-    register_module("token", token);
-    register_module("position", position);
     for (int64_t l = 0; l < opts.n_layer; ++l) {
         blocks.push_back(std::make_unique<Block>(opts, gen));
         register_module(fmt::format("blocks.{}", l), *blocks.back());
@@ -188,77 +181,9 @@ GPT::GPT(GPTOptions opts, Generator& gen)
 
 Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT");
-    Tensor x = dropout(embed(token, position, ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
+    Tensor x = dropout(embed(ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
     for (auto& block : blocks) x = block->forward(x, dropout_gen_);
     return output(lm_head.forward(final_norm.forward(x)));  // (B, T, V)
-}
-
-// --- ModelConfig -----------------------------------------------------------------------------------------
-
-std::map<std::string, std::string> ModelConfig::to_metadata() const {
-    return {{"model.kind", kind},
-            {"model.vocab", std::to_string(vocab)},
-            {"model.n_embd", std::to_string(n_embd)},
-            {"model.n_head", std::to_string(n_head)},
-            {"model.n_layer", std::to_string(n_layer)},
-            {"model.block", std::to_string(block)},
-            {"model.dropout", fmt::format("{}", dropout)},
-            {"model.feed_forward", feed_forward ? "1" : "0"},
-            {"model.gpt2_init", gpt2_init ? "1" : "0"}};
-}
-
-ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>& metadata) {
-    const auto field = [&](const std::string& key) -> const std::string& {
-        const auto it = metadata.find(key);
-        check(it != metadata.end(), "checkpoint: metadata has no '{}'", key);
-        return it->second;
-    };
-    const auto integer = [&](const std::string& key) {
-        const std::string& text = field(key);
-        char* end = nullptr;
-        const long long v = std::strtoll(text.c_str(), &end, 10);
-        check(!text.empty() && *end == '\0', "checkpoint: '{}' is '{}', not a whole number", key, text);
-        return static_cast<int64_t>(v);
-    };
-    ModelConfig c;
-    c.kind = field("model.kind");
-    c.vocab = integer("model.vocab");
-    c.n_embd = integer("model.n_embd");
-    c.n_head = integer("model.n_head");
-    c.n_layer = integer("model.n_layer");
-    c.block = integer("model.block");
-    const std::string& d = field("model.dropout");
-    char* end = nullptr;
-    c.dropout = std::strtof(d.c_str(), &end);
-    check(!d.empty() && *end == '\0', "checkpoint: 'model.dropout' is '{}', not a number", d);
-    c.feed_forward = integer("model.feed_forward") != 0;
-    c.gpt2_init = integer("model.gpt2_init") != 0;
-    return c;
-}
-
-std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) {
-    check(c.vocab > 0, "model: vocab must be positive, got {}", c.vocab);
-    check(c.n_embd > 0 && c.block > 0, "model: n_embd ({}) and block ({}) must be positive", c.n_embd, c.block);
-    check(c.dropout >= 0.0f && c.dropout < 1.0f, "model: dropout {} must be in [0, 1)", c.dropout);
-    if (c.kind == "bigram") return std::make_unique<Bigram>(BigramOptions{.vocab = c.vocab}, gen);
-    if (c.kind == "average")
-        return std::make_unique<AverageModel>(AverageModelOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
-    if (c.kind == "head")
-        return std::make_unique<SingleHead>(SingleHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
-    check(c.n_head > 0 && c.n_embd % c.n_head == 0, "model: n_head {} must divide n_embd {}", c.n_head, c.n_embd);
-    if (c.kind == "multihead")
-        return std::make_unique<MultiHead>(
-            MultiHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .block = c.block, .feed_forward = c.feed_forward},
-            gen);
-    if (c.kind == "gpt") {
-        check(c.n_layer > 0, "model: n_layer must be positive, got {}", c.n_layer);
-        return std::make_unique<GPT>(GPTOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
-                                                .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64(),
-                                                .gpt2_init = c.gpt2_init},
-                                     gen);
-    }
-    check(false, "model: unknown kind '{}' (bigram, average, head, multihead, gpt)", c.kind);
-    return nullptr;
 }
 
 }  // namespace nn

@@ -25,12 +25,13 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
     std::vector<std::string> names;
     collect("", params, names);
     std::vector<std::pair<std::string, Tensor>> out;
-    for (size_t i = 0; i < params.size(); ++i) {
-        Tensor value = params[i]->value;  // a handle: naming it names the parameter
-        value.set_name(names[i]);
-        out.emplace_back(names[i], value);
-    }
+    for (size_t i = 0; i < params.size(); ++i) out.emplace_back(names[i], params[i]->value);
     return out;
+}
+
+void Module::adopt(std::string name, Module& child) {
+    for (auto& [sub, value] : child.named_parameters()) value.set_name(name + "." + sub);  // a handle: names the parameter
+    children_.emplace_back(std::move(name), &child);
 }
 
 std::vector<std::string> Module::decayed_parameter_names() const {

@@ -7,7 +7,11 @@
 # their CSV logs have the same rows. The JSON train_loss and val_loss must be equal as printed
 # (6 decimals, from bit-identical weights), and so must the CSV logs apart from tokens/s. The resumed run
 # has no --out: it saves back to the checkpoint it resumed, which must end byte-identical to the straight
-# run's.
+# run's. The resumed run names no evaluation or sample flag: the checkpoint keeps the first run's
+# (--eval-every 10 --eval-iters 2 --sample 0; the defaults would evaluate with 200 batches and sample).
+#
+# Then the finished run is extended with a larger --steps (to 25: the schedule is recomputed over the
+# new total), and an --until at or before the checkpoint's step is refused.
 cmake_minimum_required(VERSION 3.19)
 foreach(var TRAIN WORK_DIR)
   if(NOT ${var})
@@ -52,7 +56,7 @@ string(JSON first_steps GET "${first_out}" steps)
 if(NOT first_steps EQUAL 10)
   message(FATAL_ERROR "--until 10 stopped at step ${first_steps}")
 endif()
-run_train(resumed --resume "${WORK_DIR}/run.safetensors" ${eval_args} --csv "${WORK_DIR}/split.csv")
+run_train(resumed --resume "${WORK_DIR}/run.safetensors" --json --csv "${WORK_DIR}/split.csv")
 
 file(SHA256 "${WORK_DIR}/straight.safetensors" straight_sha)
 file(SHA256 "${WORK_DIR}/run.safetensors" resumed_sha)
@@ -78,5 +82,22 @@ list(LENGTH rows n_rows)
 if(NOT n_rows EQUAL 3)
   message(FATAL_ERROR "expected a header and 2 rows in the CSV:\n${straight_csv}")
 endif()
+
+run_train(extended --resume "${WORK_DIR}/run.safetensors" --steps 25 --json --out "${WORK_DIR}/extended.safetensors")
+string(JSON extended_steps GET "${extended_out}" steps)
+if(NOT extended_steps EQUAL 25)
+  message(FATAL_ERROR "--resume with --steps 25 stopped at step ${extended_steps}")
+endif()
+
+execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/run.safetensors" --until 20
+  RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT code EQUAL 1 OR NOT err MATCHES "--until 20: Trainer: stopping after step 20 trains nothing: the run is at step 20")
+  message(FATAL_ERROR "--until 20 on a checkpoint at step 20: exit ${code}, expected 1 and a refusal\n${err}")
+endif()
+execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/run.safetensors" --steps 15
+  RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT code EQUAL 1 OR NOT err MATCHES "--steps 15: Trainer: the run has 20 steps; it can be extended, not shortened to 15")
+  message(FATAL_ERROR "--steps 15 on a run of 20: exit ${code}, expected 1 and a refusal\n${err}")
+endif()
 file(REMOVE_RECURSE "${WORK_DIR}")
-message(STATUS "the resumed run ends with the same figures as the straight run")
+message(STATUS "the resumed run ends with the same figures as the straight run; --steps extends it; a past --until is refused")

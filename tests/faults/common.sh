@@ -11,11 +11,14 @@ fail() {
     sed 's/^/  | /' err.log 2>/dev/null | tail -5
     exit 1
 }
-# The step of a checkpoint, by loading it (--until 1 is behind it, so no step runs; what a resumed run
-# saves at its end goes to a scratch file, replaced each time, not back over the checkpoint under test).
+# The step of a checkpoint: read from its header ("train.step" in the metadata), then the checkpoint is
+# loaded by resuming it for one step (--until must be past the checkpoint's step; a finished run trains
+# nothing) into a scratch file, not back over the checkpoint under test.
 step_of() {
-    local out
-    out=$(timeout 60 "$TRAIN" --resume "$1" --until 1 --eval-iters 1 --sample 0 --json --out probe.st --force 2>"$1.err") ||
+    local step
+    step=$(head -c 65536 "$1" 2>/dev/null | grep -ao '"train.step":"[0-9]*"' | grep -o '[0-9]*') ||
+        fail "$1 has no train.step in its header"
+    timeout 60 "$TRAIN" --resume "$1" --until $((step + 1)) --eval-iters 1 --sample 0 --out probe.st --force >/dev/null 2>"$1.err" ||
         fail "$1 does not load: $(tail -1 "$1.err")"
-    sed -E 's/.*"steps": ([0-9]+).*/\1/' <<<"$out"
+    echo "$step"
 }

@@ -59,7 +59,8 @@ echo "ok: $cleaned times a save after a kill mid-save removed the temporary file
 
 # The checkpoint that lived through every kill against a straight run to the same step.
 final=$(step_of run.st) || exit 1
-timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 1 --sample 0 --until "$final" --out straight.st \
+# (with the same evaluation settings: the checkpoint stores them)
+timeout 300 "$TRAIN" "${model[@]}" "${every_step[@]}" --until "$final" --out straight.st \
     >/dev/null 2>&1 || fail "the straight run to step $final failed"
 cmp -s run.st straight.st || fail "after $kills kills the checkpoint at step $final differs from a straight run's"
 more=$((final + 5))

@@ -29,7 +29,8 @@ line=$(grep -E '^interrupted at step [0-9]+; saved run\.st$' err.log) || fail "n
 step=$(sed -E 's/interrupted at step ([0-9]+);.*/\1/' <<<"$line")
 ((step > 0)) || fail "interrupted at step 0"
 [[ -z $(find . -name '.run.st.tmp-*') ]] || fail "a temporary file was left behind"
-"$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 1 --until "$step" --out straight.st >/dev/null 2>&1 ||
+# the same evaluation settings as the interrupted run: the checkpoint stores them
+"$TRAIN" "${model[@]}" --eval-every 50 --eval-iters 2 --until "$step" --out straight.st >/dev/null 2>&1 ||
     fail "the straight run to step $step failed"
 cmp -s run.st straight.st || fail "the checkpoint saved on SIGINT differs from a straight run's at step $step"
 echo "ok: SIGINT, SIGINT: exit 130, '$line', the checkpoint equals a straight run's at step $step"

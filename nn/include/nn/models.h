@@ -18,6 +18,7 @@
 
 #include "nn/attention.h"
 #include "nn/layers.h"
+#include "nn/model_registry.h"  // ModelConfig, ModelKind, make_model
 
 namespace nn {
 
@@ -31,6 +32,21 @@ public:
 
 protected:
     void check_ids(std::span<const int64_t> ids, int64_t B, int64_t T, const char* model) const;
+};
+
+// The rungs that read positions (AverageModel, SingleHead, MultiHead, GPT): token and position
+// embedding tables, registered first as "token" and "position", and their sum.
+class PositionalModel : public LanguageModel {
+public:
+    int64_t block_size() const override { return position.options.num; }
+    int64_t vocab_size() const override { return token.options.num; }
+    // ids: (B, T)  ->  token + position embeddings (B, T, C)
+    Tensor embed(std::span<const int64_t> ids, int64_t B, int64_t T) const;
+
+    Embedding token, position;  // (V, C), (block, C)
+
+protected:
+    PositionalModel(int64_t vocab, int64_t n_embd, int64_t block, autograd::Generator& gen);
 };
 
 // --- one model per rung ------------------------------------------------------------------------------
@@ -56,15 +72,12 @@ struct AverageModelOptions {
     int64_t block = 8;    // longest window
 };
 // "Just average them": token + position embeddings, the uniform causal average, a linear map to V.
-class AverageModel : public LanguageModel {
+class AverageModel : public PositionalModel {
 public:
     explicit AverageModel(AverageModelOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    int64_t block_size() const override { return options.block; }
-    int64_t vocab_size() const override { return options.vocab; }
 
     AverageModelOptions options;
-    Embedding token, position;
     Average average;
     Linear lm_head;
 };
@@ -78,15 +91,12 @@ struct SingleHeadOptions {
     bool record_scores = false;  // keep head.last_scores() (HeadOptions); examples/gradflow reads it
 };
 // Token + position embeddings, one causal attention Head, a linear map to V.
-class SingleHead : public LanguageModel {
+class SingleHead : public PositionalModel {
 public:
     explicit SingleHead(SingleHeadOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    int64_t block_size() const override { return options.block; }
-    int64_t vocab_size() const override { return options.vocab; }
 
     SingleHeadOptions options;
-    Embedding token, position;
     Head head;
     Linear lm_head;
 };
@@ -131,15 +141,12 @@ struct MultiHeadOptions {
 };
 // Token + position embeddings, multi-head attention (and optionally a feed-forward), linear to V.
 // No residuals or norms: those arrive with GPT.
-class MultiHead : public LanguageModel {
+class MultiHead : public PositionalModel {
 public:
     explicit MultiHead(MultiHeadOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    int64_t block_size() const override { return options.block; }
-    int64_t vocab_size() const override { return options.vocab; }
 
     MultiHeadOptions options;
-    Embedding token, position;
     MultiHeadAttention attention;
     std::unique_ptr<FeedForward> feed_forward;  // null unless options.feed_forward
     Linear lm_head;
@@ -167,17 +174,14 @@ public:
 };
 // The small GPT: embeddings, n_layer blocks, a final LayerNorm, a linear head. Weights start as in
 // GPT-2 (normal, std 0.02; residual projections 0.02 / sqrt(2 n_layer)) unless gpt2_init is false.
-class GPT : public LanguageModel {
+class GPT : public PositionalModel {
 public:
     explicit GPT(GPTOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    int64_t block_size() const override { return options.block; }
-    int64_t vocab_size() const override { return options.vocab; }
     autograd::Generator& dropout_generator() { return dropout_gen_; }
     const autograd::Generator& dropout_generator() const { return dropout_gen_; }
 
     GPTOptions options;
-    Embedding token, position;
     std::vector<std::unique_ptr<Block>> blocks;
     LayerNorm final_norm;
     Linear lm_head;
@@ -185,25 +189,5 @@ public:
 private:
     autograd::Generator dropout_gen_;
 };
-
-// --- one description for every rung (training program, checkpoints) --------------------------------
-
-struct ModelConfig {
-    std::string kind = "gpt";  // bigram | average | head | multihead | gpt
-    int64_t vocab = 0;
-    int64_t n_embd = 32;
-    int64_t n_head = 4;
-    int64_t n_layer = 4;
-    int64_t block = 8;
-    float dropout = 0.0f;
-    bool feed_forward = false;  // multihead only
-    bool gpt2_init = true;      // gpt only
-
-    std::map<std::string, std::string> to_metadata() const;  // "model.kind", "model.n_embd", ...
-    static ModelConfig from_metadata(const std::map<std::string, std::string>& metadata);
-    bool operator==(const ModelConfig&) const = default;
-};
-// Validates the config (sizes positive, n_head divides n_embd, known kind) and builds the model.
-std::unique_ptr<LanguageModel> make_model(const ModelConfig& config, autograd::Generator& gen);
 
 }  // namespace nn

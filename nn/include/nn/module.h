@@ -41,11 +41,8 @@ public:
     Module& operator=(const Module&) = delete;
 
     // Parameters of this module and its children, depth first in registration order, named
-    // "child.grandchild.param". Also sets each tensor's name() to that full name, so graphs (to_dot)
-    // and messages show it; names are relative to the module called, so the last call wins (a
-    // block's own named_parameters() names its weights "attention.heads.0.query.weight", the GPT's
-    // "blocks.0.attention.heads.0.query.weight"). parameters(), zero_grad() and the others go
-    // through it too.
+    // "child.grandchild.param" relative to this module. Pure: it names no tensor (see below).
+    // parameters(), zero_grad() and the others go through it too.
     std::vector<std::pair<std::string, Tensor>> named_parameters() const;
     std::vector<Tensor> parameters() const;
     // Names of the parameters that take weight decay: matrices that multiply (Linear weights) by
@@ -70,16 +67,22 @@ public:
 protected:
     // Every forward returns through this: it runs the forward hooks on `out` and returns it.
     Tensor output(Tensor out) const;
-    // Marks the tensor as requiring a gradient, names it, and returns it (assign it to a member).
+    // Marks the tensor as requiring a gradient, names it `name`, and returns it (assign it to a member).
     // `decay`: whether optimizers apply weight decay to it.
     Tensor register_parameter(std::string name, Tensor value, bool decay = false);
+    // Adds a finished child. Tensor names: each registration prefixes the child's parameter names with
+    // "name.", so a parameter's name() is its full dotted name in the outermost module it is registered
+    // into ("blocks.0.attention.heads.0.query.weight" in a GPT), for graphs (to_dot), anomaly messages
+    // and reports. Children are registered after they are built, so the names are final once the
+    // outermost module's constructor returns; nothing renames them later.
     template <typename M>
     M& register_module(std::string name, M& child) {
-        children_.emplace_back(std::move(name), &child);
+        adopt(std::move(name), child);
         return child;
     }
 
 private:
+    void adopt(std::string name, Module& child);
     struct Parameter {
         std::string name;
         Tensor value;

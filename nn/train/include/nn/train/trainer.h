@@ -10,12 +10,14 @@
 // A checkpoint is one safetensors file, written atomically (temporary file, then rename): the model's
 // parameters under their own names (what a PyTorch user loads), and the training state beside them
 // under "train_state.*" names (optimizer moments) and in the metadata (step, every generator's state,
-// model and training config, vocabulary, and a fingerprint of the data).
+// model and training config, the run settings (evaluation, logs, sample), vocabulary, and a fingerprint of
+// the data). nn/train/src/checkpoint_fields.cpp lists the keys.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <autograd/random.h>
@@ -26,6 +28,21 @@
 #include "nn/train/text.h"
 
 namespace nn {
+
+// How a run watches itself: what train does between steps and at the end. None of it changes the
+// weights; it is stored in the checkpoint ("run.*" metadata) so that a resumed run keeps it, and a
+// resume may change any of it (Trainer::set_run). Checkpoints written before these keys existed
+// resume with these defaults.
+struct RunSettings {
+    int64_t eval_every = 500;   // evaluate (and save) every N steps
+    int64_t eval_iters = 200;   // batches per evaluation
+    int64_t grad_report = 0;    // print the gradient-flow report every N steps; 0 = never
+    int64_t sample = 200;       // characters sampled at the end
+    float temperature = 1.0f;   // of that sample
+    int64_t top_k = 0;          // of that sample; 0 = all characters
+
+    bool operator==(const RunSettings&) const = default;
+};
 
 struct TrainConfig {
     ModelConfig model;
@@ -38,6 +55,7 @@ struct TrainConfig {
     float beta1 = 0.9f, beta2 = 0.99f;
     float grad_clip = 1.0f;     // global-norm clipping; 0 turns it off
     uint64_t seed = 1337;       // model initialization, batches, dropout
+    RunSettings run = {};       // changes nothing the run computes; a resume may change it
 
     bool operator==(const TrainConfig&) const = default;
 };
@@ -53,8 +71,8 @@ struct StepStats {
 // What training `config` needs in memory, roughly, in bytes: parameters x 4 bytes x (weights, gradients
 // and AdamW's two moments), plus one step's activations (each layer keeps a few (B, T, C) tensors and,
 // with attention, its (B, heads, T, T) weights; the logits are (B, T, vocab)). An estimate to refuse
-// absurd sizes before allocating, not an exact figure; it saturates instead of overflowing. `data_bytes`
-// (the token ids, TokenIds::bytes()) is added as it is.
+// absurd sizes before allocating, not an exact figure; it saturates instead of overflowing. `data_bytes`:
+// the token ids held while training (TokenIds::bytes()).
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
 // The machine's physical memory in bytes (0 when the system does not say).
 uint64_t physical_memory_bytes();
@@ -70,7 +88,19 @@ public:
     Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::vector<int64_t>& tokens);
     // Continues the run saved at `path` on the same text, encoded with the checkpoint's vocabulary
     // (characters outside it are an error that lists them) and checked against the saved fingerprint.
+    // Its RunSettings come from the file too (the defaults where the file predates them).
     static Trainer resume(const std::filesystem::path& path, std::string_view text);
+
+    // Extends the run to `steps` in total (std::invalid_argument below the current total; the same
+    // total changes nothing). The learning-rate schedule is recomputed over the new total: the cosine
+    // decays over `steps` from the start, so from the current step on the rate is what a run planned
+    // for `steps` from the beginning would use (higher than the old schedule's), and the extended run
+    // differs from a straight run of the old total from this step on. Steps already taken are kept.
+    void extend_to(int64_t steps);
+    void set_run(const RunSettings& run);  // std::invalid_argument for a value train could not use
+    // The step to stop after: `until` if given, at most the run's total. An `until` at or before the
+    // current step is an error (std::invalid_argument): it would train nothing.
+    int64_t stop_step(std::optional<int64_t> until) const;
 
     // One optimizer step. Throws std::runtime_error if the loss or gradient norm is not finite,
     // before the parameters are touched. With `report`, also fills the gradient-flow report:
@@ -89,8 +119,6 @@ public:
     float lr_at(int64_t step) const;
 
 private:
-    Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens, bool fresh);
-
     TrainConfig config_;
     CharTokenizer tokenizer_;
     uint64_t data_fingerprint_;

@@ -1,0 +1,23 @@
+// A training checkpoint read for inference: config, vocabulary and weights; the training state is ignored.
+#include "checkpoint_fields.h"
+
+namespace nn {
+
+using namespace detail;
+
+TrainedModel load_trained_model(const std::filesystem::path& path) {
+    const Safetensors file = load_safetensors(path);
+    check_format(file.metadata, path);
+    check_finite(file.tensors, path.string());
+    TrainedModel out{model_config(file.metadata, path),
+                     CharTokenizer::from_vocabulary_utf8(field(file.metadata, "tokenizer.vocabulary", path)), nullptr};
+    const NamedTensors weights = split(file.tensors).weights;
+    check_sizes_against_weights(out.config, weights, path);
+    autograd::Generator unused_init;  // every weight is overwritten by the file's
+    out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
+    naming_path(path, [&] { load_parameters(*out.model, weights); });
+    out.model->eval();
+    return out;
+}
+
+}  // namespace nn

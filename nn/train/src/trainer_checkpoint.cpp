@@ -1,0 +1,67 @@
+// Trainer::save and Trainer::resume: the whole training state in one safetensors file, read back so
+// that the resumed run continues bit-exactly.
+#include "checkpoint_fields.h"
+
+namespace nn {
+
+using namespace autograd;
+using namespace detail;
+
+void Trainer::save(const std::filesystem::path& path) const {
+    NamedTensors tensors = model_->named_parameters();
+    for (auto& [name, t] : optimizer_->state()) tensors.emplace_back(std::string(kStatePrefix) + name, t);
+    Metadata metadata = config_.model.to_metadata();
+    write_train_config(config_, metadata);
+    metadata.insert({{"format", kFormat},
+                     {"tokenizer.vocabulary", tokenizer_.vocabulary_utf8()},
+                     {"train.step", std::to_string(step_count())},
+                     {"train.rng.batch", to_text(batch_gen_.state())},
+                     {"data.tokens", std::to_string(data_.size(Split::train) + data_.size(Split::validation))},
+                     {"data.fingerprint", std::to_string(data_fingerprint_)}});
+    if (const auto* gpt = dynamic_cast<const GPT*>(model_.get()))
+        metadata["train.rng.dropout"] = to_text(gpt->dropout_generator().state());
+    save_safetensors(path, tensors, metadata);
+}
+
+Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
+    Safetensors file = load_safetensors(path);
+    const Metadata& meta = file.metadata;
+    check_format(meta, path);
+    check_finite(file.tensors, path.string());  // weights and AdamW's moments
+    TrainConfig c;
+    c.model = model_config(meta, path);
+    read_train_config(meta, path, c);
+    const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
+    if (step > c.steps)
+        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", path.string(), step,
+                                             c.steps));
+    check_sizes_against_weights(c.model, split(file.tensors).weights, path);
+
+    Trainer trainer = naming_path(path, [&] {
+        CharTokenizer tokenizer = CharTokenizer::from_vocabulary_utf8(field(meta, "tokenizer.vocabulary", path));
+        TokenIds tokens = [&] {
+            try {
+                return tokenizer.encode_ids(text);
+            } catch (const std::bad_alloc&) {
+                throw std::runtime_error(fmt::format("could not allocate {:.3g} GB for the token ids of the text to "
+                                                     "resume on ({} bytes)", double(text.size()) / 1e9, text.size()));
+            }
+        }();
+        const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
+        if (fingerprint(tokens) != expected)
+            throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
+                                                 "resume with the same --data file",
+                                                 path.string(), field(meta, "data.tokens", path)));
+        return Trainer(c, std::move(tokenizer), std::move(tokens));
+    });
+
+    const CheckpointParts parts = split(std::move(file.tensors));
+    naming_path(path, [&] { load_parameters(*trainer.model_, parts.weights); });
+    naming_path(path, [&] { trainer.optimizer_->load_state(parts.state, step); });
+    trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
+    if (auto* gpt = dynamic_cast<GPT*>(trainer.model_.get()))
+        gpt->dropout_generator().set_state(state_from_text(field(meta, "train.rng.dropout", path), "train.rng.dropout", path));
+    return trainer;
+}
+
+}  // namespace nn
