@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/layers.h>
 #include <nn/train/optim.h>
 #include <nn/tutorial/tasks.h>

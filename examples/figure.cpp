@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/attention.h>
 #include <nn/train/trainer.h>
 

@@ -24,8 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include <autograd/graph.h>
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/models.h>
 #include <nn/train/optim.h>
 #include <nn/tutorial/study.h>

@@ -22,7 +22,7 @@
 
 #include <fmt/color.h>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/attention.h>
 #include <nn/models.h>
 #include <nn/train/text.h>

@@ -1,5 +1,5 @@
-// The worked example at the top of autograd/include/autograd/tensor.h, built and run by the tests.
-#include <autograd/tensor.h>
+// The worked example at the top of autograd/include/autograd/autograd.h, built and run by the tests.
+#include <autograd/autograd.h>
 using namespace autograd;
 
 int main() {

@@ -3,7 +3,7 @@
 // tinygpt::train must move a weight against its gradient.
 #include <cmath>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/attention.h>
 #include <nn/train/optim.h>
 

@@ -19,6 +19,8 @@
 #include <span>
 #include <vector>
 
+#include "autograd/check.h"
+
 namespace autograd {
 
 class Tensor;
