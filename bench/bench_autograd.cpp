@@ -34,9 +34,8 @@
 
 #include <fmt/core.h>
 
+#include <autograd/autograd.h>
 #include <autograd/kernels.h>
-#include <autograd/tensor.h>
-#include <autograd/threads.h>
 
 #if defined(TINYGPT_BENCH_OPENBLAS)
 #include <cblas.h>

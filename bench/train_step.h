@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/models.h>
 #include <nn/train/optim.h>
 

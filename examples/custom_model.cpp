@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <cli.h>
 #include <nn/layers.h>
 #include <nn/train/optim.h>

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <cli.h>
 #include <nn/attention.h>
 #include <nn/train/files.h>

@@ -19,8 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include <autograd/graph.h>
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <cli.h>
 #include <nn/models.h>
 #include <nn/train/files.h>

@@ -21,7 +21,7 @@
 
 #include <fmt/color.h>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <cli.h>
 #include <nn/attention.h>
 #include <nn/models.h>

@@ -1,6 +1,6 @@
-// The worked example at the top of autograd/include/autograd/tensor.h, built and run by the tests.
+// The worked example at the top of autograd/include/autograd/autograd.h, built and run by the tests.
 // (It takes no arguments; support/cli.h gives it --help and --version like every program here.)
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <cli.h>
 using namespace autograd;
 

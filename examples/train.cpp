@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/train/sample.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/trainer.h>

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <autograd/gradcheck.h>
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
+#include <autograd/op.h>
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

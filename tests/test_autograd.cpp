@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <autograd/op.h>
+
 #include "helpers.h"
 
 using namespace autograd;

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include <autograd/op.h>
+
 #include "helpers.h"
 
 using namespace autograd;

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
 #include <nn/models.h>
 #include <nn/tutorial/study.h>
 #include <nn/train/trainer.h>

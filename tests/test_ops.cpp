@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <autograd/op.h>
+
 #include "helpers.h"
 
 using namespace autograd;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "autograd/anomaly.h"
+#include "autograd/op.h"
 
 namespace autograd {
 

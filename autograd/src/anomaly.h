@@ -6,7 +6,7 @@
 #include <source_location>
 #include <span>
 
-#include "autograd/tensor.h"
+#include "autograd/detail/node.h"
 
 namespace autograd::detail {
 

@@ -2,7 +2,7 @@
 // Reductions, softmax, slicing and concatenation along a dim all walk this view.
 #pragma once
 
-#include "autograd/tensor.h"
+#include "autograd/check.h"
 
 namespace autograd::detail {
 

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "autograd/detail/buffer.h"
 #include "autograd/tensor.h"
 
 namespace autograd {

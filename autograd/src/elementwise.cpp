@@ -2,7 +2,10 @@
 #include <cmath>
 
 #include "autograd/kernels.h"
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "autograd/threads.h"
 #include "broadcast.h"
 #include "fast_math.h"
 #include "vector_loops.h"

@@ -1,5 +1,6 @@
 // embedding: gather rows of a table; the backward scatter-adds, so repeated ids accumulate.
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
 
 namespace autograd {
 

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <utility>
 
+#include "autograd/op.h"
+#include "autograd/random.h"
+
 namespace autograd {
 
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,

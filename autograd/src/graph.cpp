@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "autograd/op.h"
 
 namespace autograd {
 

@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "autograd/kernels.h"
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
+#include "autograd/threads.h"
 #include "vector_loops.h"
 
 namespace autograd {

@@ -1,6 +1,7 @@
 // matmul: (..., M, K) @ (..., K, N) -> (broadcast(...), M, N), with its backward.
 #include "autograd/kernels.h"
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
 #include "broadcast.h"
 
 namespace autograd {

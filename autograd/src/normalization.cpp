@@ -2,7 +2,9 @@
 // add, sqrt, div, mul, add) makes nine full-size tensors and nine backward passes; this makes one of
 // each and keeps only a mean and a 1/std per row for the backward.
 // The row loops themselves are in vector_loops_impl.h, compiled per instruction set.
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
+#include "autograd/threads.h"
 #include "vector_loops.h"
 
 namespace autograd {

@@ -1,7 +1,8 @@
 // Reductions: sum, mean (composed from sum and scale), max, argmax.
 #include <limits>
 
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
 #include "axis.h"
 
 namespace autograd {

@@ -3,7 +3,8 @@
 #include <limits>
 
 #include "anomaly.h"
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
 #include "autograd/threads.h"
 #include "axis.h"
 #include "broadcast.h"

@@ -6,7 +6,9 @@
 #include <limits>
 
 #include "autograd/kernels.h"
-#include "autograd/tensor.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
+#include "autograd/threads.h"
 #include "axis.h"
 #include "fast_math.h"
 #include "vector_loops.h"

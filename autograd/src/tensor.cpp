@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "anomaly.h"
+#include "autograd/op.h"
+#include "autograd/ops.h"
 #include "axis.h"
 
 namespace autograd {

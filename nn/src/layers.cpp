@@ -1,5 +1,7 @@
 #include "nn/layers.h"
 
+#include <autograd/ops.h>
+
 #include <cmath>
 
 namespace nn {

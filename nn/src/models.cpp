@@ -1,5 +1,7 @@
 #include "nn/models.h"
 
+#include <autograd/ops.h>
+
 #include <cmath>
 #include <cstdlib>
 

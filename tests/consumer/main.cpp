@@ -1,11 +1,25 @@
 // Uses the installed package: a gradient through matmul must come out as the hand-computed value,
 // an attention head from tinygpt::nn must produce causal rows that sum to 1, and an optimizer step from
-// tinygpt::train must move a weight against its gradient.
+// tinygpt::train must move a weight against its gradient; an op of its own, written with the installed
+// <autograd/op.h> (which includes autograd/detail/), must pass its gradient back.
 #include <cmath>
+#include <utility>
 
-#include <autograd/tensor.h>
+#include <autograd/autograd.h>
+#include <autograd/op.h>
 #include <nn/attention.h>
 #include <nn/train/optim.h>
+
+// y = 3 x, so dy/dx = 3
+autograd::Tensor triple(const autograd::Tensor& x) {
+    using namespace autograd;
+    Buffer out(x.numel());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = 3.0f * x.data()[i];
+    return make_result("triple", x.shape(), std::move(out), {x}, [](const GradContext& g) {
+        auto dx = g.grad(0);
+        for (size_t i = 0; i < dx.size(); ++i) dx[i] += 3.0f * g.dout[i];
+    });
+}
 
 int main() {
     using namespace autograd;
@@ -27,6 +41,9 @@ int main() {
     const float before = weight.data()[0];
     sgd.step();
     if (weight.data()[0] == before) return 1;
+    Tensor v = tensor({1, -2}).requires_grad_();
+    sum(triple(v)).backward();
+    if (v.grad().at({0}) != 3.0f || v.grad().at({1}) != 3.0f) return 1;
     fmt::print("consumer: linked tinygpt::autograd, tinygpt::nn and tinygpt::train, gradient {}\n", w.grad());
     return 0;
 }

@@ -23,6 +23,8 @@
 #include <span>
 #include <vector>
 
+#include "autograd/check.h"
+
 namespace autograd {
 
 class Tensor;

@@ -1,6 +1,7 @@
 #include "nn/train/optim.h"
 
 #include <autograd/kernels.h>
+#include <autograd/threads.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,7 @@
 #include "nn/train/trainer.h"
 
+#include <autograd/ops.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>

@@ -1,5 +1,7 @@
 #include "nn/tutorial/study.h"
 
+#include <autograd/ops.h>
+
 #include <algorithm>
 #include <cmath>
 

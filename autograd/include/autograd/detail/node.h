@@ -1,0 +1,122 @@
+// Inside the library: the graph behind a tensor. A Tensor (tensor.h) is a handle to a TensorImpl; an
+// op's result holds the Node that made it, and the Node holds the op's inputs and its backward. Not for
+// users: op authors reach these through <autograd/op.h> (the engine in autograd/src/tensor.cpp walks
+// them). The names stay in namespace autograd, as Tensor::impl() hands them out.
+//
+// Tensor and GradContext are only named here (a Node's inputs are Tensors, a backward takes a
+// GradContext): op.h, which includes this, completes both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "autograd/check.h"
+#include "autograd/detail/buffer.h"
+#include "autograd/hooks.h"
+
+namespace autograd {
+
+class Tensor;
+struct GradContext;
+
+// An op's backward: any callable taking the GradContext (a lambda, a std::function). Closures of up to
+// 64 bytes, all the library's own among them, are stored inside it, so recording an op allocates no
+// memory for its backward (std::function allocates above 16 bytes). Move-only.
+class BackwardFn {
+public:
+    BackwardFn() = default;
+    BackwardFn(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): as std::function
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, BackwardFn> &&
+                                                      std::is_invocable_v<std::decay_t<F>&, const GradContext&>>>
+    BackwardFn(F&& f) {  // NOLINT(google-explicit-constructor): a lambda converts, as to std::function
+        using Fn = std::decay_t<F>;
+        if constexpr (sizeof(Fn) <= kInline && alignof(Fn) <= alignof(std::max_align_t) &&
+                      std::is_nothrow_move_constructible_v<Fn>) {
+            ::new (static_cast<void*>(storage_)) Fn(std::forward<F>(f));
+            ops_ = &inline_ops<Fn>;
+        } else {
+            *reinterpret_cast<Fn**>(storage_) = new Fn(std::forward<F>(f));
+            ops_ = &heap_ops<Fn>;
+        }
+    }
+    BackwardFn(BackwardFn&& other) noexcept { take(other); }
+    BackwardFn& operator=(BackwardFn&& other) noexcept {
+        if (this != &other) {
+            reset();
+            take(other);
+        }
+        return *this;
+    }
+    BackwardFn& operator=(std::nullptr_t) noexcept {
+        reset();
+        return *this;
+    }
+    ~BackwardFn() { reset(); }
+    explicit operator bool() const { return ops_ != nullptr; }
+    void operator()(const GradContext& g) const { ops_->call(const_cast<unsigned char*>(storage_), g); }
+
+private:
+    static constexpr size_t kInline = 64;
+    struct Ops {
+        void (*call)(void* storage, const GradContext& g);
+        void (*move)(void* from, void* to) noexcept;  // into uninitialized storage; `from` is destroyed
+        void (*destroy)(void* storage) noexcept;
+    };
+    template <typename Fn>
+    static constexpr Ops inline_ops = {
+        [](void* s, const GradContext& g) { (*static_cast<Fn*>(s))(g); },
+        [](void* from, void* to) noexcept {
+            ::new (to) Fn(std::move(*static_cast<Fn*>(from)));
+            static_cast<Fn*>(from)->~Fn();
+        },
+        [](void* s) noexcept { static_cast<Fn*>(s)->~Fn(); }};
+    template <typename Fn>
+    static constexpr Ops heap_ops = {
+        [](void* s, const GradContext& g) { (**static_cast<Fn**>(s))(g); },
+        [](void* from, void* to) noexcept { *static_cast<Fn**>(to) = *static_cast<Fn**>(from); },
+        [](void* s) noexcept { delete *static_cast<Fn**>(s); }};
+
+    void take(BackwardFn& other) noexcept {
+        if (!other.ops_) return;
+        other.ops_->move(other.storage_, storage_);
+        ops_ = other.ops_;
+        other.ops_ = nullptr;
+    }
+    void reset() noexcept {
+        if (ops_) ops_->destroy(storage_);
+        ops_ = nullptr;
+    }
+
+    alignas(std::max_align_t) unsigned char storage_[kInline];
+    const Ops* ops_ = nullptr;
+};
+
+// The op that produced a tensor. It owns its inputs (never its output: no shared_ptr cycles).
+struct Node {
+    const char* op;
+    std::vector<Tensor> inputs;
+    BackwardFn backward;
+    std::source_location where;  // where the op was called (anomaly messages)
+    bool released = false;  // saved inputs and closure freed after backward
+    ~Node();                // iterative teardown, so dropping a 100,000-op chain cannot overflow the stack
+};
+
+struct TensorImpl {
+    Shape shape;
+    std::shared_ptr<Buffer> data;  // shared by reshape() and detach() results
+    std::shared_ptr<Buffer> grad;  // allocated on the first accumulation
+    std::shared_ptr<Node> grad_fn;             // null for leaves
+    bool requires_grad = false;
+    std::string name;                          // optional label (parameter names), for inspection
+    HookList<const Tensor&> hooks;             // gradient hooks (register_hook)
+    uint64_t visit_mark = 0;                   // the last backward pass that reached it (engine use)
+};
+
+}  // namespace autograd
