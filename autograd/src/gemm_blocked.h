@@ -51,61 +51,48 @@ constexpr int64_t workspace_floats(int threads) {
 
 inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// A micro-panel dst[k][P] (kb rows of P floats) of a strided matrix, zero-padded from column n on; both
+// operands are packed by these two, with the roles of rows and columns as their storage has them.
+// Rows k of the panel are n contiguous floats at src + k * stride (B as (K, N), A stored (K, M)).
+template <int64_t P>
+inline void pack_rows(const float* __restrict src, int64_t stride, int64_t kb, int64_t n, float* __restrict dst) {
+    for (int64_t k = 0; k < kb; ++k) {
+        float* __restrict d = dst + k * P;
+        const float* __restrict s = src + k * stride;
+        if (n == P)
+            for (int64_t j = 0; j < P; ++j) d[j] = s[j];
+        else {
+            for (int64_t j = 0; j < n; ++j) d[j] = s[j];
+            for (int64_t j = n; j < P; ++j) d[j] = 0.0f;
+        }
+    }
+}
+// Columns j of the panel are kb contiguous floats at src + j * stride (B stored (N, K), A as (M, K)).
+template <int64_t P>
+inline void pack_columns(const float* __restrict src, int64_t stride, int64_t kb, int64_t n, float* __restrict dst) {
+    for (int64_t j = 0; j < n; ++j) {
+        const float* __restrict s = src + j * stride;
+        for (int64_t k = 0; k < kb; ++k) dst[k * P + j] = s[k];
+    }
+    for (int64_t j = n; j < P; ++j)
+        for (int64_t k = 0; k < kb; ++k) dst[k * P + j] = 0.0f;
+}
+
 // B rows k0 .. k0+kb, columns j0 .. j0+nb (nb <= NR) as one micro-panel dst[k][NR], zero-padded.
 // (The packers stay out of line: inlined into gemm_blocked_block, they made its tile loop 6% slower.)
 template <class Kn>
 __attribute__((noinline)) void pack_b_panel(const GemmArgs& g, int64_t k0, int64_t kb, int64_t j0, int64_t nb,
                                             float* __restrict dst) {
-    constexpr int64_t NR = Kn::NR;
-    if (!g.trans_b) {  // B (K, N): rows of NR contiguous floats
-        const float* __restrict src = g.B + k0 * g.N + j0;
-        for (int64_t k = 0; k < kb; ++k) {
-            float* __restrict d = dst + k * NR;
-            const float* __restrict s = src + k * g.N;
-            if (nb == NR)
-                for (int64_t j = 0; j < NR; ++j) d[j] = s[j];
-            else {
-                for (int64_t j = 0; j < nb; ++j) d[j] = s[j];
-                for (int64_t j = nb; j < NR; ++j) d[j] = 0.0f;
-            }
-        }
-    } else {  // B stored (N, K): column j of op(B) is row j of B, contiguous in k
-        const float* __restrict src = g.B + j0 * g.K + k0;
-        for (int64_t j = 0; j < nb; ++j) {
-            const float* __restrict s = src + j * g.K;
-            for (int64_t k = 0; k < kb; ++k) dst[k * NR + j] = s[k];
-        }
-        for (int64_t j = nb; j < NR; ++j)
-            for (int64_t k = 0; k < kb; ++k) dst[k * NR + j] = 0.0f;
-    }
+    if (g.trans_b) pack_columns<Kn::NR>(g.B + j0 * g.K + k0, g.K, kb, nb, dst);  // B stored (N, K)
+    else pack_rows<Kn::NR>(g.B + k0 * g.N + j0, g.N, kb, nb, dst);               // B (K, N)
 }
 
 // op(A) rows i0 .. i0+mb (mb <= MR), k0 .. k0+kb, as dst[k][MR], zero-padded.
 template <class Kn>
 __attribute__((noinline)) void pack_a_panel(const GemmArgs& g, int64_t i0, int64_t mb, int64_t k0, int64_t kb,
                                             float* __restrict dst) {
-    constexpr int64_t MR = Kn::MR;
-    if (g.trans_a) {  // A stored (K, M): MR contiguous floats per k
-        const float* __restrict src = g.A + k0 * g.M + i0;
-        for (int64_t k = 0; k < kb; ++k) {
-            float* __restrict d = dst + k * MR;
-            const float* __restrict s = src + k * g.M;
-            if (mb == MR)
-                for (int64_t r = 0; r < MR; ++r) d[r] = s[r];
-            else {
-                for (int64_t r = 0; r < mb; ++r) d[r] = s[r];
-                for (int64_t r = mb; r < MR; ++r) d[r] = 0.0f;
-            }
-        }
-    } else {  // A (M, K): row r contiguous in k
-        const float* __restrict src = g.A + i0 * g.K + k0;
-        for (int64_t r = 0; r < mb; ++r) {
-            const float* __restrict s = src + r * g.K;
-            for (int64_t k = 0; k < kb; ++k) dst[k * MR + r] = s[k];
-        }
-        for (int64_t r = mb; r < MR; ++r)
-            for (int64_t k = 0; k < kb; ++k) dst[k * MR + r] = 0.0f;
-    }
+    if (g.trans_a) pack_rows<Kn::MR>(g.A + k0 * g.M + i0, g.M, kb, mb, dst);  // A stored (K, M)
+    else pack_columns<Kn::MR>(g.A + i0 * g.K + k0, g.K, kb, mb, dst);         // A (M, K)
 }
 
 // A few last columns of C (at most kStripColumns) when A is transposed, so that the rows of op(A) at
