@@ -209,29 +209,20 @@ TEST_CASE("make_model builds each kind and validates the config with clear messa
         c.kind = kind;
         CHECK_THAT(make_model_error(c), Contains("n_head 3 must divide n_embd 8"));
     }
-    c = base;
-    c.n_head = 0;
-    CHECK_THAT(make_model_error(c), Contains("n_head 0"));
-    c = base;
-    c.vocab = 0;
-    CHECK_THAT(make_model_error(c), Contains("vocab must be positive, got 0"));
-    c = base;
-    c.n_embd = 0;
-    CHECK_THAT(make_model_error(c), Contains("n_embd (0)"));
-    c = base;
-    c.block = 0;
-    CHECK_THAT(make_model_error(c), Contains("block (0)"));
-    c = base;
-    c.block = -3;
-    CHECK_THAT(make_model_error(c), Contains("block (-3)"));
-    c = base;
-    c.n_layer = 0;
-    CHECK_THAT(make_model_error(c), Contains("n_layer must be positive, got 0"));
-    for (float p : {-0.1f, 1.0f, std::numeric_limits<float>::quiet_NaN()}) {
-        c = base;
-        c.dropout = p;
-        CHECK_THAT(make_model_error(c), Contains("dropout"));
-    }
+    // The base config with one change, and what make_model says about it.
+    const auto error_with = [&](auto change) {
+        nn::ModelConfig changed = base;
+        change(changed);
+        return make_model_error(changed);
+    };
+    CHECK_THAT(error_with([](nn::ModelConfig& m) { m.n_head = 0; }), Contains("n_head 0"));
+    CHECK_THAT(error_with([](nn::ModelConfig& m) { m.vocab = 0; }), Contains("vocab must be positive, got 0"));
+    CHECK_THAT(error_with([](nn::ModelConfig& m) { m.n_embd = 0; }), Contains("n_embd (0)"));
+    CHECK_THAT(error_with([](nn::ModelConfig& m) { m.block = 0; }), Contains("block (0)"));
+    CHECK_THAT(error_with([](nn::ModelConfig& m) { m.block = -3; }), Contains("block (-3)"));
+    CHECK_THAT(error_with([](nn::ModelConfig& m) { m.n_layer = 0; }), Contains("n_layer must be positive, got 0"));
+    for (float p : {-0.1f, 1.0f, std::numeric_limits<float>::quiet_NaN()})
+        CHECK_THAT(error_with([p](nn::ModelConfig& m) { m.dropout = p; }), Contains("dropout"));
 }
 
 TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a malformed field", "[models]") {
