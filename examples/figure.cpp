@@ -10,8 +10,9 @@
 // Every number on the page is computed here, by nn::Head forwards with the options of each of the four
 // checkbox states, and embedded as JSON; the page's script only displays them. The JSON (`--json`, one
 // line): source, description, seed, checkpoint, model, prompt, window (T), n_embd (C), head_size (H),
-// labels, and states[2 * raw + scale], each with the row's journey (scores, scaled, masked, shares, ...). The state (checkboxes,
-// selected row, journey step) lives in the URL fragment, e.g. figure.html#raw=1&scale=0&row=3&step=2.
+// labels, and states[2 * raw + scale], each with the row's journey (scores, scaled, masked, shares, ...).
+// The state (checkboxes, selected row, journey step) lives in the URL fragment, e.g.
+// figure.html#raw=1&scale=0&row=3&step=2.
 // The page loads nothing: inline CSS and JS, system fonts.
 //
 // Exit status: 0 done, 1 failed (a bad checkpoint or prompt, an unwritable file), 2 bad arguments.
