@@ -279,7 +279,7 @@ int run(const Options& o) {
     if (o.json) {
         // rounded as they always were (losses to 6 decimals, tokens/s to 0.1, seconds to 0.01); not finite: null
         const auto rounded = [](double v, double per_unit) { return std::round(v * per_unit) / per_unit; };
-        const nlohmann::ordered_json figures = {{"model", config.model.kind},
+        const nlohmann::ordered_json figures = {{"model", std::string(nn::model_kind_info(config.model.kind).name)},
                                                 {"params", trainer->model().parameter_count()},
                                                 {"steps", trainer->step_count()},
                                                 {"train_loss", rounded(train_loss, 1e6)},
