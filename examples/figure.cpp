@@ -8,8 +8,11 @@
 //   figure --json                                    print the page's numbers instead
 //
 // Every number on the page is computed here, by nn::Head forwards with the options of each of the four
-// checkbox states, and embedded as JSON; the page's script only displays them. The state (checkboxes,
-// selected row, journey step) lives in the URL fragment, e.g. figure.html#raw=1&scale=0&row=3&step=2.
+// checkbox states, and embedded as JSON; the page's script only displays them. The JSON (`--json`, one
+// line): source, description, seed, checkpoint, model, prompt, window (T), n_embd (C), head_size (H),
+// labels, and states[2 * raw + scale], each with the row's journey (scores, scaled, masked, shares, ...).
+// The state (checkboxes, selected row, journey step) lives in the URL fragment, e.g.
+// figure.html#raw=1&scale=0&row=3&step=2.
 // The page loads nothing: inline CSS and JS, system fonts.
 //
 // Exit status: 0 done, 1 failed (a bad checkpoint or prompt, an unwritable file), 2 bad arguments.
@@ -28,6 +31,7 @@
 #include <nn/attention.h>
 #include <nn/train/files.h>
 #include <nn/train/trainer.h>
+#include <nlohmann/json.hpp>
 
 #include "figure_page.h"
 
@@ -167,41 +171,31 @@ std::unique_ptr<nn::Head> head_like(const nn::Head& source, bool compare_raw, bo
     return head;
 }
 
-// A JSON number; -inf (a masked score) and any other non-finite value as null.
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
-std::string json_number(float v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+// The page's numbers as JSON. Numbers are held as floats, as the tensors hold them, so each is written
+// in its shortest form; keys stay in the order written; a value that is not finite (-inf, a masked
+// score; NaN, the median of no looking rows) is written as null.
+using Json = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, int64_t, uint64_t, float>;
 
-// A (1, R, K) or (R, K) tensor as a JSON array of R rows.
-std::string json_rows(const Tensor& t) {
+// A (1, R, K) or (R, K) tensor as R rows of K numbers.
+Json rows_of(const Tensor& t) {
     const int64_t R = t.size(-2), K = t.size(-1);
     const auto values = t.data();
-    std::vector<std::string> rows;
-    for (int64_t r = 0; r < R; ++r) {
-        std::vector<std::string> row;
-        for (int64_t k = 0; k < K; ++k) row.push_back(json_number(values[r * K + k]));
-        rows.push_back(fmt::format("[{}]", fmt::join(row, ",")));
-    }
-    return fmt::format("[{}]", fmt::join(rows, ","));
+    Json rows = Json::array();
+    for (int64_t r = 0; r < R; ++r) rows.push_back(std::vector<float>(values.begin() + r * K, values.begin() + (r + 1) * K));
+    return rows;
 }
 
-std::string json_list(const Tensor& t) {
-    std::vector<std::string> items;
-    for (float v : t.data()) items.push_back(json_number(v));
-    return fmt::format("[{}]", fmt::join(items, ","));
-}
-
-// A JSON string that is also safe inside <script>: no "<", ">" or "&" appear literally.
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"') out += "\\\"";
-        else if (c == '\\') out += "\\\\";
-        else if (c == '\n') out += "\\n";
-        else if (u < 0x20 || c == '<' || c == '>' || c == '&') out += fmt::format("\\u{:04x}", u);
+// The JSON as the page embeds it in <script>: no "<", ">" or "&" appear literally (they can only be
+// inside strings, where \u escapes stand for them), so no "</script>" in a path or prompt ends it.
+std::string script_safe(const std::string& json) {
+    std::string out;
+    for (char c : json) {
+        if (c == '<') out += "\\u003c";
+        else if (c == '>') out += "\\u003e";
+        else if (c == '&') out += "\\u0026";
         else out += c;
     }
-    return out + "\"";
+    return out;
 }
 
 double max_abs(const Tensor& t) {
@@ -212,7 +206,7 @@ double max_abs(const Tensor& t) {
 }
 
 // One checkbox state: the row's journey for every row at once, each stage a Head forward.
-std::string state_json(const Window& w, bool raw, bool scale) {
+Json state_json(const Window& w, bool raw, bool scale) {
     NoGradGuard no_grad;
     const int64_t T = w.x.size(1);
     // 1. raw scores, neither scaled nor masked; 2. scaled (or not); 3. masked, softmax and the blend
@@ -248,29 +242,40 @@ std::string state_json(const Window& w, bool raw, bool scale) {
     const auto back = [](const std::vector<double>& v) { return v.empty() ? none : v.back(); };
 
     const int64_t width = raw ? w.head->options.n_embd : w.head->options.head_size;  // the vectors compared
-    return fmt::format(
-        "{{\"raw\":{},\"scale\":{},\"width\":{},\"divisor\":{},\n"
-        "\"scores\":{},\n\"scaled\":{},\n\"masked\":{},\n\"shares\":{},\n\"row_sums\":{},\n\"values\":{},\n\"output\":{},\n"
-        "\"scores_range\":{},\"values_range\":{},\"self_share\":{{\"min\":{},\"median\":{}}},"
-        "\"largest_share\":{{\"min\":{},\"max\":{}}}}}",
-        raw ? 1 : 0, scale ? 1 : 0, width, json_number(std::sqrt(double(width))), json_rows(scores), json_rows(scaled),
-        json_rows(masked), json_rows(shares), json_list(row_sums), json_rows(values), json_rows(output),
-        json_number(max_abs(scores)), json_number(max_abs(values)), json_number(front(self)), json_number(median(self)),
-        json_number(front(largest)), json_number(back(largest)));
+    const auto data = row_sums.data();
+    return {{"raw", raw},
+            {"scale", scale},
+            {"width", width},
+            {"divisor", std::sqrt(double(width))},
+            {"scores", rows_of(scores)},
+            {"scaled", rows_of(scaled)},
+            {"masked", rows_of(masked)},
+            {"shares", rows_of(shares)},
+            {"row_sums", std::vector<float>(data.begin(), data.end())},
+            {"values", rows_of(values)},
+            {"output", rows_of(output)},
+            {"scores_range", max_abs(scores)},
+            {"values_range", max_abs(values)},
+            {"self_share", {{"min", front(self)}, {"median", median(self)}}},
+            {"largest_share", {{"min", front(largest)}, {"max", back(largest)}}}};
 }
 
-std::string figure_json(const Window& w) {
-    std::vector<std::string> labels, states;
-    for (const auto& l : w.labels) labels.push_back(json_string(l));
+Json figure_json(const Window& w) {
+    Json states = Json::array();
     for (int raw = 0; raw < 2; ++raw)  // states[2 * raw + scale]
         for (int scale = 0; scale < 2; ++scale) states.push_back(state_json(w, raw == 1, scale == 1));
-    const auto optional_string = [](const std::string& s) { return s.empty() ? std::string("null") : json_string(s); };
-    return fmt::format(
-        "{{\"source\":{},\"description\":{},\"seed\":{},\"checkpoint\":{},\"model\":{},\"prompt\":{},\n"
-        "\"T\":{},\"C\":{},\"H\":{},\"labels\":[{}],\n\"states\":[\n{}\n]}}\n",
-        json_string(w.source), json_string(w.description), w.source == "random" ? fmt::format("{}", w.seed) : "null",
-        optional_string(w.checkpoint), optional_string(w.model), optional_string(w.prompt), w.x.size(1),
-        w.head->options.n_embd, w.head->options.head_size, fmt::join(labels, ","), fmt::join(states, ",\n"));
+    const auto optional_string = [](const std::string& s) { return s.empty() ? Json() : Json(s); };
+    return {{"source", w.source},
+            {"description", w.description},
+            {"seed", w.source == "random" ? Json(w.seed) : Json()},
+            {"checkpoint", optional_string(w.checkpoint)},
+            {"model", optional_string(w.model)},
+            {"prompt", optional_string(w.prompt)},
+            {"window", w.x.size(1)},
+            {"n_embd", w.head->options.n_embd},
+            {"head_size", w.head->options.head_size},
+            {"labels", w.labels},
+            {"states", states}};
 }
 
 int run(const Options& o) {
@@ -285,10 +290,12 @@ int run(const Options& o) {
 
     const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(*o.checkpoint, *o.prompt)
                                                         : random_window(o.seed.value_or(1), o.window.value_or(8));
-    const std::string json = figure_json(*window);
-    if (o.json) fmt::print("{}", json);
+    // invalid UTF-8 (a checkpoint's path can be any bytes) as U+FFFD
+    const std::string json = figure_json(*window).dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (o.json) fmt::print("{}\n", json);
     if (page) {
-        nn::write_file_atomically(*page, fmt::format("{}{}{}", figure::kPageBeforeData, json, figure::kPageAfterData), "figure");
+        nn::write_file_atomically(*page, fmt::format("{}{}\n{}", figure::kPageBeforeData, script_safe(json), figure::kPageAfterData),
+                                  "figure");
         if (!o.json) fmt::print("wrote {} ({})\n", *page, window->description);
     }
     return 0;

@@ -129,7 +129,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
 (function () {
   // Everything below only displays the numbers above: each was computed by nn::Head (examples/figure).
   const data = JSON.parse(document.getElementById("figure-data").textContent);
-  const T = data.T;
+  const T = data.window;
   const STAGES = ["scores", "scaled", "masked", "shares", "blend"];
   const state = { raw: 0, scale: 1, row: T - 1, step: 0 };
   const $ = (id) => document.getElementById(id);
@@ -287,7 +287,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     if (state.step !== 4) return;
     const i = state.row;
     $("blend-title").textContent =
-      `The blend: ${rowName(i)}'s output = Σ share × value  (values: ${T} positions × width ${data.H})`;
+      `The blend: ${rowName(i)}'s output = Σ share × value  (values: ${T} positions × width ${data.head_size})`;
     for (let j = 0; j < T; j++) {
       const masked = st.masked[i][j] === null;
       const tr = el("tr", masked ? "masked" : "");
@@ -295,7 +295,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
       const w = cell("weight", i, j, st.shares[i][j], "weight");
       paint(w, st, 3, st.shares[i][j], masked);
       tr.append(w, el("td", "op", "×"));
-      for (let k = 0; k < data.H; k++) {
+      for (let k = 0; k < data.head_size; k++) {
         const c = cell("values", j, k, st.values[j][k]);
         tint(c, st.values[j][k], st.values_range, false);
         tr.append(c);
@@ -304,11 +304,11 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     }
     const rule = el("tr", "rule");
     rule.append(el("td"), el("td"), el("td"));
-    for (let k = 0; k < data.H; k++) rule.append(el("td"));
+    for (let k = 0; k < data.head_size; k++) rule.append(el("td"));
     table.append(rule);
     const out = el("tr", "out");
     out.append(el("th", "query sel", label(i)), el("td", "op", "output"), el("td", "op", "="));
-    for (let k = 0; k < data.H; k++) {
+    for (let k = 0; k < data.head_size; k++) {
       const c = cell("output", i, k, st.output[i][k]);
       tint(c, st.output[i][k], st.values_range, false);
       out.append(c);
@@ -357,7 +357,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
         `more. The first position can only see itself.` +
         (st.raw ? " With x compared with x the diagonal lights up: each row keeps most of its attention for itself." : ""),
       `Each row of shares buys a blend: the output is the share-weighted average of the values, one new vector ` +
-        `of width ${data.H} per position. ` +
+        `of width ${data.head_size} per position. ` +
         (i === 0
           ? "The first position can only see itself, so its output is exactly its own value, unchanged."
           : `Row ${i} now holds what it read from positions 0 to ${i}, in the proportions above.`),
@@ -418,7 +418,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     data.source === "random"
       ? `tinygpt · ${data.description}. Nothing is trained, so which position attends to which is arbitrary; ` +
         `the triangle, the rows adding to one and what the divisor does are true of every head.`
-      : `tinygpt · ${data.description} “${data.prompt}” (${T} characters; x has width ${data.C}, the head ${data.H}).`;
+      : `tinygpt · ${data.description} “${data.prompt}” (${T} characters; x has width ${data.n_embd}, the head ${data.head_size}).`;
   $("footer").textContent =
     `Every number on this page was computed by tinygpt's nn::Head (examples/figure) for each of the four ` +
     `checkbox states and embedded in the page; the script only displays them. ` +

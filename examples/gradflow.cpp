@@ -27,6 +27,7 @@
 #include <nn/tutorial/study.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/text.h>
+#include <nlohmann/json.hpp>
 
 #include "svg_chart.h"
 
@@ -335,33 +336,38 @@ void write_training_svg(const std::string& path, const Curve& with, const Curve&
 
 // --- JSON ---------------------------------------------------------------------------------------------
 
-std::string json_numbers(const std::vector<double>& vs) {
-    std::vector<std::string> parts;
-    for (double v : vs) parts.push_back(fmt::format("{:.6g}", v));
-    return fmt::format("[{}]", fmt::join(parts, ", "));
-}
-
+// One line; keys in the order written, a value that is not finite as null.
 void print_json(const Options& o, const std::vector<Row>& rows, const std::vector<Curve>& curves) {
-    std::vector<std::string> table;
+    using Json = nlohmann::ordered_json;
+    Json study = Json::array(), runs = Json::array();
     for (const Row& r : rows) {
         const auto& s = r.s;
-        table.push_back(fmt::format(
-            "{{\"width\": {}, \"divided\": {}, \"stream\": {}, \"grad_query\": {:.6g}, \"grad_key\": {:.6g}, "
-            "\"row_gradient_median\": {:.6g}, \"row_gradient_min\": {:.6g}, \"row_gradient_max\": {:.6g}, \"flat_rows\": {:.6g}, "
-            "\"largest_share_median\": {:.6g}, \"entropy\": {:.6g}}}",
-            s.width, s.divided, r.stream, s.grad_query, s.grad_key, s.row_gradient.median, s.row_gradient.min,
-            s.row_gradient.max, s.flat_rows, s.largest_share.median, s.entropy));
+        study.push_back({{"width", s.width},
+                         {"divided", s.divided},
+                         {"stream", r.stream},
+                         {"grad_query", s.grad_query},
+                         {"grad_key", s.grad_key},
+                         {"row_gradient_median", s.row_gradient.median},
+                         {"row_gradient_min", s.row_gradient.min},
+                         {"row_gradient_max", s.row_gradient.max},
+                         {"flat_rows", s.flat_rows},
+                         {"largest_share_median", s.largest_share.median},
+                         {"entropy", s.entropy}});
     }
-    std::vector<std::string> runs;
     for (const Curve& c : curves)
-        runs.push_back(fmt::format("{{\"divided\": {}, \"step\": {}, \"val_loss\": {}, \"train_loss\": {}, \"row_gradient\": {}, "
-                                   "\"grad_query\": {}}}",
-                                   c.divided, json_numbers(c.step), json_numbers(c.val_loss), json_numbers(c.train_loss),
-                                   json_numbers(c.row_gradient), json_numbers(c.grad_query)));
-    fmt::print("{{\"seed\": {}, \"trials\": {}, \"window\": {}, \"flat_row_gradient\": {:g}, \"study\": [{}], "
-               "\"training\": {{\"steps\": {}, \"width\": {}, \"block\": {}, \"runs\": [{}]}}}}\n",
-               o.seed, o.trials, o.window, nn::study::kFlatRowGradient, fmt::join(table, ", "), o.steps, kTrainWidth, kTrainBlock,
-               fmt::join(runs, ", "));
+        runs.push_back({{"divided", c.divided},
+                        {"step", std::vector<int64_t>(c.step.begin(), c.step.end())},  // whole steps, held as doubles for the chart
+                        {"val_loss", c.val_loss},
+                        {"train_loss", c.train_loss},
+                        {"row_gradient", c.row_gradient},
+                        {"grad_query", c.grad_query}});
+    const Json out = {{"seed", o.seed},
+                      {"trials", o.trials},
+                      {"window", o.window},
+                      {"flat_row_gradient", nn::study::kFlatRowGradient},
+                      {"study", study},
+                      {"training", {{"steps", o.steps}, {"width", kTrainWidth}, {"block", kTrainBlock}, {"runs", runs}}}};
+    fmt::print("{}\n", out.dump());
 }
 
 int run(const Options& o) {

@@ -50,11 +50,19 @@ for rung in "${rungs[@]}"; do
   IFS='|' read -r name reference flags <<<"$rung"
   # shellcheck disable=SC2086
   json=$("$train" $flags --data "$data" --seed 1337 --eval-iters 200 --eval-every 1000000 --sample 0 --threads "$threads" --json 2>/dev/null)
-  field() { sed -E "s/.*\"$1\": ([^,}]*).*/\1/" <<<"$json"; }
-  val=$(field val_loss)
+  # a number of train's one-line JSON object, whatever its spacing; a missing one stops the ladder
+  field() {
+    local value
+    value=$(sed -nE "s/.*\"$1\"[[:space:]]*:[[:space:]]*([-0-9.eE+]+).*/\1/p" <<<"$json")
+    [ -n "$value" ] || { echo "ladder.sh: no $1 in train's JSON for $name: $json" >&2; exit 1; }
+    echo "$value"
+  }
+  val=$(field val_loss) || exit 1
+  params=$(field params) || exit 1
+  seconds=$(field seconds) || exit 1
   verdict=$(awk -v v="$val" -v r="$reference" 'BEGIN { print (v <= r + 0.03) ? "ok" : "FAIL" }')
   [ "$verdict" = ok ] || failed=1
-  printf '%-30s %10s %10.4f %10.2f %+8.3f %9.1f %s\n' "$name" "$(field params)" "$val" "$reference" \
-    "$(awk -v v="$val" -v r="$reference" 'BEGIN { print v - r }')" "$(field seconds)" "$verdict"
+  printf '%-30s %10s %10.4f %10.2f %+8.3f %9.1f %s\n' "$name" "$params" "$val" "$reference" \
+    "$(awk -v v="$val" -v r="$reference" 'BEGIN { print v - r }')" "$seconds" "$verdict"
 done
 exit $failed

@@ -29,6 +29,7 @@
 #include <nn/train/sample.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/trainer.h>
+#include <nlohmann/json.hpp>
 
 #include "train_args.h"
 
@@ -276,10 +277,16 @@ int run(const Options& o) {
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double tokens_per_s = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
     if (o.json) {
-        fmt::print("{{\"model\": \"{}\", \"params\": {}, \"steps\": {}, \"train_loss\": {:.6f}, \"val_loss\": {:.6f}, "
-                   "\"tokens_per_s\": {:.1f}, \"seconds\": {:.2f}}}\n",
-                   config.model.kind, trainer->model().parameter_count(), trainer->step_count(), train_loss, val_loss,
-                   tokens_per_s, seconds);
+        // rounded as they always were (losses to 6 decimals, tokens/s to 0.1, seconds to 0.01); not finite: null
+        const auto rounded = [](double v, double per_unit) { return std::round(v * per_unit) / per_unit; };
+        const nlohmann::ordered_json figures = {{"model", std::string(nn::model_kind_info(config.model.kind).name)},
+                                                {"params", trainer->model().parameter_count()},
+                                                {"steps", trainer->step_count()},
+                                                {"train_loss", rounded(train_loss, 1e6)},
+                                                {"val_loss", rounded(val_loss, 1e6)},
+                                                {"tokens_per_s", rounded(tokens_per_s, 10)},
+                                                {"seconds", rounded(seconds, 100)}};
+        fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
         if (!sample.empty()) note(fmt::format("sample:\n{}\n", sample));
     } else {
         fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config.model.kind,

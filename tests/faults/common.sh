@@ -1,6 +1,7 @@
 # Sourced by the fault scripts (bash faults/NAME.sh path/to/train work_dir ...): TRAIN is the program,
 # the work dir is made afresh and entered, and fail MESSAGE stops the script with the last lines of
-# err.log, when there is one; step_of CHECKPOINT prints the step it is at.
+# err.log, when there is one; step_of CHECKPOINT prints the step it is at; json_field NAME JSON prints the
+# value of a top-level field of train's --json line.
 set -uo pipefail
 TRAIN=$(realpath "$1")
 WORK=$2
@@ -21,4 +22,10 @@ step_of() {
     timeout 60 "$TRAIN" --resume "$1" --until $((step + 1)) --eval-iters 1 --sample 0 --out probe.st --force >/dev/null 2>"$1.err" ||
         fail "$1 does not load: $(tail -1 "$1.err")"
     echo "$step"
+}
+# a number or string of a flat JSON object (train --json), whatever the spacing; exit 1 when it is missing
+json_field() {
+    local value
+    value=$(sed -nE "s/.*\"$1\"[[:space:]]*:[[:space:]]*(\"[^\"]*\"|[^,}[:space:]]*).*/\1/p" <<<"$2")
+    [[ -n $value ]] && echo "$value"
 }

@@ -68,10 +68,11 @@ resumed=$(timeout 60 "$TRAIN" --resume run.st --until "$more" --eval-iters 2 --s
     fail "resuming after the kills failed"
 straight=$(timeout 120 "$TRAIN" "${model[@]}" --eval-every 1000000 --eval-iters 2 --sample 0 --until "$more" --json \
     2>/dev/null) || fail "the straight run to step $more failed"
-losses() { sed -E 's/.*("train_loss": [0-9.]+, "val_loss": [0-9.]+).*/\1/' <<<"$1"; }
-[[ $(losses "$resumed") == $(losses "$straight") ]] ||
-    fail "step $more: resumed $(losses "$resumed"), straight $(losses "$straight")"
+losses() { local t v; t=$(json_field train_loss "$1") && v=$(json_field val_loss "$1") && echo "train_loss $t, val_loss $v"; }
+resumed_losses=$(losses "$resumed") && straight_losses=$(losses "$straight") ||
+    fail "no train_loss and val_loss in train's JSON: resumed '$resumed', straight '$straight'"
+[[ $resumed_losses == "$straight_losses" ]] || fail "step $more: resumed $resumed_losses, straight $straight_losses"
 echo "$kills kills ($mid_save while a checkpoint was being written): the previous checkpoint always loaded;"
 echo "the survivor at step $final is byte-identical to a straight run's, and resuming it to step $more" \
-    "gives the straight run's losses ($(losses "$straight"))"
+    "gives the straight run's losses ($straight_losses)"
 rm -rf "$WORK"

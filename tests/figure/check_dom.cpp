@@ -99,9 +99,9 @@ int main(int argc, char** argv) {
             want[(*it)[1]] = std::stoi((*it)[2]);
     }
     const int raw = want.at("raw"), scale = want.at("scale"), row = want.at("row"), step = want.at("step");
-    const int T = data.at("T").get<int>(), H = data.at("H").get<int>();
+    const int T = data.at("window").get<int>(), H = data.at("head_size").get<int>();
     const json& st = data.at("states").at(2 * raw + scale);
-    if (st.at("raw").get<int>() != raw || st.at("scale").get<int>() != scale) problem("states[] is out of order");
+    if (st.at("raw").get<bool>() != (raw == 1) || st.at("scale").get<bool>() != (scale == 1)) problem("states[] is out of order");
 
     // The state the page applied.
     std::smatch m;
