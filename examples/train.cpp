@@ -67,6 +67,7 @@ public:
         const double tokens_per_s = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
         const double eta = s.step > first_ ? train_seconds / double(s.step - first_) * double(total_ - s.step) : 0.0;
         if (tty_) {
+            line_open_ = true;
             const int width = 30;
             const auto filled = static_cast<int>(width * s.step / total_);
             note(fmt::format("\r[{}{}] {}/{} loss {:.4f} {:.0f} tok/s ETA {}   ", std::string(filled, '#'),
@@ -77,16 +78,21 @@ public:
         }
     }
     void message(const std::string& line) {
-        note((tty_ ? "\r\x1b[2K" : "") + line + "\n");
+        note((tty_ ? "\r\x1b[2K" : "") + line + "\n");  // over the bar, which the next update redraws
+        line_open_ = false;
     }
+    // Ends the bar's line, once; also when an error unwinds past it, so its message starts a line.
     void finish() {
-        if (tty_ && seen_) note("\n");
+        if (line_open_) note("\n");
+        line_open_ = false;
     }
+    ~Progress() { finish(); }
 
 private:
     int64_t total_, first_;
     bool tty_;
     bool seen_ = false;
+    bool line_open_ = false;  // the bar is on the terminal's current line
     double smoothed_ = 0;
 };
 
