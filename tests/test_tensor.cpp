@@ -261,25 +261,40 @@ TEST_CASE("Generator: state() and set_state() resume the stream exactly", "[tens
     REQUIRE(draw(other) == first);
 }
 
-TEST_CASE("Generator: normal() has mean 0 and std 1", "[tensor]") {
-    Generator g(11);
-    const int n = 100000;
+namespace {
+
+// The mean, the variance and the share of draws in `region` of n draws of `draw`.
+struct Moments {
+    double mean = 0, variance = 0, in_region = 0;
+};
+template <typename Draw, typename Region>
+Moments moments_of(int n, Draw draw, Region region) {
     double s = 0.0, s2 = 0.0;
-    int within_one = 0;
+    int inside = 0;
     for (int i = 0; i < n; ++i) {
-        const double x = g.normal();
-        REQUIRE(std::isfinite(x));
+        const double x = draw();
         s += x;
         s2 += x * x;
-        if (std::abs(x) < 1.0) ++within_one;
+        if (region(x)) ++inside;
     }
     const double mean = s / n;
-    const double stddev = std::sqrt(s2 / n - mean * mean);
+    return {mean, s2 / n - mean * mean, inside / static_cast<double>(n)};
+}
+
+}  // namespace
+
+TEST_CASE("Generator: normal() has mean 0 and std 1", "[tensor]") {
+    Generator g(11);
+    bool finite = true;
+    const Moments m = moments_of(
+        100000, [&] { const double x = g.normal(); finite = finite && std::isfinite(x); return x; },
+        [](double x) { return std::abs(x) < 1.0; });
+    REQUIRE(finite);
     // standard errors: mean 1/sqrt(n) = 0.0032, std 1/sqrt(2n) = 0.0022; allow about 5 of them
-    REQUIRE(std::abs(mean) < 0.016);
-    REQUIRE(std::abs(stddev - 1.0) < 0.012);
+    REQUIRE(std::abs(m.mean) < 0.016);
+    REQUIRE(std::abs(std::sqrt(m.variance) - 1.0) < 0.012);
     // P(|x| < 1) = 0.6827 for a normal, standard error 0.0015 (rules out e.g. a scaled uniform)
-    REQUIRE(std::abs(within_one / static_cast<double>(n) - 0.6827) < 0.008);
+    REQUIRE(std::abs(m.in_region - 0.6827) < 0.008);
 
     Generator h(3);
     double hs = 0.0;
@@ -289,21 +304,14 @@ TEST_CASE("Generator: normal() has mean 0 and std 1", "[tensor]") {
 
 TEST_CASE("Generator: uniform() is in 0 to 1 (exclusive) and flat", "[tensor]") {
     Generator g(99);
-    const int n = 100000;
-    double s = 0.0, s2 = 0.0;
-    int low_tenth = 0;
-    for (int i = 0; i < n; ++i) {
-        const float u = g.uniform();
-        REQUIRE(u >= 0.0f);
-        REQUIRE(u < 1.0f);
-        s += u;
-        s2 += static_cast<double>(u) * u;
-        if (u < 0.1f) ++low_tenth;
-    }
-    const double mean = s / n;
-    REQUIRE(std::abs(mean - 0.5) < 0.005);                   // standard error 0.0009
-    REQUIRE(std::abs(s2 / n - mean * mean - 1.0 / 12) < 0.003);  // variance of U(0, 1)
-    REQUIRE(std::abs(low_tenth / static_cast<double>(n) - 0.1) < 0.005);  // standard error 0.00095
+    bool in_range = true;
+    const Moments m = moments_of(
+        100000, [&] { const float u = g.uniform(); in_range = in_range && u >= 0.0f && u < 1.0f; return double(u); },
+        [](double u) { return u < 0.1; });
+    REQUIRE(in_range);
+    REQUIRE(std::abs(m.mean - 0.5) < 0.005);               // standard error 0.0009
+    REQUIRE(std::abs(m.variance - 1.0 / 12) < 0.003);      // variance of U(0, 1)
+    REQUIRE(std::abs(m.in_region - 0.1) < 0.005);          // standard error 0.00095
 
     for (int i = 0; i < 1000; ++i) {
         const float u = g.uniform(-3.0f, 2.0f);

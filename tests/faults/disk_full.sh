@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A save that cannot complete leaves the old checkpoint intact and says why:
 #  - a full disk: a 256 KB tmpfs filled to 4 KB from the top when this user may mount one (root), otherwise skipped;
-#  - a file size limit (ulimit -f, SIGXFSZ ignored), which fails write() the way a full disk does;
+#  - a file size limit (ulimit -f, SIGXFSZ ignored), which fails write() the way a full disk does: on the
+#    checkpoint (the old one stays), and on a --csv log that outgrows it (the step's checkpoint is saved);
 #  - an --out whose directory is a regular file, or does not exist: refused before training starts.
 #
 #   bash disk_full.sh path/to/train work_dir
@@ -26,6 +27,18 @@ grep -Eq "save_safetensors: cannot write 'limited/run\.st': write failed \(File 
     fail "no 'write failed (File too large)' message"
 check_intact limited
 echo "ok: file size limit: '$(grep -o 'save_safetensors.*' err.log)', the old checkpoint intact"
+
+# The log outgrows the limit while the checkpoint does not (a bigram's is about 2 KB, the CSV grows by a
+# line per evaluation): its write fails after that step's checkpoint is saved, on any machine.
+(ulimit -f 4 && trap '' XFSZ && exec "$TRAIN" --model bigram --steps 400 --eval-every 1 --eval-iters 1 --sample 0 \
+    --csv limited/log.csv --out limited/csv.st) >out.log 2>err.log
+status=$?
+[[ $status == 1 ]] || fail "a --csv over the file size limit: exit status $status, expected 1"
+line=$(grep -Eo -- "--csv limited/log\.csv: cannot write \(File too large\); the checkpoint of step [0-9]+ is saved" err.log) ||
+    fail "a --csv over the file size limit: no message naming it"
+[[ $(step_of limited/csv.st) == $(grep -Eo '[0-9]+ is saved' <<<"$line" | grep -Eo '[0-9]+') ]] ||
+    fail "a --csv over the file size limit: the checkpoint is not at the step the message names"
+echo "ok: --csv over the file size limit: exit 1, '$line'"
 
 # A real full disk, where mounting is allowed.
 mkdir full
