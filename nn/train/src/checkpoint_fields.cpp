@@ -8,17 +8,6 @@ namespace nn::detail {
 
 using namespace autograd;
 
-uint64_t fingerprint(const TokenIds& tokens) {
-    uint64_t h = 1469598103934665603ull;
-    tokens.visit([&](const auto& ids) {
-        for (const auto t : ids) {
-            h ^= static_cast<uint64_t>(static_cast<int64_t>(t));
-            h *= 1099511628211ull;
-        }
-    });
-    return h;
-}
-
 const std::string& field(const Metadata& metadata, const std::string& key, const std::filesystem::path& path) {
     const auto it = metadata.find(key);
     if (it == metadata.end())

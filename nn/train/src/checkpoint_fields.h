@@ -34,9 +34,6 @@ auto naming_path(const std::filesystem::path& path, F&& f) -> decltype(f()) {
     }
 }
 
-// FNV-1a over the token ids: resuming on different data is an error, not a silent new run. Over each id
-// as a 64-bit value, however narrow it is stored (checkpoints from before narrow ids still resume).
-uint64_t fingerprint(const TokenIds& tokens);
 
 // The value under `key`; a missing key is "not a tinygpt training checkpoint".
 const std::string& field(const Metadata& metadata, const std::string& key, const std::filesystem::path& path);

@@ -1,6 +1,4 @@
-// How much memory a training run needs, from the model registry's sizes, and how much the machine has.
-#include <unistd.h>
-
+// How much memory a training run needs, from the model registry's sizes.
 #include "nn/train/trainer.h"
 
 namespace nn {
@@ -15,11 +13,6 @@ uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes)
     const double activations = size.layers * (B * T * C * 16 + B * size.heads_per_layer * T * T * 4) + B * T * V * 3;
     const double bytes = 4.0 * (size.parameters * 4 + activations) + double(data_bytes);
     return bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(bytes);
-}
-
-uint64_t physical_memory_bytes() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 }  // namespace nn

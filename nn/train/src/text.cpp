@@ -1,6 +1,6 @@
 #include "nn/train/text.h"
 #include "files.h"
-#include "nn/train/trainer.h"  // physical_memory_bytes
+#include "nn/train/machine.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -457,6 +457,17 @@ void TokenIds::copy_to(int64_t first, int64_t count, int64_t* out) const {
 
 std::vector<int64_t> TokenIds::to_vector() const {
     return visit([](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
+}
+
+uint64_t TokenIds::fingerprint() const {
+    uint64_t h = 1469598103934665603ull;
+    visit([&](const auto& ids) {
+        for (const auto t : ids) {
+            h ^= static_cast<uint64_t>(static_cast<int64_t>(t));
+            h *= 1099511628211ull;
+        }
+    });
+    return h;
 }
 
 // --- TextData -----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "checkpoint_fields.h"
 
 namespace nn {
 
@@ -30,7 +29,7 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::
 Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens)
     : config_(config),
       tokenizer_(std::move(tokenizer)),
-      data_fingerprint_(detail::fingerprint(tokens)),
+      data_fingerprint_(tokens.fingerprint()),
       data_(std::move(tokens)),
       init_gen_(config.seed),
       batch_gen_(config.seed + 1) {

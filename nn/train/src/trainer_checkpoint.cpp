@@ -48,7 +48,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
             }
         }();
         const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
-        if (fingerprint(tokens) != expected)
+        if (tokens.fingerprint() != expected)
             throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
                                                  "resume with the same --data file",
                                                  path.string(), field(meta, "data.tokens", path)));

@@ -50,6 +50,9 @@ public:
     // ids [first, first + count) into out[0, count), widened; the range must be inside.
     void copy_to(int64_t first, int64_t count, int64_t* out) const;
     std::vector<int64_t> to_vector() const;
+    // FNV-1a over the ids, each as a 64-bit value however narrowly it is stored (a checkpoint keeps it:
+    // resuming on other data is an error, not a silent new run; files from before narrow ids still resume).
+    uint64_t fingerprint() const;
 
     // f(the std::vector holding the ids); for loops that would pay a branch per id otherwise.
     template <typename F>

@@ -23,6 +23,7 @@
 #include <autograd/random.h>
 
 #include "nn/models.h"
+#include "nn/train/machine.h"
 #include "nn/train/optim.h"
 #include "nn/train/report.h"
 #include "nn/train/text.h"
@@ -74,8 +75,6 @@ struct StepStats {
 // absurd sizes before allocating, not an exact figure; it saturates instead of overflowing. `data_bytes`:
 // the token ids held while training (TokenIds::bytes()).
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
-// The machine's physical memory in bytes (0 when the system does not say).
-uint64_t physical_memory_bytes();
 
 class Trainer {
 public:
