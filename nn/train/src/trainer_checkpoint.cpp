@@ -35,7 +35,8 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     if (step > c.steps)
         throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", path.string(), step,
                                              c.steps));
-    check_sizes_against_weights(c.model, split(file.tensors).weights, path);
+    const CheckpointParts parts = split(std::move(file.tensors));
+    check_sizes_against_weights(c.model, parts.weights, path);
 
     Trainer trainer = naming_path(path, [&] {
         CharTokenizer tokenizer = CharTokenizer::from_vocabulary_utf8(field(meta, "tokenizer.vocabulary", path));
@@ -55,7 +56,6 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
         return Trainer(c, std::move(tokenizer), std::move(tokens));
     });
 
-    const CheckpointParts parts = split(std::move(file.tensors));
     naming_path(path, [&] { load_parameters(*trainer.model_, parts.weights); });
     naming_path(path, [&] { trainer.optimizer_->load_state(parts.state, step); });
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
