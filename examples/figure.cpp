@@ -285,8 +285,7 @@ int run(const Options& o) {
     if (o.checkpoint) inputs.push_back({"--checkpoint", *o.checkpoint});
     std::vector<cli::Output> outputs;
     if (page) outputs.push_back({.flag = "--out", .path = *page});
-    cli::check_outputs(inputs, outputs, o.force);
-    const cli::OutputLocks locks(outputs);
+    const cli::OutputLocks locks = cli::claim_outputs(inputs, outputs, o.force);
 
     const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(*o.checkpoint, *o.prompt)
                                                         : random_window(o.seed.value_or(1), o.window.value_or(8));

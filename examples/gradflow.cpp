@@ -375,8 +375,7 @@ int run(const Options& o) {
     std::vector<cli::Output> outputs;
     for (const auto& [flag, file] : {std::pair{"--csv", o.csv}, {"--svg", o.svg}, {"--train-svg", o.train_svg}, {"--dot", o.dot}})
         if (file) outputs.push_back({.flag = flag, .path = *file});
-    cli::check_outputs({}, outputs, o.force);
-    const cli::OutputLocks locks(outputs);
+    const cli::OutputLocks locks = cli::claim_outputs({}, outputs, o.force);
     if (o.dot) write_dot(*o.dot, o.seed);
     const std::vector<Row> rows = run_study(o);
     if (!o.json) {

@@ -111,8 +111,7 @@ int run(const Options& o) {
     const std::string out = o.out.value_or(std::filesystem::path(o.csv).replace_extension(".svg").string());
     const Log log = read_log(o.csv);  // a missing or malformed log is the first thing to hear about
     const std::vector<cli::Output> outputs = {{.flag = o.out ? "--out" : "", .path = out}};
-    cli::check_outputs({{"CSV", o.csv}}, outputs, o.force);
-    const cli::OutputLocks locks(outputs);
+    const cli::OutputLocks locks = cli::claim_outputs({{"CSV", o.csv}}, outputs, o.force);
     chart::LineChart c{.title = o.title.value_or("Loss: " + std::filesystem::path(o.csv).filename().string()),
                        .x = {.label = "step"},
                        .y = {.label = "loss (nats per token)", .scale = o.log_y ? chart::Scale::log : chart::Scale::linear},

@@ -170,8 +170,7 @@ int run(const Options& o) {
     // the last checkpoint written stays as it was.
     set_anomaly_mode(o.detect_anomaly);
     const Files files = files_of(o);
-    cli::check_outputs(files.inputs, files.outputs, o.force);
-    const cli::OutputLocks locks(files.outputs);  // one run per output
+    const cli::OutputLocks locks = cli::claim_outputs(files.inputs, files.outputs, o.force);  // one run per output
     std::optional<nn::Trainer> trainer;
     if (o.resume) {  // the text is needed only until it is tokens
         trainer.emplace(nn::Trainer::resume(*o.resume, training_text(o)));

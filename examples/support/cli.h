@@ -158,4 +158,11 @@ private:
     std::vector<Held> held_;
 };
 
+// What every program that writes files does before any work: check_outputs, then lock them for the run.
+[[nodiscard]] inline OutputLocks claim_outputs(const std::vector<Input>& inputs, const std::vector<Output>& outputs,
+                                               bool force) {
+    check_outputs(inputs, outputs, force);
+    return OutputLocks(outputs);
+}
+
 }  // namespace cli
