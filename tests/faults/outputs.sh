@@ -91,8 +91,10 @@ echo "ok   --force replaces an existing file"
 [[ $(wc -l <resumed.csv) == 3 ]] || fail "the resumed run's log has $(wc -l <resumed.csv) lines, expected 3 (header, step 2, step 4)"
 echo "ok   --resume saves back to its checkpoint and appends to its log, no --force needed"
 
-# One run per output: the second run names the first one's PID and changes nothing.
-"$TRAIN" --model head --n-embd 8 --steps 100000 --eval-every 1000 --eval-iters 1 --sample 0 --out locked.st >/dev/null 2>&1 &
+# One run per output: the second run names the first one's PID and changes nothing. The first run saves
+# nothing before its signal (its evaluation, and so its saving, is past its last step), so any change is
+# the second run's.
+"$TRAIN" --model head --n-embd 8 --steps 100000 --eval-every 1000000 --eval-iters 1 --sample 0 --out locked.st >/dev/null 2>&1 &
 first=$!
 for _ in $(seq 100); do [[ -e .locked.st.lock ]] && break; sleep 0.05; done
 expect second_run 1 "--out locked.st is being written by another run \(PID $first\)" -- "${train[@]}" --out locked.st --force
