@@ -4,7 +4,7 @@ runs one case per CTest test:
   logits_KIND   train a small KIND with tinygpt; PyTorch's logits equal tinygpt's (tinygpt_logits) within
                 1e-5 relative (max |difference| / max |logit|); tinygpt -> PyTorch -> tinygpt gives
                 bit-identical weights, and the saved file gives bit-identical logits in tinygpt
-  torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate and heatmap read
+  torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
   ddp           python/train_ddp.py under torch.distributed.run with 2 processes (gloo): the loss falls,
                 both ranks end with the same weights, tinygpt loads the result
@@ -134,6 +134,16 @@ def case_logits(c, kind):
 
 def case_torch_trains(c):
     tg = c.tg
+    # CRC32C: the check value of "123456789", and the chunked path (large tensors) against the bytewise one;
+    # tinygpt checks what a large tensor was written with (a bigram of 200 characters: 160 kB in one tensor)
+    check(tg.crc32c(b"123456789") == 0xE3069283, "CRC32C of '123456789' is not e3069283")
+    noise = os.urandom(300001)
+    check(tg.crc32c(noise) == tg.crc32c_bytewise(noise) ^ 0xFFFFFFFF, "the chunked CRC32C differs from the bytewise one")
+    big = tg.make_model(tg.ModelConfig(kind="bigram", vocab=200))
+    big_path = c.path("big_bigram.safetensors")
+    tg.save(big, [chr(0x100 + i) for i in range(200)], big_path)
+    c.compare_logits(big_path, big, "a bigram of 200 characters saved by PyTorch")
+
     ckpt = c.path("gpt.safetensors")
     c.train("gpt", ckpt, steps=5)
     model, vocab = tg.load(ckpt)
@@ -161,6 +171,9 @@ def case_torch_trains(c):
     print(f"generate: {text.strip()!r}")
     heat = run([c.o.heatmap, "--checkpoint", tuned, "--prompt", "the ca", "--layer", 1, "--head", 1, "--color", "never"])
     check("t" in heat and len(heat.splitlines()) >= 7, f"heatmap wrote {heat!r}")
+    page = c.path("figure.html")
+    run([c.o.figure, "--checkpoint", tuned, "--prompt", "the ca", "--out", page])
+    check(os.path.getsize(page) > 1000, "figure wrote no page")
 
     # train --init-from the PyTorch file: with a rate too small to move a float32, the weights stay exactly
     again = c.path("again.safetensors")
@@ -374,7 +387,7 @@ def _args(nano, bias):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case")
-    for flag in ("--train", "--generate", "--logits", "--heatmap", "--python-dir", "--work"):
+    for flag in ("--train", "--generate", "--logits", "--heatmap", "--figure", "--python-dir", "--work"):
         p.add_argument(flag, required=True)
     o = p.parse_args()
     torch.set_num_threads(1)
