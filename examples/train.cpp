@@ -3,6 +3,7 @@
 //   train --model head                                  the offline demo: the built-in copy task
 //   train --model gpt --data ../shared/data/tinyshakespeare.txt --steps 2000 --out run.safetensors
 //   train --resume run.safetensors --data ../shared/data/tinyshakespeare.txt
+//   train --init-from run.safetensors --data other.txt --steps 500 --out tuned.safetensors   (a fresh run)
 //
 // Progress goes to stderr (a bar on a terminal, plain lines otherwise); results to stdout, or one
 // JSON line with --json. Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments,
@@ -11,10 +12,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>

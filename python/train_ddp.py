@@ -86,9 +86,9 @@ def launch(nproc, argv):
 
 
 def lr_at(step, o):
-    """Linear warmup, then a cosine from lr to lr / 10 over the run (tinygpt's CosineSchedule)."""
+    """Linear warmup, then a cosine from lr to lr / 10 over the run: nn::CosineSchedule::at's formula."""
     if step < o.warmup:
-        return o.lr * (step + 1) / o.warmup
+        return o.lr * (step + 1) / (o.warmup + 1)
     progress = (step - o.warmup) / max(1, o.steps - o.warmup)
     return o.lr / 10 + 0.5 * (o.lr - o.lr / 10) * (1 + math.cos(math.pi * min(1.0, progress)))
 

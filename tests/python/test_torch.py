@@ -361,6 +361,23 @@ def case_nanogpt(c):
         print(f"nanoGPT (bias={bias}) -> tinygpt_torch: relative error {rel_torch:.3g}")
         check(rel_torch <= REL_TOLERANCE, "tinygpt_torch's logits differ from nanoGPT's")
 
+    # a meta.pkl whose ids are not in code-point order (reversed): tinygpt's ids are, so the rows are
+    # reordered and each character keeps its logits
+    reversed_meta = c.path("meta_reversed.pkl")
+    V = len(chars)
+    with open(reversed_meta, "wb") as f:
+        pickle.dump({"vocab_size": V, "itos": dict(enumerate(reversed(chars))), "stoi": {}}, f)
+    nano, _, ckpt = _nanogpt_checkpoint(c, False, "nano_reversed.pt", False)
+    out = c.path("nano_reversed.safetensors")
+    run([sys.executable, script, ckpt, out, "--meta", reversed_meta])
+    nano_ids = torch.randint(0, V, (3, 8))
+    with torch.no_grad():
+        expected = nano.eval()(nano_ids).flip(-1)  # nanoGPT's id j is tinygpt's V - 1 - j
+    theirs = c.tinygpt_logits(out, V - 1 - nano_ids)
+    rel = ((expected - theirs).abs().max() / expected.abs().max()).item()
+    print(f"nanoGPT with a reversed vocabulary -> tinygpt: relative error {rel:.3g}")
+    check(rel <= REL_TOLERANCE, f"a reordered vocabulary: relative error {rel:.3g}")
+
     # a query bias does not map: refused, naming it, and nothing written
     nano, vocab, ckpt = _nanogpt_checkpoint(c, True, "nano_query_bias.pt", False)
     refused = c.path("refused.safetensors")
