@@ -1,6 +1,6 @@
 """tinygpt's model ladder in PyTorch, and its checkpoints read and written without the safetensors package.
 
-The only dependency is torch (Debian 12: apt-get install python3-torch libopenblas0-pthread; without the
+The only dependency is torch (and numpy, which torch brings; Debian 12: apt-get install python3-torch libopenblas0-pthread; without the
 second, torch multiplies with the reference BLAS, many times slower). Run it with the python3 that has torch
 (/usr/bin/python3 on Debian; a pyenv or venv python3 earlier on PATH may not).
 
@@ -28,7 +28,7 @@ import math
 import os
 import struct
 import tempfile
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 
 import torch
 import torch.nn as tnn
