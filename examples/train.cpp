@@ -3,6 +3,7 @@
 //   train --model head                                  the offline demo: the built-in copy task
 //   train --model gpt --data ../shared/data/tinyshakespeare.txt --steps 2000 --out run.safetensors
 //   train --resume run.safetensors --data ../shared/data/tinyshakespeare.txt
+//   train --init-from run.safetensors --data other.txt --steps 500 --out tuned.safetensors   (a fresh run)
 //
 // Progress goes to stderr (a bar on a terminal, plain lines otherwise); results to stdout, or one
 // JSON line with --json. Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments,
@@ -11,6 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include <autograd/autograd.h>
+#include <nn/train/checkpoint.h>
 #include <nn/train/sample.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/trainer.h>
@@ -137,6 +140,7 @@ Files files_of(const Options& o) {
     Files f;
     if (o.data) f.inputs.push_back({"--data", *o.data});
     if (o.resume) f.inputs.push_back({"--resume", *o.resume});
+    if (o.init_from) f.inputs.push_back({"--init-from", *o.init_from});
     if (o.out) f.outputs.push_back({.flag = "--out", .path = *o.out, .may_replace = "--resume"});
     if (o.csv) f.outputs.push_back({.flag = "--csv", .path = *o.csv, .continues = o.resume.has_value()});
     if (o.grad_csv) f.outputs.push_back({.flag = "--grad-csv", .path = *o.grad_csv, .continues = o.resume.has_value()});
@@ -164,6 +168,33 @@ void apply_command_line(nn::Trainer& trainer, const Options& o) {
         naming_flag("--steps", std::optional<int64_t>(o.config.steps), [&] { trainer.extend_to(o.config.steps); });
 }
 
+// --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
+// the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights. The
+// checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
+// character outside it is refused, naming the characters and both files.
+nn::Trainer start_from_checkpoint(const Options& o) {
+    const std::string& path = *o.init_from;
+    nn::TrainedModel start = nn::load_trained_model(path);
+    nn::TrainConfig config = o.config;
+    const bool dropout_given = std::find(o.model_flags.begin(), o.model_flags.end(), "--dropout") != o.model_flags.end();
+    if (dropout_given && !train_args::applies("--dropout", start.config.kind))
+        throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
+    config.model = start.config;
+    if (dropout_given) config.model.dropout = o.config.model.dropout;
+    nn::TokenIds tokens = [&] {
+        try {
+            return start.tokenizer.encode_ids(training_text(o));
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(fmt::format("--init-from {}: the text to train on ({}) has characters outside the "
+                                                 "checkpoint's vocabulary: {}",
+                                                 path, o.data.value_or("the built-in copy task"), e.what()));
+        }
+    }();
+    nn::Trainer trainer(config, start.tokenizer, std::move(tokens));
+    nn::load_parameters(trainer.model(), start.model->named_parameters());
+    return trainer;
+}
+
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
@@ -174,6 +205,8 @@ int run(const Options& o) {
     std::optional<nn::Trainer> trainer;
     if (o.resume) {  // the text is needed only until it is tokens
         trainer.emplace(nn::Trainer::resume(*o.resume, training_text(o)));
+    } else if (o.init_from) {
+        trainer.emplace(start_from_checkpoint(o));
     } else {  // a file is read as token ids alone, never held as text
         auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
         nn::TrainConfig config = o.config;
@@ -202,7 +235,9 @@ int run(const Options& o) {
     note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config.model.kind,
                      trainer->model().parameter_count(), config.model.vocab, trainer->data().size(nn::Split::train),
                      trainer->data().size(nn::Split::validation),
-                     o.resume ? fmt::format(", resuming at step {}", trainer->step_count()) : std::string()));
+                     o.resume      ? fmt::format(", resuming at step {}", trainer->step_count())
+                     : o.init_from ? fmt::format(", starting from {}", *o.init_from)
+                                   : std::string()));
 
     Progress progress(config.steps, trainer->step_count());
     double train_seconds = 0.0;

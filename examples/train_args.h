@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -19,7 +20,7 @@ namespace train_args {
 
 struct Options {
     nn::TrainConfig config;
-    std::optional<std::string> data, csv, grad_csv, out, resume;
+    std::optional<std::string> data, csv, grad_csv, out, resume, init_from;
     int64_t threads = 1;
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
@@ -53,6 +54,10 @@ inline bool applies(std::string_view flag, nn::ModelKind kind) {
         if (name == flag) return nn::model_kind_info(kind).reads(option);
     return true;
 }
+
+// The flags that set the model's kind or sizes: refused with --init-from, whose checkpoint fixes them.
+inline const std::set<std::string, std::less<>> kModelShapeFlags = {"--model",   "--block",        "--n-embd", "--n-head",
+                                                                    "--n-layer", "--feed-forward", "--init"};
 
 // The parser, its handlers writing into `o` (which must outlive it).
 inline cli::Parser make_parser(Options& o) {
@@ -90,6 +95,9 @@ inline cli::Parser make_parser(Options& o) {
              fixed([&c](const cli::Value& v) { c.model.dropout = v.number(0.0, 0.99); }));
     p.option("--init", "KIND", "gpt2 (normal, std 0.02) or default (the layers' own) (gpt; default gpt2)",
              fixed([&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; }));
+    p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
+                                    "model kind, sizes and vocabulary; --data may use only its characters",
+             [&o](const cli::Value& v) { o.init_from = v.file(); });
     p.section("training");
     p.option("--data", "FILE", "text to train on (90% train, 10% validation); without it, the built-in\n"
                                "copy task that only attention can solve",
@@ -156,10 +164,16 @@ inline void check_options(Options& o) {
     if (o.resume && !o.model_flags.empty())
         throw cli::UsageError(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
                                           o.model_flags.front()));
+    if (o.init_from && o.resume)
+        throw cli::UsageError("--init-from starts a new run and --resume continues one: give one of them");
+    // --init-from: the checkpoint fixes the model (its kind and sizes); --dropout may still change
+    for (const std::string& flag : o.model_flags)
+        if (o.init_from && kModelShapeFlags.contains(flag))
+            throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
     if (c.min_lr >= 0.0f && c.min_lr > c.lr)
         throw cli::UsageError(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
     for (const std::string& flag : o.model_flags)
-        if (!applies(flag, c.model.kind))
+        if (!o.init_from && !applies(flag, c.model.kind))  // with --init-from, train checks it against the checkpoint's kind
             throw cli::UsageError(fmt::format("{} does not apply to --model {}", flag, c.model.kind));
     if (nn::model_kind_info(c.model.kind).reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
         throw cli::UsageError(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));

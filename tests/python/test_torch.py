@@ -1,0 +1,420 @@
+"""The PyTorch side of tinygpt (python/), checked against tinygpt's own programs. tests/python/CMakeLists.txt
+runs one case per CTest test:
+
+  logits_KIND   train a small KIND with tinygpt; PyTorch's logits equal tinygpt's (tinygpt_logits) within
+                1e-5 relative (max |difference| / max |logit|); tinygpt -> PyTorch -> tinygpt gives
+                bit-identical weights, and the saved file gives bit-identical logits in tinygpt
+  torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
+                it, its logits agree, and train --init-from trains on it (and starts from its weights)
+  ddp           python/train_ddp.py under torch.distributed.run with 2 processes (gloo): the loss falls,
+                both ranks end with the same weights, tinygpt loads the result
+  nanogpt       nanoGPT's model (reproduced below at a small size) saved as nanoGPT saves it converts with
+                python/from_nanogpt.py; tinygpt's logits equal the nanoGPT model's; a model that cannot
+                map (a query bias) is refused
+
+Each prints its figures. A failure raises (exit 1) with what differed.
+"""
+import argparse
+import math
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+
+import torch
+import torch.nn as tnn
+import torch.nn.functional as F
+
+TEXT = "".join(f"{a} {b} sat on the {c}; " for a in ("the cat", "a dog", "my fox") for b in ("quietly", "then")
+               for c in ("mat", "log", "rug")) * 6 + "\n"
+KIND_ARGS = {  # small models of every rung, with what each reads
+    "bigram": ["--model", "bigram", "--block", "6"],
+    "average": ["--model", "average", "--n-embd", "16", "--block", "6"],
+    "head": ["--model", "head", "--n-embd", "16", "--block", "6"],
+    "multihead": ["--model", "multihead", "--n-embd", "16", "--n-head", "4", "--block", "6", "--feed-forward"],
+    "gpt": ["--model", "gpt", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "6", "--dropout", "0.1"],
+}
+REL_TOLERANCE = 1e-5
+
+
+def run(args, **kw):
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)
+    if result.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} exited {result.returncode}\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+class Case:
+    def __init__(self, opts):
+        self.o = opts
+        sys.path.insert(0, opts.python_dir)
+        import tinygpt_torch
+        self.tg = tinygpt_torch
+        shutil.rmtree(opts.work, ignore_errors=True)
+        os.makedirs(opts.work)
+        self.data = self.path("text.txt")
+        with open(self.data, "w") as f:
+            f.write(TEXT)
+        torch.manual_seed(0)
+
+    def path(self, name):
+        return os.path.join(self.o.work, name)
+
+    def train(self, kind, out, steps=40):
+        run([self.o.train, *KIND_ARGS[kind], "--data", self.data, "--steps", steps, "--batch", 8, "--lr", "1e-2",
+             "--eval-iters", 1, "--sample", 0, "--out", out])
+
+    def tinygpt_logits(self, ckpt, ids):
+        out = self.path("logits.bin")
+        B, T = ids.shape
+        run([self.o.logits, ckpt, out, B, T, *ids.reshape(-1).tolist()])
+        with open(out, "rb") as f:
+            raw = bytearray(f.read())
+        return torch.frombuffer(raw, dtype=torch.float32).reshape(B, T, -1)
+
+    def compare_logits(self, ckpt, model, label):
+        """PyTorch's logits against tinygpt's on random windows; returns the relative error."""
+        T = model.block_size() if model.config.kind != "bigram" else 6
+        ids = torch.randint(0, model.config.vocab, (3, T))
+        with torch.no_grad():
+            ours = model.eval()(ids)
+        theirs = self.tinygpt_logits(ckpt, ids)
+        check(ours.shape == theirs.shape, f"{label}: shapes {tuple(ours.shape)} and {tuple(theirs.shape)}")
+        rel = ((ours - theirs).abs().max() / theirs.abs().max()).item()
+        print(f"{label}: logits {tuple(ours.shape)}, max |torch - tinygpt| / max |logit| = {rel:.3g}")
+        check(rel <= REL_TOLERANCE, f"{label}: relative error {rel:.3g} is over {REL_TOLERANCE}")
+        return rel, ids, theirs
+
+
+def case_logits(c, kind):
+    tg = c.tg
+    ckpt = c.path(f"{kind}.safetensors")
+    c.train(kind, ckpt)
+    model, vocab = tg.load(ckpt)
+    check(vocab == sorted(set(TEXT)), f"vocab {vocab!r} is not the text's characters")
+    check(type(model).__name__ == {"bigram": "Bigram", "average": "AverageModel", "head": "SingleHead",
+                                   "multihead": "MultiHead", "gpt": "GPT"}[kind], f"{kind} loaded as {type(model)}")
+    _, ids, theirs = c.compare_logits(ckpt, model, kind)
+
+    # tinygpt -> PyTorch -> tinygpt: every weight bit-identical, and so tinygpt's logits
+    again = c.path(f"{kind}.again.safetensors")
+    tg.save(model, vocab, again)
+    original, meta = tg.read_safetensors(ckpt)
+    saved, saved_meta = tg.read_safetensors(again)
+    weights = {k: v for k, v in original.items() if not k.startswith("train_state.")}
+    check(list(saved) == list(weights), f"names differ: {list(saved)} vs {list(weights)}")
+    for name, t in weights.items():
+        check(saved[name].shape == t.shape and torch.equal(saved[name].view(torch.int32), t.view(torch.int32)),
+              f"{kind}: {name} is not bit-identical after the round trip")
+    for key in [k for k in meta if k.startswith("model.")] + ["tokenizer.vocabulary"]:
+        check(saved_meta[key] == meta[key], f"{key}: {saved_meta[key]!r} written, {meta[key]!r} read")
+    again_logits = c.tinygpt_logits(again, ids)
+    check(torch.equal(again_logits.view(torch.int32), theirs.view(torch.int32)), f"{kind}: tinygpt's logits changed")
+    print(f"{kind}: {len(weights)} tensors, {sum(t.numel() for t in weights.values())} weights bit-identical "
+          "after tinygpt -> PyTorch -> tinygpt; tinygpt's logits of the saved file bit-identical")
+
+    # a corrupt byte is refused by the checksum, as tinygpt refuses it
+    with open(again, "rb") as f:
+        blob = bytearray(f.read())
+    blob[-1] ^= 0x01
+    with open(again, "wb") as f:
+        f.write(blob)
+    try:
+        tg.load(again)
+        raise AssertionError("a flipped bit was not refused")
+    except ValueError as e:
+        check("CRC32C" in str(e), f"the refusal does not name the checksum: {e}")
+
+
+def case_torch_trains(c):
+    tg = c.tg
+    # CRC32C: the check value of "123456789", and the chunked path (large tensors) against the bytewise one;
+    # tinygpt checks what a large tensor was written with (a bigram of 200 characters: 160 kB in one tensor)
+    check(tg.crc32c(b"123456789") == 0xE3069283, "CRC32C of '123456789' is not e3069283")
+    noise = os.urandom(300001)
+    check(tg.crc32c(noise) == tg.crc32c_bytewise(noise) ^ 0xFFFFFFFF, "the chunked CRC32C differs from the bytewise one")
+    big = tg.make_model(tg.ModelConfig(kind="bigram", vocab=200))
+    big_path = c.path("big_bigram.safetensors")
+    tg.save(big, [chr(0x100 + i) for i in range(200)], big_path)
+    c.compare_logits(big_path, big, "a bigram of 200 characters saved by PyTorch")
+
+    ckpt = c.path("gpt.safetensors")
+    c.train("gpt", ckpt, steps=5)
+    model, vocab = tg.load(ckpt)
+    ids = tg.encode(vocab, TEXT)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    losses = []
+    T = model.config.block
+    for step in range(30):
+        starts = torch.randint(0, len(ids) - T - 1, (8,))
+        x = torch.stack([ids[s:s + T] for s in starts])
+        y = torch.stack([ids[s + 1:s + T + 1] for s in starts])
+        loss = F.cross_entropy(model(x).reshape(-1, model.config.vocab), y.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    print(f"PyTorch training: loss {losses[0]:.4f} -> {losses[-1]:.4f} in {len(losses)} steps")
+    check(sum(losses[-5:]) < sum(losses[:5]), f"the loss did not fall: {losses}")
+    tuned = c.path("tuned.safetensors")
+    tg.save(model, vocab, tuned, {"note": "trained in PyTorch"})
+    c.compare_logits(tuned, model, "trained in PyTorch")
+    text = run([c.o.generate, tuned, "--prompt", "the ", "--chars", 60, "--seed", 2])
+    check(text.startswith("the ") and len(text) >= 60, f"generate wrote {text!r}")
+    print(f"generate: {text.strip()!r}")
+    heat = run([c.o.heatmap, "--checkpoint", tuned, "--prompt", "the ca", "--layer", 1, "--head", 1, "--color", "never"])
+    check("t" in heat and len(heat.splitlines()) >= 7, f"heatmap wrote {heat!r}")
+    page = c.path("figure.html")
+    run([c.o.figure, "--checkpoint", tuned, "--prompt", "the ca", "--out", page])
+    check(os.path.getsize(page) > 1000, "figure wrote no page")
+
+    # train --init-from the PyTorch file: with a rate too small to move a float32, the weights stay exactly
+    again = c.path("again.safetensors")
+    run([c.o.train, "--init-from", tuned, "--data", c.data, "--steps", 2, "--lr", "1e-20", "--weight-decay", 0,
+         "--eval-iters", 1, "--sample", 0, "--out", again])
+    before, _ = tg.read_safetensors(tuned)
+    after, meta = tg.read_safetensors(again)
+    check(meta["train.step"] == "2", f"the --init-from run is at step {meta['train.step']}, not 2")
+    for name, t in before.items():
+        check(torch.equal(after[name], t), f"train --init-from did not start from {name}")
+    # and with a real rate it trains: the loss from tinygpt's own evaluation falls
+    out = run([c.o.train, "--init-from", tuned, "--data", c.data, "--steps", 20, "--lr", "3e-3", "--batch", 8,
+               "--eval-iters", 4, "--sample", 0, "--json", "--out", c.path("more.safetensors")])
+    print(f"train --init-from the PyTorch checkpoint: {out.strip()}")
+
+
+def case_ddp(c):
+    tg = c.tg
+    ckpt = c.path("gpt.safetensors")
+    c.train("gpt", ckpt, steps=5)
+    out = c.path("ddp.safetensors")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    script = os.path.join(c.o.python_dir, "train_ddp.py")
+    # torch 1.13 under Python 3.11 (Debian 12) needs its --redirects and --tee given (train_ddp.py's docstring)
+    mended = ["--redirects", "9:1", "--tee", "9:1"] if _torchrun_needs_mending() else []
+    log = run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", 2, "--master_port", _free_port(), *mended, script,
+               "--init", ckpt, "--data", c.data, "--out", out, "--steps", 40, "--batch", 8, "--lr", "3e-3",
+               "--eval-batches", 8], env=env)
+    print(log.strip())
+    figures = {}
+    for line in log.splitlines():
+        for key in ("loss before", "loss after", "replicas"):
+            if line.startswith(key + ":"):
+                figures[key] = line.split(":", 1)[1].strip()
+    check(set(figures) == {"loss before", "loss after", "replicas"}, f"train_ddp.py printed {figures}")
+    check(float(figures["loss after"]) < float(figures["loss before"]) - 0.1, f"the loss did not fall: {figures}")
+    check(figures["replicas"].startswith("2 ranks, identical"), f"the ranks differ: {figures['replicas']}")
+    model, vocab = tg.load(out)
+    c.compare_logits(out, model, "after DDP")
+    text = run([c.o.generate, out, "--prompt", "a ", "--chars", 40])
+    check(text.startswith("a "), f"generate wrote {text!r}")
+
+
+    # the script starting torchrun itself
+    log = run([sys.executable, script, "--nproc-per-node", 2, "--init", out, "--data", c.data, "--out", c.path("ddp2.safetensors"),
+               "--steps", 3, "--batch", 4, "--eval-batches", 2], env=env)
+    check("replicas: 2 ranks, identical" in log, f"--nproc-per-node: {log}")
+    tg.load(c.path("ddp2.safetensors"))
+
+
+def _free_port():  # --standalone would take the fixed port 29400, shared with any other run on the machine
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _torchrun_needs_mending():
+    from torch.distributed.elastic.multiprocessing.api import Std
+    return Std.from_str("0") is None
+
+
+# --- nanoGPT's model.py, reproduced (Karpathy's nanoGPT, MIT licence): names, layout and maths as there ---
+
+class LayerNorm(tnn.Module):
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = tnn.Parameter(torch.ones(ndim))
+        self.bias = tnn.Parameter(torch.zeros(ndim)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class CausalSelfAttention(tnn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.c_attn = tnn.Linear(cfg["n_embd"], 3 * cfg["n_embd"], bias=cfg["bias"])
+        self.c_proj = tnn.Linear(cfg["n_embd"], cfg["n_embd"], bias=cfg["bias"])
+        self.n_head, self.n_embd = cfg["n_head"], cfg["n_embd"]
+        n = cfg["block_size"]
+        self.register_buffer("bias", torch.tril(torch.ones(n, n)).view(1, 1, n, n))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class MLP(tnn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.c_fc = tnn.Linear(cfg["n_embd"], 4 * cfg["n_embd"], bias=cfg["bias"])
+        self.gelu = tnn.GELU()
+        self.c_proj = tnn.Linear(4 * cfg["n_embd"], cfg["n_embd"], bias=cfg["bias"])
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class NanoBlock(tnn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = LayerNorm(cfg["n_embd"], cfg["bias"])
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = LayerNorm(cfg["n_embd"], cfg["bias"])
+        self.mlp = MLP(cfg)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class NanoGPT(tnn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.transformer = tnn.ModuleDict(dict(
+            wte=tnn.Embedding(cfg["vocab_size"], cfg["n_embd"]),
+            wpe=tnn.Embedding(cfg["block_size"], cfg["n_embd"]),
+            drop=tnn.Dropout(cfg["dropout"]),
+            h=tnn.ModuleList([NanoBlock(cfg) for _ in range(cfg["n_layer"])]),
+            ln_f=LayerNorm(cfg["n_embd"], cfg["bias"]),
+        ))
+        self.lm_head = tnn.Linear(cfg["n_embd"], cfg["vocab_size"], bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+
+    def forward(self, idx):
+        pos = torch.arange(idx.size(1))
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def _nanogpt_checkpoint(c, bias, name, compiled):
+    vocab = sorted(set(TEXT))
+    cfg = dict(n_layer=2, n_head=2, n_embd=16, block_size=8, bias=bias, vocab_size=len(vocab), dropout=0.0)
+    model = NanoGPT(cfg)
+    with torch.no_grad():  # weights of every size, so no mapping error hides behind zeros or ones
+        for p in model.parameters():
+            p.normal_(0.0, 0.3)
+    state = model.state_dict()
+    if compiled:  # torch.compile's wrapper prefixes every name, as nanoGPT's checkpoints then have them
+        state = {f"_orig_mod.{k}": v for k, v in state.items()}
+    path = c.path(name)
+    torch.save({"model": state, "model_args": cfg, "iter_num": 100, "best_val_loss": 1.0, "config": {}}, path)
+    return model, vocab, path
+
+
+def case_nanogpt(c):
+    tg = c.tg
+    script = os.path.join(c.o.python_dir, "from_nanogpt.py")
+    meta = c.path("meta.pkl")  # as nanoGPT's data/shakespeare_char/prepare.py writes it
+    chars = sorted(set(TEXT))
+    with open(meta, "wb") as f:
+        pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": {ch: i for i, ch in enumerate(chars)}}, f)
+    for bias, compiled in ((False, True), (True, False)):
+        nano, vocab, ckpt = _nanogpt_checkpoint(c, bias, f"nano_bias{int(bias)}.pt", compiled)
+        if bias:  # tinygpt's heads have no bias: a query bias cannot map; the key and value biases can
+            with torch.no_grad():
+                nano.transformer.h[0].attn.c_attn.bias[:16].zero_()
+                nano.transformer.h[1].attn.c_attn.bias[:16].zero_()
+            torch.save({"model": nano.state_dict(), "model_args": _args(nano, bias)}, ckpt)
+        out = c.path(f"nano_bias{int(bias)}.safetensors")
+        source = ["--meta", meta] if not bias else ["--vocab-from", c.data]
+        print(run([sys.executable, script, ckpt, out, *source]).strip())
+        T = 8
+        ids = torch.randint(0, len(vocab), (3, T))
+        with torch.no_grad():
+            expected = nano.eval()(ids)
+        theirs = c.tinygpt_logits(out, ids)
+        rel = ((expected - theirs).abs().max() / expected.abs().max()).item()
+        print(f"nanoGPT (bias={bias}) -> tinygpt: max |nanoGPT - tinygpt| / max |logit| = {rel:.3g}")
+        check(rel <= REL_TOLERANCE, f"nanoGPT bias={bias}: relative error {rel:.3g} is over {REL_TOLERANCE}")
+        model, got_vocab = tg.load(out)
+        check(got_vocab == vocab, "the vocabulary did not come through")
+        with torch.no_grad():
+            rel_torch = ((model(ids) - expected).abs().max() / expected.abs().max()).item()
+        print(f"nanoGPT (bias={bias}) -> tinygpt_torch: relative error {rel_torch:.3g}")
+        check(rel_torch <= REL_TOLERANCE, "tinygpt_torch's logits differ from nanoGPT's")
+
+    # a meta.pkl whose ids are not in code-point order (reversed): tinygpt's ids are, so the rows are
+    # reordered and each character keeps its logits
+    reversed_meta = c.path("meta_reversed.pkl")
+    V = len(chars)
+    with open(reversed_meta, "wb") as f:
+        pickle.dump({"vocab_size": V, "itos": dict(enumerate(reversed(chars))), "stoi": {}}, f)
+    nano, _, ckpt = _nanogpt_checkpoint(c, False, "nano_reversed.pt", False)
+    out = c.path("nano_reversed.safetensors")
+    run([sys.executable, script, ckpt, out, "--meta", reversed_meta])
+    nano_ids = torch.randint(0, V, (3, 8))
+    with torch.no_grad():
+        expected = nano.eval()(nano_ids).flip(-1)  # nanoGPT's id j is tinygpt's V - 1 - j
+    theirs = c.tinygpt_logits(out, V - 1 - nano_ids)
+    rel = ((expected - theirs).abs().max() / expected.abs().max()).item()
+    print(f"nanoGPT with a reversed vocabulary -> tinygpt: relative error {rel:.3g}")
+    check(rel <= REL_TOLERANCE, f"a reordered vocabulary: relative error {rel:.3g}")
+
+    # a query bias does not map: refused, naming it, and nothing written
+    nano, vocab, ckpt = _nanogpt_checkpoint(c, True, "nano_query_bias.pt", False)
+    refused = c.path("refused.safetensors")
+    result = subprocess.run([sys.executable, script, ckpt, refused, "--meta", meta], capture_output=True, text=True)
+    print(f"a query bias: exit {result.returncode}: {result.stderr.strip()}")
+    check(result.returncode == 1 and "query" in result.stderr and not os.path.exists(refused),
+          "a nanoGPT model with a query bias was not refused")
+    # a vocabulary of another size: refused
+    with open(c.path("short.txt"), "w") as f:
+        f.write("abc")
+    result = subprocess.run([sys.executable, script, c.path("nano_bias0.pt"), refused, "--vocab-from", c.path("short.txt")],
+                            capture_output=True, text=True)
+    print(f"a vocabulary of 3: exit {result.returncode}: {result.stderr.strip()}")
+    check(result.returncode == 1 and "vocab" in result.stderr and not os.path.exists(refused),
+          "a vocabulary of the wrong size was not refused")
+
+
+def _args(nano, bias):
+    t = nano.transformer
+    return dict(n_layer=len(t.h), n_head=t.h[0].attn.n_head, n_embd=t.wte.weight.shape[1], block_size=t.wpe.weight.shape[0],
+                bias=bias, vocab_size=t.wte.weight.shape[0], dropout=0.0)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("case")
+    for flag in ("--train", "--generate", "--logits", "--heatmap", "--figure", "--python-dir", "--work"):
+        p.add_argument(flag, required=True)
+    o = p.parse_args()
+    torch.set_num_threads(1)
+    c = Case(o)
+    if o.case.startswith("logits_"):
+        case_logits(c, o.case[len("logits_"):])
+    else:
+        {"torch_trains": case_torch_trains, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
+    print(f"{o.case}: passed")
+
+
+if __name__ == "__main__":
+    main()
