@@ -4,6 +4,7 @@
 #include <nn/decoder.h>
 #include <nn/models.h>
 #include <nn/train/sample.h>
+#include <nn/tutorial/study.h>
 
 #include "helpers.h"
 
@@ -171,5 +172,34 @@ TEST_CASE("a decoder refuses ids outside the vocabulary and a window past the bl
                 CHECK(decoder->append(1).size() == static_cast<size_t>(kVocab));
             }
         }
+    }
+}
+
+TEST_CASE("the lesson: a prefix's attention is unchanged by what follows, only under the mask", "[decoder][tutorial]") {
+    Generator gen(17);
+    const auto masked = nn::study::prefix_stability({.n_embd = 16, .head_size = 8}, 5, 12, gen);
+    CHECK(masked.attention_change <= 1e-6);
+    CHECK(masked.output_change <= 1e-5);
+    CHECK(masked.weight_on_later == 0.0);
+    const auto unmasked = nn::study::prefix_stability({.n_embd = 16, .head_size = 8, .causal = false}, 5, 12, gen);
+    CHECK(unmasked.attention_change > 0.01);  // every row also reads the 7 later positions
+    CHECK(unmasked.weight_on_later > 0.01);
+    CHECK_THROWS_WITH(nn::study::prefix_stability({.n_embd = 4, .head_size = 4}, 6, 6, gen), Contains("prefix 6"));
+}
+
+TEST_CASE("the lesson: what the cache saves grows with the window", "[decoder][tutorial]") {
+    // one position: the cache has nothing to save
+    const auto one = nn::study::cache_cost(384, 6, 65, 1);
+    CHECK(one.cached == one.uncached);
+    // by hand for C = 4, L = 1, V = 3, T = 2: uncached 12*16*2 + 4*2*3 + 4*3*2 = 384 + 24 + 24; cached 192 + 16 + 12
+    const auto small = nn::study::cache_cost(4, 1, 3, 2);
+    CHECK(small.uncached == 432.0);
+    CHECK(small.cached == 220.0);
+    double last = 0;
+    for (int64_t T : {8, 32, 64, 128, 256}) {
+        const auto cost = nn::study::cache_cost(384, 6, 65, T);
+        CHECK(cost.saving() > last);
+        CHECK(cost.saving() > 0.9 * static_cast<double>(T));  // about T: the cache does one row of T
+        last = cost.saving();
     }
 }

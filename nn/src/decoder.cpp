@@ -1,5 +1,5 @@
 // The decoders of nn/decoder.h. The cached ones run the models' arithmetic one row at a time on raw
-// float buffers made at construction (autograd::kernels::gemm for the products): no tensor, no graph and
+// float buffers made at construction (autograd::kernels' small gemm path for the products): no tensor, no graph and
 // no allocation per token. Each step mirrors its model's forward() in nn/src/models.cpp; the tests
 // (tests/test_decoder.cpp) hold the two to float rounding at every position.
 //
@@ -23,9 +23,16 @@ namespace {
 
 const float* values(const Tensor& t) { return t.data().data(); }
 
+// C (1, N) = a (1, K) @ B (K, N), or B^T when trans_b: the products of one row. gemm's automatic choice
+// sends a large product to the blocked path, whose packing of B costs as much as the product itself when
+// A is one row; the unpacked small path reads B once. Both give the same bits.
+void row_product(bool trans_b, int64_t N, int64_t K, const float* a, const float* B, float* C) {
+    kernels::gemm_with(kernels::active_isa(), false, trans_b, 1, N, K, a, B, C, false, kernels::GemmPath::small);
+}
+
 // y (K) = x (C) @ weight (C, K) + bias
 void linear_row(const Linear& layer, const float* x, float* y) {
-    kernels::gemm(false, false, 1, layer.options.out, layer.options.in, x, values(layer.weight), y, false);
+    row_product(false, layer.options.out, layer.options.in, x, values(layer.weight), y);
     if (!layer.options.bias) return;
     const float* bias = values(layer.bias);
     for (int64_t k = 0; k < layer.options.out; ++k) y[k] += bias[k];
@@ -78,7 +85,7 @@ public:
         linear_row(head_.value, x, values_.data() + t * H);
         // scores (t + 1) = q K^T, scaled; the mask is the loop bound: positions > t do not exist yet
         float* w = weights_.data();
-        kernels::gemm(false, true, 1, t + 1, Hk, query_.data(), keys_.data(), w, false);
+        row_product(true, t + 1, Hk, query_.data(), keys_.data(), w);
         const float factor = head_.options.scaled ? 1.0f / std::sqrt(static_cast<float>(Hk)) : 1.0f;
         float top = -INFINITY;
         for (int64_t j = 0; j <= t; ++j) top = std::max(top, w[j] *= factor);
@@ -86,7 +93,7 @@ public:
         for (int64_t j = 0; j <= t; ++j) total += w[j] = std::exp(w[j] - top);
         const auto inverse = static_cast<float>(1.0 / total);
         for (int64_t j = 0; j <= t; ++j) w[j] *= inverse;
-        kernels::gemm(false, false, 1, H, t + 1, w, values_.data(), out, false);  // (t + 1) @ (t + 1, H)
+        row_product(false, H, t + 1, w, values_.data(), out);  // (t + 1) @ (t + 1, H)
     }
 
 private:
