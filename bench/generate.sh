@@ -5,9 +5,9 @@
 #
 #     bench/generate.sh build/release                  # ROUNDS=2 CHARS=2000 SHORT_CHARS=200: about 8 minutes
 #
-# The uncached samplers rerun the window for every character and take seconds per character at block 256,
-# so they time the first SHORT_CHARS characters only: windows still growing, cheaper on average than the
-# full windows of a long run (the ratios below are then, if anything, in their favour).
+# Every sampler starts from a whole block of prompt, so a short run reads the windows of a long one. The
+# uncached ones rerun the window for every character (a tenth of a second each at block 256), so they
+# time SHORT_CHARS characters; the cached one times CHARS.
 set -euo pipefail
 build=${1:?usage: bench/generate.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)

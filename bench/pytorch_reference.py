@@ -254,7 +254,7 @@ def train_for_memory(path, steps, threads):
 
 @torch.no_grad()
 def sample_nanogpt(model, block, chars, temperature=1.0, top_k=None):
-    idx = torch.zeros((1, 1), dtype=torch.long)
+    idx = torch.randint(0, VOCAB, (1, block))  # a whole block of prompt, as bench_generate: full windows
     for _ in range(chars):
         idx_cond = idx if idx.size(1) <= block else idx[:, -block:]
         logits = model(idx_cond)[:, -1, :] / temperature

@@ -38,6 +38,16 @@ void linear_row(const Linear& layer, const float* x, float* y) {
     for (int64_t k = 0; k < layer.options.out; ++k) y[k] += bias[k];
 }
 
+// y (M, K) = x (M, C) @ weight (C, K) + bias: the rows of a refill, in one product (gemm's blocked path)
+void linear_rows(const Linear& layer, const float* x, int64_t M, float* y) {
+    const int64_t K = layer.options.out;
+    kernels::gemm(false, false, M, K, layer.options.in, x, values(layer.weight), y, false);
+    if (!layer.options.bias) return;
+    const float* bias = values(layer.bias);
+    for (int64_t r = 0; r < M; ++r)
+        for (int64_t k = 0; k < K; ++k) y[r * K + k] += bias[k];
+}
+
 // y (C) = (x - mean) / sqrt(biased variance + eps) * gain + bias, as autograd::layer_norm
 void layer_norm_row(const LayerNorm& norm, const float* x, float* y) {
     const int64_t C = norm.options.dim;
@@ -66,34 +76,46 @@ public:
           key_width_(head.options.compare_raw ? head.options.n_embd : head.options.head_size),
           keys_(static_cast<size_t>(block * key_width_)),
           values_(static_cast<size_t>(block * head.options.head_size)),
-          query_(static_cast<size_t>(key_width_)),
+          query_(static_cast<size_t>(block * key_width_)),
           weights_(static_cast<size_t>(block)) {
         check(head.options.causal, "cached decoder: a head without the causal mask reads later positions; no cache is exact");
     }
 
     // x (C) at position t -> out (H): row t of the head's attention, reading the cached rows 0 .. t - 1
-    void step(const float* x, int64_t t, float* out) {
-        const int64_t H = head_.options.head_size, Hk = key_width_;
-        float* key = keys_.data() + t * Hk;
+    void step(const float* x, int64_t t, float* out) { rows(x, 1, t, out, 0); }
+
+    // x (M, C) at positions t0 .. t0 + M - 1 -> out rows (M, H), `out_stride` floats apart: the keys and
+    // values of all M rows in one product each, then row by row the attention, each row reading the rows
+    // before it (the mask is the loop bound: positions after a row do not exist for it yet).
+    void rows(const float* x, int64_t M, int64_t t0, float* out, int64_t out_stride) {
+        const int64_t H = head_.options.head_size, Hk = key_width_, C = head_.options.n_embd;
+        float* keys = keys_.data() + t0 * Hk;
+        float* queries = query_.data();
+        const auto product = [M](const Linear& layer, const float* in, float* y) {
+            if (M == 1) linear_row(layer, in, y);
+            else linear_rows(layer, in, M, y);
+        };
         if (head_.options.compare_raw) {
-            std::copy(x, x + Hk, query_.data());
-            std::copy(x, x + Hk, key);
+            std::copy(x, x + M * C, queries);
+            std::copy(x, x + M * C, keys);
         } else {
-            linear_row(head_.query, x, query_.data());
-            linear_row(head_.key, x, key);
+            product(head_.query, x, queries);
+            product(head_.key, x, keys);
         }
-        linear_row(head_.value, x, values_.data() + t * H);
-        // scores (t + 1) = q K^T, scaled; the mask is the loop bound: positions > t do not exist yet
-        float* w = weights_.data();
-        row_product(true, t + 1, Hk, query_.data(), keys_.data(), w);
+        product(head_.value, x, values_.data() + t0 * H);
         const float factor = head_.options.scaled ? 1.0f / std::sqrt(static_cast<float>(Hk)) : 1.0f;
-        float top = -INFINITY;
-        for (int64_t j = 0; j <= t; ++j) top = std::max(top, w[j] *= factor);
-        double total = 0.0;
-        for (int64_t j = 0; j <= t; ++j) total += w[j] = std::exp(w[j] - top);
-        const auto inverse = static_cast<float>(1.0 / total);
-        for (int64_t j = 0; j <= t; ++j) w[j] *= inverse;
-        row_product(false, H, t + 1, w, values_.data(), out);  // (t + 1) @ (t + 1, H)
+        float* w = weights_.data();
+        for (int64_t r = 0; r < M; ++r) {
+            const int64_t t = t0 + r;
+            row_product(true, t + 1, Hk, queries + r * Hk, keys_.data(), w);  // scores (t + 1) = q K^T
+            float top = -INFINITY;
+            for (int64_t j = 0; j <= t; ++j) top = std::max(top, w[j] *= factor);
+            double total = 0.0;
+            for (int64_t j = 0; j <= t; ++j) total += w[j] = std::exp(w[j] - top);
+            const auto inverse = static_cast<float>(1.0 / total);
+            for (int64_t j = 0; j <= t; ++j) w[j] *= inverse;
+            row_product(false, H, t + 1, w, values_.data(), out + r * out_stride);  // (t + 1) @ (t + 1, H)
+        }
     }
 
 private:
@@ -106,19 +128,22 @@ private:
 class MultiHeadCache {
 public:
     MultiHeadCache(const MultiHeadAttention& attention, int64_t block)
-        : attention_(attention), concat_(static_cast<size_t>(attention.options.n_embd)) {
+        : attention_(attention), concat_(static_cast<size_t>(block * attention.options.n_embd)) {
         for (const auto& head : attention.heads) heads_.emplace_back(*head, block);
     }
-    void step(const float* x, int64_t t, float* y) {
-        const int64_t H = attention_.options.n_embd / attention_.options.n_head;
-        for (size_t h = 0; h < heads_.size(); ++h) heads_[h].step(x, t, concat_.data() + static_cast<int64_t>(h) * H);
-        linear_row(attention_.projection, concat_.data(), y);  // dropout: none at inference
+    void step(const float* x, int64_t t, float* y) { rows(x, 1, t, y); }
+    // x (M, C) at positions t0 .. -> y (M, C)
+    void rows(const float* x, int64_t M, int64_t t0, float* y) {
+        const int64_t C = attention_.options.n_embd, H = C / attention_.options.n_head;
+        for (size_t h = 0; h < heads_.size(); ++h) heads_[h].rows(x, M, t0, concat_.data() + static_cast<int64_t>(h) * H, C);
+        if (M == 1) linear_row(attention_.projection, concat_.data(), y);  // dropout: none at inference
+        else linear_rows(attention_.projection, concat_.data(), M, y);
     }
 
 private:
     const MultiHeadAttention& attention_;
     std::vector<HeadCache> heads_;
-    std::vector<float> concat_;  // (C), the heads side by side
+    std::vector<float> concat_;  // (block, C), the heads side by side
 };
 
 // FeedForward on one row: x (C) -> y (C), through a hidden (4C)
@@ -150,8 +175,8 @@ public:
         const auto V = static_cast<int64_t>(logits_.size());
         for (size_t i = 0; i < ids.size(); ++i)
             check(ids[i] >= 0 && ids[i] < V, "{} decoder: id {} is outside the vocabulary of {}", model_, ids[i], V);
-        for (size_t i = 0; i < ids.size(); ++i, ++length_)
-            step(ids[i], length_, i + 1 == ids.size() ? logits_.data() : nullptr);
+        rows(ids, length_, logits_.data());
+        length_ += static_cast<int64_t>(ids.size());
         return logits_;
     }
     void clear() override { length_ = 0; }
@@ -161,6 +186,10 @@ public:
 
 protected:
     virtual void step(int64_t id, int64_t t, float* logits) = 0;
+    // ids at positions t0 .. -> the logits after the last; a model may do the rows together (GPT does)
+    virtual void rows(std::span<const int64_t> ids, int64_t t0, float* logits) {
+        for (size_t i = 0; i < ids.size(); ++i) step(ids[i], t0 + static_cast<int64_t>(i), i + 1 == ids.size() ? logits : nullptr);
+    }
 
 private:
     int64_t block_, length_ = 0;
@@ -250,7 +279,9 @@ class GPTDecoder final : public CachedDecoder {
 public:
     explicit GPTDecoder(const GPT& m)
         : CachedDecoder(m.block_size(), m.vocab_size(), "GPT"), m_(m), x_(static_cast<size_t>(m.options.n_embd)),
-          normed_(x_.size()), branch_(x_.size()) {
+          normed_(x_.size()), branch_(x_.size()),
+          x_rows_(static_cast<size_t>(m.block_size() * m.options.n_embd)), normed_rows_(x_rows_.size()),
+          branch_rows_(x_rows_.size()), hidden_rows_(4 * x_rows_.size()) {
         for (const auto& block : m.blocks) {
             attention_.emplace_back(block->attention, m.block_size());
             feed_forward_.emplace_back(block->feed_forward);
@@ -276,10 +307,41 @@ private:
         layer_norm_row(m_.final_norm, x, normed);
         linear_row(m_.lm_head, normed, logits);
     }
+    // A refill (or a prompt): the rows go through each block together, so every weight matrix is read
+    // once per block for all of them (gemm's blocked path) instead of once per row.
+    void rows(std::span<const int64_t> ids, int64_t t0, float* logits) override {
+        const auto M = static_cast<int64_t>(ids.size()), C = static_cast<int64_t>(x_.size());
+        if (M == 1) return step(ids[0], t0, logits);
+        float *x = x_rows_.data(), *normed = normed_rows_.data(), *branch = branch_rows_.data(), *hidden = hidden_rows_.data();
+        for (int64_t r = 0; r < M; ++r) embed_row(m_, ids[static_cast<size_t>(r)], t0 + r, x + r * C);
+        for (size_t l = 0; l < m_.blocks.size(); ++l) {
+            const Block& block = *m_.blocks[l];
+            for (int64_t r = 0; r < M; ++r) layer_norm_row(block.norm1, x + r * C, normed + r * C);
+            attention_[l].rows(normed, M, t0, branch);
+            for (int64_t i = 0; i < M * C; ++i) x[i] += branch[i];
+            if (l + 1 == m_.blocks.size()) break;  // the last block's feed-forward: the last row only, below
+            for (int64_t r = 0; r < M; ++r) layer_norm_row(block.norm2, x + r * C, normed + r * C);
+            const FeedForward& ff = block.feed_forward;
+            linear_rows(ff.up, normed, M, hidden);
+            for (int64_t i = 0; i < M * 4 * C; ++i) hidden[i] = 0.5f * hidden[i] * (1.0f + std::erf(hidden[i] * 0.70710678118654752f));
+            linear_rows(ff.down, hidden, M, branch);
+            for (int64_t i = 0; i < M * C; ++i) x[i] += branch[i];
+        }
+        if (!logits) return;
+        const float* last = x + (M - 1) * C;
+        std::copy(last, last + C, x_.data());
+        layer_norm_row(m_.blocks.back()->norm2, x_.data(), normed_.data());
+        feed_forward_.back().step(normed_.data(), branch_.data());
+        for (int64_t c = 0; c < C; ++c) x_[c] += branch_[c];
+        layer_norm_row(m_.final_norm, x_.data(), normed_.data());
+        linear_row(m_.lm_head, normed_.data(), logits);
+    }
+
     const GPT& m_;
     std::vector<MultiHeadCache> attention_;
     std::vector<FeedForwardRow> feed_forward_;
     std::vector<float> x_, normed_, branch_;  // (C) each: the residual stream, its norm, a branch's output
+    std::vector<float> x_rows_, normed_rows_, branch_rows_, hidden_rows_;  // the same for a refill's rows, (block, C or 4C)
 };
 
 // The reference: the whole window through forward() at every append.
