@@ -17,6 +17,7 @@ Run with Debian's python3 and python3-torch (another python3 may come first on P
 
     build/bench/export_weights /tmp/tg && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg --threads 1
     /usr/bin/python3 bench/pytorch_reference.py --train tinyshakespeare.txt --steps 20   # for peak memory
+    /usr/bin/python3 bench/pytorch_reference.py --sample baby,shakespeare --chars 2000  # sampling speed
 
 Prints one JSON line per configuration: {"config", "threads", "median_ms", "tokens_per_s", "loss", ...}.
 """
@@ -35,6 +36,10 @@ CONFIGS = {  # the same as bench/train_step.h
     "tutorial": dict(kind="head", n_embd=32, n_head=1, n_layer=1, block=8, batch=32),
     "small": dict(kind="gpt", n_embd=64, n_head=4, n_layer=4, block=32, batch=16),
     "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64, batch=12),
+}
+SAMPLE_CONFIGS = {  # bench/bench_generate.cpp's: the baby GPT and nanoGPT's shakespeare_char model
+    "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64),
+    "shakespeare": dict(kind="gpt", n_embd=384, n_head=6, n_layer=6, block=256),
 }
 VOCAB = 65
 
@@ -245,6 +250,34 @@ def train_for_memory(path, steps, threads):
                       "seconds": time.perf_counter() - start}))
 
 
+# --- sampling the nanoGPT way (model.py's generate): every character reruns the window, cropped to block ---
+
+@torch.no_grad()
+def sample_nanogpt(model, block, chars, temperature=1.0, top_k=None):
+    idx = torch.randint(0, VOCAB, (1, block))  # a whole block of prompt, as bench_generate: full windows
+    for _ in range(chars):
+        idx_cond = idx if idx.size(1) <= block else idx[:, -block:]
+        logits = model(idx_cond)[:, -1, :] / temperature
+        if top_k is not None:
+            v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+            logits[logits < v[:, [-1]]] = -float("Inf")
+        probs = F.softmax(logits, dim=-1)
+        idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
+    return idx
+
+
+def time_sampling(name, chars, threads):
+    c = SAMPLE_CONFIGS[name]
+    torch.manual_seed(1337)
+    model = make_model(c).eval()  # untrained, PyTorch's default init: the speed does not depend on it
+    sample_nanogpt(model, c["block"], 5)  # warm-up
+    t0 = time.perf_counter()
+    sample_nanogpt(model, c["block"], chars)
+    seconds = time.perf_counter() - t0
+    return {"config": name, "threads": threads, "sampler": "pytorch", "chars": chars, "seconds": round(seconds, 4),
+            "chars_per_s": round(chars / seconds, 2)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weights", help="directory written by build/bench/export_weights")
@@ -254,9 +287,15 @@ def main():
     parser.add_argument("--min-time", type=float, default=2.0, help="seconds of timed steps per config (at least 10 steps)")
     parser.add_argument("--train", metavar="TEXT", help="train the baby GPT on TEXT instead (peak memory)")
     parser.add_argument("--steps", type=int, default=20, help="steps for --train")
+    parser.add_argument("--sample", metavar="CONFIGS", help="time sampling the nanoGPT way instead: baby,shakespeare")
+    parser.add_argument("--chars", type=int, default=2000, help="characters per --sample config")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
+    if args.sample:
+        for name in args.sample.split(","):
+            print(json.dumps(time_sampling(name, args.chars, args.threads)), flush=True)
+        return
     if args.train:
         train_for_memory(args.train, args.steps, args.threads)
         return

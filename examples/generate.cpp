@@ -1,32 +1,88 @@
-// Sample text from a checkpoint saved by examples/train.
+// Sample text from a checkpoint saved by examples/train, character by character as it is produced.
 //
 //   generate run.safetensors --prompt "ROMEO:" --chars 300 --temperature 0.8 --top-k 10 --seed 7
+//   generate run.safetensors --chars 2000 --no-cache --json      # the uncached reference, timed
 //
-// Exit status: 0 done, 1 a bad checkpoint or prompt or a failed write (message on stderr), 2 bad arguments.
+// The model keeps each attention head's keys and values (nn/decoder.h); --no-cache reruns the whole
+// window for every character instead. Both read the same windows (a full window keeps its last half),
+// so the same seed gives the same text.
+//
+// Exit status: 0 done, 1 a bad checkpoint or prompt or a failed write (message on stderr), 2 bad arguments,
+// 130 stopped by SIGINT (Ctrl-C; 143 SIGTERM, 129 SIGHUP) with the text printed so far kept.
+#include <signal.h>
+
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
 #include <cli.h>
+#include <nlohmann/json.hpp>
 #include <nn/train/sample.h>
+#include <nn/train/text.h>
 #include <nn/train/trainer.h>
 
 namespace {
 
 struct Options {
     std::string checkpoint;
-    std::optional<std::string> prompt;
-    int64_t chars = 500, top_k = 0, seed = 1;
+    std::optional<std::string> prompt, prompt_file;
+    int64_t chars = 500, top_k = 0, seed = 1, samples = 1;
     float temperature = 1.0f;
+    bool cache = true, json = false;
 };
+
+// A signal only sets this; the sampling loop reads it after each character and stops there.
+volatile sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+void catch_stop_signals() {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // a write in progress carries on
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &action, nullptr);
+}
 
 int run(const Options& o) {
     nn::TrainedModel trained = nn::load_trained_model(o.checkpoint);
-    const std::string start = o.prompt.value_or(nn::default_prompt(trained.tokenizer));
+    const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
+                                            : o.prompt.value_or(nn::default_prompt(trained.tokenizer));
+    const std::vector<int64_t> context = trained.tokenizer.encode(start);
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
-    const auto produced = nn::generate(*trained.model, trained.tokenizer.encode(start), o.chars,
-                                       {.temperature = o.temperature, .top_k = o.top_k}, gen);
-    fmt::print("{}{}\n", start, trained.tokenizer.decode(produced));
+    catch_stop_signals();
+
+    using Clock = std::chrono::steady_clock;
+    int64_t produced = 0;
+    double seconds = 0;
+    for (int64_t sample = 0; sample < o.samples && g_stop_signal == 0; ++sample) {
+        if (sample > 0) std::fputs("---------------\n", stdout);  // between samples, as nanoGPT's sample.py
+        std::fputs(start.c_str(), stdout);
+        std::fflush(stdout);
+        const auto t0 = Clock::now();
+        // each character as it comes; a failed write (a closed pipe) stops here, cli::run reports it
+        nn::generate(*trained.model, context, o.chars, {.temperature = o.temperature, .top_k = o.top_k, .cache = o.cache}, gen,
+                     [&](int64_t id) {
+                         ++produced;
+                         std::fputs(trained.tokenizer.decode(std::span(&id, 1)).c_str(), stdout);
+                         return std::fflush(stdout) == 0 && g_stop_signal == 0;
+                     });
+        seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+        std::fputs("\n", stdout);
+        if (std::ferror(stdout)) break;
+    }
+    if (o.json) {
+        const nlohmann::ordered_json line = {{"chars", produced}, {"seconds", seconds},
+                                     {"chars_per_s", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
+                                     {"cache", o.cache}};
+        std::fputs((line.dump() + "\n").c_str(), stdout);
+    }
+    if (g_stop_signal != 0) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "generate: interrupted after %lld characters\n", static_cast<long long>(produced));
+        return 128 + g_stop_signal;
+    }
     return 0;  // cli::run checks that standard output was written
 }
 
@@ -34,17 +90,27 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     Options o;
-    cli::Parser p("generate", "CKPT [options]", "Sample text from a checkpoint saved by train.");
+    cli::Parser p("generate", "CKPT [options]", "Sample text from a checkpoint saved by train, printed as it comes.");
     p.positional("CKPT", "a checkpoint saved by train --out", [&o](const cli::Value& v) { o.checkpoint = v.file(); });
     p.option("--prompt", "TEXT", "what the sample starts from (default a newline, or the first character)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
+    p.option("--prompt-file", "F", "the prompt read from a file (instead of --prompt)",
+             [&o](const cli::Value& v) { o.prompt_file = v.file(); });
     p.option("--chars", "N", "characters to sample                      (default 500)",
              [&o](const cli::Value& v) { o.chars = v.integer(0, 1 << 24); });
+    p.option("--samples", "N", "samples from the same prompt, one after another (default 1)",
+             [&o](const cli::Value& v) { o.samples = v.integer(1, 1 << 20); });
     p.option("--temperature", "X", "sampling temperature                      (default 1)",
              [&o](const cli::Value& v) { o.temperature = v.number(0.0, 100.0, true); });
     p.option("--top-k", "K", "the K most likely characters only; 0 (or more than the vocabulary) = all",
              [&o](const cli::Value& v) { o.top_k = v.integer(0, 1 << 24); });
     p.option("--seed", "S", "sampling seed                             (default 1)",
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
-    return cli::run(p, argc, argv, [&o] { return run(o); });
+    p.flag("--no-cache", "rerun the whole window for every character (the reference the cache must equal)",
+           [&o] { o.cache = false; });
+    p.flag("--json", "end with one line {\"chars\", \"seconds\", \"chars_per_s\", \"cache\"}", [&o] { o.json = true; });
+    return cli::run(p, argc, argv, [&o, &p] {
+        if (p.given("--prompt") && p.given("--prompt-file")) throw cli::UsageError("--prompt and --prompt-file are one or the other");
+        return run(o);
+    });
 }

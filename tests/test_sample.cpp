@@ -1,5 +1,6 @@
 // nn/sample.h: generate() against the model's own logits computed by hand: seeded determinism,
-// top-k and temperature, cropping to the block, argument checks, and the model's mode left as it was.
+// top-k and temperature, the window (cropped to the block, its last half kept when full), argument
+// checks, and the model's mode left as it was.
 #include <nn/train/sample.h>
 
 #include <algorithm>
@@ -13,15 +14,27 @@ namespace {
 
 constexpr int64_t kVocab = 7, kBlock = 5;
 
-// The logits of the next token after `context`, by hand: forward on the last block_size() ids, in
-// eval mode, without a graph.  -> (V)
-std::vector<float> next_logits(nn::LanguageModel& model, const std::vector<int64_t>& context) {
+// The window generate() reads, by hand (nn/decoder.h's policy): the last block of the context; a full
+// window keeps its last block / 2 ids before the next one joins.
+struct HandWindow {
+    HandWindow(const nn::LanguageModel& model, const std::vector<int64_t>& context) : block(model.block_size()) {
+        ids.assign(context.end() - std::min<int64_t>(static_cast<int64_t>(context.size()), block), context.end());
+    }
+    void push(int64_t id) {
+        if (static_cast<int64_t>(ids.size()) == block) ids.erase(ids.begin(), ids.end() - block / 2);
+        ids.push_back(id);
+    }
+    int64_t block;
+    std::vector<int64_t> ids;
+};
+
+// The logits of the next token after `window`, by hand: forward on it, in eval mode, without a graph.  -> (V)
+std::vector<float> next_logits(nn::LanguageModel& model, const HandWindow& window) {
     NoGradGuard no_grad;
     const bool was_training = model.is_training();
     model.eval();
-    const auto T = std::min<int64_t>(static_cast<int64_t>(context.size()), model.block_size());
-    const std::vector<int64_t> window(context.end() - T, context.end());
-    const Tensor logits = model.forward(window, 1, T);  // (1, T, V)
+    const auto T = static_cast<int64_t>(window.ids.size());
+    const Tensor logits = model.forward(window.ids, 1, T);  // (1, T, V)
     model.train(was_training);
     const auto last = logits.data().subspan(static_cast<size_t>((T - 1) * model.vocab_size()));
     return {last.begin(), last.end()};
@@ -36,12 +49,13 @@ int64_t rank_of(const std::vector<float>& v, int64_t i) {
 
 // Replays `produced` after `context`: each token must satisfy ok(logits, token).
 template <typename Ok>
-void replay(nn::LanguageModel& model, std::vector<int64_t> context, const std::vector<int64_t>& produced, Ok ok) {
+void replay(nn::LanguageModel& model, const std::vector<int64_t>& context, const std::vector<int64_t>& produced, Ok ok) {
+    HandWindow window(model, context);
     for (size_t i = 0; i < produced.size(); ++i) {
-        const std::vector<float> logits = next_logits(model, context);
+        const std::vector<float> logits = next_logits(model, window);
         INFO("token " << i << " = " << produced[i] << ", logits " << fmt::format("{}", logits));
         CHECK(ok(logits, produced[i]));
-        context.push_back(produced[i]);
+        window.push(produced[i]);
     }
 }
 
@@ -52,17 +66,21 @@ TEST_CASE("generate gives the same tokens for the same generator state", "[sampl
     nn::SingleHead model({.vocab = kVocab, .n_embd = 8, .block = kBlock}, init);
     const std::vector<int64_t> context = {1, 2};
     Generator a(99), b(99), c(100);
-    const auto first = nn::generate(model, context, 40, {}, a);
+    auto first = nn::generate(model, context, 40, {}, a);
     REQUIRE(first.size() == 40);
     CHECK(nn::generate(model, context, 40, {}, b) == first);
     CHECK(nn::generate(model, context, 40, {}, c) != first);  // 40 draws of 7 choices: a collision is ~0
     for (int64_t id : first) CHECK((id >= 0 && id < kVocab));
-    // Resuming the generator's stream resumes the text.
+    // Resuming the generator's stream resumes the text, while the window has not filled (a full window
+    // keeps its last half: the window then depends on where the generation started).
+    nn::SingleHead wide({.vocab = kVocab, .n_embd = 8, .block = 64}, init);
+    Generator e(99);
+    first = nn::generate(wide, context, 40, {}, e);
     Generator d(99);
-    const auto half = nn::generate(model, context, 20, {}, d);
+    const auto half = nn::generate(wide, context, 20, {}, d);
     std::vector<int64_t> longer = context;
     longer.insert(longer.end(), half.begin(), half.end());
-    auto rest = nn::generate(model, longer, 20, {}, d);
+    auto rest = nn::generate(wide, longer, 20, {}, d);
     std::vector<int64_t> joined = half;
     joined.insert(joined.end(), rest.begin(), rest.end());
     CHECK(joined == first);
@@ -100,10 +118,10 @@ TEST_CASE("a very low temperature approaches the argmax, and top_k keeps only th
     replay(model, context, top2, [](const std::vector<float>& logits, int64_t id) { return rank_of(logits, id) < 2; });
     // a high temperature spreads the draws, so both of the top two do occur somewhere
     std::vector<int64_t> ranks;
-    std::vector<int64_t> c = context;
+    HandWindow window(model, context);
     for (int64_t id : top2) {
-        ranks.push_back(rank_of(next_logits(model, c), id));
-        c.push_back(id);
+        ranks.push_back(rank_of(next_logits(model, window), id));
+        window.push(id);
     }
     CHECK(std::ranges::count(ranks, 0) > 0);
     CHECK(std::ranges::count(ranks, 1) > 0);

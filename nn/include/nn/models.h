@@ -17,6 +17,7 @@
 #include <autograd/random.h>
 
 #include "nn/attention.h"
+#include "nn/decoder.h"
 #include "nn/layers.h"
 #include "nn/model_registry.h"  // ModelConfig, ModelKind, make_model
 
@@ -29,6 +30,9 @@ public:
     virtual Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) = 0;
     virtual int64_t block_size() const = 0;  // the longest window the model reads
     virtual int64_t vocab_size() const = 0;
+    // Generates one token at a time (nn/decoder.h), keeping each attention head's keys and values; the
+    // model must outlive it. A model without its own (a custom one) gets window_decoder(*this).
+    virtual std::unique_ptr<Decoder> cached_decoder();
 
 protected:
     void check_ids(std::span<const int64_t> ids, int64_t B, int64_t T, const char* model) const;
@@ -59,6 +63,7 @@ class Bigram : public LanguageModel {
 public:
     explicit Bigram(BigramOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    std::unique_ptr<Decoder> cached_decoder() override;
     int64_t block_size() const override { return 1; }
     int64_t vocab_size() const override { return options.vocab; }
 
@@ -76,6 +81,7 @@ class AverageModel : public PositionalModel {
 public:
     explicit AverageModel(AverageModelOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    std::unique_ptr<Decoder> cached_decoder() override;
 
     AverageModelOptions options;
     Average average;
@@ -95,6 +101,7 @@ class SingleHead : public PositionalModel {
 public:
     explicit SingleHead(SingleHeadOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    std::unique_ptr<Decoder> cached_decoder() override;
 
     SingleHeadOptions options;
     Head head;
@@ -145,6 +152,7 @@ class MultiHead : public PositionalModel {
 public:
     explicit MultiHead(MultiHeadOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    std::unique_ptr<Decoder> cached_decoder() override;
 
     MultiHeadOptions options;
     MultiHeadAttention attention;
@@ -178,6 +186,7 @@ class GPT : public PositionalModel {
 public:
     explicit GPT(GPTOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    std::unique_ptr<Decoder> cached_decoder() override;
     autograd::Generator& dropout_generator() { return dropout_gen_; }
     const autograd::Generator& dropout_generator() const { return dropout_gen_; }
 

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <limits>
 
+#include <nn/decoder.h>
+
 namespace nn {
 
 using namespace autograd;
 
-std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context, int64_t n,
-                              const SampleOptions& options, Generator& gen) {
+std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& context, int64_t n,
+                              const SampleOptions& options, Generator& gen, const std::function<bool(int64_t)>& emit) {
     const int64_t V = model.vocab_size();
     check(!context.empty(), "generate: the context is empty; give at least one character to start from");
     check(n >= 0, "generate: cannot sample {} tokens", n);
@@ -19,21 +21,27 @@ std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context
     const int64_t top_k = std::min(options.top_k, V);  // above the vocabulary: all of it (as nanoGPT)
     for (int64_t id : context) check(id >= 0 && id < V, "generate: context id {} is outside the vocabulary of {}", id, V);
 
+    std::vector<int64_t> produced;
+    if (n == 0) return produced;
+    produced.reserve(static_cast<size_t>(n));
     NoGradGuard no_grad;
     const bool was_training = model.is_training();
     model.eval();
-    std::vector<int64_t> produced;
-    std::vector<double> probs(static_cast<size_t>(V));
-    for (int64_t step = 0; step < n; ++step) {
-        const auto T = std::min<int64_t>(static_cast<int64_t>(context.size()), model.block_size());
-        const std::span<const int64_t> window(context.data() + context.size() - T, static_cast<size_t>(T));
-        const Tensor logits = model.forward(window, 1, T);  // (1, T, V)
-        const std::span<const float> last = logits.data().subspan(static_cast<size_t>((T - 1) * V));
+    struct RestoreMode {
+        LanguageModel& model;
+        bool training;
+        ~RestoreMode() { model.train(training); }
+    } restore{model, was_training};
 
+    GenerationWindow window(options.cache ? model.cached_decoder() : window_decoder(model));
+    std::vector<double> probs(static_cast<size_t>(V));
+    std::vector<float> sorted(static_cast<size_t>(V));
+    std::span<const float> last = window.start(context);  // (V), the logits of the next token
+    for (int64_t step = 0; step < n; ++step) {
         // top-k: everything below the k-th largest logit is dropped (ties at the threshold are kept)
         float threshold = -std::numeric_limits<float>::infinity();
         if (top_k > 0) {
-            std::vector<float> sorted(last.begin(), last.end());
+            std::copy(last.begin(), last.end(), sorted.begin());
             std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<>());
             threshold = sorted[static_cast<size_t>(top_k - 1)];
         }
@@ -50,10 +58,10 @@ std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context
             }
         }
         while (probs[pick] == 0.0) --pick;  // rounding left u >= 0: take the last possible token
-        context.push_back(pick);
         produced.push_back(pick);
+        if (emit && !emit(pick)) break;
+        if (step + 1 < n) last = window.push(pick);  // the last token's logits are never read
     }
-    model.train(was_training);
     return produced;
 }
 

@@ -111,4 +111,35 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Ge
     return result;
 }
 
+// --- the key-value cache ---------------------------------------------------------------------------------
+
+PrefixStability prefix_stability(const HeadOptions& options, int64_t prefix, int64_t T, Generator& gen) {
+    check(prefix >= 1 && prefix < T, "prefix_stability: prefix {} must be in [1, {})", prefix, T);
+    NoGradGuard no_grad;
+    Head head(options, gen);
+    const Tensor x = randn({1, T, options.n_embd}, gen);                  // (1, T, C)
+    const Tensor out_long = head.forward(x);                                // (1, T, H)
+    const Tensor w_long = head.last_attention();                           // (1, T, T)
+    const Tensor out_prefix = head.forward(x.slice(1, 0, prefix));         // (1, P, H)
+    const Tensor& w_prefix = head.last_attention();                        // (1, P, P)
+    PrefixStability s;
+    for (int64_t i = 0; i < prefix; ++i) {
+        for (int64_t j = 0; j < prefix; ++j)
+            s.attention_change = std::max(s.attention_change, double(std::abs(w_long.at({0, i, j}) - w_prefix.at({0, i, j}))));
+        for (int64_t j = prefix; j < T; ++j) s.weight_on_later = std::max(s.weight_on_later, double(w_long.at({0, i, j})));
+        for (int64_t h = 0; h < out_long.size(2); ++h)
+            s.output_change = std::max(s.output_change, double(std::abs(out_long.at({0, i, h}) - out_prefix.at({0, i, h}))));
+    }
+    return s;
+}
+
+CacheCost cache_cost(int64_t n_embd, int64_t n_layer, int64_t vocab, int64_t T) {
+    check(n_embd > 0 && n_layer > 0 && vocab > 0 && T > 0, "cache_cost: n_embd {}, n_layer {}, vocab {} and window {} must be positive",
+          n_embd, n_layer, vocab, T);
+    const double C = double(n_embd), L = double(n_layer), V = double(vocab), t = double(T);
+    return {.window = T,
+            .uncached = L * (12 * C * C * t + C * t * (t + 1)) + C * V * t,
+            .cached = L * (12 * C * C + 2 * C * t) + C * V};
+}
+
 }  // namespace nn::study

@@ -1,6 +1,7 @@
 // Sampling text from a trained model, one token at a time.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <autograd/random.h>
@@ -13,13 +14,17 @@ namespace nn {
 struct SampleOptions {
     float temperature = 1.0f;  // logits are divided by it: < 1 sharper, > 1 flatter
     int64_t top_k = 0;         // keep only the k most likely tokens; 0 (or k above the vocabulary) keeps all
+    bool cache = true;         // model.cached_decoder(); false: window_decoder(model), the reference
 };
 
-// Extends `context` (ids, at least one) by n tokens and returns the n new ids. The model reads at
-// most its block size of the most recent tokens; it runs in eval mode without a graph, and is put
-// back in the mode it was in. The same generator state gives the same text.
-std::vector<int64_t> generate(LanguageModel& model, std::vector<int64_t> context, int64_t n,
-                              const SampleOptions& options, autograd::Generator& gen);
+// Extends `context` (ids, at least one) by n tokens and returns the n new ids. The model reads the
+// window of nn::GenerationWindow (nn/decoder.h): the last block of the context, and when the window is
+// full, its last half; cached or not, the same windows and the same text. It runs in eval mode without
+// a graph, and is put back in the mode it was in. The same generator state gives the same text.
+// `emit`, when given, sees each new id as it is drawn; returning false stops there (that id is kept).
+std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& context, int64_t n,
+                              const SampleOptions& options, autograd::Generator& gen,
+                              const std::function<bool(int64_t)>& emit = {});
 
 // Where a sample starts when the user gives no prompt: a newline if the vocabulary has one (a fresh
 // line, as in nanoGPT), else the vocabulary's first character.

@@ -56,4 +56,30 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, au
 // The L2 norm of a tensor's values (0 for an undefined tensor).
 double norm(const autograd::Tensor& t);
 
+// --- the key-value cache (nn/decoder.h) ---------------------------------------------------------------
+
+// Why a cache is exact: one window of T everyday-size rows through a head built from `options`, and the
+// same window cut to its first `prefix` rows. With the causal mask, the prefix's attention rows and
+// outputs are the same in both (so its keys and values need never be recomputed); without it, every row
+// also reads the positions that came later, and they change.
+struct PrefixStability {
+    double attention_change = 0;  // max |w_long[i][j] - w_prefix[i][j]| over i, j < prefix
+    double output_change = 0;     // max |out_long[i] - out_prefix[i]| over i < prefix
+    double weight_on_later = 0;   // the largest share a prefix row gives to a position >= prefix
+};
+PrefixStability prefix_stability(const HeadOptions& options, int64_t prefix, int64_t T, autograd::Generator& gen);
+
+// The multiply-adds that produce the next character's logits from a window of T characters, for a GPT of
+// n_layer blocks of width C (n_embd) and vocabulary V: without the cache, forward() on the whole window
+// (per block and position, 12 C^2 for the query, key, value and output projections and the feed-forward,
+// and 2 C (i + 1) at position i for the causal scores and the weighted values; C V per position for the
+// logits); with it, the same for position T - 1 alone.
+struct CacheCost {
+    int64_t window = 0;   // T
+    double uncached = 0;  // L (12 C^2 T + C T (T + 1)) + C V T
+    double cached = 0;    // L (12 C^2 + 2 C T) + C V
+    double saving() const { return uncached / cached; }
+};
+CacheCost cache_cost(int64_t n_embd, int64_t n_layer, int64_t vocab, int64_t T);
+
 }  // namespace nn::study

@@ -1,0 +1,70 @@
+// Characters per second of nn::generate, cached and uncached (SampleOptions::cache), for the baby GPT
+// (4 layers, 128 wide, block 64) and nanoGPT's shakespeare_char model (6 layers, 6 heads, 384 wide,
+// block 256), untrained (GPT-2 init), vocabulary 65. Every sample starts from a prompt of a whole block,
+// so that a short run already reads the windows of a long one (between block/2 + 1 and block characters).
+// One round times every case once, in turn, so the load of a shared machine falls on all of them;
+// bench/generate.sh runs rounds beside PyTorch's sampling.
+//
+//     build/release/bench/bench_generate [CHARS [UNCACHED_CHARS [CONFIGS [THREADS]]]]
+//     build/release/bench/bench_generate 2000 300 baby,shakespeare 1,2
+//
+// Prints one JSON line per case: {"config", "threads", "cache", "chars", "seconds", "chars_per_s",
+// "same_text"}; same_text: the uncached text equals the cached text's first characters (same seed).
+#include <autograd/threads.h>
+#include <nn/models.h>
+#include <nn/train/sample.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::vector<std::string> split(const std::string& text) {
+    std::vector<std::string> parts;
+    std::stringstream in(text);
+    for (std::string part; std::getline(in, part, ',');) parts.push_back(part);
+    return parts;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int64_t chars = argc > 1 ? std::atoll(argv[1]) : 2000;
+    const int64_t uncached_chars = argc > 2 ? std::atoll(argv[2]) : chars;
+    const auto configs = split(argc > 3 ? argv[3] : "baby,shakespeare");
+    const auto threads = split(argc > 4 ? argv[4] : "1,2");
+    const std::map<std::string, nn::GPTOptions> models = {
+        {"baby", {.vocab = 65, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64}},
+        {"shakespeare", {.vocab = 65, .n_embd = 384, .n_head = 6, .n_layer = 6, .block = 256}},
+    };
+    for (const std::string& name : configs) {
+        autograd::Generator init(1337);
+        nn::GPT model(models.at(name), init);
+        std::vector<int64_t> prompt;
+        for (int64_t i = 0; i < model.block_size(); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * 65) % 65);
+        for (const std::string& t : threads) {
+            autograd::set_num_threads(std::atoi(t.c_str()));
+            std::vector<int64_t> cached_text;
+            for (const bool cache : {true, false}) {
+                const int64_t n = cache ? chars : uncached_chars;
+                autograd::Generator gen(42);
+                const auto t0 = std::chrono::steady_clock::now();  // the prompt's refill included
+                const auto text = nn::generate(model, prompt, n, {.temperature = 1.0f, .cache = cache}, gen);
+                const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (cache) cached_text = text;
+                const bool same = cache || std::equal(text.begin(), text.end(), cached_text.begin(),
+                                                      cached_text.begin() + std::min(text.size(), cached_text.size()));
+                std::printf("{\"config\":\"%s\",\"threads\":%s,\"cache\":%s,\"chars\":%lld,\"seconds\":%.4f,\"chars_per_s\":%.2f,\"same_text\":%s}\n",
+                            name.c_str(), t.c_str(), cache ? "true" : "false", static_cast<long long>(n), seconds,
+                            static_cast<double>(n) / seconds, same ? "true" : "false");
+                std::fflush(stdout);
+            }
+        }
+    }
+    return 0;
+}
