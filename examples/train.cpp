@@ -196,7 +196,7 @@ int run(const Options& o) {
         if (fresh) fmt::print(f, "{}", header);
         return f;
     };
-    std::FILE* csv = open_log(o.csv, "--csv", "step,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
+    std::FILE* csv = open_log(o.csv, "--csv", "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
     std::FILE* grad_csv = open_log(o.grad_csv, "--grad-csv", nn::GradientReport::csv_header());
 
     note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config.model.kind,
@@ -211,10 +211,29 @@ int run(const Options& o) {
     double train_loss = NAN, val_loss = NAN;
     const auto start = Clock::now();
     int64_t saved_step = -1;  // the step of the last checkpoint written to --out
+    // One row of the --csv log: the step's batch loss, lr and gradient norm (empty at step 0, before any
+    // step) and, at an evaluation, the evaluated losses (empty between evaluations).
+    const auto log_row = [&](double train, double val) {
+        if (!csv) return;
+        const auto field = [](bool present, double v, const char* format) {
+            return present ? fmt::format(fmt::runtime(format), v) : std::string();
+        };
+        const bool stepped = stats.step > 0;
+        const double tps = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
+        fmt::print(csv, "{},{},{},{},{:.6g},{},{}\n", stats.step, field(stepped, stats.loss, "{:.6f}"),
+                   field(!std::isnan(train), train, "{:.6f}"), field(!std::isnan(val), val, "{:.6f}"),
+                   stepped ? stats.lr : double(trainer->lr_at(0)), field(stepped, stats.grad_norm, "{:.6g}"),
+                   field(stepped, tps, "{:.1f}"));
+        if (std::fflush(csv) != 0 || std::ferror(csv))
+            throw std::runtime_error(saved_step == stats.step
+                                         ? fmt::format("--csv {}: cannot write ({}); the checkpoint of step {} is saved", *o.csv,
+                                                       std::strerror(errno), stats.step)
+                                         : fmt::format("--csv {}: cannot write ({}) at step {}", *o.csv, std::strerror(errno),
+                                                       stats.step));
+    };
     const auto evaluate_and_save = [&] {
         train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters);
         val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
-        const double tps = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
         progress.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats.step, train_loss, val_loss));
         // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
         // stops before applying a NaN) are not saved over a good checkpoint.
@@ -225,12 +244,7 @@ int run(const Options& o) {
             trainer->save(*o.out);
             saved_step = trainer->step_count();
         }
-        if (csv) {  // after the save: a full disk stops the run with the checkpoint written
-            fmt::print(csv, "{},{:.6f},{:.6f},{:.6g},{:.6g},{:.1f}\n", stats.step, train_loss, val_loss, stats.lr, stats.grad_norm, tps);
-            if (std::fflush(csv) != 0 || std::ferror(csv))
-                throw std::runtime_error(fmt::format("--csv {}: cannot write ({}); the checkpoint of step {} is saved",
-                                                     *o.csv, std::strerror(errno), stats.step));
-        }
+        log_row(train_loss, val_loss);  // after the save: a full disk stops the run with the checkpoint written
     };
     // Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal.
     const auto interrupted = [&] {
@@ -245,6 +259,12 @@ int run(const Options& o) {
         return 128 + signal;
     };
     std::optional<StopSignals> stop_signals(std::in_place);
+    if (csv && trainer->step_count() == 0) {  // where the curve starts: the untrained model (nothing to save)
+        const double train0 = trainer->evaluate(nn::Split::train, config.run.eval_iters);
+        const double val0 = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
+        progress.message(fmt::format("step 0: train loss {:.4f}, val loss {:.4f}", train0, val0));
+        log_row(train0, val0);
+    }
     while (trainer->step_count() < last && g_stop_signal == 0) {
         const auto t0 = Clock::now();
         const bool reporting = config.run.grad_report > 0 && (trainer->step_count() + 1) % config.run.grad_report == 0;
@@ -261,7 +281,10 @@ int run(const Options& o) {
             }
         }
         if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
-        if (stats.step % config.run.eval_every == 0 && stats.step != last) evaluate_and_save();
+        if (stats.step % config.run.eval_every == 0 && stats.step != last)
+            evaluate_and_save();
+        else if (config.run.log_every > 0 && stats.step % config.run.log_every == 0 && stats.step != last)
+            log_row(NAN, NAN);
     }
     if (g_stop_signal != 0) return interrupted();
     stats.step = trainer->step_count();

@@ -88,7 +88,7 @@ echo "ok   --force replaces an existing file"
 "$TRAIN" --resume resumed.st --csv resumed.csv --eval-iters 1 --sample 0 >/dev/null 2>err.log ||
     fail "resuming into its own checkpoint and log failed"
 [[ $(step_of resumed.st) == 4 ]] || fail "the resumed run did not save back to its checkpoint"
-[[ $(wc -l <resumed.csv) == 3 ]] || fail "the resumed run's log has $(wc -l <resumed.csv) lines, expected 3 (header, step 2, step 4)"
+[[ $(wc -l <resumed.csv) == 4 ]] || fail "the resumed run's log has $(wc -l <resumed.csv) lines, expected 4 (header, steps 0, 2, 4)"
 echo "ok   --resume saves back to its checkpoint and appends to its log, no --force needed"
 
 # One run per output: the second run names the first one's PID and changes nothing. The first run saves
