@@ -19,7 +19,7 @@ namespace train_args {
 
 struct Options {
     nn::TrainConfig config;
-    std::optional<std::string> data, csv, grad_csv, out, resume;
+    std::optional<std::string> data, csv, grad_csv, report, out, resume;
     int64_t threads = 1;
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
@@ -126,7 +126,11 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
                               "step 0 and every evaluation",
              [&o](const cli::Value& v) { o.csv = v.file(); });
-    p.option("--log-every", "N", "and the step's batch loss, lr and grad norm every N steps (with --csv)",
+    p.option("--report", "HTML", "write a self-contained report page (losses, lr, gradient norms, attention\n"
+                                 "maps and head statistics, settings), rewritten at every evaluation",
+             [&o](const cli::Value& v) { o.report = v.file(); });
+    p.option("--log-every", "N", "and the step's batch loss, lr and grad norm every N steps (with --csv\n"
+                                 "or --report)",
              [&o](const cli::Value& v) { o.log_every = v.integer(1, kBig); });
     p.option("--grad-report", "N", "print the gradient-flow report every N steps",
              [&o](const cli::Value& v) { o.grad_report = v.integer(1, kBig); });
@@ -160,7 +164,8 @@ inline void check_options(Options& o) {
     if (o.resume && !o.model_flags.empty())
         throw cli::UsageError(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
                                           o.model_flags.front()));
-    if (o.log_every && !o.csv) throw cli::UsageError("--log-every needs --csv: it writes rows to that log");
+    if (o.log_every && !o.csv && !o.report)
+        throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
     if (c.min_lr >= 0.0f && c.min_lr > c.lr)
         throw cli::UsageError(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
     for (const std::string& flag : o.model_flags)

@@ -458,5 +458,5 @@ TEST_CASE("train --csv --log-every: a row at step 0 and every N steps, evaluatio
     // --log-every writes rows to the log: without one it is refused
     const Run refused = run("", TRAIN_EXE, {"--model", "bigram", "--steps", "2", "--log-every", "1"}, dir);
     CHECK(refused.code == 2);
-    CHECK(refused.err == "train: --log-every needs --csv: it writes rows to that log; see --help\n");
+    CHECK(refused.err == "train: --log-every needs --csv or --report: it writes rows to those; see --help\n");
 }
