@@ -8,6 +8,7 @@
 //   induction                                  both models, a line per evaluation, then the figures
 //   induction --json                           the same, the figures as one JSON line last on stdout
 //   induction --figures DIR                    and three SVG pictures in DIR (attention, loss, scores)
+//   induction --report run.html                and the two-layer model's training as a report page (train --report)
 //
 // Every number comes from nn::AttentionOnly and nn/tutorial/induction.h. Exit status: 0 done, 1 failed,
 // 2 bad arguments.
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,9 +28,11 @@
 #include <nn/attention_only.h>
 #include <nn/train/files.h>
 #include <nn/train/optim.h>
+#include <nn/train/report.h>
 #include <nn/tutorial/induction.h>
 #include <nlohmann/json.hpp>
 
+#include "run_report.h"
 #include "svg_chart.h"
 
 using namespace autograd;
@@ -41,7 +45,7 @@ struct Options {
     float lr = 3e-3f;
     uint64_t seed = 1;
     int64_t threads = 1;
-    std::optional<std::string> figures;
+    std::optional<std::string> figures, report;
     bool json = false, force = false;
 };
 
@@ -87,6 +91,9 @@ cli::Parser make_parser(Options& o) {
     p.section("output");
     p.option("--figures", "DIR", "write induction_attention.svg, induction_loss.svg and induction_scores.svg",
              [&o](const cli::Value& v) { o.figures = v.file(); });
+    p.option("--report", "HTML", "a report page of the two-layer model's training (as train --report),\n"
+                                 "rewritten at every evaluation",
+             [&o](const cli::Value& v) { o.report = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print the figures as one JSON line last on stdout", [&o] { o.json = true; });
     return p;
@@ -101,6 +108,7 @@ struct HeadScore {
 struct Evaluation {
     int64_t step = 0;
     nn::InductionLosses losses;
+    double mean_loss = 0;  // over every token of the batch
     std::vector<std::vector<double>> previous_token = {}, prefix_matching = {};  // [layer][head]
     HeadScore best(const std::vector<std::vector<double>>& scores) const {
         HeadScore best;
@@ -116,7 +124,9 @@ Evaluation evaluate(nn::AttentionOnly& model, const nn::InductionBatch& batch, i
     model.eval();
     const Tensor logits = model.forward(batch.inputs, batch.B, batch.T);  // (B, T, V)
     model.train();
-    Evaluation e{.step = step, .losses = nn::induction_losses(nn::token_losses(logits, batch.targets), batch)};
+    const std::vector<double> losses = nn::token_losses(logits, batch.targets);
+    Evaluation e{.step = step, .losses = nn::induction_losses(losses, batch)};
+    for (const double l : losses) e.mean_loss += l / double(losses.size());
     for (const auto& layer : model.layers) {
         e.previous_token.emplace_back();
         e.prefix_matching.emplace_back();
@@ -135,33 +145,55 @@ struct Run {
     std::vector<std::vector<float>> attention = {};  // the last evaluation's (T, T) map of sequence 0, per [layer * n_head + head]
 };
 
-Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_layer, const nn::InductionBatch& eval_batch) {
+// The report page's fixed sample: the first evaluation sequence, its tokens shown as letters and digits.
+std::string token_letters(std::span<const int64_t> ids) {
+    static constexpr std::string_view kLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::string out;
+    for (const int64_t id : ids) out += id < int64_t(kLetters.size()) ? kLetters[size_t(id)] : '?';
+    return out;
+}
+
+// With `page`, the run is also drawn there (train --report's page): the batch loss every fifth of an
+// evaluation interval, the evaluation batch's mean loss as the validation loss, the gradient norms
+// (before clipping) and the attention maps on the first evaluation sequence at every evaluation.
+Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_layer, const nn::InductionBatch& eval_batch,
+          report::RunReport* page = nullptr) {
     Generator init(o.seed * 2 + 11), data(o.seed * 2 + 12);  // the same data stream for both models
     nn::AttentionOnly model({.vocab = o.data.vocab, .n_embd = n_embd, .n_head = o.n_head, .n_layer = n_layer, .block = o.data.block},
                             init);
     nn::AdamW optimizer(model, {.lr = o.lr, .weight_decay = 0.0f});
     Run run{.name = name, .params = model.parameter_count()};
-    const auto measure = [&](int64_t step) {
+    const std::span<const int64_t> sample(eval_batch.inputs.data(), size_t(eval_batch.T));
+    const auto measure = [&](int64_t step, double batch_loss) {
         run.evaluations.push_back(evaluate(model, eval_batch, step));
         const Evaluation& e = run.evaluations.back();
+        if (page) {
+            page->add_log(step, batch_loss, NAN, e.mean_loss, o.lr);
+            page->add_attention(step, model, sample, token_letters(sample));
+            page->write(*o.report, "--report");
+        }
         const HeadScore prev = e.best(e.previous_token), induction = e.best(e.prefix_matching);
         fmt::print(stderr, "{} step {:>5}: loss on repeats {:.3f}, on first occurrences {:.3f}; previous-token head {}.{} {:.2f}, "
                                "induction head {}.{} {:.2f}\n",
                        name, step, e.losses.repeated, e.losses.first, prev.layer, prev.head, prev.score, induction.layer, induction.head,
                        induction.score);
     };
-    measure(0);
+    measure(0, NAN);
+    const int64_t page_every = std::max<int64_t>(1, o.eval_every / 5);
     for (int64_t step = 1; step <= o.steps; ++step) {
         const nn::InductionBatch batch = nn::make_induction_batch(o.data, o.batch, data);
         optimizer.zero_grad();
         const Tensor loss = cross_entropy(model.forward(batch.inputs, batch.B, batch.T), batch.targets);
         loss.backward();
+        const bool evaluating = step % o.eval_every == 0 || step == o.steps;
+        if (page && evaluating) page->add_gradients(nn::gradient_report(model, nullptr, step));
         const float norm = nn::clip_grad_norm(model.parameters(), 1.0f);
         if (!std::isfinite(loss.item()) || !std::isfinite(norm))
             throw std::runtime_error(fmt::format("{} model: at step {} the loss is {} and the gradient norm {}; try a lower --lr", name,
                                                  step, loss.item(), norm));
         optimizer.step();
-        if (step % o.eval_every == 0 || step == o.steps) measure(step);
+        if (evaluating) measure(step, loss.item());
+        else if (page && step % page_every == 0) page->add_log(step, loss.item(), NAN, NAN, o.lr);
     }
     for (const auto& layer : model.layers)
         for (const auto& head : layer->heads) {
@@ -279,12 +311,29 @@ int run(const Options& o) {
     if (o.figures)
         for (const char* name : {"induction_attention.svg", "induction_loss.svg", "induction_scores.svg"})
             outputs.push_back({.flag = "--figures", .path = (std::filesystem::path(*o.figures) / name).string()});
+    if (o.report) outputs.push_back({.flag = "--report", .path = *o.report});
     const cli::OutputLocks locks = cli::claim_outputs({}, outputs, o.force);
     const auto start = std::chrono::steady_clock::now();
 
     Generator eval_gen(o.seed * 2 + 13);
     const nn::InductionBatch eval_batch = nn::make_induction_batch(o.data, o.eval_batch, eval_gen);
-    const Run two = train(o, "two layers", o.n_embd, 2, eval_batch);
+    std::optional<report::RunReport> page;
+    if (o.report)
+        page.emplace(nlohmann::ordered_json{{"program", "induction (the two-layer model)"},
+                                            {"vocab", o.data.vocab},
+                                            {"block", o.data.block},
+                                            {"segment", fmt::format("{}:{}", o.data.min_segment, o.data.max_segment)},
+                                            {"n_embd", o.n_embd},
+                                            {"n_head", o.n_head},
+                                            {"n_layer", 2},
+                                            {"steps", o.steps},
+                                            {"batch", o.batch},
+                                            {"lr", std::stod(fmt::format("{:.6g}", o.lr))},
+                                            {"eval_every", o.eval_every},
+                                            {"eval_batch", o.eval_batch},
+                                            {"seed", o.seed},
+                                            {"val loss", "the mean loss on the fixed evaluation batch"}});
+    const Run two = train(o, "two layers", o.n_embd, 2, eval_batch, page ? &*page : nullptr);
     const Run control = train(o, "one layer", o.control_n_embd, 1, eval_batch);
 
     std::vector<int64_t> steps;

@@ -71,7 +71,7 @@ function chart(title, series, logY) {
     let x0 = Math.min(...pts.map(p => p[0])), x1 = Math.max(...pts.map(p => p[0]));
     let y0 = Math.min(...pts.map(p => f(p[1]))), y1 = Math.max(...pts.map(p => f(p[1])));
     if (x1 === x0) x1 = x0 + 1;
-    if (y1 === y0) { y0 -= 0.5; y1 += 0.5; }
+    if (y1 === y0) { const d = Math.abs(y0) * 0.1 || 0.5; y0 -= d; y1 += d; }
     const X = x => L + (x - x0) / (x1 - x0) * (W - L - R), Y = y => T + (y1 - f(y)) / (y1 - y0) * (H - T - B);
     svg += `<rect x="${L}" y="${T}" width="${W-L-R}" height="${H-T-B}" fill="none" stroke="#ccc"/>`;
     const lab = v => logY ? fmtNum(Math.pow(10, v)) : fmtNum(v);
@@ -85,15 +85,15 @@ function chart(title, series, logY) {
       if (p.length < 40) p.forEach(q => svg += `<circle cx="${X(q[0]).toFixed(1)}" cy="${Y(q[1]).toFixed(1)}" r="2" fill="${c}"/>`);
     });
   }
-  svg += `</svg><div class="legend">${series.map((s, i) => `<span style="color:${colors[i % colors.length]}">&#9632; ${esc(s.name)}</span>`).join("")}</div></div>`;
+  svg += `</svg><div class="legend">${series.map((s, i) => `<span style="color:${colors[i % colors.length]}">&#9632; ${esc(s.name)}</span>`).join(" ")}</div></div>`;
   return svg;
 }
 const column = k => D.log.map(r => [r[0], r[k]]);
 const lastWith = k => { for (let i = D.log.length - 1; i >= 0; --i) if (D.log[i][k] !== null) return D.log[i]; return null; };
-const evalRow = lastWith(3), last = D.log.length ? D.log[D.log.length - 1] : null;
+const trainRow = lastWith(2), valRow = lastWith(3), last = D.log.length ? D.log[D.log.length - 1] : null;
 document.getElementById("summary-step").textContent = last ? last[0] : "";
-document.getElementById("summary-train-loss").textContent = evalRow ? evalRow[2].toFixed(6) : "";
-document.getElementById("summary-val-loss").textContent = evalRow ? evalRow[3].toFixed(6) : "";
+document.getElementById("summary-train-loss").textContent = trainRow ? trainRow[2].toFixed(6) : "";
+document.getElementById("summary-val-loss").textContent = valRow ? valRow[3].toFixed(6) : "";
 document.getElementById("summary-lr").textContent = last ? String(last[4]) : "";
 document.getElementById("summary-rows").textContent = D.log.length;
 document.getElementById("summary-evals").textContent = D.evals.length;
@@ -120,7 +120,7 @@ function drawMaps(k) {
     let s = `<div class="head-map" data-head="${esc(name)}"><div>${esc(name)}</div><svg width="${pad + n * cell}" height="${pad + n * cell}">`;
     for (let i = 0; i < n; ++i) {
       s += `<text x="${pad + i * cell + cell / 2}" y="10" text-anchor="middle">${esc(shown(chars[i]))}</text>`;
-      s += `<text x="2" y="${pad + i * cell + cell - 2}">${esc(shown(chars[i]))}</text>`;
+      if (cell >= 10) s += `<text x="2" y="${pad + i * cell + cell - 2}">${esc(shown(chars[i]))}</text>`;
       for (let j = 0; j <= i; ++j) {
         const w = e.maps[h][i][j];
         s += `<rect x="${pad + j * cell}" y="${pad + i * cell}" width="${cell}" height="${cell}" fill="#1f4e9c" fill-opacity="${w}"><title>${esc(shown(chars[i]))} \u2192 ${esc(shown(chars[j]))}: ${w}</title></rect>`;
