@@ -1,6 +1,7 @@
 // Loss curves from a training log: reads the CSV that `train --csv` writes (header
-// step,train_loss,val_loss,lr,grad_norm,tokens_per_s; columns found by name, extra ones ignored) and
-// draws train and validation loss against step as an SVG chart.
+// step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s; columns found by name, extra ones ignored;
+// batch_loss optional) and draws train and validation loss against step as an SVG chart, with the batch
+// loss beneath them where the log has it (train --log-every).
 //
 //   plot_loss run.csv                       writes run.svg
 //   plot_loss run.csv --out loss.svg --title "copy task, one head" [--log-y]
@@ -44,8 +45,14 @@ cli::Parser make_parser(Options& o) {
     return p;
 }
 
+// One curve: the steps where its column has a value (a row may leave it empty: train --csv logs the batch
+// loss every --log-every steps and the evaluated losses only at evaluations).
+struct Curve {
+    std::vector<double> step, loss;
+};
 struct Log {
-    std::vector<double> step, train_loss, val_loss;
+    std::vector<double> step;                    // every row's
+    Curve train, validation, batch;              // batch: empty for a log without a batch_loss column
 };
 
 std::vector<std::string> split_fields(const std::string& line) {
@@ -78,10 +85,13 @@ Log read_log(const std::string& path) {
         for (size_t i = 0; i < header.size(); ++i)
             if (header[i] == name) return i;
         throw std::runtime_error(fmt::format("{}: the header has no '{}' column (it is '{}'; `train --csv` writes "
-                                             "step,train_loss,val_loss,lr,grad_norm,tokens_per_s)",
+                                             "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s)",
                                              where(), name, line));
     };
     const size_t c_step = column("step"), c_train = column("train_loss"), c_val = column("val_loss");
+    std::optional<size_t> c_batch;
+    for (size_t i = 0; i < header.size(); ++i)
+        if (header[i] == "batch_loss") c_batch = i;
     Log log;
     while (next_line()) {
         if (line.empty()) continue;
@@ -100,10 +110,18 @@ Log read_log(const std::string& path) {
         if (!log.step.empty() && !(step > log.step.back()))
             throw std::runtime_error(fmt::format("{}: step {} does not follow step {}", where(), step, log.step.back()));
         log.step.push_back(step);
-        log.train_loss.push_back(number_in(c_train));
-        log.val_loss.push_back(number_in(c_val));
+        const auto add = [&](Curve& curve, size_t c) {  // an empty field: no point on this curve at this step
+            if (fields[c].empty()) return;
+            curve.step.push_back(step);
+            curve.loss.push_back(number_in(c));
+        };
+        add(log.train, c_train);
+        add(log.validation, c_val);
+        if (c_batch) add(log.batch, *c_batch);
     }
     if (log.step.empty()) throw std::runtime_error(fmt::format("{}: a header but no rows: nothing to plot", path));
+    if (log.train.step.empty() && log.validation.step.empty() && log.batch.step.empty())
+        throw std::runtime_error(fmt::format("{}: {} rows but no losses in them: nothing to plot", path, log.step.size()));
     return log;
 }
 
@@ -115,14 +133,21 @@ int run(const Options& o) {
     chart::LineChart c{.title = o.title.value_or("Loss: " + std::filesystem::path(o.csv).filename().string()),
                        .x = {.label = "step"},
                        .y = {.label = "loss (nats per token)", .scale = o.log_y ? chart::Scale::log : chart::Scale::linear},
-                       .note = fmt::format("{} evaluations, steps {:g} to {:g}", log.step.size(), log.step.front(), log.step.back())};
+                       .note = fmt::format("{} evaluations, steps {:g} to {:g}", log.validation.step.size(), log.step.front(),
+                                           log.step.back())};
     if (!o.log_y) c.y.min = 0.0;
-    const bool markers = log.step.size() <= 40;
-    c.series.push_back({.name = "train", .x = log.step, .y = log.train_loss, .color = "#1f77b4", .markers = markers});
-    c.series.push_back({.name = "validation", .x = log.step, .y = log.val_loss, .color = "#ff7f0e", .dashed = true, .markers = markers});
+    const bool markers = log.validation.step.size() <= 40;
+    if (!log.batch.step.empty())  // beneath the evaluated curves: noisy, one batch per point
+        c.series.push_back({.name = "train (batch)", .x = log.batch.step, .y = log.batch.loss, .color = "#aec7e8"});
+    if (!log.train.step.empty())
+        c.series.push_back({.name = "train", .x = log.train.step, .y = log.train.loss, .color = "#1f77b4", .markers = markers});
+    if (!log.validation.step.empty())
+        c.series.push_back({.name = "validation", .x = log.validation.step, .y = log.validation.loss, .color = "#ff7f0e",
+                            .dashed = true, .markers = markers});
     chart::write_svg(c, out);
+    const auto last = [](const Curve& curve) { return curve.loss.empty() ? NAN : curve.loss.back(); };
     fmt::print("wrote {}: {} points, steps {:g} to {:g}, last train loss {:.4f}, val loss {:.4f}\n", out, log.step.size(),
-               log.step.front(), log.step.back(), log.train_loss.back(), log.val_loss.back());
+               log.step.front(), log.step.back(), last(log.train), last(log.validation));
     return 0;
 }
 

@@ -34,6 +34,7 @@
 #include <nn/train/trainer.h>
 #include <nlohmann/json.hpp>
 
+#include "run_report.h"
 #include "train_args.h"
 
 using namespace autograd;
@@ -144,6 +145,7 @@ Files files_of(const Options& o) {
     if (o.out) f.outputs.push_back({.flag = "--out", .path = *o.out, .may_replace = "--resume"});
     if (o.csv) f.outputs.push_back({.flag = "--csv", .path = *o.csv, .continues = o.resume.has_value()});
     if (o.grad_csv) f.outputs.push_back({.flag = "--grad-csv", .path = *o.grad_csv, .continues = o.resume.has_value()});
+    if (o.report) f.outputs.push_back({.flag = "--report", .path = *o.report, .continues = o.resume.has_value()});
     return f;
 }
 
@@ -195,6 +197,32 @@ nn::Trainer start_from_checkpoint(const Options& o) {
     return trainer;
 }
 
+// The run's settings as the report page lists them (floats to 6 digits: 0.001, not 0.0010000000474974513).
+double six_digits(float v) { return std::stod(fmt::format("{:.6g}", v)); }
+nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, int64_t parameters) {
+    return {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
+            {"parameters", parameters},
+            {"vocab", c.model.vocab},
+            {"block", c.model.block},
+            {"n_embd", c.model.n_embd},
+            {"n_head", c.model.n_head},
+            {"n_layer", c.model.n_layer},
+            {"dropout", six_digits(c.model.dropout)},
+            {"feed_forward", c.model.feed_forward},
+            {"data", o.data.value_or("(the built-in copy task)")},
+            {"steps", c.steps},
+            {"batch", c.batch},
+            {"lr", six_digits(c.lr)},
+            {"min_lr", six_digits(c.min_lr < 0 ? c.lr / 10 : c.min_lr)},
+            {"warmup", c.warmup},
+            {"weight_decay", six_digits(c.weight_decay)},
+            {"grad_clip", six_digits(c.grad_clip)},
+            {"seed", c.seed},
+            {"eval_every", c.run.eval_every},
+            {"eval_iters", c.run.eval_iters},
+            {"log_every", c.run.log_every}};
+}
+
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
@@ -229,8 +257,32 @@ int run(const Options& o) {
         if (fresh) fmt::print(f, "{}", header);
         return f;
     };
-    std::FILE* csv = open_log(o.csv, "--csv", "step,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
+    std::FILE* csv = open_log(o.csv, "--csv", "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
     std::FILE* grad_csv = open_log(o.grad_csv, "--grad-csv", nn::GradientReport::csv_header());
+    // The report page: a resumed run continues its own page. Its attention maps are of a fixed sample,
+    // the first characters of the validation split (at most a window, at most 32).
+    std::optional<report::RunReport> page;
+    std::vector<int64_t> sample_ids;
+    std::string sample_text;
+    if (o.report) {
+        const nlohmann::ordered_json settings = settings_of(config, o, trainer->model().parameter_count());
+        if (o.resume && std::ifstream(*o.report).good()) page.emplace(report::RunReport::read(*o.report, settings));
+        else page.emplace(settings);
+        const nn::TextData& data = trainer->data();
+        const int64_t n = std::min({config.model.block, int64_t{32}, data.size(nn::Split::validation)});
+        sample_ids.resize(static_cast<size_t>(n));
+        data.tokens().copy_to(data.size(nn::Split::train), n, sample_ids.data());
+        sample_text = trainer->tokenizer().decode(sample_ids);
+    }
+    // At step 0 and every evaluation: the attention maps on the sample, and the page rewritten.
+    const auto write_page = [&](int64_t step) {
+        if (!page) return;
+        page->add_attention(step, trainer->model(), sample_ids, sample_text);
+        page->write(*o.report, "--report");
+    };
+    // Gradient norms for the page: at every logged step, or ten times between evaluations.
+    const int64_t page_grad_every =
+        config.run.log_every > 0 ? config.run.log_every : std::max<int64_t>(1, config.run.eval_every / 10);
 
     note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config.model.kind,
                      trainer->model().parameter_count(), config.model.vocab, trainer->data().size(nn::Split::train),
@@ -246,10 +298,31 @@ int run(const Options& o) {
     double train_loss = NAN, val_loss = NAN;
     const auto start = Clock::now();
     int64_t saved_step = -1;  // the step of the last checkpoint written to --out
+    // One row of the --csv log: the step's batch loss, lr and gradient norm (empty at step 0, before any
+    // step) and, at an evaluation, the evaluated losses (empty between evaluations).
+    const auto log_row = [&](double train, double val) {
+        const bool stepped = stats.step > 0;
+        if (page)
+            page->add_log(stats.step, stepped ? stats.loss : NAN, train, val, stepped ? stats.lr : double(trainer->lr_at(0)));
+        if (!csv) return;
+        const auto field = [](bool present, double v, const char* format) {
+            return present ? fmt::format(fmt::runtime(format), v) : std::string();
+        };
+        const double tps = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
+        fmt::print(csv, "{},{},{},{},{:.6g},{},{}\n", stats.step, field(stepped, stats.loss, "{:.6f}"),
+                   field(!std::isnan(train), train, "{:.6f}"), field(!std::isnan(val), val, "{:.6f}"),
+                   stepped ? stats.lr : double(trainer->lr_at(0)), field(stepped, stats.grad_norm, "{:.6g}"),
+                   field(stepped, tps, "{:.1f}"));
+        if (std::fflush(csv) != 0 || std::ferror(csv))
+            throw std::runtime_error(saved_step == stats.step
+                                         ? fmt::format("--csv {}: cannot write ({}); the checkpoint of step {} is saved", *o.csv,
+                                                       std::strerror(errno), stats.step)
+                                         : fmt::format("--csv {}: cannot write ({}) at step {}", *o.csv, std::strerror(errno),
+                                                       stats.step));
+    };
     const auto evaluate_and_save = [&] {
         train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters);
         val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
-        const double tps = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
         progress.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats.step, train_loss, val_loss));
         // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
         // stops before applying a NaN) are not saved over a good checkpoint.
@@ -260,12 +333,8 @@ int run(const Options& o) {
             trainer->save(*o.out);
             saved_step = trainer->step_count();
         }
-        if (csv) {  // after the save: a full disk stops the run with the checkpoint written
-            fmt::print(csv, "{},{:.6f},{:.6f},{:.6g},{:.6g},{:.1f}\n", stats.step, train_loss, val_loss, stats.lr, stats.grad_norm, tps);
-            if (std::fflush(csv) != 0 || std::ferror(csv))
-                throw std::runtime_error(fmt::format("--csv {}: cannot write ({}); the checkpoint of step {} is saved",
-                                                     *o.csv, std::strerror(errno), stats.step));
-        }
+        log_row(train_loss, val_loss);  // after the save: a full disk stops the run with the checkpoint written
+        write_page(stats.step);
     };
     // Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal.
     const auto interrupted = [&] {
@@ -280,15 +349,25 @@ int run(const Options& o) {
         return 128 + signal;
     };
     std::optional<StopSignals> stop_signals(std::in_place);
+    if ((csv || page) && trainer->step_count() == 0) {  // where the curve starts: the untrained model (nothing to save)
+        const double train0 = trainer->evaluate(nn::Split::train, config.run.eval_iters);
+        const double val0 = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
+        progress.message(fmt::format("step 0: train loss {:.4f}, val loss {:.4f}", train0, val0));
+        log_row(train0, val0);
+        write_page(0);
+    }
     while (trainer->step_count() < last && g_stop_signal == 0) {
         const auto t0 = Clock::now();
-        const bool reporting = config.run.grad_report > 0 && (trainer->step_count() + 1) % config.run.grad_report == 0;
+        const int64_t next = trainer->step_count() + 1;
+        const bool printing = config.run.grad_report > 0 && next % config.run.grad_report == 0;
+        const bool reporting = printing || (page && next % page_grad_every == 0);
         nn::GradientReport report;
         stats = trainer->step(reporting ? &report : nullptr);
         train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
         tokens += stats.tokens;
         progress.update(stats, train_seconds, tokens);
-        if (reporting) {
+        if (page && reporting && next % page_grad_every == 0) page->add_gradients(report);
+        if (printing) {
             progress.message(report.table());
             if (grad_csv) {
                 fmt::print(grad_csv, "{}", report.csv_rows());
@@ -296,7 +375,10 @@ int run(const Options& o) {
             }
         }
         if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
-        if (stats.step % config.run.eval_every == 0 && stats.step != last) evaluate_and_save();
+        if (stats.step % config.run.eval_every == 0 && stats.step != last)
+            evaluate_and_save();
+        else if (config.run.log_every > 0 && stats.step % config.run.log_every == 0 && stats.step != last)
+            log_row(NAN, NAN);
     }
     if (g_stop_signal != 0) return interrupted();
     stats.step = trainer->step_count();

@@ -20,7 +20,7 @@ namespace train_args {
 
 struct Options {
     nn::TrainConfig config;
-    std::optional<std::string> data, csv, grad_csv, out, resume, init_from;
+    std::optional<std::string> data, csv, grad_csv, report, out, resume, init_from;
     int64_t threads = 1;
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
@@ -30,11 +30,12 @@ struct Options {
 
     // Evaluation, logs and the sample (nn::RunSettings). A checkpoint keeps them: what is not given
     // comes from it with --resume, and from RunSettings' defaults otherwise.
-    std::optional<int64_t> eval_every, eval_iters, grad_report, sample, top_k;
+    std::optional<int64_t> eval_every, eval_iters, log_every, grad_report, sample, top_k;
     std::optional<float> temperature;
     nn::RunSettings run_settings(nn::RunSettings base) const {
         base.eval_every = eval_every.value_or(base.eval_every);
         base.eval_iters = eval_iters.value_or(base.eval_iters);
+        base.log_every = log_every.value_or(base.log_every);
         base.grad_report = grad_report.value_or(base.grad_report);
         base.sample = sample.value_or(base.sample);
         base.temperature = temperature.value_or(base.temperature);
@@ -124,14 +125,21 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--threads", "N", "threads for the kernels                            (default 1)",
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
-    p.section("evaluation, logs, checkpoints (--eval-every, --eval-iters, --grad-report and the sampling\n"
-              "flags are kept in the checkpoint; given with --resume, they change)");
+    p.section("evaluation, logs, checkpoints (--eval-every, --eval-iters, --log-every, --grad-report and the\n"
+              "sampling flags are kept in the checkpoint; given with --resume, they change)");
     p.option("--eval-every", "N", "evaluate (and save) every N steps                  (default 500)",
              [&o](const cli::Value& v) { o.eval_every = v.integer(1, kBig); });
     p.option("--eval-iters", "N", "batches per evaluation                             (default 200)",
              [&o](const cli::Value& v) { o.eval_iters = v.integer(1, 1 << 20); });
-    p.option("--csv", "FILE", "log step, train loss, val loss, lr, grad norm, tokens/s",
+    p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
+                              "step 0 and every evaluation",
              [&o](const cli::Value& v) { o.csv = v.file(); });
+    p.option("--report", "HTML", "write a self-contained report page (losses, lr, gradient norms, attention\n"
+                                 "maps and head statistics, settings), rewritten at every evaluation",
+             [&o](const cli::Value& v) { o.report = v.file(); });
+    p.option("--log-every", "N", "and the step's batch loss, lr and grad norm every N steps (with --csv\n"
+                                 "or --report)",
+             [&o](const cli::Value& v) { o.log_every = v.integer(1, kBig); });
     p.option("--grad-report", "N", "print the gradient-flow report every N steps",
              [&o](const cli::Value& v) { o.grad_report = v.integer(1, kBig); });
     p.option("--grad-csv", "FILE", "and log it to FILE (step, kind, name, norms, update ratio, head stats)",
@@ -170,6 +178,8 @@ inline void check_options(Options& o) {
     for (const std::string& flag : o.model_flags)
         if (o.init_from && kModelShapeFlags.contains(flag))
             throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
+    if (o.log_every && !o.csv && !o.report)
+        throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
     if (c.min_lr >= 0.0f && c.min_lr > c.lr)
         throw cli::UsageError(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
     for (const std::string& flag : o.model_flags)

@@ -418,3 +418,45 @@ TEST_CASE("plot_loss: train and validation loss from a training CSV, malformed C
     fails("rows.csv", "step,train_loss,val_loss\n", ": a header but no rows");
     CHECK_FALSE(std::filesystem::exists(dir.path / "bad.svg"));
 }
+
+TEST_CASE("train --csv --log-every: a row at step 0 and every N steps, evaluations where they were, and plot_loss draws it",
+          "[plot]") {
+    test::TempDir dir("log_every");
+    const std::string csv = (dir.path / "run.csv").string();
+    const Run trained = run("", TRAIN_EXE,
+                            {"--model", "bigram", "--steps", "12", "--eval-every", "6", "--eval-iters", "1", "--log-every", "4",
+                             "--sample", "0", "--csv", csv},
+                            dir);
+    INFO(trained.err);
+    REQUIRE(trained.code == 0);
+    const auto lines = lines_of(test::read_bytes(csv));
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[0] == "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s");
+    // the columns present in each row: step 0 evaluated before any step, 4 and 8 logged, 6 and 12 evaluated
+    const auto present = [&](size_t row) {
+        std::vector<std::string> fields;
+        std::string field;
+        std::istringstream in(lines[row]);
+        while (std::getline(in, field, ',')) fields.push_back(field);
+        if (lines[row].ends_with(",")) fields.push_back("");
+        std::string mask;
+        for (const auto& f : fields) mask += f.empty() ? '-' : 'x';
+        return fields.front() + ":" + mask;
+    };
+    CHECK(present(1) == "0:x-xxx--");
+    CHECK(present(2) == "4:xx--xxx");
+    CHECK(present(3) == "6:xxxxxxx");
+    CHECK(present(4) == "8:xx--xxx");
+    CHECK(present(5) == "12:xxxxxxx");
+
+    const Run plotted = run("", PLOT_LOSS_EXE, {csv, "--out", (dir.path / "run.svg").string()}, dir);
+    INFO(plotted.err);
+    REQUIRE(plotted.code == 0);
+    CHECK(plotted.out.starts_with(fmt::format("wrote {}: 5 points, steps 0 to 12, last train loss", (dir.path / "run.svg").string())));
+    require_svg(dir.path / "run.svg", {"train (batch)", "3 evaluations, steps 0 to 12", ">0<"});
+
+    // --log-every writes rows to the log: without one it is refused
+    const Run refused = run("", TRAIN_EXE, {"--model", "bigram", "--steps", "2", "--log-every", "1"}, dir);
+    CHECK(refused.code == 2);
+    CHECK(refused.err == "train: --log-every needs --csv or --report: it writes rows to those; see --help\n");
+}

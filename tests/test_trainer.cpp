@@ -367,7 +367,7 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
 TEST_CASE("A checkpoint keeps the run settings, and one written before them resumes with the defaults", "[trainer]") {
     const std::string text = copy_text(200, 41);
     TempDir dir("run-settings");
-    const nn::RunSettings run{.eval_every = 7, .eval_iters = 3, .grad_report = 2, .sample = 0, .temperature = 0.7f, .top_k = 4};
+    const nn::RunSettings run{.eval_every = 7, .eval_iters = 3, .log_every = 5, .grad_report = 2, .sample = 0, .temperature = 0.7f, .top_k = 4};
     nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4,
                                         .run = run},
                                        text);
@@ -377,6 +377,7 @@ TEST_CASE("A checkpoint keeps the run settings, and one written before them resu
     const nn::Safetensors file = nn::load_safetensors(path);
     CHECK(file.metadata.at("run.eval_every") == "7");
     CHECK(file.metadata.at("run.eval_iters") == "3");
+    CHECK(file.metadata.at("run.log_every") == "5");
     nn::Trainer resumed = nn::Trainer::resume(path, text);
     CHECK(resumed.config().run == run);
     CHECK(resumed.config() == trainer.config());
@@ -384,7 +385,7 @@ TEST_CASE("A checkpoint keeps the run settings, and one written before them resu
     // a file from before the run.* keys: everything else as saved, the run settings the defaults
     auto metadata = file.metadata;
     std::erase_if(metadata, [](const auto& kv) { return kv.first.starts_with("run."); });
-    REQUIRE(metadata.size() == file.metadata.size() - 6);
+    REQUIRE(metadata.size() == file.metadata.size() - 7);
     const fs::path old = dir.path / "old.safetensors";
     nn::save_safetensors(old, file.tensors, metadata);
     nn::Trainer from_old = nn::Trainer::resume(old, text);

@@ -73,6 +73,7 @@ expect gradflow_fifo 2 "--dot fifo is a named pipe" -- "$BIN/gradflow" --steps 0
 # An existing file: only with --force.
 expect existing_out 2 "--out notes.txt exists; add --force to replace it" -- "${train[@]}" --out notes.txt
 expect existing_csv 2 "--csv notes.txt exists; add --force to replace it" -- "${train[@]}" --csv notes.txt
+expect existing_report 2 "--report notes.txt exists; add --force to replace it" -- "${train[@]}" --report notes.txt
 expect existing_chart 2 "--out notes.txt exists; add --force" -- "$BIN/plot_loss" run.csv --out notes.txt
 touch run.svg
 expect existing_default_chart 2 "run.svg exists; add --force" -- "$BIN/plot_loss" run.csv
@@ -88,8 +89,11 @@ echo "ok   --force replaces an existing file"
 "$TRAIN" --resume resumed.st --csv resumed.csv --eval-iters 1 --sample 0 >/dev/null 2>err.log ||
     fail "resuming into its own checkpoint and log failed"
 [[ $(step_of resumed.st) == 4 ]] || fail "the resumed run did not save back to its checkpoint"
-[[ $(wc -l <resumed.csv) == 3 ]] || fail "the resumed run's log has $(wc -l <resumed.csv) lines, expected 3 (header, step 2, step 4)"
+[[ $(wc -l <resumed.csv) == 4 ]] || fail "the resumed run's log has $(wc -l <resumed.csv) lines, expected 4 (header, steps 0, 2, 4)"
 echo "ok   --resume saves back to its checkpoint and appends to its log, no --force needed"
+# A resumed run continues its report page: a file that is not one is refused before any step.
+expect resumed_report_not_a_page 1 "--report notes.txt: not a report page written by train" -- \
+    "$TRAIN" --resume resumed.st --steps 6 --report notes.txt --eval-iters 1 --sample 0
 
 # One run per output: the second run names the first one's PID and changes nothing. The first run saves
 # nothing before its signal (its evaluation, and so its saving, is past its last step), so any change is

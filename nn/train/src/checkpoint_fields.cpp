@@ -66,6 +66,7 @@ constexpr TrainField kTrainFields[] = {
     {"train.seed", [](TrainConfig& c) -> ValueRef { return &c.seed; }, true},
     {"run.eval_every", [](TrainConfig& c) -> ValueRef { return &c.run.eval_every; }, false},
     {"run.eval_iters", [](TrainConfig& c) -> ValueRef { return &c.run.eval_iters; }, false},
+    {"run.log_every", [](TrainConfig& c) -> ValueRef { return &c.run.log_every; }, false},
     {"run.grad_report", [](TrainConfig& c) -> ValueRef { return &c.run.grad_report; }, false},
     {"run.sample", [](TrainConfig& c) -> ValueRef { return &c.run.sample; }, false},
     {"run.temperature", [](TrainConfig& c) -> ValueRef { return &c.run.temperature; }, false},

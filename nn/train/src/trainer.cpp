@@ -17,8 +17,9 @@ namespace {
 void check_run(const RunSettings& r) {
     check(r.eval_every > 0 && r.eval_iters > 0, "Trainer: eval_every ({}) and eval_iters ({}) must be positive", r.eval_every,
           r.eval_iters);
-    check(r.grad_report >= 0 && r.sample >= 0 && r.top_k >= 0,
-          "Trainer: grad_report ({}), sample ({}) and top_k ({}) must not be negative", r.grad_report, r.sample, r.top_k);
+    check(r.grad_report >= 0 && r.log_every >= 0 && r.sample >= 0 && r.top_k >= 0,
+          "Trainer: grad_report ({}), log_every ({}), sample ({}) and top_k ({}) must not be negative", r.grad_report, r.log_every,
+          r.sample, r.top_k);
     check(r.temperature > 0.0f && std::isfinite(r.temperature), "Trainer: temperature must be above 0, got {}", r.temperature);
 }
 }  // namespace

@@ -1,0 +1,246 @@
+// The report page: the data as JSON inside a <script type="application/json">, and a small inline script
+// that draws it (SVG line charts, attention maps with a slider over the evaluations). Nothing is fetched.
+#include "run_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <autograd/autograd.h>
+#include <fmt/format.h>
+#include <nn/attention.h>
+#include <nn/train/files.h>
+
+namespace report {
+
+namespace {
+
+constexpr std::string_view kDataStart = "<script type=\"application/json\" id=\"run-data\">";
+constexpr std::string_view kDataEnd = "</script>";
+
+double rounded(double v, double per_unit) { return std::round(v * per_unit) / per_unit; }
+// NaN (not measured) becomes null in the JSON
+nlohmann::ordered_json number_or_null(double v, double per_unit) {
+    return std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(v, per_unit));
+}
+double significant(double v, int digits) { return std::stod(fmt::format("{:.{}g}", v, digits)); }
+
+// The page around the data: styles, layout and the drawing script.
+constexpr std::string_view kPageHead = R"html(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tinygpt run report</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
+table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bottom:1px solid #eee}
+.charts{display:flex;flex-wrap:wrap;gap:16px}.maps{display:flex;flex-wrap:wrap;gap:12px}
+.head-map{font-size:12px}svg text{font:11px system-ui,sans-serif}
+.legend{max-width:560px}.legend span{margin-right:12px;white-space:nowrap}
+</style></head><body>
+<h1>tinygpt run report</h1>
+<table id="summary"><tr><th>last step</th><td id="summary-step"></td></tr>
+<tr><th>train loss</th><td id="summary-train-loss"></td></tr>
+<tr><th>val loss</th><td id="summary-val-loss"></td></tr>
+<tr><th>learning rate</th><td id="summary-lr"></td></tr>
+<tr><th>logged rows</th><td id="summary-rows"></td></tr>
+<tr><th>evaluations</th><td id="summary-evals"></td></tr></table>
+<h2>Loss and learning rate</h2><div class="charts" id="loss-charts"></div>
+<h2>Gradient norms per parameter</h2><div class="charts" id="grad-charts"></div>
+<h2>Attention on a fixed sample</h2>
+<p><input type="range" id="eval-slider" min="0" max="0" value="0"> evaluation at step <b id="eval-step"></b>
+(drag to step back through earlier evaluations)</p>
+<div class="maps" id="maps"></div>
+<h2>Heads over training: entropy and largest share</h2><div class="charts" id="head-charts"></div>
+<h2>Settings</h2><table id="settings"></table>
+)html";
+
+constexpr std::string_view kPageScript = R"html(<script>
+"use strict";
+const D = JSON.parse(document.getElementById("run-data").textContent);
+const colors = ["#1f77b4","#d62728","#2ca02c","#ff7f0e","#9467bd","#8c564b","#e377c2","#7f7f7f","#bcbd22","#17becf"];
+const esc = s => String(s).replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;"}[c]));
+const fmtNum = v => (v === null || v === undefined) ? "" : (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4 ? v.toPrecision(4) : v.toExponential(2));
+// series: [{name, points: [[x, y], ...]}]; a log y axis when asked (non-positive values skipped)
+function chart(title, series, logY) {
+  const W = 360, H = 220, L = 52, R = 10, T = 22, B = 28;
+  const f = y => logY ? Math.log10(y) : y;
+  const pts = series.flatMap(s => s.points).filter(p => p[1] !== null && (!logY || p[1] > 0));
+  let svg = `<div><svg width="${W}" height="${H}" role="img"><text x="${L}" y="14">${esc(title)}</text>`;
+  if (pts.length) {
+    let x0 = Math.min(...pts.map(p => p[0])), x1 = Math.max(...pts.map(p => p[0]));
+    let y0 = Math.min(...pts.map(p => f(p[1]))), y1 = Math.max(...pts.map(p => f(p[1])));
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 === y0) { const d = Math.abs(y0) * 0.1 || 0.5; y0 -= d; y1 += d; }
+    const X = x => L + (x - x0) / (x1 - x0) * (W - L - R), Y = y => T + (y1 - f(y)) / (y1 - y0) * (H - T - B);
+    svg += `<rect x="${L}" y="${T}" width="${W-L-R}" height="${H-T-B}" fill="none" stroke="#ccc"/>`;
+    const lab = v => logY ? fmtNum(Math.pow(10, v)) : fmtNum(v);
+    svg += `<text x="2" y="${T+8}">${lab(y1)}</text><text x="2" y="${H-B}">${lab(y0)}</text>`;
+    svg += `<text x="${L}" y="${H-10}">${x0}</text><text x="${W-R}" y="${H-10}" text-anchor="end">step ${x1}</text>`;
+    series.forEach((s, i) => {
+      const p = s.points.filter(q => q[1] !== null && (!logY || q[1] > 0));
+      if (!p.length) return;
+      const c = colors[i % colors.length];
+      svg += `<polyline fill="none" stroke="${c}" stroke-width="1.5" points="${p.map(q => X(q[0]).toFixed(1) + "," + Y(q[1]).toFixed(1)).join(" ")}"/>`;
+      if (p.length < 40) p.forEach(q => svg += `<circle cx="${X(q[0]).toFixed(1)}" cy="${Y(q[1]).toFixed(1)}" r="2" fill="${c}"/>`);
+    });
+  }
+  svg += `</svg><div class="legend">${series.map((s, i) => `<span style="color:${colors[i % colors.length]}">&#9632; ${esc(s.name)}</span>`).join(" ")}</div></div>`;
+  return svg;
+}
+const column = k => D.log.map(r => [r[0], r[k]]);
+const lastWith = k => { for (let i = D.log.length - 1; i >= 0; --i) if (D.log[i][k] !== null) return D.log[i]; return null; };
+const trainRow = lastWith(2), valRow = lastWith(3), last = D.log.length ? D.log[D.log.length - 1] : null;
+document.getElementById("summary-step").textContent = last ? last[0] : "";
+document.getElementById("summary-train-loss").textContent = trainRow ? trainRow[2].toFixed(6) : "";
+document.getElementById("summary-val-loss").textContent = valRow ? valRow[3].toFixed(6) : "";
+document.getElementById("summary-lr").textContent = last ? String(last[4]) : "";
+document.getElementById("summary-rows").textContent = D.log.length;
+document.getElementById("summary-evals").textContent = D.evals.length;
+document.getElementById("loss-charts").innerHTML =
+  chart("loss", [{name: "batch loss", points: column(1)}, {name: "train loss", points: column(2)}, {name: "val loss", points: column(3)}], false) +
+  chart("learning rate", [{name: "lr", points: column(4)}], false);
+document.getElementById("grad-charts").innerHTML = D.grads.length
+  ? chart("gradient norm (log scale)", D.parameters.map((name, i) => ({name, points: D.grads.map(g => [g.step, g.norms[i]])})), true)
+  : "<p>no gradient norms recorded</p>";
+document.getElementById("head-charts").innerHTML = D.heads.length
+  ? chart("mean row entropy (nats)", D.heads.map((name, i) => ({name, points: D.evals.map(e => [e.step, e.entropy[i]])})), false) +
+    chart("mean largest share", D.heads.map((name, i) => ({name, points: D.evals.map(e => [e.step, e.largest[i]])})), false)
+  : "<p>this model has no attention heads</p>";
+document.getElementById("settings").innerHTML =
+  Object.entries(D.settings).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(typeof v === "object" ? JSON.stringify(v) : v)}</td></tr>`).join("");
+const chars = Array.from(D.sample);
+function drawMaps(k) {
+  const e = D.evals[k];
+  document.getElementById("eval-step").textContent = e ? e.step : "";
+  if (!e) { document.getElementById("maps").innerHTML = "<p>no evaluation yet</p>"; return; }
+  const n = chars.length, cell = Math.max(6, Math.min(14, Math.floor(240 / Math.max(n, 1)))), pad = 14;
+  const shown = c => c === "\n" ? "\u21b5" : c === " " ? "\u2423" : c;
+  document.getElementById("maps").innerHTML = D.heads.map((name, h) => {
+    let s = `<div class="head-map" data-head="${esc(name)}"><div>${esc(name)}</div><svg width="${pad + n * cell}" height="${pad + n * cell}">`;
+    for (let i = 0; i < n; ++i) {
+      s += `<text x="${pad + i * cell + cell / 2}" y="10" text-anchor="middle">${esc(shown(chars[i]))}</text>`;
+      if (cell >= 10) s += `<text x="2" y="${pad + i * cell + cell - 2}">${esc(shown(chars[i]))}</text>`;
+      for (let j = 0; j <= i; ++j) {
+        const w = e.maps[h][i][j];
+        s += `<rect x="${pad + j * cell}" y="${pad + i * cell}" width="${cell}" height="${cell}" fill="#1f4e9c" fill-opacity="${w}"><title>${esc(shown(chars[i]))} \u2192 ${esc(shown(chars[j]))}: ${w}</title></rect>`;
+      }
+    }
+    return s + `</svg><div>entropy ${e.entropy[h].toFixed(3)}, largest share ${e.largest[h].toFixed(3)}</div></div>`;
+  }).join("");
+}
+const slider = document.getElementById("eval-slider");
+slider.max = Math.max(0, D.evals.length - 1);
+const asked = /(?:^#|&)eval=(\d+)/.exec(location.hash);
+slider.value = asked ? Math.min(Number(asked[1]), D.evals.length - 1) : D.evals.length - 1;
+slider.addEventListener("input", () => drawMaps(Number(slider.value)));
+drawMaps(Number(slider.value));
+</script>
+</body></html>
+)html";
+
+}  // namespace
+
+RunReport::RunReport(nlohmann::ordered_json settings) {
+    data_ = {{"settings", std::move(settings)},
+             {"sample", ""},
+             {"heads", nlohmann::ordered_json::array()},
+             {"parameters", nlohmann::ordered_json::array()},
+             {"log", nlohmann::ordered_json::array()},
+             {"grads", nlohmann::ordered_json::array()},
+             {"evals", nlohmann::ordered_json::array()}};
+}
+
+RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_json settings) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string page = buffer.str();
+    const size_t start = page.find(kDataStart);
+    const size_t end = start == std::string::npos ? start : page.find(kDataEnd, start);
+    if (!in || end == std::string::npos)
+        throw std::runtime_error(fmt::format("--report {}: not a report page written by train (no run data in it)", path.string()));
+    RunReport report(std::move(settings));
+    try {
+        nlohmann::ordered_json old = nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
+        for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"}) report.data_[key] = old.at(key);
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(fmt::format("--report {}: its run data cannot be read: {}", path.string(), e.what()));
+    }
+    return report;
+}
+
+void RunReport::add_log(int64_t step, double batch_loss, double train_loss, double val_loss, double lr) {
+    // rounded as the --csv log is: losses to 6 decimals, the rate to 6 significant digits
+    data_["log"].push_back({step, number_or_null(batch_loss, 1e6), number_or_null(train_loss, 1e6),
+                            number_or_null(val_loss, 1e6), significant(lr, 6)});
+}
+
+void RunReport::add_gradients(const nn::GradientReport& gradients) {
+    auto& names = data_["parameters"];
+    if (names.empty())
+        for (const nn::ParameterFlow& p : gradients.parameters) names.push_back(p.name);
+    nlohmann::ordered_json norms = nlohmann::ordered_json::array();
+    for (const nn::ParameterFlow& p : gradients.parameters) norms.push_back(significant(p.grad_norm, 4));
+    data_["grads"].push_back({{"step", gradients.step}, {"norms", std::move(norms)}});
+}
+
+void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<const int64_t> sample_ids,
+                              const std::string& sample_text) {
+    const auto T = static_cast<int64_t>(sample_ids.size());
+    {
+        autograd::NoGradGuard no_grad;
+        model.eval();
+        (void)model.forward(sample_ids, 1, T);
+        model.train();
+    }
+    data_["sample"] = sample_text;
+    auto& names = data_["heads"];
+    const bool naming = names.empty();
+    nlohmann::ordered_json maps = nlohmann::ordered_json::array(), entropy = maps, largest = maps;
+    for (const auto& [name, module] : model.named_modules()) {
+        const auto* head = dynamic_cast<const nn::Head*>(module);
+        if (!head || !head->last_attention().defined()) continue;
+        if (naming) names.push_back(name);
+        const autograd::Tensor& w = head->last_attention();  // (1, T, T)
+        const std::span<const float> values = w.data();
+        nlohmann::ordered_json map = nlohmann::ordered_json::array();
+        double entropy_sum = 0, largest_sum = 0;
+        for (int64_t i = 0; i < T; ++i) {
+            nlohmann::ordered_json row = nlohmann::ordered_json::array();
+            double h = 0, top = 0;
+            for (int64_t j = 0; j <= i; ++j) {
+                const double p = values[static_cast<size_t>(i * T + j)];
+                row.push_back(rounded(p, 1e3));
+                if (p > 0) h -= p * std::log(p);
+                top = std::max(top, p);
+            }
+            map.push_back(std::move(row));
+            entropy_sum += h;
+            largest_sum += top;
+        }
+        maps.push_back(std::move(map));
+        entropy.push_back(rounded(entropy_sum / double(T), 1e4));
+        largest.push_back(rounded(largest_sum / double(T), 1e4));
+    }
+    data_["evals"].push_back({{"step", step}, {"maps", std::move(maps)}, {"entropy", std::move(entropy)}, {"largest", std::move(largest)}});
+}
+
+std::string RunReport::html() const {
+    std::string json = data_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    // "</" inside the data would end the script element; "<\/" is the same JSON string
+    for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.replace(at, 2, "<\\/");
+    std::string page(kPageHead);
+    page += kDataStart;
+    page += json;
+    page += kDataEnd;
+    page += "\n";
+    page += kPageScript;
+    return page;
+}
+
+void RunReport::write(const std::filesystem::path& path, const std::string& who) const {
+    nn::write_file_atomically(path, html(), who);
+}
+
+}  // namespace report

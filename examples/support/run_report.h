@@ -1,0 +1,47 @@
+// The report page of a training run (train --report): one self-contained HTML file, no network and no
+// external script, that draws the run from a JSON blob embedded in it. The program adds what it measures
+// as it goes and rewrites the page (atomically) at each evaluation.
+//
+//     RunReport report(settings_json);
+//     report.add_log(step, batch_loss, train_loss, val_loss, lr);   // NaN: not measured at this step
+//     report.add_gradients(gradient_report);                        // per-parameter gradient norms
+//     report.add_attention(step, model, sample_ids, sample_text);  // every head's map on the sample
+//     report.write("run.html");
+//
+// A resumed run continues its page: RunReport::read takes the data back out of an existing file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <nn/models.h>
+#include <nn/train/report.h>
+
+namespace report {
+
+class RunReport {
+public:
+    explicit RunReport(nlohmann::ordered_json settings);
+    // The data of the page at `path` (written by write), with `settings` replacing its settings.
+    // std::runtime_error naming the file when it holds no report data.
+    static RunReport read(const std::filesystem::path& path, nlohmann::ordered_json settings);
+
+    void add_log(int64_t step, double batch_loss, double train_loss, double val_loss, double lr);
+    void add_gradients(const nn::GradientReport& gradients);
+    // Runs `model` on the sample (eval mode, no graph) and keeps every nn::Head's attention map (rounded
+    // to 3 decimals), mean row entropy (nats) and mean largest share. Leaves the model in training mode.
+    void add_attention(int64_t step, nn::LanguageModel& model, std::span<const int64_t> sample_ids,
+                       const std::string& sample_text);
+
+    const nlohmann::ordered_json& data() const { return data_; }
+    std::string html() const;
+    void write(const std::filesystem::path& path, const std::string& who) const;  // atomically
+
+private:
+    nlohmann::ordered_json data_;
+};
+
+}  // namespace report

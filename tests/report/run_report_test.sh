@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# train --report in a real browser: a short run, resumed once (the page continues, as the CSV does),
+# then the page opened in headless Chromium; the numbers its script writes into the page must be the
+# run's, from its --csv log and its --json line.
+#
+#   run_report_test.sh TRAIN WORK_DIR
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (no chromium installed; dev/setup installs it).
+set -euo pipefail
+train=$1 work=$2
+
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then
+  echo "chromium is not installed (dev/setup installs it): skipping the report page's browser test"
+  exit 77
+fi
+
+rm -rf "$work"
+mkdir -p "$work"
+page=$work/run.html csv=$work/run.csv
+common=(--csv "$csv" --report "$page" --eval-iters 2 --sample 0)
+"$train" --model gpt --n-embd 16 --n-head 2 --n-layer 2 --block 12 --steps 30 --until 20 --eval-every 10 \
+  --log-every 5 --out "$work/run.safetensors" "${common[@]}" >/dev/null 2>"$work/first.log"
+"$train" --resume "$work/run.safetensors" --eval-every 10 --json "${common[@]}" >"$work/run.json" 2>"$work/second.log"
+
+# Self-contained: nothing is fetched (no URLs, external scripts, styles, fonts or images).
+if grep -Eqi 'https?://|<link|<img|[[:space:]]src=|@import|@font-face|url\(' "$page"; then
+  echo "FAIL: $page refers to something outside itself"
+  exit 1
+fi
+
+run=0
+dump() {  # dump URL: the page's DOM after its script ran
+  run=$((run + 1))
+  mkdir -p "$work/profile-$run"
+  "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+    --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir="$work/profile-$run" \
+    --virtual-time-budget=2000 --dump-dom "$1" 2>>"$work/chromium.log"
+}
+dump "file://$page" >"$work/dom.html"
+dump "file://$page#eval=0" >"$work/dom-first.html"
+
+failed=0
+shown() { grep -o "id=\"$2\">[^<]*" "$1" | head -1 | sed 's/.*>//'; }  # shown DOM-FILE ID
+same() {  # same WHAT PAGE EXPECTED: numerically equal
+  if [[ -z $2 ]] || ! awk -v a="$2" -v b="$3" 'BEGIN { exit !(a + 0 == b + 0) }'; then
+    echo "FAIL: the page shows $1 '$2', the run's is '$3'"
+    failed=1
+  else
+    echo "ok: $1 $2"
+  fi
+}
+json() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" "$work/run.json"; }
+last_csv=$(tail -n 1 "$csv")
+csv_field() { cut -d, -f"$1" <<<"$last_csv"; }
+
+same "last step" "$(shown "$work/dom.html" summary-step)" "$(json steps)"
+same "last step (csv)" "$(shown "$work/dom.html" summary-step)" "$(csv_field 1)"
+same "val loss" "$(shown "$work/dom.html" summary-val-loss)" "$(json val_loss)"
+same "val loss (csv)" "$(shown "$work/dom.html" summary-val-loss)" "$(csv_field 4)"
+same "train loss" "$(shown "$work/dom.html" summary-train-loss)" "$(json train_loss)"
+same "learning rate (csv)" "$(shown "$work/dom.html" summary-lr)" "$(csv_field 5)"
+same "logged rows (csv, both runs)" "$(shown "$work/dom.html" summary-rows)" "$(($(wc -l <"$csv") - 1))"
+same "evaluations (csv rows with a val loss)" "$(shown "$work/dom.html" summary-evals)" \
+  "$(awk -F, 'NR > 1 && $4 != "" { n++ } END { print n }' "$csv")"
+same "attention maps at the last evaluation's step" "$(shown "$work/dom.html" eval-step)" "$(json steps)"
+same "attention maps at the first evaluation's step (#eval=0)" "$(shown "$work/dom-first.html" eval-step)" 0
+same "heads drawn (2 layers x 2 heads)" "$(grep -o 'data-head="blocks\.[0-9]*\.attention\.heads\.[0-9]*"' "$work/dom.html" | sort -u | wc -l)" 4
+
+if ((failed)); then
+  echo "chromium's messages: $work/chromium.log"
+  exit 1
+fi
+echo "the report page shows the run's numbers"
