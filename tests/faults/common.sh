@@ -1,7 +1,8 @@
 # Sourced by the fault scripts (bash faults/NAME.sh path/to/train work_dir ...): TRAIN is the program,
 # the work dir is made afresh and entered, and fail MESSAGE stops the script with the last lines of
 # err.log, when there is one; step_of CHECKPOINT prints the step it is at; json_field NAME JSON prints the
-# value of a top-level field of train's --json line.
+# value of a top-level field of train's --json line; wait_for_exit PID SIGNAL waits up to 10 s for a
+# signalled program to end and returns its exit status.
 set -uo pipefail
 TRAIN=$(realpath "$1")
 WORK=$2
@@ -28,4 +29,13 @@ json_field() {
     local value
     value=$(sed -nE "s/.*\"$1\"[[:space:]]*:[[:space:]]*(\"[^\"]*\"|[^,}[:space:]]*).*/\1/p" <<<"$2")
     [[ -n $value ]] && echo "$value"
+}
+# The exit status of a program that was sent SIGNAL: it must end within 10 s (a kill -KILL and a failure if not).
+wait_for_exit() {
+    local pid=$1 signal=$2 waited=0
+    while kill -0 "$pid" 2>/dev/null; do
+        ((waited++ < 100)) || { kill -KILL "$pid"; fail "still running 10 s after SIG$signal"; }
+        sleep 0.1
+    done
+    wait "$pid"
 }

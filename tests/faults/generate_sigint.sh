@@ -17,12 +17,7 @@ interrupt() {
     local pid=$!
     sleep 1
     kill "-$signal" "$pid"
-    local waited=0
-    while kill -0 "$pid" 2>/dev/null; do
-        ((waited++ < 100)) || { kill -KILL "$pid"; fail "still running 10 s after SIG$signal"; }
-        sleep 0.1
-    done
-    wait "$pid"
+    wait_for_exit "$pid" "$signal"
 }
 
 interrupt INT

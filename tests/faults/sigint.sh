@@ -13,12 +13,7 @@ interrupt() {
     local pid=$!
     sleep 1.5
     for signal in "$@"; do kill "-$signal" "$pid"; done
-    local waited=0
-    while kill -0 "$pid" 2>/dev/null; do
-        ((waited++ < 100)) || { kill -KILL "$pid"; fail "still running 10 s after SIGINT"; }
-        sleep 0.1
-    done
-    wait "$pid"
+    wait_for_exit "$pid" "$1"
 }
 
 out=(--out run.st)
