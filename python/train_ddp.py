@@ -26,6 +26,7 @@ Prints on rank 0: the mean loss of --eval-batches fixed validation windows befor
 X", "loss after: Y"), a line per --log-every steps, and "replicas: N ranks, identical" (or "differ").
 """
 import argparse
+import datetime
 import hashlib
 import math
 import os
@@ -53,6 +54,8 @@ def parse_args():
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--timeout", type=float, default=1800,
+                   help="seconds a rank waits for the others (rendezvous, gradients) before it fails")
     p.add_argument("--eval-batches", type=int, default=20, help="validation batches for the loss before and after")
     p.add_argument("--log-every", type=int, default=0, help="print the training loss every N steps (0: never)")
     p.add_argument("--backend", default="auto", help="gloo, nccl, or auto (nccl with CUDA, gloo otherwise)")
@@ -126,7 +129,7 @@ def main():
     if o.nproc_per_node:
         return launch(o.nproc_per_node, sys.argv[1:])
     backend = o.backend if o.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
-    dist.init_process_group(backend)
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=o.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device(f"cuda:{local_rank}" if backend == "nccl" else "cpu")
