@@ -1,6 +1,6 @@
-// One full training step (forward, cross_entropy, backward, clip 1.0, AdamW) of the three models of the
-// speed issue, on 1 and 2 threads: the tutorial model, the 4-layer n_embd-64 GPT and nanoGPT's baby GPT
-// (bench/train_step.h holds the configurations). bench/compare.sh runs this beside
+// One full training step (forward, cross_entropy, backward, clip 1.0, AdamW) of the four models of the
+// speed issues, on 1 and 2 threads: the tutorial model, the 4-layer n_embd-64 GPT, nanoGPT's baby GPT and
+// nanoGPT's shakespeare_char model (bench/train_step.h holds the configurations). bench/compare.sh runs this beside
 // bench/pytorch_reference.py and prints the ratios.
 //
 // Each benchmark is train_step/<config>/threads:<n>. Counters:
@@ -17,11 +17,14 @@
 // Before timing, main() runs a few steps of each configuration and exits non-zero unless the loss is
 // finite and falls on the fixed batch: a broken step is not worth timing. --check_only stops there.
 //
-// scaling/baby/B:../T:../C:.. times the baby GPT's step with batch, window or width changed (one thread).
+// scaling/baby/B:../T:../C:.. times the baby GPT's step with batch, window or width changed (one thread),
+// scaling/nano/T:.. nanoGPT's shakespeare_char model with the window from 64 to 1,024 (bench/compare.sh's
+// window table, beside PyTorch's step time and both sides' peak memory).
 // head/<composed|fused>/H:../T:.. times one attention head's forward and backward (BM_head).
 //
-//     build/bench/bench_train_step --benchmark_filter=train_step     # the six, about 20 s
-//     build/bench/bench_train_step --benchmark_filter=scaling        # the scaling table, about 30 s
+//     build/bench/bench_train_step --benchmark_filter=train_step     # the eight, about 30 s
+//     build/bench/bench_train_step --benchmark_filter=scaling/baby   # the scaling table, about 30 s
+//     build/bench/bench_train_step --benchmark_filter=scaling/nano   # the window table, about 1 minute
 //     build/bench/bench_train_step --benchmark_filter=head           # the head, about 10 s
 //     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
 #include <benchmark/benchmark.h>
@@ -143,13 +146,13 @@ int main(int argc, char** argv) {
     // (4 heads, so the head width grows with C), each varied alone around B 12, T 64, C 128.
     static std::deque<std::string> names;
     static std::deque<bench::StepConfig> scaled;
-    const bench::StepConfig& baby = bench::step_configs()[2];
-    const auto add_scaled = [&](int64_t B, int64_t T, int64_t C) {
-        bench::StepConfig c = baby;
+    const auto add_scaled = [&](const bench::StepConfig& base, int64_t B, int64_t T, int64_t C) {
+        bench::StepConfig c = base;
         c.batch = B;
         c.model.block = T;
         c.model.n_embd = C;
-        names.push_back(fmt::format("scaling/baby/B:{}/T:{}/C:{}", B, T, C));
+        names.push_back(base.name == "nano" ? fmt::format("scaling/nano/T:{}", T)
+                                            : fmt::format("scaling/{}/B:{}/T:{}/C:{}", base.name, B, T, C));
         c.name = names.back();
         scaled.push_back(c);
         benchmark::RegisterBenchmark(names.back().c_str(), BM_train_step, &scaled.back())
@@ -158,9 +161,14 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
     };
-    for (int64_t B : {6, 12, 24, 48}) add_scaled(B, 64, 128);
-    for (int64_t T : {32, 128, 256}) add_scaled(12, T, 128);
-    for (int64_t C : {64, 256, 512}) add_scaled(12, 64, C);
+    const bench::StepConfig& baby = bench::step_configs()[2];
+    for (int64_t B : {6, 12, 24, 48}) add_scaled(baby, B, 64, 128);
+    for (int64_t T : {32, 128, 256}) add_scaled(baby, 12, T, 128);
+    for (int64_t C : {64, 256, 512}) add_scaled(baby, 12, 64, C);
+    // nanoGPT's shakespeare_char model (B 4, C 384) with its window T from 64 to 1,024: attention's share
+    // of the work grows with T (its T x T grids), the rest stays per token.
+    const bench::StepConfig& nano = bench::step_configs()[3];
+    for (int64_t T : {64, 128, 256, 512, 1024}) add_scaled(nano, 4, T, 384);
     // The attention head alone: width H at window 64, then window T at width 32.
     for (const bool fused : {false, true}) {
         auto* b = benchmark::RegisterBenchmark(fused ? "head/fused" : "head/composed", BM_head, fused);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch's side of the speed comparison (bench/compare.sh runs both).
 
-The three models of bench/train_step.h, written in PyTorch with the same architecture as nn/src/models.cpp:
+The four models of bench/train_step.h, written in PyTorch with the same architecture as nn/src/models.cpp:
 token + position embeddings; blocks of LayerNorm -> multi-head attention (separate heads without biases,
 concatenated, projected with a bias) -> residual, LayerNorm -> Linear(C, 4C) -> exact GELU -> Linear(4C, C)
 -> residual; a final LayerNorm; lm_head with a bias (LayerNorm eps 1e-5). The tutorial model is embeddings ->
@@ -17,6 +17,8 @@ Run with Debian's python3 and python3-torch (another python3 may come first on P
 
     build/bench/export_weights /tmp/tg && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg --threads 1
     /usr/bin/python3 bench/pytorch_reference.py --train tinyshakespeare.txt --steps 20   # for peak memory
+    /usr/bin/python3 bench/pytorch_reference.py --train tinyshakespeare.txt --config nano --block 1024
+    /usr/bin/python3 bench/pytorch_reference.py --windows nano --blocks 64,256,1024  # step time by window T
     /usr/bin/python3 bench/pytorch_reference.py --sample baby,shakespeare --chars 2000  # sampling speed
 
 Prints one JSON line per configuration: {"config", "threads", "median_ms", "tokens_per_s", "loss", ...}.
@@ -36,6 +38,7 @@ CONFIGS = {  # the same as bench/train_step.h
     "tutorial": dict(kind="head", n_embd=32, n_head=1, n_layer=1, block=8, batch=32),
     "small": dict(kind="gpt", n_embd=64, n_head=4, n_layer=4, block=32, batch=16),
     "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64, batch=12),
+    "nano": dict(kind="gpt", n_embd=384, n_head=6, n_layer=6, block=256, batch=4),
 }
 SAMPLE_CONFIGS = {  # bench/bench_generate.cpp's: the baby GPT and nanoGPT's shakespeare_char model
     "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64),
@@ -211,6 +214,8 @@ def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True):
               f"{', '.join(f'{v:.6f}' for v in theirs_steps)}: {'equal' if ok else 'DIFFERENT'}", file=sys.stderr)
     if not ok:
         sys.exit(f"{name}: the losses differ by more than 1e-4 relative: not the same work, not timing")
+    if steps == 0:  # --check-only
+        return {"config": name, "loss": loss, "step_losses": theirs_steps}
 
     for _ in range(warmup):
         train_step(model, optimizer, ids, targets)
@@ -228,15 +233,41 @@ def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True):
             "steps": steps, "loss": loss}
 
 
-def train_for_memory(path, steps, threads):
-    """A baby-GPT training run on a text file (random windows), for peak resident memory only."""
+def time_windows(name, blocks, threads, min_time):
+    """Step times of config `name` with its window T (= block) changed: PyTorch's initial weights and a random
+    batch (no loss check: the same architecture as the checked config, only T differs)."""
+    rows = []
+    for block in blocks:
+        c = dict(CONFIGS[name], block=block)
+        torch.manual_seed(1337)
+        model = make_model(c)
+        optimizer = make_optimizer(model)
+        ids = torch.randint(0, VOCAB, (c["batch"], block))
+        targets = torch.randint(0, VOCAB, (c["batch"], block))
+        for _ in range(2):  # warm-up
+            train_step(model, optimizer, ids, targets)
+        seconds = []
+        while len(seconds) < 3 or sum(seconds) < min_time:
+            start = time.perf_counter()
+            train_step(model, optimizer, ids, targets)
+            seconds.append(time.perf_counter() - start)
+        median = sorted(seconds)[len(seconds) // 2]
+        rows.append({"config": name, "block": block, "threads": threads, "median_ms": median * 1e3,
+                     "steps": len(seconds)})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def train_for_memory(path, steps, threads, name="baby", block=None):
+    """A training run of config `name` (its window changed to `block` if given) on a text file (random
+    windows), for peak resident memory only."""
     torch.manual_seed(1337)
     text = open(path, encoding="utf-8").read()
     chars = sorted(set(text))
     assert len(chars) <= VOCAB, f"{path}: {len(chars)} characters, more than {VOCAB}"
     index = {ch: i for i, ch in enumerate(chars)}
     data = torch.tensor([index[ch] for ch in text], dtype=torch.long)
-    c = CONFIGS["baby"]
+    c = dict(CONFIGS[name], block=block or CONFIGS[name]["block"])
     model = make_model(c)
     optimizer = make_optimizer(model)
     B, T = c["batch"], c["block"]
@@ -246,7 +277,7 @@ def train_for_memory(path, steps, threads):
         x = torch.stack([data[i:i + T] for i in ix])
         y = torch.stack([data[i + 1:i + T + 1] for i in ix])
         loss = train_step(model, optimizer, x, y)
-    print(json.dumps({"config": "baby", "threads": threads, "steps": steps, "loss": loss,
+    print(json.dumps({"config": name, "block": T, "threads": threads, "steps": steps, "loss": loss,
                       "seconds": time.perf_counter() - start}))
 
 
@@ -278,31 +309,64 @@ def time_sampling(name, chars, threads):
             "chars_per_s": round(chars / seconds, 2)}
 
 
+def blas_in_use():
+    """The BLAS library torch multiplies with, found in this process's memory map after a product, and its
+    core when it is OpenBLAS (openblas_get_corename): Debian's torch uses whatever libblas.so.3 points to,
+    the reference BLAS (about 25x slower) unless an OpenBLAS package is installed."""
+    import ctypes
+    a = torch.randn(64, 64)
+    a @ a
+    libs = sorted({line.split()[-1] for line in open("/proc/self/maps") if "libblas.so" in line or "openblas" in line})
+    for path in libs:
+        lib = ctypes.CDLL(path)
+        if hasattr(lib, "openblas_get_corename"):
+            lib.openblas_get_corename.restype = lib.openblas_get_config.restype = ctypes.c_char_p
+            return {"blas": "openblas", "core": lib.openblas_get_corename().decode(),
+                    "config": lib.openblas_get_config().decode(), "path": path}
+    return {"blas": "not openblas", "core": None, "config": None, "path": ", ".join(libs) or "none found"}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weights", help="directory written by build/bench/export_weights")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--configs", default="tutorial,small,baby")
+    parser.add_argument("--configs", default="tutorial,small,baby,nano")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--min-time", type=float, default=2.0, help="seconds of timed steps per config (at least 10 steps)")
-    parser.add_argument("--train", metavar="TEXT", help="train the baby GPT on TEXT instead (peak memory)")
+    parser.add_argument("--train", metavar="TEXT", help="train --config on TEXT instead (peak memory)")
+    parser.add_argument("--config", default="baby", choices=sorted(CONFIGS), help="the model for --train")
+    parser.add_argument("--block", type=int, help="the window T for --train (default: the config's)")
     parser.add_argument("--steps", type=int, default=20, help="steps for --train")
+    parser.add_argument("--windows", metavar="CONFIG", help="time CONFIG's step at each of --blocks instead")
+    parser.add_argument("--blocks", default="64,128,256,512,1024", help="windows T for --windows")
     parser.add_argument("--sample", metavar="CONFIGS", help="time sampling the nanoGPT way instead: baby,shakespeare")
     parser.add_argument("--chars", type=int, default=2000, help="characters per --sample config")
+    parser.add_argument("--blas", action="store_true", help="print the BLAS torch multiplies with and its core")
+    parser.add_argument("--check-only", action="store_true",
+                        help="with --weights: check that both sides do the same work (the losses), time nothing")
     args = parser.parse_args()
 
+    if args.blas:
+        print(json.dumps(blas_in_use()))
+        return
     torch.set_num_threads(args.threads)
     if args.sample:
         for name in args.sample.split(","):
             print(json.dumps(time_sampling(name, args.chars, args.threads)), flush=True)
         return
     if args.train:
-        train_for_memory(args.train, args.steps, args.threads)
+        train_for_memory(args.train, args.steps, args.threads, args.config, args.block)
+        return
+    if args.windows:
+        time_windows(args.windows, [int(b) for b in args.blocks.split(",")], args.threads, args.min_time)
         return
     if not args.weights:
         parser.error("--weights DIR or --train TEXT")
     for name in args.configs.split(","):
         c = CONFIGS[name]
+        if args.check_only:
+            check_and_time(name, c, args.weights, args.threads, warmup=0, steps=0)
+            continue
         # estimate a step to fill about --min-time
         probe = check_and_time(name, c, args.weights, args.threads, warmup=args.warmup, steps=3)
         steps = max(10, int(args.min_time / (probe["median_ms"] * 1e-3)))

@@ -1,4 +1,4 @@
-// The three training-step configurations of the speed issue, shared by bench_train_step (which times
+// The four training-step configurations of the speed issues, shared by bench_train_step (which times
 // them) and export_weights (which writes their weights and batch for bench/pytorch_reference.py).
 //
 // Shape legend: B batch, T window (= block), C n_embd, V vocab (65, tiny Shakespeare's).
@@ -22,7 +22,7 @@
 namespace bench {
 
 struct StepConfig {
-    std::string_view name;  // tutorial | small | baby
+    std::string_view name;  // tutorial | small | baby | nano
     nn::ModelConfig model;
     int64_t batch;          // B; T is model.block
 };
@@ -34,14 +34,16 @@ inline constexpr int64_t kVocab = 65;
 inline constexpr size_t kStepsPerRun = 50;
 inline constexpr uint64_t kSeed = 1337;
 
-inline const std::array<StepConfig, 3>& step_configs() {
-    static const std::array<StepConfig, 3> configs = {{
+inline const std::array<StepConfig, 4>& step_configs() {
+    static const std::array<StepConfig, 4> configs = {{
         // the tutorial model: embeddings, one head of width 32, lm_head
         {"tutorial", {.kind = nn::ModelKind::head, .vocab = kVocab, .n_embd = 32, .block = 8}, 32},
         // the 4-layer model
         {"small", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 64, .n_head = 4, .n_layer = 4, .block = 32}, 16},
         // nanoGPT's baby GPT (shakespeare_char on CPU)
         {"baby", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64}, 12},
+        // nanoGPT's shakespeare_char model (its GPU config; batch 4 for CPU timing, dropout 0)
+        {"nano", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 384, .n_head = 6, .n_layer = 6, .block = 256}, 4},
     }};
     return configs;
 }
