@@ -1,6 +1,7 @@
-// The fused ops (causal_softmax, causal_attention_weights, layer_norm, linear, linear_gelu) against the compositions they replace, values and
-// gradients with a random upstream gradient; gradcheck; bad input. And the accuracy of fast_math.h's
-// exp and erf, which the fused ops, softmax, cross_entropy and gelu are built on.
+// The fused ops (causal_softmax, causal_attention_weights, causal_attention, layer_norm, linear, linear_gelu)
+// against the compositions they replace, values and gradients with a random upstream gradient; gradcheck;
+// bad input. And the accuracy of fast_math.h's exp and erf, which the fused ops, softmax, cross_entropy and
+// gelu are built on.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -168,6 +169,93 @@ TEST_CASE("causal_attention_weights rejects q and k that are not the same (B, T,
                         Contains("causal_attention_weights") && Contains("(3, 4)"));
     REQUIRE_THROWS_WITH(causal_attention_weights(zeros({2, 0, 4}), zeros({2, 0, 4}), 1.0f),
                         Contains("causal_attention_weights") && Contains("(2, 0, 4)"));
+}
+
+// --- causal_attention ------------------------------------------------------------------------------------
+
+namespace {
+Tensor composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, float factor) {
+    return matmul(causal_attention_weights(q, k, factor), v);  // (B, T, T) @ (B, T, H)
+}
+Tensor op_by_op_attention(const Tensor& q, const Tensor& k, const Tensor& v, float factor) {
+    return matmul(softmax(causal_mask(scale(matmul(q, k.transpose(1, 2)), factor)), -1), v);
+}
+}  // namespace
+
+TEST_CASE("causal_attention equals causal_attention_weights(q, k) @ v in values and all three gradients", "[fused]") {
+    Generator gen(33);
+    // T across the 64-wide blocks: one partial block, exactly one, one and a bit, two and a bit, four
+    for (const int64_t T : {1, 7, 64, 65, 130, 256})
+        for (const int64_t H : {8, 32, 64})
+            for (const int64_t B : {1, 3}) {
+                INFO("B " << B << " T " << T << " H " << H);
+                const float factor = 1.0f / std::sqrt(static_cast<float>(H));
+                const Inputs qkv = {randn({B, T, H}, gen), randn({B, T, H}, gen), randn({B, T, H}, gen)};
+                CHECK(disagreement([factor](const Inputs& in) { return causal_attention(in[0], in[1], in[2], factor); },
+                                   [factor](const Inputs& in) { return composed_attention(in[0], in[1], in[2], factor); },
+                                   qkv, gen) < 1e-5);
+            }
+}
+
+TEST_CASE("causal_attention equals the op-by-op head when a later key block holds a row's largest score",
+          "[fused][numerics]") {
+    // Scores of std 30 (the running max changes from block to block, and exp(old max - new max)
+    // underflows), and a key far after the first block that every query weighs most: the online
+    // softmax's rescaling must carry the earlier blocks' sums correctly.
+    Generator gen(34);
+    const int64_t B = 2, T = 200, H = 16;
+    Tensor q = randn({B, T, H}, gen, 0.0f, 30.0f), k = randn({B, T, H}, gen), v = randn({B, T, H}, gen);
+    for (int64_t h = 0; h < H; ++h) k.at({1, 150, h}) = 2.0f * q.at({1, 180, h}) / 30.0f;
+    CHECK(disagreement([](const Inputs& in) { return causal_attention(in[0], in[1], in[2], 0.25f); },
+                       [](const Inputs& in) { return op_by_op_attention(in[0], in[1], in[2], 0.25f); }, {q, k, v},
+                       gen) < 1e-4);
+}
+
+TEST_CASE("causal_attention passes gradcheck for q, k and v, also when they are one tensor", "[fused][gradcheck]") {
+    Generator gen(35);
+    for (const Shape& shape : {Shape{2, 5, 3}, Shape{1, 70, 2}}) {  // one block; two, the second of 6 queries
+        INFO(shape_str(shape));
+        const Tensor q = test::uniform_param(shape, gen), k = test::uniform_param(shape, gen),
+                     v = test::uniform_param(shape, gen);
+        REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention(in[0], in[1], in[2], 0.8f); }, {q, k, v});
+        REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention(in[0], in[0], in[0], 0.8f); }, {q});
+    }
+}
+
+TEST_CASE("causal_attention gives the same bits on 1, 2 and 3 threads, values and gradients", "[fused][threads]") {
+    Generator gen(36);
+    const Inputs qkv = {randn({3, 130, 32}, gen), randn({3, 130, 32}, gen), randn({3, 130, 32}, gen)};
+    const Tensor upstream = randn({3, 130, 32}, gen);
+    std::vector<std::vector<Tensor>> runs;  // per thread count: out, dq, dk, dv
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        Inputs in;
+        for (const Tensor& t : qkv) in.push_back(t.clone().requires_grad_());
+        const Tensor out = causal_attention(in[0], in[1], in[2], 0.125f);
+        out.backward(upstream);
+        runs.push_back({out.detach(), in[0].grad(), in[1].grad(), in[2].grad()});
+    }
+    set_num_threads(1);
+    for (size_t run = 1; run < runs.size(); ++run)
+        for (size_t t = 0; t < 4; ++t) {
+            INFO("threads " << run + 1 << ", tensor " << t << " (out, dq, dk, dv)");
+            CHECK(test::max_abs_diff(runs[run][t], runs[0][t]) == 0.0);
+        }
+}
+
+TEST_CASE("causal_attention rejects q, k and v that are not one (B, T, H)", "[fused][errors]") {
+    REQUIRE_THROWS_AS(causal_attention(zeros({2, 3, 4}), zeros({2, 3, 4}), zeros({2, 3, 5}), 1.0f),
+                      std::invalid_argument);
+    REQUIRE_THROWS_WITH(causal_attention(zeros({2, 3, 4}), zeros({2, 3, 4}), zeros({2, 3, 5}), 1.0f),
+                        Contains("causal_attention:") && Contains("q (2, 3, 4), k (2, 3, 4) and v (2, 3, 5)"));
+    REQUIRE_THROWS_WITH(causal_attention(zeros({2, 3, 4}), zeros({2, 4, 4}), zeros({2, 3, 4}), 1.0f),
+                        Contains("causal_attention:") && Contains("q (2, 3, 4), k (2, 4, 4) and v (2, 3, 4)"));
+    REQUIRE_THROWS_WITH(causal_attention(zeros({3, 4}), zeros({3, 4}), zeros({3, 4}), 1.0f),
+                        Contains("causal_attention:") && Contains("q (3, 4), k (3, 4) and v (3, 4)"));
+    REQUIRE_THROWS_WITH(causal_attention(zeros({2, 0, 4}), zeros({2, 0, 4}), zeros({2, 0, 4}), 1.0f),
+                        Contains("causal_attention:") && Contains("q (2, 0, 4)") && Contains("T > 0"));
+    REQUIRE_THROWS_WITH(causal_attention(zeros({2, 3, 0}), zeros({2, 3, 0}), zeros({2, 3, 0}), 1.0f),
+                        Contains("causal_attention:") && Contains("q (2, 3, 0)") && Contains("H > 0"));
 }
 
 // --- layer_norm --------------------------------------------------------------------------------------------

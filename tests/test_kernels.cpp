@@ -538,7 +538,30 @@ TEST_CASE("every instruction set's softmax rows match a double reference, and th
             }
 }
 
-TEST_CASE("every instruction set's gelu, layer_norm, AdamW and sum-of-squares loops give the portable bits",
+TEST_CASE("every instruction set's exp_shifted_row (causal_attention's weights) matches exp in double",
+          "[kernels][softmax][isa]") {
+    // exp(factor * s - shift), the argument rounded to float as the rows compute it: fast_exp within about
+    // 1 ulp (the AVX-512 row's fused multiply-adds too), 0 far below, and only the first n written
+    Generator gen(42);
+    for (const int64_t n : {1, 7, 15, 16, 17, 33, 64, 65}) {
+        std::vector<float> s(static_cast<size_t>(n));
+        for (float& v : s) v = gen.normal(0.0f, 20.0f);
+        const float factor = 0.125f, shift = 1.5f;
+        for (const kernels::Isa isa : kernels::available_isas()) {
+            INFO(kernels::isa_name(isa) << ", n " << n);
+            std::vector<float> p(static_cast<size_t>(n) + 3, -1.0f);
+            detail::vector_loops(isa).exp_shifted_row(s.data(), factor, shift, n, p.data());
+            for (int64_t k = 0; k < n; ++k) {
+                const double expected = std::exp(double(factor * s[k] - shift));
+                REQUIRE(std::abs(p[k] - expected) <= 2e-7 * expected + 1e-44);
+            }
+            for (size_t k = static_cast<size_t>(n); k < p.size(); ++k) REQUIRE(p[k] == -1.0f);
+        }
+    }
+}
+
+TEST_CASE("every instruction set's gelu, layer_norm, attention gradient, AdamW and sum-of-squares loops give the "
+          "portable bits",
           "[kernels][isa]") {
     // The loops are one source compiled per instruction set, without fused multiply-adds and with fixed
     // reduction lanes: vectorized, they must still compute exactly what the baseline build computes.
@@ -593,6 +616,9 @@ TEST_CASE("every instruction set's gelu, layer_norm, AdamW and sum-of-squares lo
                     const float mean = 0.3f, rstd = 1.7f;
                     L.input_gradient_rows(x.data(), dy.data(), gain.data(), &mean, &rstd, n, 0, 1, out.data(), overwrite);
                 });
+            compare("scores_gradient_row", dy, [&](const auto& L, auto& out) {
+                L.scores_gradient_row(seed.data() + begin, 0.4f, 0.125f, n - begin, out.data());
+            });
             compare("adamw_update", x, [&](const auto& L, auto& out) {
                 std::vector<float> m = seed, v(n);
                 for (size_t k = 0; k < v.size(); ++k) v[k] = seed[k] * seed[k];

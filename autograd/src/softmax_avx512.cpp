@@ -1,8 +1,9 @@
-// The softmax rows of vector_loops.h's AVX-512 table (compiled with -mavx512f -mfma; called only when
-// the CPU has it): 16 values per vector, the last vector of a row through a lane mask. The steps are the
-// portable row's (vector_loops_impl.h, fast_math.h) in the same order: the max over order-preserving integer keys, and
-// sum_in_double's reduction (8 double lanes over whole blocks of 8, combined pairwise, then the rest
-// added in order). Only exp differs, by its fused multiply-adds.
+// The softmax rows (and causal_attention's exp row) of vector_loops.h's AVX-512 table (compiled with
+// -mavx512f -mfma; called only when the CPU has it): 16 values per vector, the last vector of a row
+// through a lane mask. The steps are the portable row's (vector_loops_impl.h, fast_math.h) in the same
+// order: the max over order-preserving integer keys, and sum_in_double's reduction (8 double lanes over
+// whole blocks of 8, combined pairwise, then the rest added in order). Only exp differs, by its fused
+// multiply-adds.
 #include <immintrin.h>
 
 // gcc 12's avx512fintrin.h starts shifts, extracts and conversions from a self-initialized "undefined"
@@ -132,6 +133,14 @@ void softmax_backward_row_avx512(const float* y, const float* dy, float factor, 
         __m512 v = _mm512_mul_ps(f, _mm512_mul_ps(yv, _mm512_sub_ps(dyv, d)));
         if (!overwrite) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dx + k), v);
         _mm512_mask_storeu_ps(dx + k, m, v);
+    }
+}
+
+void exp_shifted_row_avx512(const float* s, float factor, float shift, int64_t n, float* p) {
+    const __m512 f = _mm512_set1_ps(factor), c = _mm512_set1_ps(shift);
+    for (int64_t k = 0; k < n; k += W) {
+        const __mmask16 m = first_lanes(n - k);
+        _mm512_mask_storeu_ps(p + k, m, exp16(_mm512_sub_ps(_mm512_mul_ps(f, _mm512_maskz_loadu_ps(m, s + k)), c)));
     }
 }
 

@@ -8,7 +8,7 @@
 //
 // Same bits on every set: no fused multiply-add except where a kernel asks for one (-ffp-contract=off),
 // and every reduction in fixed lanes (fast_math.h), so a vectorized loop does what the scalar one does.
-// The one exception is the AVX-512 rows' exp, within about 1 ulp of fast_exp.
+// The one exception is the AVX-512 rows' exp (softmax and exp_shifted), within about 1 ulp of fast_exp.
 //
 // Legend: n a row's length, C channels (a layer_norm row), [begin, end) a range of elements or rows.
 #pragma once
@@ -46,6 +46,11 @@ struct VectorLoops {
     // dx (n) = factor * y * (dy - sum(dy * y)), or dx += that unless overwrite: softmax's backward on one
     // row of weights y (n) and upstream gradient dy (n), times the scale before the softmax.
     void (*softmax_backward_row)(const float* y, const float* dy, float factor, int64_t n, float* dx, bool overwrite);
+    // causal_attention's backward, per row of a block of recomputed weights: p (n) = exp(factor * s - shift)
+    // (shift the row's log-sum-exp); and the scores' gradient in place, dp (n) = factor * p * (dp - d)
+    // (d the row's sum of dout * out). The AVX-512 table's exp row is softmax_avx512.cpp's (its exp).
+    void (*exp_shifted_row)(const float* s, float factor, float shift, int64_t n, float* p);
+    void (*scores_gradient_row)(const float* p, float d, float factor, int64_t n, float* dp);
     // kernels::adamw_update and kernels::sum_of_squares.
     void (*adamw_update)(float* p, const float* g, float* m, float* v, int64_t begin, int64_t end,
                          const kernels::AdamWStep& step);
@@ -64,5 +69,6 @@ extern const VectorLoops vector_loops_portable, vector_loops_avx2, vector_loops_
 // softmax_avx512.cpp's rows, in the AVX-512 table.
 RowStats softmax_row_avx512(const float* x, float factor, int64_t n, float* y);
 void softmax_backward_row_avx512(const float* y, const float* dy, float factor, int64_t n, float* dx, bool overwrite);
+void exp_shifted_row_avx512(const float* s, float factor, float shift, int64_t n, float* p);
 
 }  // namespace autograd::detail

@@ -3,5 +3,6 @@
 #include "vector_loops_impl.h"
 
 namespace autograd::detail {
-const VectorLoops vector_loops_avx512 = loops_with(softmax_row_avx512, softmax_backward_row_avx512);
+const VectorLoops vector_loops_avx512 =
+    loops_with(softmax_row_avx512, softmax_backward_row_avx512, exp_shifted_row_avx512);
 }  // namespace autograd::detail

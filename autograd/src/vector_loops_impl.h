@@ -91,6 +91,16 @@ void input_gradient_rows(const float* x, const float* dy, const float* gain, con
     write_or_add(overwrite, 0, n, dx, [&](int64_t k) { return factor * (y[k] * (dy[k] - d)); });
 }
 
+// (the AVX-512 unit uses its own exp row instead)
+[[maybe_unused]] void exp_shifted_row(const float* __restrict s, float factor, float shift, int64_t n,
+                                     float* __restrict p) {
+    for (int64_t k = 0; k < n; ++k) p[k] = fast_exp(factor * s[k] - shift);
+}
+
+void scores_gradient_row(const float* __restrict p, float d, float factor, int64_t n, float* __restrict dp) {
+    for (int64_t k = 0; k < n; ++k) dp[k] = factor * (p[k] * (dp[k] - d));
+}
+
 // PyTorch's order of operations
 void adamw_update(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
                   int64_t begin, int64_t end, const kernels::AdamWStep& step) {
@@ -117,11 +127,12 @@ double sum_of_squares(const float* g, int64_t begin, int64_t end) {
     return total;
 }
 
-// This unit's table, with the softmax rows given (the AVX-512 unit brings its own).
+// This unit's table, with the softmax rows given (the AVX-512 unit brings its own, and its exp row).
 constexpr VectorLoops loops_with(decltype(VectorLoops::softmax_row) row,
-                                 decltype(VectorLoops::softmax_backward_row) backward_row) {
+                                 decltype(VectorLoops::softmax_backward_row) backward_row,
+                                 decltype(VectorLoops::exp_shifted_row) exp_row = exp_shifted_row) {
     return {gelu_forward, gelu_backward, gelu_in_place, times_slope, normalize_rows, input_gradient_rows,
-            row, backward_row, adamw_update, sum_of_squares};
+            row, backward_row, exp_row, scores_gradient_row, adamw_update, sum_of_squares};
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The ops. Each is one function in autograd/src/ that computes its result and attaches its backward
 // beside it. Composite ops (mean, sub-expressions, causal_mask, split) are built from the others.
-// Fused ops (linear, linear_gelu, layer_norm, causal_softmax, causal_attention_weights) do in one op what
-// the models run thousands of times a step; each is tested equal to its composition (values, and
-// gradients under a random upstream gradient; linear and linear_gelu bit for bit) and passes gradcheck.
+// Fused ops (linear, linear_gelu, layer_norm, causal_softmax, causal_attention_weights, causal_attention)
+// do in one op what the models run thousands of times a step; each is tested equal to its composition
+// (values, and gradients under a random upstream gradient; linear and linear_gelu bit for bit) and passes
+// gradcheck.
 // The tutorial's nn::Head keeps the composition by default (HeadOptions::record_scores).
 //
 // Shape legend: B batch, T time, C channels, H head width, V vocab, N rows, "..." any leading dims.
@@ -109,6 +110,13 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where =
 // to the composition up to float rounding (the products are summed in another order).
 Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor,
                                 SourceLocation where = SourceLocation::current());
+// q, k, v: (B, T, H) -> (B, T, H): matmul(causal_attention_weights(q, k, factor), v), the causal
+// attention of one head, in one op that never holds the (B, T, T) weights: it works a block of 64
+// queries against 64 keys at a time with an online softmax (FlashAttention), skips the blocks above the
+// diagonal, and keeps for backward only its output and a log-sum-exp per row (B, T), recomputing the
+// weights block by block there. Equal to the composition up to float rounding.
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float factor,
+                        SourceLocation where = SourceLocation::current());
 // log_softmax along dim. A fully masked row gives -inf everywhere and passes no gradient.
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocation::current());
 // logits: (..., V)  targets: one class index per row (numel / V of them)  ->  () mean loss
