@@ -2,6 +2,8 @@
 #include <nn/attention.h>
 #include <nn/layers.h>
 
+#include <string_view>
+
 #include "helpers.h"
 
 using namespace autograd;
@@ -160,6 +162,38 @@ TEST_CASE("Head without record_scores (the fused causal_softmax) equals the reco
     }
 }
 
+
+TEST_CASE("Head through causal_attention (flash_from) equals the recording head, and still shows its attention",
+          "[nn][attention]") {
+    Generator gen(10);
+    const int64_t B = 2, T = 70, C = 8, H = 4;  // T past one 64-query block
+    nn::Head recording({.n_embd = C, .head_size = H}, gen);
+    nn::Head flash({.n_embd = C, .head_size = H, .record_scores = false, .flash_from = T}, gen);
+    for (auto [from, to] : {std::pair{&recording.query, &flash.query}, {&recording.key, &flash.key},
+                            {&recording.value, &flash.value}})
+        std::ranges::copy(from->weight.data(), to->weight.data().begin());
+    const Tensor x = randn({B, T, C}, gen), upstream = randn({B, T, H}, gen);
+    const Tensor a = recording.forward(x), b = flash.forward(x);
+    REQUIRE(b.impl()->grad_fn);
+    CHECK(std::string_view(b.impl()->grad_fn->op) == "causal_attention");
+    sum(a * upstream).backward();
+    sum(b * upstream).backward();
+    CHECK(test::max_abs_diff(a, b) < 1e-5);
+    CHECK_FALSE(flash.last_scores().defined());
+    REQUIRE(flash.last_attention().defined());  // made on request from the forward's q and k
+    CHECK(flash.last_attention().shape() == Shape{B, T, T});
+    CHECK_FALSE(flash.last_attention().requires_grad());
+    CHECK(test::max_abs_diff(recording.last_attention(), flash.last_attention()) < 1e-6);
+    for (auto [from, to] : {std::pair{&recording.query, &flash.query}, {&recording.key, &flash.key},
+                            {&recording.value, &flash.value}})
+        CHECK(test::max_abs_diff(from->weight.grad(), to->weight.grad()) < 1e-4);
+    // a shorter window goes the weights' way again, and last_attention() is that forward's
+    const Tensor short_x = randn({1, T - 1, C}, gen);
+    recording.forward(short_x);
+    CHECK(std::string_view(flash.forward(short_x).impl()->grad_fn->op) == "matmul");
+    CHECK(flash.last_attention().shape() == Shape{1, T - 1, T - 1});
+    CHECK(test::max_abs_diff(recording.last_attention(), flash.last_attention()) < 1e-6);
+}
 TEST_CASE("Average gives each of the i+1 visible positions 1/(i+1)", "[nn][attention]") {
     Generator gen(8);
     const Tensor x = randn({2, 5, 3}, gen).requires_grad_();

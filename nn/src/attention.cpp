@@ -28,12 +28,22 @@ Tensor Head::forward(const Tensor& x) {
     const Tensor k = options.compare_raw ? x : key.forward(x);    // (B, T, H), or (B, T, C) raw
     const Tensor v = value.forward(x);                            // (B, T, H)
     const float factor = options.scaled ? 1.0f / std::sqrt(static_cast<float>(q.size(-1))) : 1.0f;
+    attention_ = Tensor();
+    scores_ = Tensor();
+    queries_ = keys_ = Tensor();
+    if (options.causal && !options.record_scores && x.size(1) >= options.flash_from) {
+        // one op for the whole head that keeps no (B, T, T) weights for backward (tests/test_fused.cpp
+        // proves it equal to the path below); last_attention() makes them from q and k when asked
+        queries_ = q.detach();
+        keys_ = k.detach();
+        factor_ = factor;
+        return output(causal_attention(q, k, v, factor));        // (B, T, H)
+    }
     Tensor weights;                                               // (B, T, T), rows sum to 1
     if (options.causal && !options.record_scores) {
         // one op instead of matmul, scale, causal_mask and softmax, which stores no scores (the memory of
         // a training step); tests/test_fused.cpp proves it equal to the composition below
         weights = causal_attention_weights(q, k, factor);
-        scores_ = Tensor();
     } else {
         Tensor scores = matmul(q, k.transpose(1, 2));             // (B, T, T)
         if (options.scaled) scores = scale(scores, factor);
@@ -43,6 +53,15 @@ Tensor Head::forward(const Tensor& x) {
     }
     attention_ = weights.detach();
     return output(matmul(weights, v));                            // (B, T, H)
+}
+
+const Tensor& Head::last_attention() const {
+    if (!attention_.defined() && queries_.defined()) {
+        // made now from that forward's q and k by the op the path that keeps them runs: the same bits
+        NoGradGuard no_grad;
+        attention_ = causal_attention_weights(queries_, keys_, factor_);
+    }
+    return attention_;
 }
 
 Tensor Average::forward(const Tensor& x) const {

@@ -86,7 +86,8 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
     check(opts.n_head > 0 && opts.n_embd > 0 && opts.n_embd % opts.n_head == 0,
           "MultiHeadAttention: n_head {} must divide n_embd {}", opts.n_head, opts.n_embd);
     for (int64_t h = 0; h < opts.n_head; ++h) {
-        // record_scores off: the fused causal_softmax; a model's heads are read through last_attention()
+        // record_scores off: the fused ops (causal_attention_weights, or causal_attention from
+        // HeadOptions::kFlashFrom positions on); a model's heads are read through last_attention()
         heads.push_back(std::make_unique<Head>(
             HeadOptions{.n_embd = opts.n_embd, .head_size = opts.n_embd / opts.n_head, .record_scores = false}, gen));
         register_module(fmt::format("heads.{}", h), *heads.back());

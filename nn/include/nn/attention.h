@@ -23,11 +23,22 @@ struct HeadOptions {
     // without the (B, T, T) scores and the transposed K nobody reads in training; last_scores() is then
     // undefined.
     bool record_scores = true;
+    // With record_scores off, a causal head over windows of at least this many positions runs the whole
+    // head, weights and weights @ V, as the one op autograd::causal_attention, which keeps no (B, T, T)
+    // weights for backward (last_attention() makes them when asked). Shorter windows run
+    // causal_attention_weights and matmul, faster there: see kFlashFrom.
+    int64_t flash_from = kFlashFrom;
+    // causal_attention's speed-up (the weights path's time / its own), forward and backward, one thread: T 64
+    // 0.74 (B 12, H 32) and 0.87 (B 4, H 64); T 128 0.81-0.94 and 0.98-1.06; T 160 1.05 and 1.09; T 256
+    // 1.3-1.4; T 1024 1.8 (B 4, H 64). The fused op recomputes the weights in backward, which costs more
+    // than it saves while there are at most two 64-query blocks; from 160 on it is faster and leaner.
+    static constexpr int64_t kFlashFrom = 160;
 };
 
 // One head, exactly the tutorial's composition of ops:
 //   Q = x Wq, K = x Wk, V = x Wv;  scores = Q K^T;  scale by 1/sqrt(H);  causal mask;  softmax;  out = w V
-// (with record_scores off, Q K^T, scale, mask and softmax are the one fused op causal_attention_weights).
+// (with record_scores off, Q K^T, scale, mask and softmax are the one fused op causal_attention_weights,
+// and from flash_from positions on, everything after Q, K and V is the one op causal_attention).
 // With compare_raw, Q = K = x (the self-matching failure) and the divisor is 1/sqrt(C).
 class Head : public Module {
 public:
@@ -35,7 +46,9 @@ public:
     Tensor forward(const Tensor& x);  // x: (B, T, C) -> (B, T, H)
 
     // The attention weights of the last forward, (B, T, T), detached from the graph; rows sum to 1.
-    const Tensor& last_attention() const { return attention_; }
+    // After a forward through causal_attention (see flash_from), made on the first call from that
+    // forward's queries and keys (the same bits as the path that keeps them).
+    const Tensor& last_attention() const;
     // The scores of the last forward as softmax received them (scaled and masked), (B, T, T), still in
     // the graph: after backward(), last_scores().grad() is the gradient that came back through the softmax.
     // Undefined when options.record_scores is off and the head is causal (the fused path).
@@ -45,7 +58,10 @@ public:
     Linear query, key, value;  // each (C, H), no bias; query and key unused with compare_raw
 
 private:
-    Tensor attention_, scores_;
+    mutable Tensor attention_;  // made by last_attention() after a causal_attention forward
+    Tensor scores_;
+    Tensor queries_, keys_;     // (B, T, H) of a causal_attention forward, for last_attention()
+    float factor_ = 1.0f;
 };
 
 // "Just average them": position i takes the plain mean of positions 0..i. No parameters.
