@@ -20,12 +20,12 @@
 // scaling/baby/B:../T:../C:.. times the baby GPT's step with batch, window or width changed (one thread),
 // scaling/nano/T:.. nanoGPT's shakespeare_char model with the window from 64 to 1,024 (bench/compare.sh's
 // window table, beside PyTorch's step time and both sides' peak memory).
-// head/<composed|fused>/H:../T:.. times one attention head's forward and backward (BM_head).
+// head/<composed|fused|flash>/H:../T:../B:.. times one attention head's forward and backward (BM_head).
 //
 //     build/bench/bench_train_step --benchmark_filter=train_step     # the eight, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=scaling/baby   # the scaling table, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=scaling/nano   # the window table, about 1 minute
-//     build/bench/bench_train_step --benchmark_filter=head           # the head, about 10 s
+//     build/bench/bench_train_step --benchmark_filter=head           # the head, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
 #include <benchmark/benchmark.h>
 
@@ -34,7 +34,9 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/core.h>
@@ -85,12 +87,21 @@ void BM_train_step(benchmark::State& state, const bench::StepConfig* config) {
 
 // One attention head (nn::Head: x -> q, k, v; weights = softmax(mask(q k^T / sqrt(H))); weights @ v),
 // forward and backward under a random upstream gradient, one thread. Composed: the tutorial's op-by-op
-// graph (record_scores, what the lab and the study run); fused: causal_attention_weights (what the
-// models run). x is (B, T, C) with C = 128, B = 12 (the baby GPT's batch).
-void BM_head(benchmark::State& state, bool fused) {
-    const int64_t H = state.range(0), T = state.range(1), B = 12, C = 128;
+// graph (record_scores, what the lab and the study run); fused: causal_attention_weights, then
+// weights @ v; flash: the whole head after q, k, v as causal_attention, which keeps no (B, T, T)
+// weights (what the models run from HeadOptions::kFlashFrom positions on). x is (B, T, C) with C = 128,
+// B = 12 (the baby GPT's batch) unless given. Counter kept_KB: what the attention keeps for backward
+// beyond q, k, v and the head's output: the (B, T, T) weights (composed: also the scores), or flash's
+// log-sum-exp per row (B, T).
+enum class HeadPath { composed, fused, flash };
+void BM_head(benchmark::State& state, HeadPath path) {
+    const int64_t H = state.range(0), T = state.range(1), B = state.range(2) > 0 ? state.range(2) : 12, C = 128;
     autograd::Generator gen(7);
-    nn::Head head({.n_embd = C, .head_size = H, .record_scores = !fused}, gen);
+    nn::Head head({.n_embd = C,
+                   .head_size = H,
+                   .record_scores = path == HeadPath::composed,
+                   .flash_from = path == HeadPath::flash ? 1 : std::numeric_limits<int64_t>::max()},
+                  gen);
     autograd::Tensor x = autograd::randn({B, T, C}, gen).requires_grad_();  // (B, T, C)
     const autograd::Tensor dy = autograd::randn({B, T, H}, gen);            // upstream gradient (B, T, H)
     for (auto _ : state) {
@@ -102,6 +113,10 @@ void BM_head(benchmark::State& state, bool fused) {
     // forward: three (B*T, C) @ (C, H) products, q k^T and weights @ v (B T^2 H each); backward twice that
     const double flops = 3.0 * (3.0 * 2.0 * double(B * T * C * H) + 2.0 * 2.0 * double(B * T * T * H));
     state.counters["GFLOP"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    const double weights_bytes = 4.0 * double(B * T * T);
+    state.counters["kept_KB"] = (path == HeadPath::flash      ? 4.0 * double(B * T)
+                                 : path == HeadPath::composed ? 2.0 * weights_bytes
+                                                              : weights_bytes) / 1024.0;
     state.SetItemsProcessed(state.iterations() * B * T);  // tokens
 }
 
@@ -169,12 +184,15 @@ int main(int argc, char** argv) {
     // of the work grows with T (its T x T grids), the rest stays per token.
     const bench::StepConfig& nano = bench::step_configs()[3];
     for (int64_t T : {64, 128, 256, 512, 1024}) add_scaled(nano, 4, T, 384);
-    // The attention head alone: width H at window 64, then window T at width 32.
-    for (const bool fused : {false, true}) {
-        auto* b = benchmark::RegisterBenchmark(fused ? "head/fused" : "head/composed", BM_head, fused);
-        b->ArgNames({"H", "T"})->Unit(benchmark::kMicrosecond);
-        for (int64_t H : {16, 32, 64, 128}) b->Args({H, 64});
-        for (int64_t T : {8, 32, 128, 256}) b->Args({32, T});
+    // The attention head alone: width H at window 64, then window T at width 32 (B 12); then the baby
+    // GPT's head (H 32, B 12) and nanoGPT's shakespeare_char head (H 64, B 4) at T 64, 256 and 1024.
+    for (const auto& [name, path] : {std::pair{"head/composed", HeadPath::composed}, {"head/fused", HeadPath::fused},
+                                     {"head/flash", HeadPath::flash}}) {
+        auto* b = benchmark::RegisterBenchmark(name, BM_head, path);
+        b->ArgNames({"H", "T", "B"})->Unit(benchmark::kMicrosecond);
+        for (int64_t H : {16, 32, 64, 128}) b->Args({H, 64, 12});
+        for (int64_t T : {8, 32, 128, 256}) b->Args({32, T, 12});
+        for (int64_t T : {64, 256, 1024}) b->Args({64, T, 4});
     }
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
