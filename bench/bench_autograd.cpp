@@ -19,7 +19,8 @@
 // peak/fma/threads:N is the machine's FP32 FMA peak on N threads (chains of vector FMAs, nothing else):
 // what the gemm GFLOP/s and the training steps' are a share of.
 //
-//     build-bench/bench/bench_autograd                          # everything, about 50 s
+//     build-bench/bench/bench_autograd                          # everything (535 benchmarks with all four
+//                                                                 # libraries), about 5 minutes
 //     build-bench/bench/bench_autograd --benchmark_filter=gemm  # one group
 #include <benchmark/benchmark.h>
 
