@@ -68,13 +68,20 @@ GradContext::Target GradContext::grad_target(size_t i) const {
 Node::~Node() {
     // Dropping the last handle to a long chain would otherwise recurse once per op. Instead, steal the
     // inputs of every node we are about to destroy into a local stack and free them one at a time.
-    std::vector<Tensor> pending = std::move(inputs);
+    // Most nodes free nothing further (their inputs are held elsewhere, or were released by backward()):
+    // those need no stack.
+    const auto frees_a_node = [](const Tensor& t) {
+        const auto& impl = t.impl();
+        return impl && impl.use_count() == 1 && impl->grad_fn && impl->grad_fn.use_count() == 1;
+    };
+    if (std::none_of(inputs.begin(), inputs.end(), frees_a_node)) return;
+    std::vector<Tensor> pending(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+    inputs.clear();
     while (!pending.empty()) {
         Tensor t = std::move(pending.back());
         pending.pop_back();
-        const auto& impl = t.impl();
-        if (impl && impl.use_count() == 1 && impl->grad_fn && impl->grad_fn.use_count() == 1) {
-            auto& next = impl->grad_fn->inputs;
+        if (frees_a_node(t)) {
+            auto& next = t.impl()->grad_fn->inputs;
             std::move(next.begin(), next.end(), std::back_inserter(pending));
             next.clear();
         }
@@ -267,20 +274,20 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
 
 // --- making results ----------------------------------------------------------------------------------
 
-Tensor make_result(const char* op, Shape shape, Buffer values, std::vector<Tensor> inputs, BackwardFn backward,
+Tensor make_result(const char* op, Shape shape, Buffer values, NodeInputs inputs, BackwardFn backward,
                    std::source_location where) {
     return make_result(op, std::move(shape), detail::make_pooled<Buffer>(std::move(values)), std::move(inputs),
                        std::move(backward), where);
 }
 
-Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, std::vector<Tensor> inputs,
+Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, NodeInputs inputs,
                    BackwardFn backward, std::source_location where) {
     return make_result(op, std::move(shape), Buffer(values.begin(), values.end()), std::move(inputs),
                        std::move(backward), where);
 }
 
 Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
-                   std::vector<Tensor> inputs, BackwardFn backward, std::source_location where) {
+                   NodeInputs inputs, BackwardFn backward, std::source_location where) {
     check(numel_of(shape) == static_cast<int64_t>(storage->size()), "{}: result shape {} does not hold {} values",
           op, shape_str(shape), storage->size());
     if (detail::anomaly_checks()) [[unlikely]] detail::check_forward(op, shape, *storage, inputs, where);
