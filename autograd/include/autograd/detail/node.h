@@ -184,7 +184,11 @@ struct TensorImpl {
     bool requires_grad = false;
     std::string name;                          // optional label (parameter names), for inspection
     HookList<const Tensor&> hooks;             // gradient hooks (register_hook)
-    uint64_t visit_mark = 0;                   // the last backward pass that reached it (engine use)
+    // engine use (tensor.cpp): the last backward() pass that reached it and its place in that pass's
+    // order, and the mark of a backward() called from a hook while another one walks
+    uint64_t visit_mark = 0;
+    size_t walk_slot = 0;
+    uint64_t nested_visit_mark = 0;
 };
 
 }  // namespace autograd
