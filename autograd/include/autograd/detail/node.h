@@ -168,6 +168,12 @@ private:
 
 // The op that produced a tensor. It owns its inputs (never its output: no shared_ptr cycles).
 struct Node {
+    // (a constructor, not aggregate initialization, which would zero the whole node, closure storage
+    // included, before setting every member anyway)
+    Node(const char* op_name, NodeInputs&& op_inputs, BackwardFn&& op_backward, std::source_location called_at) noexcept
+        : op(op_name), inputs(std::move(op_inputs)), backward(std::move(op_backward)), where(called_at) {}
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
     const char* op;
     NodeInputs inputs;
     BackwardFn backward;
@@ -177,6 +183,7 @@ struct Node {
 };
 
 struct TensorImpl {
+    TensorImpl() noexcept {}  // NOLINT(modernize-use-equals-default): "= default" would zero it all first in make_pooled
     Shape shape;
     std::shared_ptr<Buffer> data;  // shared by reshape() and detach() results
     std::shared_ptr<Buffer> grad;  // allocated on the first accumulation
