@@ -85,7 +85,10 @@ struct BufferCache {
     void release_all() {
         for (size_t c = 0; c < small.size(); ++c)
             small[c].drain(c * kClass, [&](void* block) { system_release(block, c * kClass); });
-        for (auto& [bytes, blocks] : large) blocks.drain(bytes, [&](void* block) { system_release(block, bytes); });
+        for (auto& entry : large) {  // (not a structured binding: clang cannot capture one)
+            const size_t bytes = entry.first;
+            entry.second.drain(bytes, [bytes](void* block) { system_release(block, bytes); });
+        }
         large.clear();
         cached_bytes = 0;
     }
