@@ -175,6 +175,31 @@ TEST_CASE("a non-leaf's hook fires before its op's backward and can change the g
     REQUIRE(v.grad().to_vector() == std::vector<float>{0, 0});
 }
 
+TEST_CASE("a backward() called from a hook runs a pass of its own and leaves the outer walk intact", "[graph]") {
+    // The outer graph's intermediates are held by the graph alone, and the inner graph shares its leaf:
+    // the inner pass must not disturb what the outer walk still has to visit (it marks tensors too).
+    const Tensor w = tensor({1, 2, 3}).requires_grad_();
+    const Tensor v = tensor({5, 7, 11}).requires_grad_();
+    Tensor inner = sum(mul(w, v));  // d/dw = v, d/dv = w
+    Tensor outer;
+    int fired = 0;
+    {
+        const Tensor h = scale(w, 3.0f);
+        const Tensor m = mul(h, h);
+        m.register_hook([&](const Tensor&) {
+            ++fired;
+            inner.backward();  // w's gradient gets v here, before the outer walk reaches w
+        });
+        outer = sum(add(m, scale(v, 2.0f)));  // d/dw = 18w, d/dv = 2
+    }
+    outer.backward();
+    REQUIRE(fired == 1);
+    REQUIRE(w.grad().to_vector() == std::vector<float>{5 + 18, 7 + 36, 11 + 54});
+    REQUIRE(v.grad().to_vector() == std::vector<float>{1 + 2, 2 + 2, 3 + 2});
+    REQUIRE_THROWS_WITH(outer.backward(), Catch::Contains("already released"));
+    REQUIRE_THROWS_WITH(inner.backward(), Catch::Contains("already released"));
+}
+
 TEST_CASE("removed hooks fire no more, remove() is idempotent and works inside a hook", "[graph]") {
     const Tensor w = tensor({1, 2}).requires_grad_();
     const auto step = [&] { sum(scale(w, 2.0f)).backward(); };

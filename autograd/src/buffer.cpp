@@ -4,7 +4,14 @@
 #include <limits>
 #include <new>
 #include <unordered_map>
-#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/asan_interface.h>
+#endif
+#endif
 
 #include "autograd/detail/buffer.h"
 #include "autograd/tensor.h"
@@ -13,7 +20,9 @@ namespace autograd {
 
 namespace {
 // Small blocks (graph nodes, tensor records, scalars) come in 16-byte classes from an array of free
-// lists; larger ones by exact size from a map, 64-byte aligned for the SIMD kernels.
+// lists; larger ones by exact size from a map, 64-byte aligned for the SIMD kernels. A free list is
+// threaded through the cached blocks themselves (each holds the next one's address): taking or giving
+// back a block is two moves, with no bookkeeping vector to grow.
 constexpr size_t kClass = 16, kSmallMax = 1024;
 constexpr std::align_val_t kAlignment{64};
 constexpr size_t kCacheLimit = size_t(256) << 20;  // bytes kept per thread; beyond it blocks are freed
@@ -30,20 +39,56 @@ void system_release(void* block, size_t bytes) noexcept {
     else ::operator delete(block, kAlignment);
 }
 
+// Under AddressSanitizer a cached block is poisoned: a use after free still reports, pool or not.
+#if defined(__SANITIZE_ADDRESS__)
+#define TINYGPT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINYGPT_ASAN 1
+#endif
+#endif
+#if defined(TINYGPT_ASAN)
+void poison(void* block, size_t bytes) { __asan_poison_memory_region(block, bytes); }
+void unpoison(void* block, size_t bytes) { __asan_unpoison_memory_region(block, bytes); }
+#else
+void poison(void*, size_t) {}
+void unpoison(void*, size_t) {}
+#endif
+
+// A free list of cached blocks of one size (zero-byte blocks have no room for a link: never cached).
+struct FreeList {
+    void* head = nullptr;
+    void push(void* block, size_t bytes) {
+        *static_cast<void**>(block) = head;
+        poison(block, bytes);
+        head = block;
+    }
+    void* pop(size_t bytes) {
+        void* block = head;
+        unpoison(block, bytes);
+        head = *static_cast<void**>(block);
+        return block;
+    }
+    template <typename F>
+    void drain(size_t bytes, F&& release) {
+        while (head) release(pop(bytes));
+    }
+};
+
 struct BufferCache {
-    std::array<std::vector<void*>, kSmallMax / kClass + 1> small;  // by 16-byte class
-    std::unordered_map<size_t, std::vector<void*>> large;          // by exact size
+    std::array<FreeList, kSmallMax / kClass + 1> small;  // by 16-byte class
+    std::unordered_map<size_t, FreeList> large;          // by exact size
     size_t cached_bytes = 0;
 
-    std::vector<void*>& blocks_of(size_t bytes) { return is_small(bytes) ? small[small_class(bytes)] : large[bytes]; }
+    FreeList& blocks_of(size_t bytes) { return is_small(bytes) ? small[small_class(bytes)] : large[bytes]; }
 
     void release_all() {
-        for (size_t c = 0; c < small.size(); ++c) {
-            for (void* block : small[c]) system_release(block, c * kClass);
-            small[c].clear();
+        for (size_t c = 0; c < small.size(); ++c)
+            small[c].drain(c * kClass, [&](void* block) { system_release(block, c * kClass); });
+        for (auto& entry : large) {  // (not a structured binding: clang cannot capture one)
+            const size_t bytes = entry.first;
+            entry.second.drain(bytes, [bytes](void* block) { system_release(block, bytes); });
         }
-        for (auto& [bytes, blocks] : large)
-            for (void* block : blocks) system_release(block, bytes);
         large.clear();
         cached_bytes = 0;
     }
@@ -74,11 +119,10 @@ namespace detail {
 
 void* buffer_allocate(size_t bytes) {
     void* block = nullptr;
-    if (BufferCache* c = this_thread_cache()) {
-        std::vector<void*>& blocks = c->blocks_of(bytes);
-        if (!blocks.empty()) {
-            block = blocks.back();
-            blocks.pop_back();
+    if (BufferCache* c = this_thread_cache(); c && bytes != 0) {
+        FreeList& blocks = c->blocks_of(bytes);
+        if (blocks.head) {
+            block = blocks.pop(footprint(bytes));
             c->cached_bytes -= footprint(bytes);
         }
     }
@@ -93,12 +137,12 @@ void* buffer_allocate(size_t bytes) {
 void buffer_release(void* block, size_t bytes) noexcept {
     if (!block) return;
     BufferCache* c = this_thread_cache();
-    if (c && c->cached_bytes + footprint(bytes) <= kCacheLimit) {
+    if (c && bytes != 0 && c->cached_bytes + footprint(bytes) <= kCacheLimit) {
         try {
-            c->blocks_of(bytes).push_back(block);
+            c->blocks_of(bytes).push(block, footprint(bytes));
             c->cached_bytes += footprint(bytes);
             return;
-        } catch (const std::bad_alloc&) {  // no room to remember it: free it instead
+        } catch (const std::bad_alloc&) {  // no room for a new size in the map: free it instead
         }
     }
     system_release(block, bytes);

@@ -36,33 +36,36 @@ void operand_backward(const GradContext& g, const Broadcast& bc, Local local) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, SourceLocation where) {
-    const Broadcast bc = broadcast(a.shape(), b.shape(), "add");
+    Broadcast bc = broadcast(a.shape(), b.shape(), "add");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] + y[ib]; });
-    return make_result("add", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+    Shape shape = bc.out;
+    return make_result("add", std::move(shape), std::move(out), {a, b}, [bc = std::move(bc)](const GradContext& g) {
         operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t) { return g.dout[i]; });
         operand_backward<1>(g, bc, [&](int64_t i, int64_t, int64_t) { return g.dout[i]; });
     }, where);
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, SourceLocation where) {
-    const Broadcast bc = broadcast(a.shape(), b.shape(), "sub");
+    Broadcast bc = broadcast(a.shape(), b.shape(), "sub");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] - y[ib]; });
-    return make_result("sub", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+    Shape shape = bc.out;
+    return make_result("sub", std::move(shape), std::move(out), {a, b}, [bc = std::move(bc)](const GradContext& g) {
         operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t) { return g.dout[i]; });
         operand_backward<1>(g, bc, [&](int64_t i, int64_t, int64_t) { return -g.dout[i]; });
     }, where);
 }
 
 Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
-    const Broadcast bc = broadcast(a.shape(), b.shape(), "mul");
+    Broadcast bc = broadcast(a.shape(), b.shape(), "mul");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] * y[ib]; });
-    return make_result("mul", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+    Shape shape = bc.out;
+    return make_result("mul", std::move(shape), std::move(out), {a, b}, [bc = std::move(bc)](const GradContext& g) {
         const float *av = g.inputs[0].data().data(), *bv = g.inputs[1].data().data();
         operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t ib) { return g.dout[i] * bv[ib]; });
         operand_backward<1>(g, bc, [&](int64_t i, int64_t ia, int64_t) { return g.dout[i] * av[ia]; });
@@ -70,11 +73,12 @@ Tensor mul(const Tensor& a, const Tensor& b, SourceLocation where) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b, SourceLocation where) {
-    const Broadcast bc = broadcast(a.shape(), b.shape(), "div");
+    Broadcast bc = broadcast(a.shape(), b.shape(), "div");
     const float *x = a.data().data(), *y = b.data().data();
     Buffer out(numel_of(bc.out));
     bc.for_each_writing(Writes::result, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = x[ia] / y[ib]; });
-    return make_result("div", bc.out, std::move(out), {a, b}, [bc](const GradContext& g) {
+    Shape shape = bc.out;
+    return make_result("div", std::move(shape), std::move(out), {a, b}, [bc = std::move(bc)](const GradContext& g) {
         const float* bv = g.inputs[1].data().data();
         // d(a/b)/da = 1/b;  d(a/b)/db = -(a/b)/b = -out/b
         operand_backward<0>(g, bc, [&](int64_t i, int64_t, int64_t ib) { return g.dout[i] / bv[ib]; });

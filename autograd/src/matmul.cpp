@@ -59,7 +59,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
         }, where);
     }
 
-    const BatchPlan plan = plan_batches(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), as, bs);
+    BatchPlan plan = plan_batches(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), as, bs);
     Shape out_shape = plan.batch;
     out_shape.push_back(M);
     out_shape.push_back(N);
@@ -69,7 +69,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
     kernels::gemm_batched(false, false, M, N, K, batches, a.data().data(), plan.a_batch, b.data().data(), plan.b_batch,
                           out.data(), {}, false);
     return make_result("matmul", std::move(out_shape), std::move(out), {a, b},
-                       [plan, batches, M, N, K](const GradContext& g) {
+                       [plan = std::move(plan), batches, M, N, K](const GradContext& g) {
         const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dc = g.dout.data();
         // dA_i += dC_i @ B_i^T;  dB_i += A_i^T @ dC_i. A broadcast operand's matrix is reused by several
         // batches: gemm_batched sums their gradients into it in batch order.

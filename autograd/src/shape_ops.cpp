@@ -162,7 +162,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim, SourceLoca
 // --- masking ---------------------------------------------------------------------------------------
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocation where) {
-    const detail::Broadcast bc = detail::broadcast(x.shape(), mask.shape(), "masked_fill");
+    detail::Broadcast bc = detail::broadcast(x.shape(), mask.shape(), "masked_fill");
     check(bc.out == x.shape(), "masked_fill: mask of shape {} does not broadcast to the input's shape {}",
           shape_str(mask.shape()), shape_str(x.shape()));
     const float *src = x.data().data(), *m = mask.data().data();
@@ -171,7 +171,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocat
     // Only x gets a gradient; the mask is a constant (its stored values are read at backward time).
     // An infinite fill value is intended: anomaly mode counts it as an input's infinity.
     const detail::IntendedInfinity intended(std::isinf(value));
-    return make_result("masked_fill", x.shape(), std::move(out), {x, mask.detach()}, [bc](const GradContext& g) {
+    return make_result("masked_fill", x.shape(), std::move(out), {x, mask.detach()}, [bc = std::move(bc)](const GradContext& g) {
         const float* mv = g.inputs[1].data().data();
         auto gx = g.grad(0);
         bc.for_each([&](int64_t i, int64_t ix, int64_t im) { gx[ix] += mv[im] != 0.0f ? 0.0f : g.dout[i]; });

@@ -23,6 +23,14 @@ std::shared_ptr<TensorImpl> new_impl(Shape shape, Buffer values) {
     return impl;
 }
 
+// A tensor's gradient as a tensor of its own: a new record sharing the gradient storage.
+Tensor grad_view(const TensorImpl& impl) {
+    auto g = detail::make_pooled<TensorImpl>();
+    g->shape = impl.shape;
+    g->data = impl.grad;
+    return Tensor(std::move(g));
+}
+
 void check_shape(const Shape& shape, const char* op) {
     for (int64_t d : shape) check(d >= 0, "{}: negative dimension in shape {}", op, shape_str(shape));
 }
@@ -68,13 +76,20 @@ GradContext::Target GradContext::grad_target(size_t i) const {
 Node::~Node() {
     // Dropping the last handle to a long chain would otherwise recurse once per op. Instead, steal the
     // inputs of every node we are about to destroy into a local stack and free them one at a time.
-    std::vector<Tensor> pending = std::move(inputs);
+    // Most nodes free nothing further (their inputs are held elsewhere, or were released by backward()):
+    // those need no stack.
+    const auto frees_a_node = [](const Tensor& t) {
+        const auto& impl = t.impl();
+        return impl && impl.use_count() == 1 && impl->grad_fn && impl->grad_fn.use_count() == 1;
+    };
+    if (std::none_of(inputs.begin(), inputs.end(), frees_a_node)) return;
+    std::vector<Tensor> pending(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+    inputs.clear();
     while (!pending.empty()) {
         Tensor t = std::move(pending.back());
         pending.pop_back();
-        const auto& impl = t.impl();
-        if (impl && impl.use_count() == 1 && impl->grad_fn && impl->grad_fn.use_count() == 1) {
-            auto& next = impl->grad_fn->inputs;
+        if (frees_a_node(t)) {
+            auto& next = t.impl()->grad_fn->inputs;
             std::move(next.begin(), next.end(), std::back_inserter(pending));
             next.clear();
         }
@@ -131,11 +146,7 @@ bool Tensor::is_leaf() const { return checked_impl().grad_fn == nullptr; }
 
 Tensor Tensor::grad() const {
     const TensorImpl& impl = checked_impl();
-    if (!impl.grad) return Tensor();
-    auto g = detail::make_pooled<TensorImpl>();
-    g->shape = impl.shape;
-    g->data = impl.grad;
-    return Tensor(std::move(g));
+    return impl.grad ? grad_view(impl) : Tensor();
 }
 
 void Tensor::zero_grad() const { checked_impl().grad.reset(); }
@@ -188,44 +199,81 @@ void Tensor::backward(bool retain_graph) const {
     backward(ones(shape()), retain_graph);
 }
 
+namespace {
+// One tensor of a backward pass, in its topological order: its record, and (once a consumer's node
+// let go of it) the reference that keeps it alive until its own turn.
+struct WalkEntry {
+    TensorImpl* impl;
+    Tensor keep;
+};
+
+// The pass of the backward() walking on this thread (0: none). A backward() called from a hook while
+// it walks is nested: it marks tensors in their own field, so the outer pass's marks stay valid.
+thread_local uint64_t walking_pass = 0;
+// The outer pass's order and depth-first stack, kept between calls so that a training step does not
+// grow new ones.
+using WalkStack = std::vector<std::pair<const std::shared_ptr<TensorImpl>*, size_t>>;
+thread_local std::vector<WalkEntry> walk_order;
+thread_local WalkStack walk_stack;
+}  // namespace
+
 void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
     check(output_grad.shape() == shape(), "backward: output_grad has shape {} but the tensor has shape {}",
           shape_str(output_grad.shape()), shape_str(shape()));
     check(requires_grad(), "backward: the tensor does not require a gradient (no input requires one, or it "
                            "was made under NoGradGuard)");
 
-    // Topological order by iterative DFS (post-order): every tensor comes after all of its inputs.
-    // Strong references keep the graph alive while we walk it; each pass stamps the tensors it has seen
-    // with its own number (cheaper than a set).
+    // Topological order by iterative DFS (post-order): every tensor comes after all of its inputs. Each
+    // pass stamps the tensors it has seen with its own number (cheaper than a set) and records where in
+    // the order each one is.
     static std::atomic<uint64_t> passes{0};
     const uint64_t pass = ++passes;
-    std::vector<std::shared_ptr<TensorImpl>> order;
+    const bool nested = walking_pass != 0;
+    uint64_t TensorImpl::*const mark = nested ? &TensorImpl::nested_visit_mark : &TensorImpl::visit_mark;
+    struct Walking {  // the outer pass owns walking_pass and walk_order until it returns or throws
+        bool outer;
+        std::vector<WalkEntry>& order;
+        ~Walking() {
+            if (!outer) return;
+            walking_pass = 0;
+            order.clear();
+            if (order.capacity() > (size_t(1) << 16)) order = {};  // a huge graph's order is not kept
+        }
+    };
+    std::vector<WalkEntry> nested_order;
+    std::vector<WalkEntry>& order = nested ? nested_order : walk_order;
+    const Walking walking{!nested, order};
+    if (!nested) walking_pass = pass;
+
     // (the tensor's handle inside its consumer's Node, next input to visit); the graph does not change
     // during the walk, so those handles stay put
-    std::vector<std::pair<const std::shared_ptr<TensorImpl>*, size_t>> stack;
+    WalkStack nested_stack;
+    WalkStack& stack = nested ? nested_stack : walk_stack;
+    stack.clear();  // (left over when a released graph stopped the last walk)
     const auto visit = [&](const std::shared_ptr<TensorImpl>& impl) {
-        impl->visit_mark = pass;
+        (*impl).*mark = pass;
         stack.emplace_back(&impl, 0);
     };
     visit(impl_);
     while (!stack.empty()) {
         auto& [impl, next] = stack.back();
-        const Node* node = (*impl)->grad_fn.get();
+        TensorImpl& t = **impl;
+        const Node* node = t.grad_fn.get();
         if (node) check(!node->released,
                         "backward: the graph through '{}' was already released by an earlier backward(); "
                         "call the first backward with retain_graph = true to backpropagate twice", node->op);
         if (node && next < node->inputs.size()) {
             const auto& input = node->inputs[next++].impl();
-            if (input->requires_grad && input->visit_mark != pass) visit(input);
+            if (input->requires_grad && (*input).*mark != pass) visit(input);
         } else {
-            order.push_back(*impl);
+            // A non-leaf's gradient is this pass's alone: reset before accumulating (leaves keep accumulating).
+            if (node) t.grad.reset();
+            t.walk_slot = order.size();
+            // A nested pass holds every tensor from the start: the outer pass may let go of any of them.
+            order.push_back({&t, nested ? Tensor(*impl) : Tensor()});
             stack.pop_back();
         }
     }
-
-    // A non-leaf's gradient is this pass's alone: reset before accumulating (leaves keep accumulating).
-    for (const auto& impl : order)
-        if (impl->grad_fn) impl->grad.reset();
     {
         auto& g = impl_->grad;
         if (!g) g = detail::make_pooled<Buffer>(impl_->data->size(), 0.0f);
@@ -238,49 +286,63 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
     // has run, nothing needs the op's saved inputs any more: without retain_graph they are released right
     // away, so activations and gradients are freed during the walk instead of all at its end. (Anomaly
     // mode releases only after a clean walk: a failing backward leaves the whole graph to draw.)
+    // The graph keeps every tensor of the walk alive until a node is released; the first release of a
+    // reference to a tensor still to come moves it into that tensor's entry (no reference counting), and
+    // the entry lets go of it after its turn.
     const bool anomalies = detail::anomaly_checks();
-    const auto release = [](Node* node) {
+    const bool release_now = !retain_graph && !anomalies;
+    const auto release = [&](Node* node) {
+        if (!nested)
+            for (Tensor& input : node->inputs) {
+                TensorImpl* in = input.impl().get();
+                if (in && in->visit_mark == pass && !order[in->walk_slot].keep.defined())
+                    order[in->walk_slot].keep = std::move(input);
+            }
         node->inputs.clear();
         node->backward = nullptr;
         node->released = true;
     };
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        TensorImpl& impl = **it;
+    // A nested pass leaves the nodes the outer pass has still to walk to it.
+    const auto releasable = [&](const TensorImpl& impl) { return !nested || impl.visit_mark != walking_pass; };
+    for (size_t k = order.size(); k-- > 0;) {
+        TensorImpl& impl = *order[k].impl;
         Node* node = impl.grad_fn.get();
         if (impl.grad) {  // else nothing flowed here
-            if (!impl.hooks.empty()) impl.hooks.run(Tensor(*it).grad());
+            if (!impl.hooks.empty()) impl.hooks.run(grad_view(impl));
             if (node) {
-                GradContext ctx{*impl.data, *impl.grad, node->inputs};
+                check(!node->released, "backward: the graph through '{}' was released during this backward() "
+                                       "(by a backward() called from a hook)", node->op);
+                const GradContext ctx{*impl.data, *impl.grad, node->inputs};
                 node->backward(ctx);
                 if (anomalies) [[unlikely]] detail::check_backward(*node, impl);
             }
         }
-        if (!anomalies) {
-            if (node && !retain_graph) release(node);
-            it->reset();  // a tensor nobody else holds goes now, with its gradient
+        if (release_now) {
+            if (node && releasable(impl)) release(node);
+            order[k].keep = Tensor();  // a tensor nobody else holds goes now, with its gradient
         }
     }
     if (anomalies && !retain_graph)
-        for (const auto& impl : order)
-            if (Node* node = impl->grad_fn.get()) release(node);
+        for (const WalkEntry& entry : order)
+            if (Node* node = entry.impl->grad_fn.get(); node && releasable(*entry.impl)) release(node);
 }
 
 // --- making results ----------------------------------------------------------------------------------
 
-Tensor make_result(const char* op, Shape shape, Buffer values, std::vector<Tensor> inputs, BackwardFn backward,
+Tensor make_result(const char* op, Shape shape, Buffer values, NodeInputs inputs, BackwardFn backward,
                    std::source_location where) {
     return make_result(op, std::move(shape), detail::make_pooled<Buffer>(std::move(values)), std::move(inputs),
                        std::move(backward), where);
 }
 
-Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, std::vector<Tensor> inputs,
+Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, NodeInputs inputs,
                    BackwardFn backward, std::source_location where) {
     return make_result(op, std::move(shape), Buffer(values.begin(), values.end()), std::move(inputs),
                        std::move(backward), where);
 }
 
 Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
-                   std::vector<Tensor> inputs, BackwardFn backward, std::source_location where) {
+                   NodeInputs inputs, BackwardFn backward, std::source_location where) {
     check(numel_of(shape) == static_cast<int64_t>(storage->size()), "{}: result shape {} does not hold {} values",
           op, shape_str(shape), storage->size());
     if (detail::anomaly_checks()) [[unlikely]] detail::check_forward(op, shape, *storage, inputs, where);

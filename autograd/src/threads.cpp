@@ -7,7 +7,7 @@
 
 namespace autograd {
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+void detail::parallel_for_split(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     if (n <= 0) return;
     const int64_t threads = std::min<int64_t>(num_threads(), n / std::max<int64_t>(grain, 1));
     if (threads <= 1 || omp_in_parallel()) {

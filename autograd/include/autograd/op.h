@@ -60,14 +60,14 @@ struct GradContext {
 // is the op's call site, kept in the Node for anomaly messages: an op passes its own `where`
 // parameter on (see ops.h); left out, it is the line that calls make_result. In anomaly mode the
 // values are checked here.
-Tensor make_result(const char* op, Shape shape, Buffer values, std::vector<Tensor> inputs,
+Tensor make_result(const char* op, Shape shape, Buffer values, NodeInputs inputs,
                    BackwardFn backward, std::source_location where = std::source_location::current());
 // The same from a std::vector (copied once).
-Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, std::vector<Tensor> inputs,
+Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, NodeInputs inputs,
                    BackwardFn backward, std::source_location where = std::source_location::current());
 // The same over existing storage (reshape shares its input's values instead of copying them).
 Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
-                   std::vector<Tensor> inputs, BackwardFn backward,
+                   NodeInputs inputs, BackwardFn backward,
                    std::source_location where = std::source_location::current());
 
 // --- shapes ----------------------------------------------------------------------------------

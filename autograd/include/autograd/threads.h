@@ -3,9 +3,11 @@
 // train a GPT on 1, 2 and 3 threads and compare the bits).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <span>
 
 namespace autograd {
@@ -27,7 +29,21 @@ inline constexpr int64_t kMinExpsPerThread = 2048;
 inline int64_t rows_per_thread(int64_t row_length, int64_t elements_per_thread = kMinElementsPerThread) {
     return row_length >= elements_per_thread ? 1 : elements_per_thread / (row_length > 0 ? row_length : 1);
 }
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
+namespace detail {
+// parallel_for's split across threads (threads.cpp); the body goes into a std::function only here.
+void parallel_for_split(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
+}  // namespace detail
+// A template so that the usual small loop calls its body directly: wrapping a lambda in a std::function
+// allocates once it captures more than two references, and an op on a few elements paid that per call.
+template <typename Body>
+void parallel_for(int64_t n, int64_t grain, Body&& body) {
+    if (n <= 0) return;
+    if (n / std::max<int64_t>(grain, 1) <= 1 || num_threads() <= 1) {
+        body(int64_t{0}, n);
+        return;
+    }
+    detail::parallel_for_split(n, grain, std::forward<Body>(body));
+}
 // parallel_for over the elements of several arrays at once (an optimizer's tensors): body(i, begin, end)
 // on pieces [begin, end) of array i, which has sizes[i] elements. The pieces cover every element once and
 // are split across threads by the total count, in one parallel region (many small arrays, each too small

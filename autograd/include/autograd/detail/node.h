@@ -3,15 +3,16 @@
 // users: op authors reach these through <autograd/op.h> (the engine in autograd/src/tensor.cpp walks
 // them). The names stay in namespace autograd, as Tensor::impl() hands them out.
 //
-// Tensor and GradContext are only named here (a Node's inputs are Tensors, a backward takes a
-// GradContext): op.h, which includes this, completes both.
+// GradContext is only named here (a backward takes one): op.h, which includes this, completes it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
 #include <source_location>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -20,14 +21,81 @@
 #include "autograd/check.h"
 #include "autograd/detail/buffer.h"
 #include "autograd/hooks.h"
+#include "autograd/tensor.h"
 
 namespace autograd {
 
-class Tensor;
 struct GradContext;
 
+// An op's inputs, as kept by its Node: up to three held inline, so recording an op allocates nothing
+// for them (a std::vector would, once per op); more go to the heap. Made from a braced list ({a, b}, {})
+// or a std::vector<Tensor>; reads like a std::vector (size, [], range-for), and std::span views it.
+class NodeInputs {
+public:
+    NodeInputs() = default;
+    // {x}, {a, b}, {a, b, c}, ...: each input is copied once, straight into place (a braced list would go
+    // through an std::initializer_list, whose elements cannot be moved from: two copies each).
+    template <typename... More>
+        requires(std::is_convertible_v<const More&, const Tensor&> && ...)
+    NodeInputs(const Tensor& first, const More&... more) {  // NOLINT(google-explicit-constructor): {a, b}
+        Tensor* at = allocate(1 + sizeof...(More));
+        *at++ = first;
+        ((*at++ = more), ...);
+    }
+    NodeInputs(const std::vector<Tensor>& tensors) {  // NOLINT(google-explicit-constructor): as before
+        std::copy(tensors.begin(), tensors.end(), allocate(tensors.size()));
+    }
+    NodeInputs(std::vector<Tensor>&& tensors) {  // NOLINT(google-explicit-constructor)
+        std::move(tensors.begin(), tensors.end(), allocate(tensors.size()));
+    }
+    NodeInputs(NodeInputs&& other) noexcept { take(other); }
+    NodeInputs& operator=(NodeInputs&& other) noexcept {
+        if (this != &other) {
+            clear();
+            take(other);
+        }
+        return *this;
+    }
+    ~NodeInputs() = default;
+
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    Tensor* data() { return heap_ ? heap_.get() : inline_; }
+    const Tensor* data() const { return heap_ ? heap_.get() : inline_; }
+    Tensor* begin() { return data(); }
+    Tensor* end() { return data() + size_; }
+    const Tensor* begin() const { return data(); }
+    const Tensor* end() const { return data() + size_; }
+    Tensor& operator[](size_t i) { return data()[i]; }
+    const Tensor& operator[](size_t i) const { return data()[i]; }
+    // Drops every input (the references go now, in order).
+    void clear() noexcept {
+        for (Tensor& t : *this) t = Tensor();
+        heap_.reset();
+        size_ = 0;
+    }
+
+private:
+    static constexpr size_t kInline = 3;
+    Tensor* allocate(size_t n) {
+        if (n > kInline) heap_ = std::make_unique<Tensor[]>(n);
+        size_ = n;
+        return data();
+    }
+    void take(NodeInputs& other) noexcept {
+        heap_ = std::move(other.heap_);
+        if (!heap_) std::move(other.inline_, other.inline_ + other.size_, inline_);
+        size_ = std::exchange(other.size_, 0);
+    }
+
+    Tensor inline_[kInline];
+    std::unique_ptr<Tensor[]> heap_;  // more than kInline inputs
+    size_t size_ = 0;
+};
+
 // An op's backward: any callable taking the GradContext (a lambda, a std::function). Closures of up to
-// 64 bytes, all the library's own among them, are stored inside it, so recording an op allocates no
+// 112 bytes, all the library's own among them (a binary op keeps its Broadcast, 80 bytes; a batched
+// matmul its plan, 104), are stored inside it, so recording an op allocates no
 // memory for its backward (std::function allocates above 16 bytes). Move-only.
 class BackwardFn {
 public:
@@ -63,7 +131,7 @@ public:
     void operator()(const GradContext& g) const { ops_->call(const_cast<unsigned char*>(storage_), g); }
 
 private:
-    static constexpr size_t kInline = 64;
+    static constexpr size_t kInline = 112;
     struct Ops {
         void (*call)(void* storage, const GradContext& g);
         void (*move)(void* from, void* to) noexcept;  // into uninitialized storage; `from` is destroyed
@@ -100,8 +168,14 @@ private:
 
 // The op that produced a tensor. It owns its inputs (never its output: no shared_ptr cycles).
 struct Node {
+    // (a constructor, not aggregate initialization, which would zero the whole node, closure storage
+    // included, before setting every member anyway)
+    Node(const char* op_name, NodeInputs&& op_inputs, BackwardFn&& op_backward, std::source_location called_at) noexcept
+        : op(op_name), inputs(std::move(op_inputs)), backward(std::move(op_backward)), where(called_at) {}
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
     const char* op;
-    std::vector<Tensor> inputs;
+    NodeInputs inputs;
     BackwardFn backward;
     std::source_location where;  // where the op was called (anomaly messages)
     bool released = false;  // saved inputs and closure freed after backward
@@ -109,6 +183,7 @@ struct Node {
 };
 
 struct TensorImpl {
+    TensorImpl() noexcept {}  // NOLINT(modernize-use-equals-default): "= default" would zero it all first in make_pooled
     Shape shape;
     std::shared_ptr<Buffer> data;  // shared by reshape() and detach() results
     std::shared_ptr<Buffer> grad;  // allocated on the first accumulation
@@ -116,7 +191,11 @@ struct TensorImpl {
     bool requires_grad = false;
     std::string name;                          // optional label (parameter names), for inspection
     HookList<const Tensor&> hooks;             // gradient hooks (register_hook)
-    uint64_t visit_mark = 0;                   // the last backward pass that reached it (engine use)
+    // engine use (tensor.cpp): the last backward() pass that reached it and its place in that pass's
+    // order, and the mark of a backward() called from a hook while another one walks
+    uint64_t visit_mark = 0;
+    size_t walk_slot = 0;
+    uint64_t nested_visit_mark = 0;
 };
 
 }  // namespace autograd
