@@ -606,7 +606,7 @@ void BM_matmul_op_batched(benchmark::State& state) {
 
 // --- 4. bookkeeping: a long chain of one-element ops --------------------------------------------------
 
-// The time per op here is nearly all graph cost: a result tensor, a Node, a std::function, the
+// The time per op here is nearly all graph cost: a result tensor, a Node with its closure inline, the
 // topological sort and the release. Each iteration builds the chain, backpropagates and frees it.
 void set_per_op(benchmark::State& state, int64_t ops) {
     state.SetItemsProcessed(state.iterations() * ops);  // items_per_second = ops/s
