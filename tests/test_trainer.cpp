@@ -308,6 +308,77 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
     }
 }
 
+// What the memory check multiplies must be sizes: the fuzzer's finding was a bigram checkpoint with a
+// negative n_embd, whose negative estimate was converted to uint64_t (undefined).
+TEST_CASE("estimate_training_bytes counts a kind's own sizes only and refuses negative ones", "[trainer][memory]") {
+    const auto estimate_error = [](const nn::TrainConfig& c) -> std::string {
+        try {
+            (void)nn::estimate_training_bytes(c);
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        FAIL(fmt::format("estimate_training_bytes accepted model {} n_embd {} block {} batch {}", c.model.kind, c.model.n_embd,
+                         c.model.block, c.batch));
+        return {};
+    };
+    const nn::TrainConfig gpt{.model = {.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16},
+                              .batch = 4};
+    const double parameters = nn::model_size(gpt.model).parameters;
+    CHECK(double(nn::estimate_training_bytes(gpt)) >= 16 * parameters);  // weights, gradients and AdamW's two moments
+    nn::TrainConfig wider = gpt, longer = gpt, bigger_batch = gpt;
+    wider.model.n_embd = 64;
+    longer.model.block = 64;
+    bigger_batch.batch = 16;
+    for (const nn::TrainConfig& more : {wider, longer, bigger_batch})
+        CHECK(nn::estimate_training_bytes(more) > nn::estimate_training_bytes(gpt));
+    CHECK(nn::estimate_training_bytes(gpt, 1000) == nn::estimate_training_bytes(gpt) + 1000);
+
+    nn::TrainConfig bigram{.model = {.kind = nn::ModelKind::bigram, .vocab = 65, .n_embd = 4, .block = 8}, .batch = 4};
+    const uint64_t bigram_bytes = nn::estimate_training_bytes(bigram);
+    for (const int64_t n_embd : {int64_t{-4000}, int64_t{0}, int64_t{1} << 40}) {  // a bigram reads no n_embd
+        bigram.model.n_embd = n_embd;
+        CHECK(nn::estimate_training_bytes(bigram) == bigram_bytes);
+    }
+    bigram.model.block = -4000;
+    CHECK_THAT(estimate_error(bigram), Contains("block (-4000)"));
+    nn::TrainConfig negative = gpt;
+    negative.model.n_embd = -32;
+    CHECK_THAT(estimate_error(negative), Contains("n_embd (-32)"));
+    negative = gpt;
+    negative.batch = -4;
+    CHECK_THAT(estimate_error(negative), Contains("batch (-4)"));
+    nn::TrainConfig huge = gpt;
+    huge.model.n_embd = int64_t{1} << 40;
+    CHECK(nn::estimate_training_bytes(huge) == UINT64_MAX);  // saturates instead of overflowing
+}
+
+TEST_CASE("resume of a bigram checkpoint ignores the sizes a bigram does not read and refuses a negative window",
+          "[trainer][memory]") {
+    TempDir dir("bigram-sizes");
+    const std::string text = copy_text(200, 6);
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::bigram, .n_embd = 4, .block = 6}, .steps = 10, .batch = 2},
+                                       text);
+    trainer.step();
+    const fs::path good = dir.path / "good.safetensors";
+    trainer.save(good);
+    const nn::Safetensors file = nn::load_safetensors(good);
+    const auto resave = [&](const std::string& key, const std::string& value) {
+        auto metadata = file.metadata;
+        metadata[key] = value;
+        const fs::path p = dir.path / (key + value + ".safetensors");
+        nn::save_safetensors(p, file.tensors, metadata);
+        return p;
+    };
+    nn::Trainer resumed = nn::Trainer::resume(resave("model.n_embd", "-4000"), text);
+    CHECK(resumed.step_count() == 1);
+    CHECK(std::isfinite(resumed.step().loss));
+    for (const char* block : {"-4000", "0"}) {
+        const fs::path bad = resave("model.block", block);
+        CHECK_THAT(resume_error(bad, text), Contains(bad.string()) && Contains("block must be positive") &&
+                                                Contains(fmt::format("got {}", block)));
+    }
+}
+
 TEST_CASE("A non-finite loss stops training before the parameters change", "[trainer]") {
     const std::string text = copy_text(200, 8);
     SECTION("an absurd learning rate") {

@@ -3,10 +3,18 @@
 
 namespace nn {
 
+using autograd::check;
+
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes) {
-    // In double: absurd sizes overflow int64 long before they reach the comparison.
+    // Sizes only: a negative one (a checkpoint may hold any number) would make a negative estimate.
     const ModelConfig& m = config.model;
-    const double V = double(m.vocab), C = double(m.n_embd), T = double(m.block), B = double(config.batch);
+    validate_model_config(m);
+    check(m.block > 0 && config.batch > 0, "estimate_training_bytes: block ({}) and batch ({}) must be positive", m.block,
+          config.batch);
+    // In double: absurd sizes overflow int64 long before they reach the comparison. A bigram's n_embd is
+    // not one of its sizes (it reads none), so it counts nothing.
+    const double V = double(m.vocab), T = double(m.block), B = double(config.batch);
+    const double C = model_kind_info(m.kind).reads(option_n_embd) ? double(m.n_embd) : 0.0;
     const ModelSize size = model_size(m);
     // Activations kept for backward, in floats: a dozen or so (B, T, C) tensors per layer, the attention
     // weights (scores, mask, softmax, dropout) per head, and the logits with their softmax and gradient.

@@ -35,6 +35,9 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds to
       init_gen_(config.seed),
       batch_gen_(config.seed + 1) {
     check_run(config.run);
+    validate_model_config(config.model);
+    check(config.model.block > 0, "Trainer: block must be positive (every kind trains on windows of that many tokens), got {}",
+          config.model.block);
     check(config.steps >= 0, "Trainer: steps must not be negative, got {}", config.steps);
     check(config.batch > 0, "Trainer: batch must be positive, got {}", config.batch);
     check(config.warmup >= 0, "Trainer: warmup must not be negative, got {}", config.warmup);
