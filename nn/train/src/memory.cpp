@@ -11,8 +11,8 @@ uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes)
     validate_model_config(m);
     check(m.block > 0 && config.batch > 0, "estimate_training_bytes: block ({}) and batch ({}) must be positive", m.block,
           config.batch);
-    // In double: absurd sizes overflow int64 long before they reach the comparison. A bigram's n_embd is
-    // not one of its sizes (it reads none), so it counts nothing.
+    // In double: absurd sizes overflow int64 long before they reach the comparison. A kind that reads no
+    // n_embd (the bigram) keeps no (B, T, C) activations, whatever the config holds there.
     const double V = double(m.vocab), T = double(m.block), B = double(config.batch);
     const double C = model_kind_info(m.kind).reads(option_n_embd) ? double(m.n_embd) : 0.0;
     const ModelSize size = model_size(m);

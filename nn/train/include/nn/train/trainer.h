@@ -74,7 +74,8 @@ struct StepStats {
 // and AdamW's two moments), plus one step's activations (each layer keeps a few (B, T, C) tensors and,
 // with attention, its (B, heads, T, T) weights; the logits are (B, T, vocab)). An estimate to refuse
 // absurd sizes before allocating, not an exact figure; it saturates instead of overflowing. `data_bytes`:
-// the token ids held while training (TokenIds::bytes()).
+// the token ids held while training (TokenIds::bytes()). A config validate_model_config refuses, or a
+// block or batch that is not positive, is std::invalid_argument.
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
 
 class Trainer {
