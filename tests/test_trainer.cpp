@@ -308,8 +308,8 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
     }
 }
 
-// What the memory check multiplies must be sizes: the fuzzer's finding was a bigram checkpoint with a
-// negative n_embd, whose negative estimate was converted to uint64_t (undefined).
+// What the memory check multiplies must be sizes: the fuzzer's finding was a checkpoint whose sizes made
+// the estimate negative, converted to uint64_t (undefined; UBSan reports it).
 TEST_CASE("estimate_training_bytes counts a kind's own sizes only and refuses negative ones", "[trainer][memory]") {
     const auto estimate_error = [](const nn::TrainConfig& c) -> std::string {
         try {
@@ -350,6 +350,11 @@ TEST_CASE("estimate_training_bytes counts a kind's own sizes only and refuses ne
     nn::TrainConfig huge = gpt;
     huge.model.n_embd = int64_t{1} << 40;
     CHECK(nn::estimate_training_bytes(huge) == UINT64_MAX);  // saturates instead of overflowing
+
+    // the Trainer checks the sizes before it estimates
+    const std::string text = copy_text(50, 3);
+    CHECK_THROWS_WITH(make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = -4000, .block = 6}, .batch = 2}, text),
+                      Contains("n_embd (-4000)"));
 }
 
 TEST_CASE("resume of a bigram checkpoint ignores the sizes a bigram does not read and refuses a negative window",
