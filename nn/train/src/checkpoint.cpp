@@ -423,7 +423,7 @@ void save_module(const std::filesystem::path& path, const Module& module,
 
 void load_module(const std::filesystem::path& path, Module& module) {
     const Safetensors file = load_safetensors(path);
-    check_finite(file.tensors, path.string());
+    check_finite(file.tensors, printable_name(path.string()));
     try {
         load_parameters(module, file.tensors);
     } catch (const std::invalid_argument& e) {

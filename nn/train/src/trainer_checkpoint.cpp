@@ -27,13 +27,13 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     Safetensors file = load_safetensors(path);
     const Metadata& meta = file.metadata;
     check_format(meta, path);
-    check_finite(file.tensors, path.string());  // weights and AdamW's moments
+    check_finite(file.tensors, printable_name(path.string()));  // weights and AdamW's moments
     TrainConfig c;
     c.model = model_config(meta, path);
     read_train_config(meta, path, c);
     const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
     if (step > c.steps)
-        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", path.string(), step,
+        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", printable_name(path.string()), step,
                                              c.steps));
     const CheckpointParts parts = split(std::move(file.tensors));
     check_sizes_against_weights(c.model, parts.weights, path);
@@ -52,7 +52,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
         if (tokens.fingerprint() != expected)
             throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
                                                  "resume with the same --data file",
-                                                 path.string(), field(meta, "data.tokens", path)));
+                                                 printable_name(path.string()), field(meta, "data.tokens", path)));
         return Trainer(c, std::move(tokenizer), std::move(tokens));
     });
 

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -109,7 +110,9 @@ public:
     StepStats step(GradientReport* report = nullptr);
     // Mean loss over `iters` random batches of the split, without a graph, in eval mode. The batches
     // depend only on the seed, the step and the split, so the figure does not depend on when it is asked.
-    double evaluate(Split split, int64_t iters);
+    // `stop`, when given, is asked before each batch: true ends the evaluation there, and it returns NaN
+    // (train passes its signal flag, so a Ctrl-C does not wait for a long evaluation).
+    double evaluate(Split split, int64_t iters, const std::function<bool()>& stop = {});
     void save(const std::filesystem::path& path) const;
 
     LanguageModel& model() { return *model_; }
