@@ -29,6 +29,7 @@
 
 #include <autograd/autograd.h>
 #include <nn/train/checkpoint.h>
+#include <nn/train/files.h>
 #include <nn/train/sample.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/trainer.h>
@@ -320,9 +321,12 @@ int run(const Options& o) {
                                          : fmt::format("--csv {}: cannot write ({}) at step {}", *o.csv, std::strerror(errno),
                                                        stats.step));
     };
+    // Evaluations and the sample ask for the signal flag as they go: a Ctrl-C never waits for them.
+    const auto stop_requested = [] { return g_stop_signal != 0; };
     const auto evaluate_and_save = [&] {
-        train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters);
-        val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
+        train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters, stop_requested);
+        val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters, stop_requested);
+        if (g_stop_signal != 0) return;  // the caller saves and stops
         progress.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats.step, train_loss, val_loss));
         // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
         // stops before applying a NaN) are not saved over a good checkpoint.
@@ -350,8 +354,9 @@ int run(const Options& o) {
     };
     std::optional<StopSignals> stop_signals(std::in_place);
     if ((csv || page) && trainer->step_count() == 0) {  // where the curve starts: the untrained model (nothing to save)
-        const double train0 = trainer->evaluate(nn::Split::train, config.run.eval_iters);
-        const double val0 = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
+        const double train0 = trainer->evaluate(nn::Split::train, config.run.eval_iters, stop_requested);
+        const double val0 = trainer->evaluate(nn::Split::validation, config.run.eval_iters, stop_requested);
+        if (g_stop_signal != 0) return interrupted();
         progress.message(fmt::format("step 0: train loss {:.4f}, val loss {:.4f}", train0, val0));
         log_row(train0, val0);
         write_page(0);
@@ -384,18 +389,21 @@ int run(const Options& o) {
     stats.step = trainer->step_count();
     evaluate_and_save();
     if (g_stop_signal != 0) return interrupted();  // during the last evaluation: saved already
-    stop_signals.reset();
     progress.finish();
     for (std::FILE* f : {csv, grad_csv})
         if (f) std::fclose(f);
 
+    // The sample: a signal stops it where it is; what was drawn is printed, then the exit says which signal.
     std::string sample;
     if (config.run.sample > 0) {
         Generator gen(config.seed + 3);
         const auto produced = nn::generate(trainer->model(), prompt_ids, config.run.sample,
-                                           {.temperature = config.run.temperature, .top_k = config.run.top_k}, gen);
+                                           {.temperature = config.run.temperature, .top_k = config.run.top_k}, gen,
+                                           [](int64_t) { return g_stop_signal == 0; });
         sample = prompt + trainer->tokenizer().decode(produced);
     }
+    const int stopped_by = g_stop_signal;
+    stop_signals.reset();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double tokens_per_s = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
     if (o.json) {
@@ -418,6 +426,11 @@ int run(const Options& o) {
     // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
     if (std::fflush(stdout) != 0 || std::ferror(stdout))
         throw std::runtime_error(fmt::format("cannot write the results to standard output ({})", std::strerror(errno)));
+    if (stopped_by != 0) {
+        note(o.out ? fmt::format("the sample was interrupted; {} holds step {}\n", nn::printable_name(*o.out), trainer->step_count())
+                   : std::string("the sample was interrupted\n"));
+        return 128 + stopped_by;
+    }
     return 0;
 }
 
