@@ -123,6 +123,20 @@ int main(int argc, char** argv) {
     put(ck / "regression_bigram_block_negative",
         with_header(bigram, replaced(hb, "\"model.block\":\"4\"", "\"model.block\":\"-4000\"")));
 
+    // Run settings past their flags' limits (issue 25: an evaluation of 4e9 batches, a sample of 1e11
+    // characters, a run of 2^64 - 1 steps were accepted), and a vocabulary shorter than the model's.
+    put(ck / "regression_eval_iters_4e9", with_header(head, replaced(h, "\"run.eval_iters\":\"200\"", "\"run.eval_iters\":\"4000000000\"")));
+    put(ck / "regression_sample_1e11", with_header(head, replaced(h, "\"run.sample\":\"200\"", "\"run.sample\":\"99999999999\"")));
+    put(ck / "regression_steps_max",
+        with_header(head, replaced(h, "\"train.steps\":\"3\"", "\"train.steps\":\"18446744073709551615\"")));
+    {  // the vocabulary's first character dropped (one JSON escape, "\n", is two bytes, "\u000a" six)
+        const std::string key = "\"tokenizer.vocabulary\":\"";
+        std::string edited = h;
+        const size_t at = edited.find(key) + key.size();
+        edited.erase(at, edited[at] != '\\' ? 1 : edited[at + 1] == 'u' ? 6 : 2);
+        put(ck / "regression_vocabulary_short", with_header(head, edited));
+    }
+
     const fs::path tk = root / "tokenizer";
     put(tk / "ascii", "hello world\n");
     put(tk / "utf8", "na\xc3\xafve caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x99\x82");
