@@ -13,6 +13,8 @@
 #include <nn/attention.h>
 #include <nn/train/files.h>
 
+#include "script_json.h"
+
 namespace report {
 
 namespace {
@@ -227,9 +229,8 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
 }
 
 std::string RunReport::html() const {
-    std::string json = data_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    // "</" inside the data would end the script element; "<\/" is the same JSON string
-    for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.replace(at, 2, "<\\/");
+    // safe inside <script>: no "<", ">" or "&" in it (html::script_safe)
+    const std::string json = html::script_safe(data_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     std::string page(kPageHead);
     page += kDataStart;
     page += json;
