@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 #include <nn/attention.h>
 #include <nn/train/files.h>
+#include <nn/train/trainer.h>
 
 #include "script_json.h"
 
@@ -166,10 +168,31 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
     try {
         nlohmann::ordered_json old = nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
         for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"}) report.data_[key] = old.at(key);
+        if (old.contains("run_id")) {
+            const auto id = old["run_id"].get<std::string>();
+            if (!nn::is_run_id(id))  // (not shown: it may hold anything)
+                throw std::runtime_error(fmt::format("--report {}: its run id ({} bytes) is not one train writes", path.string(), id.size()));
+            report.data_["run_id"] = id;
+        }
+        report.drop_after(std::numeric_limits<int64_t>::max());  // every entry has a step (a type_error if not)
     } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(fmt::format("--report {}: its run data cannot be read: {}", path.string(), e.what()));
     }
     return report;
+}
+
+std::string RunReport::run_id() const { return data_.contains("run_id") ? data_["run_id"].get<std::string>() : std::string(); }
+
+void RunReport::set_run_id(const std::string& id) { data_["run_id"] = id; }
+
+void RunReport::drop_after(int64_t step) {
+    const auto past = [&](const char* key, const auto& step_of) {
+        auto& entries = data_[key];
+        entries.erase(std::remove_if(entries.begin(), entries.end(), [&](const auto& e) { return step_of(e) > step; }), entries.end());
+    };
+    past("log", [](const nlohmann::ordered_json& row) { return row.at(0).get<int64_t>(); });
+    past("grads", [](const nlohmann::ordered_json& g) { return g.at("step").get<int64_t>(); });
+    past("evals", [](const nlohmann::ordered_json& e) { return e.at("step").get<int64_t>(); });
 }
 
 void RunReport::add_log(int64_t step, double batch_loss, double train_loss, double val_loss, double lr) {

@@ -69,11 +69,14 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     return trainer;
 }
 
-void Trainer::set_run_id(std::string id) {
-    const bool valid = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+bool is_run_id(std::string_view id) {
+    return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
     });
-    if (!valid)  // (not shown: it may hold anything, a newline too)
+}
+
+void Trainer::set_run_id(std::string id) {
+    if (!is_run_id(id))  // (not shown: it may hold anything, a newline too)
         throw std::invalid_argument(fmt::format("the run id ('run.id', {} bytes) is not 1 to 64 letters, digits, '-' or '_'", id.size()));
     run_id_ = std::move(id);
 }

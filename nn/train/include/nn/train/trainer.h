@@ -78,6 +78,9 @@ struct StepStats {
 // block or batch that is not positive, is std::invalid_argument.
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
 
+// What a run id may be (Trainer::set_run_id): 1 to 64 letters, digits, '-' or '_'.
+bool is_run_id(std::string_view id);
+
 class Trainer {
 public:
     // A fresh run. The tokens are split 90/10 into training and validation. A config whose
