@@ -233,6 +233,11 @@ std::string new_run_id() {
     return fmt::format("{:08x}{:08x}", device(), device());
 }
 
+// The last step whose rows a resumed run's logs keep: the checkpoint's (its rows are written before it
+// is saved, and the resumed run starts after it), but none for a run stopped at step 0, which logs
+// step 0 again.
+int64_t logged_through(const nn::Trainer& trainer) { return trainer.step_count() > 0 ? trainer.step_count() : -1; }
+
 // The report page of this run. A resumed run continues the page at --report only if it is its own (the
 // page holds the run id its checkpoint holds), without what the page has past the checkpoint's step (a
 // run killed after writing it). A page of another run, one without an id, or a file that is no page is
@@ -251,7 +256,7 @@ report::RunReport open_page(nn::Trainer& trainer, const Options& o, nlohmann::or
         }
         const std::string& own = trainer.run_id();
         if (old && !own.empty() && old->run_id() == own) {
-            old->drop_after(trainer.step_count());
+            old->drop_after(logged_through(trainer));
             return std::move(*old);
         }
         if (old && !o.force) {
@@ -315,7 +320,7 @@ int run(const Options& o) {
     const auto open_log = [&](const std::optional<std::string>& path, const char* flag, std::string_view header,
                               bool continued) -> std::FILE* {
         if (!path) return nullptr;
-        if (continued) run_logs::drop_rows_after({flag, *path, header}, trainer->step_count());
+        if (continued) run_logs::drop_rows_after({flag, *path, header}, logged_through(*trainer));
         std::FILE* f = std::fopen(path->c_str(), continued ? "a" : "w");
         if (!f) throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag, *path, std::strerror(errno)));
         if (!continued) fmt::print(f, "{}", header);

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -27,46 +28,52 @@ std::string read_all(const Log& log) {
 
 std::string_view first_line(std::string_view header) { return header.substr(0, header.find('\n')); }
 
+// Calls on_row(step, row) for each whole row after the header, in order (a last line without its newline
+// is no row); std::runtime_error naming the file and line for a row that does not start with a step.
+template <typename OnRow>
+void for_each_row(const Log& log, std::string_view text, OnRow&& on_row) {
+    int64_t line = 2;
+    for (size_t at = log.header.size(); at < text.size(); ++line) {
+        const size_t end = text.find('\n', at);
+        if (end == std::string_view::npos) break;
+        const std::string_view row = text.substr(at, end - at);
+        int64_t step = -1;
+        const auto [stop, error] = std::from_chars(row.data(), row.data() + row.size(), step);
+        if (error != std::errc() || stop == row.data() + row.size() || *stop != ',' || step < 0)
+            throw std::runtime_error(fmt::format("{} {}: line {} is not a row of the log (it does not start with a step)",
+                                                 log.flag, log.path, line));
+        on_row(step, row);
+        at = end + 1;
+    }
+}
+
 }  // namespace
 
 bool continues(const Log& log, bool force) {
-    std::ifstream in(log.path, std::ios::binary);
-    if (!in) return false;  // (check_outputs has refused what exists and cannot be read as a file)
-    std::string start(log.header.size(), '\0');
-    in.read(start.data(), static_cast<std::streamsize>(start.size()));
-    if (in.gcount() == static_cast<std::streamsize>(start.size()) && start == log.header) return true;
-    if (force) return false;
-    throw cli::UsageError(fmt::format("{} {} exists and is not a train {} log (its first line is not \"{}\"); a resumed "
-                                      "run appends only to its own log: name another file, or add --force to replace it",
-                                      log.flag, log.path, log.flag, first_line(log.header)));
+    std::error_code error;
+    if (!std::filesystem::exists(log.path, error)) return false;  // (check_outputs refused what cannot be a file)
+    const std::string text = read_all(log);
+    if (!text.starts_with(log.header)) {
+        if (force) return false;
+        throw cli::UsageError(fmt::format("{} {} exists and is not a train {} log (its first line is not \"{}\"); a resumed "
+                                          "run appends only to its own log: name another file, or add --force to replace it",
+                                          log.flag, log.path, log.flag, first_line(log.header)));
+    }
+    for_each_row(log, text, [](int64_t, std::string_view) {});  // a damaged row is refused now, not after loading
+    return true;
 }
 
-int64_t drop_rows_after(const Log& log, int64_t step) {
+bool drop_rows_after(const Log& log, int64_t step) {
     const std::string text = read_all(log);
     std::string kept(log.header);
-    int64_t dropped = 0, line_number = 1;
-    for (size_t at = log.header.size(); at < text.size(); ++line_number) {
-        const size_t end = text.find('\n', at);
-        if (end == std::string::npos) {  // cut short: never a whole row
-            ++dropped;
-            break;
-        }
-        const std::string_view row(text.data() + at, end - at);
-        int64_t row_step = -1;
-        const auto [stop, error] = std::from_chars(row.data(), row.data() + row.size(), row_step);
-        if (error != std::errc() || stop == row.data() + row.size() || *stop != ',' || row_step < 0)
-            throw std::runtime_error(fmt::format("{} {}: line {} is not a row of the log (it does not start with a step)",
-                                                 log.flag, log.path, line_number + 1));
-        if (row_step <= step) {
-            kept += row;
-            kept += '\n';
-        } else {
-            ++dropped;
-        }
-        at = end + 1;
-    }
-    if (dropped > 0) nn::write_file_atomically(log.path, kept, log.flag);
-    return dropped;
+    for_each_row(log, text, [&](int64_t row_step, std::string_view row) {
+        if (row_step > step) return;
+        kept += row;
+        kept += '\n';
+    });
+    if (kept.size() == text.size()) return false;
+    nn::write_file_atomically(log.path, kept, log.flag);
+    return true;
 }
 
 }  // namespace run_logs
