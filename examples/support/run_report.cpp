@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -28,6 +29,15 @@ double rounded(double v, double per_unit) { return std::round(v * per_unit) / pe
 // NaN (not measured) becomes null in the JSON
 nlohmann::ordered_json number_or_null(double v, double per_unit) {
     return std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(v, per_unit));
+}
+// The step of an entry of "log" ([step, ...]) or of "grads" and "evals" ({"step": step, ...}); none for an
+// entry without a whole-number step (a page not written by train).
+std::optional<int64_t> step_of(const nlohmann::ordered_json& entry) {
+    const nlohmann::ordered_json* step = entry.is_array() && !entry.empty()              ? &entry[0]
+                                         : entry.is_object() && entry.contains("step") ? &entry["step"]
+                                                                                       : nullptr;
+    if (step == nullptr || !step->is_number_integer()) return std::nullopt;
+    return step->get<int64_t>();
 }
 double significant(double v, int digits) { return std::stod(fmt::format("{:.{}g}", v, digits)); }
 
@@ -174,9 +184,14 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
                 throw std::runtime_error(fmt::format("--report {}: its run id ({} bytes) is not one train writes", path.string(), id.size()));
             report.data_["run_id"] = id;
         }
-        report.drop_after(std::numeric_limits<int64_t>::max());  // every entry has a step (a type_error if not)
     } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(fmt::format("--report {}: its run data cannot be read: {}", path.string(), e.what()));
+    }
+    for (const char* key : {"log", "grads", "evals"}) {
+        const nlohmann::ordered_json& entries = report.data_[key];
+        if (!entries.is_array() || !std::all_of(entries.begin(), entries.end(), [](const auto& e) { return step_of(e).has_value(); }))
+            throw std::runtime_error(fmt::format("--report {}: its run data cannot be read: \"{}\" is not a list of entries "
+                                                 "with a step each", path.string(), key));
     }
     return report;
 }
@@ -186,13 +201,12 @@ std::string RunReport::run_id() const { return data_.contains("run_id") ? data_[
 void RunReport::set_run_id(const std::string& id) { data_["run_id"] = id; }
 
 void RunReport::drop_after(int64_t step) {
-    const auto past = [&](const char* key, const auto& step_of) {
+    for (const char* key : {"log", "grads", "evals"}) {
         auto& entries = data_[key];
-        entries.erase(std::remove_if(entries.begin(), entries.end(), [&](const auto& e) { return step_of(e) > step; }), entries.end());
-    };
-    past("log", [](const nlohmann::ordered_json& row) { return row.at(0).get<int64_t>(); });
-    past("grads", [](const nlohmann::ordered_json& g) { return g.at("step").get<int64_t>(); });
-    past("evals", [](const nlohmann::ordered_json& e) { return e.at("step").get<int64_t>(); });
+        entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                     [&](const auto& e) { return step_of(e).value_or(std::numeric_limits<int64_t>::max()) > step; }),
+                      entries.end());
+    }
 }
 
 void RunReport::add_log(int64_t step, double batch_loss, double train_loss, double val_loss, double lr) {

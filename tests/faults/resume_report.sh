@@ -17,6 +17,7 @@ page_steps() { grep -o '"log":\[\[[^"]*\]\]' "$1" | grep -o '\[[0-9]*,' | tr -d 
 a=$(checkpoint_id a.st) b=$(checkpoint_id b.st)
 sed "s/,\"run_id\":\"$a\"//" a.html >old.html  # a page from before run ids
 sed "s/\"run_id\":\"$a\"/\"run_id\":\"$a\\\\n<b>\"/" a.html >damaged.html  # a run id with a newline and HTML in it
+sed 's/"log":\[\[0,/"log":[[1e300,/' a.html >bad_step.html  # a step that is no whole number (cast to one, undefined)
 echo "the project's notes" >notes.txt
 
 advice="a resumed run continues only its own page: name another file, or add --force to start a new page$"
@@ -30,6 +31,8 @@ refuses not_a_page 1 "^train: --report notes.txt: not a report page written by t
     "$TRAIN" --resume a.st --report notes.txt
 refuses damaged_id 1 "^train: --report damaged.html: its run id \(20 bytes\) is not one train writes; $advice" -- \
     "$TRAIN" --resume a.st --report damaged.html
+refuses bad_step 1 "^train: --report bad_step.html: its run data cannot be read: \"log\" is not a list of entries with a step each; $advice" -- \
+    "$TRAIN" --resume a.st --report bad_step.html
 ((failures == 0)) || fail "$failures case(s) failed"
 [[ $a =~ ^[0-9a-f]{16}$ && $b =~ ^[0-9a-f]{16}$ && $a != "$b" ]] || fail "the runs' ids are '$a' and '$b'"
 [[ $(page_id a.html) == "$a" && $(page_id b.html) == "$b" ]] || fail "a page's run id is not its checkpoint's"
