@@ -26,7 +26,7 @@ same_logs() {
 }
 
 # SIGKILL between checkpoints, four times, each run resuming the last one's checkpoint.
-killed=(--steps 1200 --eval-every 40)
+killed=(--steps 800 --eval-every 40)
 kills=0 ahead=0 attempts=0
 while ((kills < 4)); do
     ((attempts++ < 20)) || fail "only $kills kills in $attempts runs"
