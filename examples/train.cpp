@@ -266,9 +266,16 @@ report::RunReport open_page(nn::Trainer& trainer, const Options& o, nlohmann::or
                                                  own.empty() ? "a run without one (it wrote no page)" : "run " + own, advice));
         }
     }
-    if (trainer.run_id().empty()) trainer.set_run_id(new_run_id());
     report::RunReport page(std::move(settings));
+    if (trainer.run_id().empty()) {
+        trainer.set_run_id(new_run_id());
+        // A resumed run's checkpoint gets its id at once, then the page is written: killed at any point
+        // after, the two agree (otherwise a kill before the first save would leave a page of an id no
+        // checkpoint holds, and the next resume would refuse it).
+        if (o.resume) trainer.save(*o.out);
+    }
     page.set_run_id(trainer.run_id());
+    if (o.resume) page.write(path, "--report");
     return page;
 }
 
