@@ -114,6 +114,9 @@ int main(int argc, char** argv) {
     put(ck / "regression_n_embd_huge", with_header(head, replaced(h, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"99999999999\"")));
     put(ck / "block_negative", with_header(head, replaced(h, "\"model.block\":\"4\"", "\"model.block\":\"-4\"")));
     put(ck / "kind_gpt", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"gpt\"")));
+    // A run id (train --report's link from the page to the run), a good one and one that is not an id.
+    put(ck / "run_id", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"head\",\"run.id\":\"0123456789abcdef\"")));
+    put(ck / "run_id_not_an_id", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"head\",\"run.id\":\"a\\n</script>\"")));
     // Negative sizes reached the memory estimate before any check (a fuzzer finding); a bigram's n_embd and
     // block are checked by nothing else.
     const std::string bigram = slurp(tmp / "bigram.safetensors");

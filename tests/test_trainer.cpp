@@ -531,6 +531,34 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
     for (const nn::Setting& s : nn::settings()) CHECK((s.flag.starts_with("--") || s.key.starts_with("train.beta")));
 }
 
+TEST_CASE("A run id is saved with the checkpoint and read back; a fresh run has none; a bad one is refused", "[trainer]") {
+    const std::string text = copy_text(200, 43);
+    TempDir dir("run-id");
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
+    CHECK(trainer.run_id().empty());
+    const fs::path path = dir.path / "run.safetensors";
+    trainer.save(path);
+    CHECK_FALSE(nn::load_safetensors(path).metadata.contains("run.id"));  // no id, no key: the file is as before ids
+    CHECK(nn::Trainer::resume(path, text).run_id().empty());
+
+    trainer.set_run_id("0123abcdef-_XYZ");
+    trainer.save(path);
+    nn::Safetensors file = nn::load_safetensors(path);
+    CHECK(file.metadata.at("run.id") == "0123abcdef-_XYZ");
+    nn::Trainer resumed = nn::Trainer::resume(path, text);
+    CHECK(resumed.run_id() == "0123abcdef-_XYZ");
+    resumed.save(dir.path / "again.safetensors");  // kept through every save of the run
+    CHECK(nn::load_safetensors(dir.path / "again.safetensors").metadata.at("run.id") == "0123abcdef-_XYZ");
+
+    for (const std::string& bad : {std::string(), std::string(65, 'a'), std::string("a\nb"), std::string("a b"), std::string("</script>")}) {
+        INFO("run id '" << bad << "'");
+        CHECK_THROWS_WITH(trainer.set_run_id(bad), Contains("not 1 to 64 letters, digits, '-' or '_'"));
+        file.metadata["run.id"] = bad;
+        nn::save_safetensors(path, file.tensors, file.metadata);
+        CHECK_THAT(resume_error(path, text), Contains(path.string()) && Contains("the run id ('run.id', " + std::to_string(bad.size()) + " bytes)"));
+    }
+}
+
 TEST_CASE("extend_to continues a run to a larger total over a recomputed schedule, and stop_step refuses a past step",
           "[trainer]") {
     const std::string text = copy_text(200, 43);

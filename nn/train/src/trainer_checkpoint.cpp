@@ -2,6 +2,8 @@
 // that the resumed run continues bit-exactly.
 #include "checkpoint_fields.h"
 
+#include <algorithm>
+
 namespace nn {
 
 using namespace autograd;
@@ -20,6 +22,7 @@ void Trainer::save(const std::filesystem::path& path) const {
                      {"data.fingerprint", std::to_string(data_fingerprint_)}});
     if (const auto* gpt = dynamic_cast<const GPT*>(model_.get()))
         metadata["train.rng.dropout"] = to_text(gpt->dropout_generator().state());
+    if (!run_id_.empty()) metadata["run.id"] = run_id_;
     save_safetensors(path, tensors, metadata);
 }
 
@@ -61,7 +64,21 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
     if (auto* gpt = dynamic_cast<GPT*>(trainer.model_.get()))
         gpt->dropout_generator().set_state(state_from_text(field(meta, "train.rng.dropout", path), "train.rng.dropout", path));
+    if (const auto id = meta.find("run.id"); id != meta.end())
+        naming_path(path, [&] { trainer.set_run_id(id->second); });
     return trainer;
+}
+
+bool is_run_id(std::string_view id) {
+    return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+    });
+}
+
+void Trainer::set_run_id(std::string id) {
+    if (!is_run_id(id))  // (not shown: it may hold anything, a newline too)
+        throw std::invalid_argument(fmt::format("the run id ('run.id', {} bytes) is not 1 to 64 letters, digits, '-' or '_'", id.size()));
+    run_id_ = std::move(id);
 }
 
 }  // namespace nn

@@ -79,6 +79,9 @@ struct StepStats {
 // block or batch that is not positive, is std::invalid_argument.
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
 
+// What a run id may be (Trainer::set_run_id): 1 to 64 letters, digits, '-' or '_'.
+bool is_run_id(std::string_view id);
+
 class Trainer {
 public:
     // A fresh run. The tokens are split 90/10 into training and validation. A config whose
@@ -115,6 +118,12 @@ public:
     double evaluate(Split split, int64_t iters, const std::function<bool()>& stop = {});
     void save(const std::filesystem::path& path) const;
 
+    // What ties a run's other files (train --report's page) to its checkpoints: saved as "run.id" when
+    // set, read back by resume (empty when the checkpoint has none). 1 to 64 letters, digits, '-' or
+    // '_' (std::invalid_argument otherwise). A fresh Trainer has none: the id is the caller's to make.
+    const std::string& run_id() const { return run_id_; }
+    void set_run_id(std::string id);
+
     LanguageModel& model() { return *model_; }
     const TrainConfig& config() const { return config_; }
     const CharTokenizer& tokenizer() const { return tokenizer_; }
@@ -130,6 +139,7 @@ private:
     autograd::Generator init_gen_, batch_gen_;
     std::unique_ptr<LanguageModel> model_;
     std::unique_ptr<AdamW> optimizer_;
+    std::string run_id_;
 };
 
 // A trained model for inference: its config, vocabulary and weights, read from a training checkpoint
