@@ -26,9 +26,9 @@ or extra tensors, another architecture) is refused, naming it.
 No file it reads can run code: ckpt.pt is read with torch.load(weights_only=True), or only the globals it
 allows (tensors, dicts, lists, numbers and strings; nanoGPT's checkpoints are only that), and meta.pkl by
 an unpickler that builds dicts, lists, strings and whole numbers and refuses anything else (a class, a
-function: what a pickle that runs code must name). OUT follows tinygpt's programs' rules: never an input, an existing file only with
---force, written atomically. Every refusal is one line on stderr: exit 2 for flags and OUT, 1 for a file
-that cannot be converted; OUT is then untouched.
+function: what a pickle that runs code must name). OUT follows tinygpt's programs' rules: never an input,
+an existing file only with --force, written atomically. Every refusal is one line on stderr: exit 2 for
+flags and OUT, 1 for a file that cannot be converted; OUT is then untouched.
 """
 import os
 import pickle

@@ -133,8 +133,9 @@ def _strtof(text, key, where):
 
 
 def _float_text(x):
-    """A float as text that C's strtof reads back to the same float32 (repr: the shortest that round-trips)."""
-    text = repr(float(x))
+    """A float as text that C's strtof reads back to the same float32: the shortest that round-trips as a
+    float32 (numpy's), as tinygpt writes it."""
+    text = str(numpy.float32(x))
     return text[:-2] if text.endswith(".0") else text
 
 

@@ -83,7 +83,8 @@ def parse_args():
               ("--grad-clip", 0 <= o.grad_clip < math.inf, "at least 0 (0: no clipping)"),
               ("--timeout", 0 < o.timeout <= 7 * 24 * 3600, "above 0 and at most a week"),
               ("--eval-batches", o.eval_batches >= 1, "at least 1"), ("--log-every", o.log_every >= 0, "at least 0"),
-              ("--nproc-per-node", 0 <= o.nproc_per_node <= 1024, "in [0, 1024]")]
+              ("--nproc-per-node", 0 <= o.nproc_per_node <= 1024, "in [0, 1024]"),
+              ("--seed", 0 <= o.seed < 1 << 62, "in [0, 2^62)")]
     for flag, ok, wanted in limits:  # (a NaN fails every comparison: refused too)
         if not ok:
             p.error(f"{flag} must be {wanted}, got {getattr(o, flag[2:].replace('-', '_'))}")
@@ -110,7 +111,14 @@ def launch(nproc, argv):
     with socket.socket() as sock:  # a free port (--standalone would take 29400, whoever else uses it)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    torchrun.main(["--nproc_per_node", str(nproc), "--master_port", str(port), os.path.abspath(__file__), *rest])
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    try:
+        torchrun.main(["--nproc_per_node", str(nproc), "--master_port", str(port), os.path.abspath(__file__), *rest])
+    except ChildFailedError as e:  # (each rank has said why in its line; torchrun's report is in its log)
+        print(f"train_ddp.py: {len(e.failures)} of {nproc} processes failed (exit {e.get_first_failure()[1].exitcode})",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def lr_at(step, o):
@@ -253,8 +261,9 @@ def train(o, model, vocab, train_ids, val_ids, watchdog):
         print(f"loss after: {after:.6f}")
         same = len(set(digests)) == 1
         print(f"replicas: {world} ranks, {'identical' if same else 'differ'} (sha256 {digests[0][:16]})", flush=True)
-        tg.save(model.cpu(), vocab, o.out, {"torch.ddp.steps": str(o.steps), "torch.ddp.world": str(world)})
-        print(f"saved {o.out}")
+        if same:  # (replicas that differ are a failure, not a checkpoint)
+            tg.save(model.cpu(), vocab, o.out, {"torch.ddp.steps": str(o.steps), "torch.ddp.world": str(world)})
+            print(f"saved {o.out}")
     watchdog.progress("the last barrier (rank 0 saving)")
     dist.barrier()
     if len(set(digests)) != 1:
