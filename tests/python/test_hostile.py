@@ -22,7 +22,6 @@ import glob
 import hashlib
 import os
 import pickle
-import shutil
 import signal
 import socket
 import subprocess
@@ -36,27 +35,16 @@ sys.path.insert(0, HERE)
 import test_torch  # noqa: E402  (nanoGPT's model, reproduced; the text the models train on)
 
 
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
+check = test_torch.check
 
 
-class Case:
+class Case(test_torch.Case):
+    """test_torch's: a fresh work directory holding text.txt, tinygpt_torch imported."""
+
     def __init__(self, o):
-        o.python_dir, o.work = os.path.abspath(o.python_dir), os.path.abspath(o.work)
-        self.o = o
-        sys.path.insert(0, o.python_dir)
-        import tinygpt_torch
-        self.tg = tinygpt_torch
-        shutil.rmtree(o.work, ignore_errors=True)
-        os.makedirs(o.work)
-        self.text = self.path("text.txt")
-        with open(self.text, "w") as f:
-            f.write(test_torch.TEXT)
-        torch.manual_seed(0)
-
-    def path(self, name):
-        return os.path.join(self.o.work, name)
+        o.python_dir, o.work = os.path.abspath(o.python_dir), os.path.abspath(o.work)  # (the scripts run in work)
+        super().__init__(o)
+        self.text = self.data
 
     def script(self, name):
         return os.path.join(self.o.python_dir, name)
