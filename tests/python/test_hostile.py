@@ -13,7 +13,8 @@ runs one case per CTest test (torch_hostile_CASE):
                refusal a ValueError naming the file; 5 M nested brackets are a ValueError, not a RecursionError
   peer_dies    two ranks of train_ddp.py; rank 0 is killed (then, again, stopped) mid-run: rank 1 ends within
                --timeout with one line saying so and writes nothing; a rank whose peer never comes ends
-               within --timeout too. Each rank runs in its own process group, killed at the end.
+               within --timeout too; the ranks of a killed launcher (--nproc-per-node) end. Each launch runs
+               in its own process group, killed at the end.
 
 Each prints what it checked. A failure raises (exit 1) with what differed.
 """
@@ -398,6 +399,41 @@ def case_peer_dies(c):
                    capture_output=True)
     _lose_rank0(c, "killed", 20)
     _lose_rank0(c, "stopped", 6)
+
+    # the launcher killed (--nproc-per-node: this script as torchrun): its orphaned ranks end too
+    with open(c.path("orphans.log"), "w+") as log:
+        launcher = subprocess.Popen([sys.executable, "-u", c.script("train_ddp.py"), "--nproc-per-node", "2", *map(str, [
+            "--init", "init.st", "--data", "text.txt", "--out", "orphans.st", "--steps", 1_000_000, "--batch", 4,
+            "--eval-batches", 1, "--log-every", 10])], cwd=c.o.work, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            for _ in range(900):
+                log.seek(0)
+                if log.read().count("\nstep ") >= 2:
+                    break
+                check(launcher.poll() is None, f"the launch ended early:\n{log.read()}")
+                time.sleep(0.1)
+            else:
+                raise AssertionError("the launch logged no steps in 90 s")
+            launcher.kill()
+            launcher.wait()
+            killed = time.monotonic()
+            while time.monotonic() - killed < 10:
+                try:
+                    os.killpg(launcher.pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
+            else:
+                raise AssertionError("the ranks of a killed launcher still run 10 s later")
+            log.seek(0)
+            said = [line for line in log.read().splitlines() if line.startswith("train_ddp.py: rank")]
+            print(f"the launcher killed: its ranks ended after {time.monotonic() - killed:.1f} s: {said}")
+            # (the first to notice says its torchrun is gone; the other may first lose that rank)
+            check(len(said) == 2 and all("stopping" in line for line in said) and any("is gone" in line for line in said),
+                  f"the ranks did not say in a line each that they stop because their torchrun is gone: {said}")
+        finally:
+            _kill_group(launcher)
 
     # a peer that never comes: the rendezvous is bounded by --timeout too
     lonely_timeout = 5
