@@ -428,9 +428,16 @@ class _Signed(int):
     """A JSON integer written with a minus sign (even -0): nlohmann's number_integer, not unsigned."""
 
 
+def _json_float(text):
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number overflow parsing '{text[:40]}'")  # (nlohmann's words)
+    return value
+
+
 def _json_integer(text):
     if len(text) > 21:  # past 2^64 (or a 4300-digit bomb): nlohmann reads it as a float
-        return float("inf")
+        return _json_float(text)
     value = int(text)
     if text.startswith("-"):
         return _Signed(value)
@@ -477,7 +484,8 @@ def _parse_header(raw, where):
         raise ValueError(f"{name} is not a JSON value")
 
     try:
-        header = json.loads(text, object_pairs_hook=object_of, parse_int=_json_integer, parse_constant=no_constant)
+        header = json.loads(text, object_pairs_hook=object_of, parse_int=_json_integer, parse_float=_json_float,
+                            parse_constant=no_constant)
     except RecursionError:
         raise refuse("the header nests arrays or objects too deeply to read (a safetensors header nests 3 deep)") from None
     except ValueError as e:

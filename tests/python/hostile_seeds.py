@@ -56,6 +56,8 @@ def safetensors_seeds():
         "deep_nesting": file_of("[" * deep + "]" * deep, b""),
         "deep_nesting_in_shape": file_of(linear(weight_shape=("[" * deep + "]" * deep, 6)).replace("'", ""), data),
         "nan_literal": file_of(linear(extra_weight=',"note":NaN'), data),
+        "float_overflow": file_of(linear(extra_weight=',"note":1e999'), data),
+        "integer_overflow": file_of(linear(extra_weight=',"note":1' + "0" * 400), data),
         "lone_surrogate": file_of(linear(metadata='{"note":"\\ud800"}'), data),
         "utf16_header": file_of(linear().encode("utf-16"), data),
         "metadata_not_strings": file_of(linear(metadata='{"step":3}'), data),
