@@ -129,7 +129,8 @@ def _strtof(text, key, where):
         value = math.nan
     else:
         value = float(body)
-    return float(numpy.float32(value)) if math.isfinite(value) and abs(value) < 3.5e38 else value
+    with numpy.errstate(over="ignore"):  # (past float32's range: an infinity, as strtof gives)
+        return float(numpy.float32(value))
 
 
 def _float_text(x):
