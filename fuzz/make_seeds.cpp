@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
     put(st / "empty_header", std::string("\x08\x00\x00\x00\x00\x00\x00\x00{}      ", 16));
     put(st / "wrong_dtype", with_header(weights, replaced(header_of(weights), "F32", "F16")));
     put(st / "overlapping_offsets", with_header(weights, replaced(header_of(weights), "[24,32]", "[20,28]")));
+    // a nameless tensor was accepted, and the fuzz target's own check aborted on it
+    put(st / "regression_empty_name", with_header(weights, replaced(header_of(weights), "\"bias\"", "\"\"")));
     put(st / "not_json", with_header(weights, "{\"weight\": [1, 2"));
     put(st / "random_bytes", std::string("\x13\x37\xbe\xef\x00\x01\x02\x03\xde\xad\xc0\xde\x7f\x80\x90\xa0", 16));
 

@@ -582,6 +582,8 @@ def read_safetensors(path, verify=True):
                     checksums[key[len("crc32c."):]] = text
                 else:
                     metadata[key] = text
+        elif not name:  # as tinygpt's loader and save_safetensors: no parameter is nameless
+            raise ValueError(f"{where}: a tensor has an empty name")
         else:
             entries.append((name, *_tensor_entry(name, value, where)))
 

@@ -531,7 +531,7 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
     for (const nn::Setting& s : nn::settings()) CHECK((s.flag.starts_with("--") || s.key.starts_with("train.beta")));
 }
 
-TEST_CASE("A run id is saved with the checkpoint and read back; a fresh run has none; a bad one is refused", "[trainer]") {
+TEST_CASE("A run id is saved with the checkpoint and read back, a fresh run has none, and a bad one is refused", "[trainer]") {
     const std::string text = copy_text(200, 43);
     TempDir dir("run-id");
     nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);

@@ -330,6 +330,8 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
                 else out.metadata.emplace(key, v.get<std::string>());
             }
         } else {
+            // save_safetensors refuses it too: no module has a parameter without a name
+            if (name.empty()) reader.fail("a tensor has an empty name");
             entries.push_back(reader.entry(name, value));
         }
     }
