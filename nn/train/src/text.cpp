@@ -1,5 +1,6 @@
 #include "nn/train/text.h"
 #include "files.h"
+#include "utf8.h"
 #include "nn/train/machine.h"
 
 #include <fcntl.h>
@@ -228,6 +229,10 @@ CharTokenizer CharTokenizer::from_text(std::string_view corpus) {
     return CharTokenizer(vocabulary.sorted());
 }
 
+namespace detail {
+void check_utf8(std::string_view text, const char* who, uint64_t base) { decode_utf8(text, who, [](char32_t) {}, base); }
+}  // namespace detail
+
 std::vector<int64_t> CharTokenizer::encode(std::string_view text, Unknown policy) const {
     std::vector<int64_t> ids;
     ids.reserve(count_characters(text));
@@ -246,6 +251,12 @@ TokenIds CharTokenizer::encode_ids(std::string_view text, Unknown policy) const 
     });
     if (!unknown.found.empty()) throw std::invalid_argument(unknown.message(vocab_.size()));
     return ids;
+}
+
+TokenIds CharTokenizer::encode_ids(std::string_view text) const { return encode_ids(text, Unknown::error); }
+
+std::map<std::string, std::string> CharTokenizer::checkpoint_metadata() const {
+    return {{"tokenizer.vocabulary", vocabulary_utf8()}};
 }
 
 std::string CharTokenizer::decode(std::span<const int64_t> ids) const {

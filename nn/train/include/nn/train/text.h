@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <autograd/random.h>
+#include <nn/train/tokenizer.h>
 
 namespace nn {
 
@@ -64,23 +65,27 @@ private:
     Storage ids_;
 };
 
-class CharTokenizer {
+class CharTokenizer final : public Tokenizer {
 public:
     // The vocabulary is the sorted distinct code points of `corpus` (which must be non-empty UTF-8).
     static CharTokenizer from_text(std::string_view corpus);
     // `vocabulary` must be non-empty, sorted, without repeats, and hold only Unicode scalar values.
     explicit CharTokenizer(std::vector<char32_t> vocabulary);
 
-    int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
+    int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.size()); }
     const std::vector<char32_t>& vocabulary() const { return vocab_; }
 
     // One id per character, in [0, vocab_size()). Unknown characters throw std::invalid_argument listing
     // them (Unknown::error) or are dropped (Unknown::skip).
-    std::vector<int64_t> encode(std::string_view text, Unknown policy = Unknown::error) const;
+    std::vector<int64_t> encode(std::string_view text, Unknown policy) const;
+    std::vector<int64_t> encode(std::string_view text) const override { return encode(text, Unknown::error); }
     // The same ids, stored as narrow as the vocabulary allows (1 byte each for up to 256 characters).
-    TokenIds encode_ids(std::string_view text, Unknown policy = Unknown::error) const;
+    TokenIds encode_ids(std::string_view text, Unknown policy) const;
+    TokenIds encode_ids(std::string_view text) const override;
     // UTF-8 text of `ids`; an id outside [0, vocab_size()) throws naming it and its position.
-    std::string decode(std::span<const int64_t> ids) const;
+    std::string decode(std::span<const int64_t> ids) const override;
+    // {"tokenizer.vocabulary": vocabulary_utf8()}, what character checkpoints have always kept.
+    std::map<std::string, std::string> checkpoint_metadata() const override;
 
     // The vocabulary as one UTF-8 string (for checkpoint metadata), and back.
     std::string vocabulary_utf8() const;
