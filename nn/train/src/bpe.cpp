@@ -333,6 +333,52 @@ TokenIds BpeTokenizer::encode_ids(std::string_view text) const {
     return ids;
 }
 
+TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress) const {
+    std::ifstream in(path, std::ios::binary);
+    check(static_cast<bool>(in) && std::filesystem::is_regular_file(path), "BPE encode: cannot open {} as a file", path_str(path));
+    TokenIds ids(vocab_size());
+    std::vector<int32_t> word, merged;
+    std::string buffer;
+    uint64_t consumed = 0;  // file offset of buffer[0]
+    constexpr size_t kPiece = size_t{1} << 20;
+    bool end = false;
+    try {
+        ids.visit([&](auto& v) {
+            while (!end) {
+                const size_t had = buffer.size();
+                buffer.resize(had + kPiece);
+                in.read(buffer.data() + had, static_cast<std::streamsize>(kPiece));
+                buffer.resize(had + static_cast<size_t>(in.gcount()));
+                check(!in.bad(), "cannot read it");
+                end = in.eof() || in.gcount() == 0;
+                // Encode up to the last point where a printable ASCII character is followed by a space or
+                // a newline: no pre-token crosses it, so the pieces' ids are the whole text's.
+                size_t cut = buffer.size();
+                if (!end) {
+                    cut = 0;
+                    for (size_t i = buffer.size() - 1; i > 0; --i) {
+                        const char c = buffer[i], before = buffer[i - 1];
+                        if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
+                            cut = i;
+                            break;
+                        }
+                    }
+                    if (cut == 0) continue;  // no such point yet: read more
+                }
+                const std::string_view piece(buffer.data(), cut);
+                detail::check_utf8(piece, "BPE encode", consumed);
+                tables_->pre_tokenize(piece, [&](std::string_view p) { tables_->encode_piece(p, v, word, merged); });
+                buffer.erase(0, cut);
+                consumed += cut;
+                if (progress) progress(consumed);
+            }
+        });
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
+    }
+    return ids;
+}
+
 std::string BpeTokenizer::decode(std::span<const int64_t> ids) const {
     const Tables& t = *tables_;
     const auto n = static_cast<int64_t>(t.bytes_of.size());

@@ -512,6 +512,13 @@ int64_t TextData::size(Split split) const {
     return validation_ ? validation_->size() : tokens_.size() - n_train_;
 }
 
+void TextData::copy(Split split, int64_t first, int64_t count, int64_t* out) const {
+    check(first >= 0 && count >= 0 && first + count <= size(split), "TextData::copy: [{}, {}) is outside the {} split of {} tokens",
+          first, first + count, split_name(split), size(split));
+    if (split == Split::validation && validation_) validation_->copy_to(first, count, out);
+    else tokens_.copy_to(split == Split::train ? first : n_train_ + first, count, out);
+}
+
 Batch TextData::batch(Split split, int64_t B, int64_t T, autograd::Generator& gen) const {
     check(B > 0, "batch: batch size B must be positive, got {}", B);
     check(T > 0, "batch: block size T must be positive, got {}", T);

@@ -105,17 +105,11 @@ TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, T
 
 TokenFileWriter::TokenFileWriter(const std::filesystem::path& path, TokenFileFormat format)
     : path_(path), format_(format == TokenFileFormat::detect ? TokenFileFormat::nanogpt : format) {
-    file_ = std::fopen(path.c_str(), "wb");
-    if (!file_) throw fail(path, fmt::format("cannot create it: {}", std::strerror(errno)));
+    file_ = std::make_unique<AtomicFile>(path, "token file");
     if (format_ == TokenFileFormat::llmc) {
         const std::array<int32_t, kLlmcHeaderInts> placeholder{};  // the real header when finished
-        if (std::fwrite(placeholder.data(), sizeof(int32_t), placeholder.size(), file_) != placeholder.size())
-            throw fail(path_, fmt::format("cannot write it: {}", std::strerror(errno)));
+        file_->write(placeholder.data(), sizeof(placeholder));
     }
-}
-
-TokenFileWriter::~TokenFileWriter() {
-    if (file_) std::fclose(file_);
 }
 
 void TokenFileWriter::append(std::span<const int64_t> ids) {
@@ -126,26 +120,21 @@ void TokenFileWriter::append(std::span<const int64_t> ids) {
             throw fail(path_, fmt::format("token {} does not fit in 2 bytes (uint16)", ids[i]));
         narrow[i] = static_cast<uint16_t>(ids[i]);
     }
-    if (std::fwrite(narrow.data(), sizeof(uint16_t), narrow.size(), file_) != narrow.size())
-        throw fail(path_, fmt::format("cannot write it: {}", std::strerror(errno)));
+    file_->write(narrow.data(), narrow.size() * sizeof(uint16_t));
     count_ += ids.size();
 }
 
 void TokenFileWriter::finish() {
     if (!file_) throw fail(path_, "is already finished");
-    bool ok = true;
     if (format_ == TokenFileFormat::llmc) {
         if (count_ > static_cast<uint64_t>(INT32_MAX))
             throw fail(path_, fmt::format("{} tokens do not fit llm.c's int32 count", count_));
         std::array<int32_t, kLlmcHeaderInts> header{};
         header[0] = kLlmcMagic, header[1] = kLlmcVersion, header[2] = static_cast<int32_t>(count_);
-        ok = std::fseek(file_, 0, SEEK_SET) == 0 && std::fwrite(header.data(), sizeof(int32_t), header.size(), file_) == header.size();
+        file_->write_at(0, header.data(), sizeof(header));
     }
-    ok = std::fflush(file_) == 0 && ok;
-    const int error = errno;
-    ok = std::fclose(file_) == 0 && ok;
-    file_ = nullptr;
-    if (!ok) throw fail(path_, fmt::format("cannot write it: {}", std::strerror(error)));
+    file_->commit();
+    file_.reset();
 }
 
 }  // namespace nn

@@ -9,8 +9,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path) {
     const Safetensors file = load_safetensors(path);
     check_format(file.metadata, path);
     check_finite(file.tensors, path.string());
-    TrainedModel out{model_config(file.metadata, path),
-                     CharTokenizer::from_vocabulary_utf8(field(file.metadata, "tokenizer.vocabulary", path)), nullptr};
+    TrainedModel out{model_config(file.metadata, path), checkpoint_tokenizer(file.metadata, path), nullptr};
     const NamedTensors weights = split(file.tensors).weights;
     check_sizes_against_weights(out.config, weights, path);
     autograd::Generator unused_init;  // every weight is overwritten by the file's

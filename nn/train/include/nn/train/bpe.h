@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -58,6 +59,11 @@ public:
     TokenIds encode_ids(std::string_view text) const override;
     std::string decode(std::span<const int64_t> ids) const override;
     std::map<std::string, std::string> checkpoint_metadata() const override;
+
+    // A text file's ids, read and encoded a piece at a time (never the whole text in memory). Invalid
+    // UTF-8 is refused with its byte offset in the file; errors name the path (std::runtime_error).
+    // progress(bytes read so far), if given, after each piece.
+    TokenIds encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress = {}) const;
 
     // The pre-tokens of `text` (GPT-2's pattern), as views into it; for tests and tools.
     std::vector<std::string_view> pre_tokenize(std::string_view text) const;

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -26,6 +27,8 @@ public:
     ~AtomicFile();
 
     void write(const void* data, size_t size);
+    // Over bytes written before, at `offset` (a header whose count is known only at the end).
+    void write_at(uint64_t offset, const void* data, size_t size);
     void commit();  // fsync, rename over the target, fsync the directory
 
 private:

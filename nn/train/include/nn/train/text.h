@@ -164,6 +164,8 @@ public:
     // The whole stream, training split first; with a separate validation stream, the training stream.
     const TokenIds& tokens() const { return tokens_; }
     const TokenIds* separate_validation() const { return validation_ ? &*validation_ : nullptr; }
+    // The split's ids [first, first + count) into out, widened; the range must be inside the split.
+    void copy(Split split, int64_t first, int64_t count, int64_t* out) const;
     // B windows of T tokens at start positions drawn uniformly with gen.randint (one draw per row, in
     // row order), each with its T next-token targets. Needs T + 1 tokens in the split.
     Batch batch(Split split, int64_t B, int64_t T, autograd::Generator& gen) const;

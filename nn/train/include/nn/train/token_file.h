@@ -8,11 +8,12 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string_view>
 
+#include <nn/train/files.h>
 #include <nn/train/text.h>
 
 namespace nn {
@@ -33,24 +34,24 @@ bool is_token_file(const std::filesystem::path& path);
 TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size,
                         TokenFileFormat format = TokenFileFormat::detect);
 
-// Writes ids to a token file as they come (llm.c's count is written when finished). Ids must be below
-// 65,536. Throws std::runtime_error naming the path when a write fails.
+// Writes ids to a token file as they come (llm.c's count is written when finished), through a temporary
+// file that becomes `path` only on finish(): a failure or an exception leaves no half-written file. Ids
+// must be below 65,536. Throws std::runtime_error naming the path when a write fails.
 class TokenFileWriter {
 public:
     TokenFileWriter(const std::filesystem::path& path, TokenFileFormat format);
-    ~TokenFileWriter();
     TokenFileWriter(const TokenFileWriter&) = delete;
     TokenFileWriter& operator=(const TokenFileWriter&) = delete;
 
     void append(std::span<const int64_t> ids);
-    // Writes llm.c's header (with the count), flushes and closes; the file is complete only after this.
+    // Writes llm.c's header (with the count) and renames the file into place.
     void finish();
     uint64_t count() const { return count_; }
 
 private:
     std::filesystem::path path_;
     TokenFileFormat format_;
-    std::FILE* file_ = nullptr;
+    std::unique_ptr<AtomicFile> file_;
     uint64_t count_ = 0;
 };
 
