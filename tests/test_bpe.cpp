@@ -322,3 +322,24 @@ TEST_CASE("GPT-2 BPE equals gpt-3-encoder on tiny Shakespeare and the seed's mar
         check_exact(slurp(path), fs::path(name).stem().string());
     }
 }
+
+TEST_CASE("GPT-2 pre-tokens: the ASCII fast path equals PCRE2 alone", "[bpe][gpt2]") {
+    if (!gpt3_encoder_dir()) return;
+    const nn::BpeTokenizer& bpe = gpt2();
+    std::mt19937_64 rng(7);
+    // mostly ASCII, with the contractions, space runs and non-ASCII characters at the fast path's edges
+    static const std::vector<std::string> parts = {"a", "Z", "7", "'", "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'x",
+                                                   " ", "  ", "\t", "\n", "\r\n", "\v", "\f", "!", "?.", "-", "\x1F", "\x7F",
+                                                   "\xC3\xA9", "\xC2\xA0", "\xC2\x85", "\xEF\xBB\xBF", "\xE2\x80\x89", "\xD9\xA3",
+                                                   "\xF0\x9F\x98\x80", "\xCC\x81", "word", "123"};
+    for (int round = 0; round < 2000; ++round) {
+        std::string text;
+        const auto n = 1 + rng() % 12;
+        for (size_t k = 0; k < n; ++k) text += parts[rng() % parts.size()];
+        INFO("text: \"" << text << "\"");
+        REQUIRE(bpe.pre_tokenize(text) == bpe.pre_tokenize(text, true));
+    }
+    std::string long_text;
+    for (int i = 0; i < 200; ++i) long_text += random_utf8(rng, 50);
+    CHECK(bpe.pre_tokenize(long_text) == bpe.pre_tokenize(long_text, true));
+}

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -74,9 +76,108 @@ std::string token_to_bytes(std::string_view written, std::string_view source) {
     return bytes;
 }
 
-struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+// splitmix64's finalizer: every input bit moves every output bit (the tables index by the low bits)
+uint64_t hash_u64(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// 64-bit hash of a token's bytes: 8 bytes at a time, multiplied and folded (tokens are short).
+uint64_t hash_bytes(std::string_view s) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+        uint64_t word;
+        std::memcpy(&word, s.data() + i, 8);
+        h = (h ^ word) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, s.data() + i, s.size() - i);
+    return hash_u64(h ^ tail);
+}
+
+// Open addressing, linear probing, a power-of-two number of slots at most half full: one cache line
+// read for most lookups, where std::unordered_map follows a pointer to a node.
+size_t slots_for(size_t entries) {
+    size_t slots = 16;
+    while (slots < 2 * entries) slots *= 2;
+    return slots;
+}
+
+// token bytes -> id; the bytes live in the decode table (blob + offsets)
+class TokenTable {
+public:
+    void build(const std::vector<std::string>& bytes_of, const std::vector<bool>& include) {
+        size_t n = 0;
+        for (bool b : include) n += b;
+        slots_.assign(slots_for(n), Slot{});
+        mask_ = slots_.size() - 1;
+        for (size_t id = 0; id < bytes_of.size(); ++id) {
+            if (!include[id]) continue;
+            const uint64_t h = hash_bytes(bytes_of[id]);
+            size_t at = h & mask_;
+            while (slots_[at].id >= 0) at = (at + 1) & mask_;
+            slots_[at] = Slot{h, static_cast<int32_t>(id)};
+        }
+        bytes_of_ = &bytes_of;
+    }
+    int32_t find(std::string_view s) const {
+        const uint64_t h = hash_bytes(s);
+        for (size_t at = h & mask_;; at = (at + 1) & mask_) {
+            const Slot& slot = slots_[at];
+            if (slot.id < 0) return -1;
+            if (slot.hash == h && (*bytes_of_)[static_cast<size_t>(slot.id)] == s) return slot.id;
+        }
+    }
+    uint64_t bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+private:
+    struct Slot {
+        uint64_t hash = 0;
+        int32_t id = -1;
+    };
+    std::vector<Slot> slots_;
+    size_t mask_ = 0;
+    const std::vector<std::string>* bytes_of_ = nullptr;
+};
+
+// (left id, right id) -> the merge's rank and result
+class MergeTable {
+public:
+    struct Merge {
+        int32_t rank, result;
+    };
+    void reserve(size_t n) {
+        slots_.assign(slots_for(n), Slot{});
+        mask_ = slots_.size() - 1;
+    }
+    bool insert(uint64_t key, Merge merge) {  // false when the key is there already
+        for (size_t at = hash_u64(key) & mask_;; at = (at + 1) & mask_) {
+            if (slots_[at].merge.rank < 0) {
+                slots_[at] = Slot{key, merge};
+                return true;
+            }
+            if (slots_[at].key == key) return false;
+        }
+    }
+    const Merge* find(uint64_t key) const {
+        for (size_t at = hash_u64(key) & mask_;; at = (at + 1) & mask_) {
+            const Slot& slot = slots_[at];
+            if (slot.merge.rank < 0) return nullptr;
+            if (slot.key == key) return &slot.merge;
+        }
+    }
+    uint64_t bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+private:
+    struct Slot {
+        uint64_t key = 0;
+        Merge merge{-1, -1};
+    };
+    std::vector<Slot> slots_;
+    size_t mask_ = 0;
 };
 
 struct PcreCodeDeleter {
@@ -103,32 +204,140 @@ struct BpeTokenizer::Tables {
     std::vector<std::string> bytes_of;         // id -> the token's bytes
     std::string decode_blob;                   // every token's bytes, back to back (decode's one table)
     std::vector<uint32_t> decode_offset;       // id -> [offset[id], offset[id + 1]) in decode_blob
-    std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> id_of;  // bytes -> id (no special tokens)
+    TokenTable id_of;                          // bytes -> id (no special tokens)
     std::array<int32_t, 256> byte_id{};        // the one-byte tokens
-    struct Merge {
-        int32_t rank, result;
-    };
-    std::unordered_map<uint64_t, Merge> merges;  // (left id, right id) -> its rank and the merged token
+    MergeTable merges;                         // (left id, right id) -> its rank and the merged token
     std::vector<std::pair<int32_t, int32_t>> merge_list;  // in rank order (for equality)
     std::unique_ptr<pcre2_code, PcreCodeDeleter> pattern;
     bool jit = false;
 
-    // Calls piece(begin, end) for each pre-token of `text` (already checked to be UTF-8).
+    // Calls piece(pre-token) for each pre-token of `text` (already checked to be UTF-8): ASCII by the
+    // fast path below, every pre-token whose bounds depend on a non-ASCII character by PCRE2.
     template <typename Piece>
-    void pre_tokenize(std::string_view text, Piece&& piece) const;
+    void pre_tokenize(std::string_view text, Piece&& piece, bool pcre2_only = false) const;
     // Appends the ids of one pre-token.
     template <typename Out>
-    void encode_piece(std::string_view piece, Out& out, std::vector<int32_t>& word, std::vector<int32_t>& merged) const;
+    void encode_piece(std::string_view piece, Out& out, Scratch& scratch) const;
+    void bpe(std::string_view piece, std::vector<int32_t>& word, std::vector<int32_t>& merged) const;
 };
 
+// What one encode call reuses: the merge buffers, and the ids of the pre-tokens it merged before (a
+// text repeats its words; the merges are the slow part).
+struct BpeTokenizer::Scratch {
+    std::vector<int32_t> word, merged;
+    struct Slot {
+        uint64_t hash = 0;
+        uint32_t key = 0, key_size = 0, ids = 0, ids_size = 0;
+        bool used = false;
+    };
+    std::vector<Slot> slots = std::vector<Slot>(1024);
+    size_t used = 0;
+    std::string keys;
+    std::vector<int32_t> ids;
+
+    // The cached ids of `piece`, or nullptr.
+    const Slot* find(std::string_view piece, uint64_t h) const {
+        for (size_t at = h & (slots.size() - 1);; at = (at + 1) & (slots.size() - 1)) {
+            const Slot& slot = slots[at];
+            if (!slot.used) return nullptr;
+            if (slot.hash == h && std::string_view(keys).substr(slot.key, slot.key_size) == piece) return &slot;
+        }
+    }
+    void insert(std::string_view piece, uint64_t h, std::span<const int32_t> piece_ids) {
+        if (keys.size() + piece.size() > (size_t{64} << 20)) clear();  // a bound on a huge, varied text
+        if (2 * (used + 1) > slots.size()) grow();
+        place(Slot{h, static_cast<uint32_t>(keys.size()), static_cast<uint32_t>(piece.size()), static_cast<uint32_t>(ids.size()),
+                   static_cast<uint32_t>(piece_ids.size()), true});
+        keys += piece;
+        ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
+        ++used;
+    }
+
+private:
+    void place(const Slot& slot) {
+        size_t at = slot.hash & (slots.size() - 1);
+        while (slots[at].used) at = (at + 1) & (slots.size() - 1);
+        slots[at] = slot;
+    }
+    void grow() {
+        std::vector<Slot> old(slots.size() * 2);
+        old.swap(slots);
+        for (const Slot& slot : old)
+            if (slot.used) place(slot);
+    }
+    void clear() {
+        std::fill(slots.begin(), slots.end(), Slot{});
+        used = 0, keys.clear(), ids.clear();
+    }
+};
+
+namespace {
+
+// The pattern's classes on ASCII (Unicode's White_Space, L and N there).
+enum AsciiClass : uint8_t { kSpace, kLetter, kDigit, kOther, kNotAscii };
+constexpr std::array<AsciiClass, 256> ascii_classes() {
+    std::array<AsciiClass, 256> c{};
+    for (int b = 0; b < 256; ++b) {
+        c[static_cast<size_t>(b)] = b >= 0x80                           ? kNotAscii
+                                    : (b >= 0x09 && b <= 0x0D) || b == ' ' ? kSpace
+                                    : (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ? kLetter
+                                    : b >= '0' && b <= '9'                ? kDigit
+                                                                          : kOther;
+    }
+    return c;
+}
+constexpr std::array<AsciiClass, 256> kAscii = ascii_classes();
+
+// The end of the pre-token at `i` as GPT-2's pattern takes it, if ASCII decides it; 0 when the
+// pre-token or the character after it (the lookahead) is not ASCII, for PCRE2 to take.
+size_t ascii_pre_token_end(std::string_view text, size_t i) {
+    const size_t n = text.size();
+    auto cls = [&](size_t k) { return kAscii[static_cast<unsigned char>(text[k])]; };
+    // the run of class `c` from k: its end, or 0 if a non-ASCII character ends it
+    auto run = [&](size_t k, AsciiClass c) -> size_t {
+        while (k < n && cls(k) == c) ++k;
+        return k < n && cls(k) == kNotAscii ? 0 : k;
+    };
+    const char c = text[i];
+    if (c == '\'' && i + 1 < n) {  // 's|'t|'re|'ve|'m|'ll|'d, in that order
+        const char a = text[i + 1], b = i + 2 < n ? text[i + 2] : '\0';
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+    }
+    size_t start = i;
+    if (c == ' ' && i + 1 < n && cls(i + 1) != kSpace) start = i + 1;  // " ?" before a letter, digit or other
+    switch (cls(start)) {
+        case kLetter: return run(start, kLetter);
+        case kDigit: return run(start, kDigit);
+        case kOther: return run(start, kOther);
+        case kNotAscii: return 0;
+        case kSpace: break;
+    }
+    // \s+(?!\S)|\s+ : the whole run if it ends the text or more whitespace follows it; else the run but its
+    // last character (left to start the next pre-token), or the one character when the run is one
+    const size_t end = run(i, kSpace);
+    if (end == 0) return 0;
+    if (end == n) return end;
+    return end - i > 1 ? end - 1 : end;
+}
+
+}  // namespace
+
 template <typename Piece>
-void BpeTokenizer::Tables::pre_tokenize(std::string_view text, Piece&& piece) const {
+void BpeTokenizer::Tables::pre_tokenize(std::string_view text, Piece&& piece, bool pcre2_only) const {
     std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> match(
         pcre2_match_data_create_from_pattern(pattern.get(), nullptr), &pcre2_match_data_free);
     check(match != nullptr, "BPE tokenizer: out of memory for PCRE2's match data");
     const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t offset = 0;
     while (offset < text.size()) {
+        if (!pcre2_only) {
+            if (const size_t end = ascii_pre_token_end(text, offset); end != 0) {
+                piece(text.substr(offset, end - offset));
+                offset = end;
+                continue;
+            }
+        }
         const int rc = jit ? pcre2_jit_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match.get(), nullptr)
                            : pcre2_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
         // Every character is a letter, a number, whitespace or none of these, so the pattern matches at
@@ -142,12 +351,22 @@ void BpeTokenizer::Tables::pre_tokenize(std::string_view text, Piece&& piece) co
 }
 
 template <typename Out>
-void BpeTokenizer::Tables::encode_piece(std::string_view piece, Out& out, std::vector<int32_t>& word,
-                                        std::vector<int32_t>& merged) const {
-    if (const auto it = id_of.find(piece); it != id_of.end()) {  // most words are one token
-        out.push_back(static_cast<typename Out::value_type>(it->second));
+void BpeTokenizer::Tables::encode_piece(std::string_view piece, Out& out, Scratch& scratch) const {
+    if (const int32_t id = id_of.find(piece); id >= 0) {  // most words are one token
+        out.push_back(static_cast<typename Out::value_type>(id));
         return;
     }
+    const uint64_t h = hash_bytes(piece);
+    if (const Scratch::Slot* hit = scratch.find(piece, h)) {
+        for (uint32_t k = 0; k < hit->ids_size; ++k) out.push_back(static_cast<typename Out::value_type>(scratch.ids[hit->ids + k]));
+        return;
+    }
+    bpe(piece, scratch.word, scratch.merged);
+    scratch.insert(piece, h, scratch.word);
+    for (int32_t id : scratch.word) out.push_back(static_cast<typename Out::value_type>(id));
+}
+
+void BpeTokenizer::Tables::bpe(std::string_view piece, std::vector<int32_t>& word, std::vector<int32_t>& merged) const {
     word.clear();
     for (char c : piece) word.push_back(byte_id[static_cast<unsigned char>(c)]);
     // As OpenAI's encoder: merge every occurrence (left to right) of the adjacent pair of lowest rank,
@@ -155,10 +374,8 @@ void BpeTokenizer::Tables::encode_piece(std::string_view piece, Out& out, std::v
     while (word.size() > 1) {
         int32_t best_rank = std::numeric_limits<int32_t>::max(), left = -1, right = -1, result = -1;
         for (size_t i = 0; i + 1 < word.size(); ++i) {
-            const auto it = merges.find(pair_key(word[i], word[i + 1]));
-            if (it != merges.end() && it->second.rank < best_rank) {
-                best_rank = it->second.rank, left = word[i], right = word[i + 1], result = it->second.result;
-            }
+            const MergeTable::Merge* merge = merges.find(pair_key(word[i], word[i + 1]));
+            if (merge && merge->rank < best_rank) best_rank = merge->rank, left = word[i], right = word[i + 1], result = merge->result;
         }
         if (result < 0) break;
         merged.clear();
@@ -172,7 +389,6 @@ void BpeTokenizer::Tables::encode_piece(std::string_view piece, Out& out, std::v
         }
         word.swap(merged);
     }
-    for (int32_t id : word) out.push_back(static_cast<typename Out::value_type>(id));
 }
 
 BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges, std::string_view source) {
@@ -217,6 +433,7 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
     std::vector<bool> reachable(n, false);  // a byte or a merge's result: the rest are special tokens
     for (int32_t id : t->byte_id) reachable[static_cast<size_t>(id)] = true;
     size_t line_number = 0;
+    t->merges.reserve(static_cast<size_t>(std::count(merges.begin(), merges.end(), '\n')) + 1);
     for (size_t start = 0; start < merges.size();) {
         size_t end = merges.find('\n', start);
         if (end == std::string_view::npos) end = merges.size();
@@ -238,13 +455,12 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
         const auto rank = static_cast<int32_t>(t->merge_list.size());
         // A repeated pair would get two ranks (Python's dict keeps the last, a first-match the first):
         // refused as ambiguous; OpenAI's files have none.
-        const bool fresh = t->merges.emplace(pair_key(l->second, r->second), Tables::Merge{rank, m->second}).second;
+        const bool fresh = t->merges.insert(pair_key(l->second, r->second), MergeTable::Merge{rank, m->second});
         check(fresh, "{}: merges line {} (\"{}\") repeats an earlier merge", source, line_number, line);
         t->merge_list.emplace_back(l->second, r->second);
         reachable[static_cast<size_t>(m->second)] = true;
     }
-    for (size_t id = 0; id < n; ++id)
-        if (reachable[id]) t->id_of.emplace(t->bytes_of[id], static_cast<int32_t>(id));
+    t->id_of.build(t->bytes_of, reachable);
 
     t->decode_offset.reserve(n + 1);
     for (const std::string& bytes : t->bytes_of) {
@@ -306,10 +522,10 @@ std::map<std::string, std::string> BpeTokenizer::checkpoint_metadata() const {
 
 int64_t BpeTokenizer::vocab_size() const { return static_cast<int64_t>(tables_->bytes_of.size()); }
 
-std::vector<std::string_view> BpeTokenizer::pre_tokenize(std::string_view text) const {
+std::vector<std::string_view> BpeTokenizer::pre_tokenize(std::string_view text, bool pcre2_only) const {
     detail::check_utf8(text, "BPE pre_tokenize");
     std::vector<std::string_view> pieces;
-    tables_->pre_tokenize(text, [&](std::string_view piece) { pieces.push_back(piece); });
+    tables_->pre_tokenize(text, [&](std::string_view piece) { pieces.push_back(piece); }, pcre2_only);
     return pieces;
 }
 
@@ -317,18 +533,18 @@ std::vector<int64_t> BpeTokenizer::encode(std::string_view text) const {
     detail::check_utf8(text, "BPE encode");
     std::vector<int64_t> ids;
     ids.reserve(text.size() / 4);
-    std::vector<int32_t> word, merged;
-    tables_->pre_tokenize(text, [&](std::string_view piece) { tables_->encode_piece(piece, ids, word, merged); });
+    Scratch scratch;
+    tables_->pre_tokenize(text, [&](std::string_view piece) { tables_->encode_piece(piece, ids, scratch); });
     return ids;
 }
 
 TokenIds BpeTokenizer::encode_ids(std::string_view text) const {
     detail::check_utf8(text, "BPE encode");
     TokenIds ids(vocab_size());
-    std::vector<int32_t> word, merged;
+    Scratch scratch;
     ids.visit([&](auto& v) {
         v.reserve(text.size() / 4);
-        tables_->pre_tokenize(text, [&](std::string_view piece) { tables_->encode_piece(piece, v, word, merged); });
+        tables_->pre_tokenize(text, [&](std::string_view piece) { tables_->encode_piece(piece, v, scratch); });
     });
     return ids;
 }
@@ -337,7 +553,7 @@ TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std:
     std::ifstream in(path, std::ios::binary);
     check(static_cast<bool>(in) && std::filesystem::is_regular_file(path), "BPE encode: cannot open {} as a file", path_str(path));
     TokenIds ids(vocab_size());
-    std::vector<int32_t> word, merged;
+    Scratch scratch;
     std::string buffer;
     uint64_t consumed = 0;  // file offset of buffer[0]
     constexpr size_t kPiece = size_t{1} << 20;
@@ -367,7 +583,7 @@ TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std:
                 }
                 const std::string_view piece(buffer.data(), cut);
                 detail::check_utf8(piece, "BPE encode", consumed);
-                tables_->pre_tokenize(piece, [&](std::string_view p) { tables_->encode_piece(p, v, word, merged); });
+                tables_->pre_tokenize(piece, [&](std::string_view p) { tables_->encode_piece(p, v, scratch); });
                 buffer.erase(0, cut);
                 consumed += cut;
                 if (progress) progress(consumed);
@@ -403,8 +619,7 @@ std::string_view BpeTokenizer::token_bytes(int64_t id) const {
 }
 
 int64_t BpeTokenizer::token_id(std::string_view bytes) const {
-    const auto it = tables_->id_of.find(bytes);
-    return it == tables_->id_of.end() ? -1 : it->second;
+    return tables_->id_of.find(bytes);
 }
 
 uint64_t BpeTokenizer::table_bytes() const {
@@ -413,9 +628,7 @@ uint64_t BpeTokenizer::table_bytes() const {
                      t.merge_list.capacity() * sizeof(t.merge_list[0]);
     for (const std::string& s : t.bytes_of) bytes += sizeof(std::string) + (s.size() > 15 ? s.capacity() : 0);
     // hash maps: a node per entry (key, value, next pointer, cached hash) and a bucket pointer per bucket
-    bytes += t.id_of.size() * (sizeof(std::string) + 2 * sizeof(void*) + 8) + t.id_of.bucket_count() * sizeof(void*);
-    for (const auto& [key, id] : t.id_of) bytes += key.size() > 15 ? key.capacity() : 0;
-    bytes += t.merges.size() * (sizeof(uint64_t) + sizeof(Tables::Merge) + sizeof(void*)) + t.merges.bucket_count() * sizeof(void*);
+    bytes += t.id_of.bytes() + t.merges.bytes();
     size_t pattern_size = 0;
     pcre2_pattern_info(t.pattern.get(), PCRE2_INFO_SIZE, &pattern_size);
     size_t jit_size = 0;

@@ -65,8 +65,10 @@ public:
     // progress(bytes read so far), if given, after each piece.
     TokenIds encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress = {}) const;
 
-    // The pre-tokens of `text` (GPT-2's pattern), as views into it; for tests and tools.
-    std::vector<std::string_view> pre_tokenize(std::string_view text) const;
+    // The pre-tokens of `text` (GPT-2's pattern), as views into it; for tests and tools. ASCII goes by a
+    // hand-written fast path, the rest by PCRE2; `pcre2_only` takes PCRE2 for all (the reference the
+    // fast path is tested against).
+    std::vector<std::string_view> pre_tokenize(std::string_view text, bool pcre2_only = false) const;
     // A token's bytes (not necessarily UTF-8 on its own: a token may hold part of a character).
     std::string_view token_bytes(int64_t id) const;
     // The id of the token spelled by `bytes`, or -1.
@@ -78,6 +80,7 @@ public:
 
 private:
     struct Tables;
+    struct Scratch;
     std::shared_ptr<const Tables> tables_;  // immutable once built; copies share them
 };
 
