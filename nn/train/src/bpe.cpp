@@ -429,6 +429,7 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
         t->byte_id[static_cast<size_t>(b)] = it->second;
     }
 
+    detail::check_utf8(merges, fmt::format("{}: the merges", source).c_str());
     // Merges: "#version" first, then "left right" a line; blank lines (the file's last) are skipped.
     std::vector<bool> reachable(n, false);  // a byte or a merge's result: the rest are special tokens
     for (int32_t id : t->byte_id) reachable[static_cast<size_t>(id)] = true;
