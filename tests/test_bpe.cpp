@@ -115,22 +115,15 @@ void check_exact(const std::string& text, const std::string& name) {
     CHECK(bpe.decode(ours) == text);
 }
 
+// c as UTF-8: a lead byte carrying the top bits, then 6 bits a continuation byte.
 void append_utf8(std::string& out, char32_t c) {
     if (c < 0x80) {
         out += static_cast<char>(c);
-    } else if (c < 0x800) {
-        out += static_cast<char>(0xC0 | (c >> 6));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        out += static_cast<char>(0xE0 | (c >> 12));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (c >> 18));
-        out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
+        return;
     }
+    const int n = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    out += static_cast<char>(((0xF00 >> n) & 0xFF) | (c >> (6 * (n - 1))));
+    for (int k = n - 2; k >= 0; --k) out += static_cast<char>(0x80 | ((c >> (6 * k)) & 0x3F));
 }
 
 // Valid UTF-8 drawn to meet the pattern's corners: ASCII words and punctuation, every kind of whitespace,
