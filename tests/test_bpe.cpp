@@ -336,3 +336,24 @@ TEST_CASE("GPT-2 pre-tokens: the ASCII fast path equals PCRE2 alone", "[bpe][gpt
     for (int i = 0; i < 200; ++i) long_text += random_utf8(rng, 50);
     CHECK(bpe.pre_tokenize(long_text) == bpe.pre_tokenize(long_text, true));
 }
+
+TEST_CASE("GPT-2 BPE encodes a file a piece at a time as it encodes the whole text", "[bpe][gpt2]") {
+    if (!gpt3_encoder_dir()) return;
+    const nn::BpeTokenizer& bpe = gpt2();
+    std::mt19937_64 rng(11);
+    std::string text;
+    while (text.size() < 2'500'000) text += random_utf8(rng, 200) + (rng() % 2 ? " x\n" : "y ");  // pieces end past 1 MB reads
+    test::TempDir dir("bpe-file");
+    const fs::path path = dir.write("text.txt", text);
+    std::vector<uint64_t> progress;
+    CHECK(bpe.encode_file(path, [&](uint64_t bytes) { progress.push_back(bytes); }).to_vector() == bpe.encode(text));
+    REQUIRE(progress.size() >= 3);
+    CHECK(progress.back() == text.size());
+    // an invalid byte far into the file is refused with its offset in the file, naming it
+    std::string bad = text;
+    size_t at = 2'000'000;
+    while ((static_cast<unsigned char>(bad[at]) & 0xC0) == 0x80) ++at;  // to a character boundary
+    bad.insert(at, "\xFF");
+    const fs::path bad_path = dir.write("bad.txt", bad);
+    CHECK_THROWS_WITH(bpe.encode_file(bad_path), Catch::Contains("bad.txt") && Catch::Contains(fmt::format("byte offset {}", at)));
+}
