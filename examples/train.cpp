@@ -172,10 +172,6 @@ void apply_command_line(nn::Trainer& trainer, const Options& o) {
         naming_flag("--steps", std::optional<int64_t>(o.config.steps), [&] { trainer.extend_to(o.config.steps); });
 }
 
-// --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
-// the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights. The
-// checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
-// character outside it is refused, naming the characters and both files.
 // GPT-2's BPE (--tokenizer) or a token file (--data *.bin): the data the tokenizer reads (and not the
 // character path, which makes its vocabulary from the text).
 bool uses_tokens(const Options& o) { return o.tokenizer || (o.data && nn::is_token_file(*o.data)); }
@@ -215,6 +211,10 @@ void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::st
     }
 }
 
+// --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
+// the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights. The
+// checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
+// character outside it is refused, naming the characters and both files.
 nn::Trainer start_from_checkpoint(const Options& o) {
     const std::string& path = *o.init_from;
     nn::TrainedModel start = nn::load_trained_model(path);
