@@ -125,7 +125,7 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
     if (!single && !multi && !gpt)
         throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", path, kind.name));
 
-    const std::vector<int64_t> ids = trained.tokenizer.encode(prompt);  // lists unknown characters
+    const std::vector<int64_t> ids = trained.tokenizer->encode(prompt);  // lists unknown characters
     const auto T = static_cast<int64_t>(ids.size());
     if (T > model.block_size())
         throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
@@ -146,7 +146,7 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
         w->x = first.norm1.forward(embed(gpt->token, gpt->position));  // what the first block's heads read
         w->head = first.attention.heads.front().get();
     }
-    for (int64_t id : ids) w->labels.push_back(axis_label(trained.tokenizer.decode(std::vector<int64_t>{id})));
+    for (int64_t id : ids) w->labels.push_back(axis_label(trained.tokenizer->decode(std::vector<int64_t>{id})));
     w->source = "checkpoint";
     w->checkpoint = path;
     w->prompt = prompt;

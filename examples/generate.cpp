@@ -1,6 +1,7 @@
 // Sample text from a checkpoint saved by examples/train, character by character as it is produced.
 //
 //   generate run.safetensors --prompt "ROMEO:" --chars 300 --temperature 0.8 --top-k 10 --seed 7
+//   generate bpe-run.safetensors --tokens 200       # a GPT-2 BPE model: its tokenizer is in the checkpoint
 //   generate run.safetensors --chars 2000 --no-cache --json      # the uncached reference, timed
 //
 // The model keeps each attention head's keys and values (nn/decoder.h); --no-cache reruns the whole
@@ -29,6 +30,7 @@ struct Options {
     std::string checkpoint;
     std::optional<std::string> prompt, prompt_file;
     int64_t chars = 500, top_k = 0, seed = 1, samples = 1;
+    std::optional<int64_t> tokens;  // --tokens N: N tokens instead of --chars characters
     float temperature = 1.0f;
     bool cache = true, json = false;
 };
@@ -45,35 +47,78 @@ void catch_stop_signals() {
     for (int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &action, nullptr);
 }
 
+// Bytes of decoded tokens out as whole UTF-8 characters, counting them: a BPE token may end inside a
+// character, which waits for the next token; a byte that cannot start or continue one is U+FFFD.
+class CharacterPrinter {
+public:
+    explicit CharacterPrinter(int64_t limit) : limit_(limit) {}
+    // Prints what completes; false once `limit` characters are out.
+    bool add(std::string_view bytes) {
+        pending_ += bytes;
+        size_t i = 0;
+        while (i < pending_.size() && printed_ < limit_) {
+            const auto lead = static_cast<unsigned char>(pending_[i]);
+            const size_t length = lead < 0x80 ? 1 : lead >= 0xC2 && lead < 0xE0 ? 2 : lead >= 0xE0 && lead < 0xF0 ? 3
+                                                                               : lead >= 0xF0 && lead < 0xF5 ? 4 : 0;
+            size_t have = 1;
+            while (length > 1 && have < length && i + have < pending_.size() &&
+                   (static_cast<unsigned char>(pending_[i + have]) & 0xC0) == 0x80)
+                ++have;
+            if (length > 1 && have < length && i + have == pending_.size()) break;  // the rest comes later
+            if (length == 0 || have < length) {
+                std::fputs("\xEF\xBF\xBD", stdout);
+                i += have;
+            } else {
+                std::fwrite(pending_.data() + i, 1, length, stdout);
+                i += length;
+            }
+            ++printed_;
+        }
+        pending_.erase(0, i);
+        return printed_ < limit_;
+    }
+    int64_t printed() const { return printed_; }
+
+private:
+    int64_t limit_, printed_ = 0;
+    std::string pending_;
+};
+
 int run(const Options& o) {
     nn::TrainedModel trained = nn::load_trained_model(o.checkpoint);
     const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
-                                            : o.prompt.value_or(nn::default_prompt(trained.tokenizer));
-    const std::vector<int64_t> context = trained.tokenizer.encode(start);
+                                            : o.prompt.value_or(nn::default_prompt(*trained.tokenizer));
+    const std::vector<int64_t> context = trained.tokenizer->encode(start);
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
     catch_stop_signals();
 
     using Clock = std::chrono::steady_clock;
-    int64_t produced = 0;
+    int64_t produced = 0, tokens = 0;
     double seconds = 0;
+    // Characters are tokens for a character model; a BPE token is bytes, so --chars N runs until N
+    // characters are out (at most 4 tokens a character: one a byte).
+    const bool characters = dynamic_cast<const nn::CharTokenizer*>(trained.tokenizer.get()) != nullptr;
+    const int64_t steps = o.tokens ? *o.tokens : characters ? o.chars : 4 * o.chars;
     for (int64_t sample = 0; sample < o.samples && g_stop_signal == 0; ++sample) {
         if (sample > 0) std::fputs("---------------\n", stdout);  // between samples, as nanoGPT's sample.py
         std::fputs(start.c_str(), stdout);
         std::fflush(stdout);
         const auto t0 = Clock::now();
         // each character as it comes; a failed write (a closed pipe) stops here, cli::run reports it
-        nn::generate(*trained.model, context, o.chars, {.temperature = o.temperature, .top_k = o.top_k, .cache = o.cache}, gen,
+        CharacterPrinter printer(o.tokens ? INT64_MAX : o.chars);
+        nn::generate(*trained.model, context, steps, {.temperature = o.temperature, .top_k = o.top_k, .cache = o.cache}, gen,
                      [&](int64_t id) {
-                         ++produced;
-                         std::fputs(trained.tokenizer.decode(std::span(&id, 1)).c_str(), stdout);
-                         return std::fflush(stdout) == 0 && g_stop_signal == 0;
+                         ++tokens;
+                         const bool more = printer.add(trained.tokenizer->decode(std::span(&id, 1)));
+                         return std::fflush(stdout) == 0 && g_stop_signal == 0 && (more || o.tokens);
                      });
+        produced += printer.printed();
         seconds += std::chrono::duration<double>(Clock::now() - t0).count();
         std::fputs("\n", stdout);
         if (std::ferror(stdout)) break;
     }
     if (o.json) {
-        const nlohmann::ordered_json line = {{"chars", produced}, {"seconds", seconds},
+        const nlohmann::ordered_json line = {{"chars", produced}, {"tokens", tokens}, {"seconds", seconds},
                                      {"chars_per_s", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
                                      {"cache", o.cache}};
         std::fputs((line.dump() + "\n").c_str(), stdout);
@@ -98,6 +143,8 @@ int main(int argc, char** argv) {
              [&o](const cli::Value& v) { o.prompt_file = v.file(); });
     p.option("--chars", "N", "characters to sample                      (default 500)",
              [&o](const cli::Value& v) { o.chars = v.integer(0, 1 << 24); });
+    p.option("--tokens", "N", "tokens to sample instead (a BPE model's tokens are pieces of words)",
+             [&o](const cli::Value& v) { o.tokens = v.integer(0, 1 << 24); });
     p.option("--samples", "N", "samples from the same prompt, one after another (default 1)",
              [&o](const cli::Value& v) { o.samples = v.integer(1, 1 << 20); });
     p.option("--temperature", "X", "sampling temperature                      (default 1)",
@@ -108,9 +155,10 @@ int main(int argc, char** argv) {
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.flag("--no-cache", "rerun the whole window for every character (the reference the cache must equal)",
            [&o] { o.cache = false; });
-    p.flag("--json", "end with one line {\"chars\", \"seconds\", \"chars_per_s\", \"cache\"}", [&o] { o.json = true; });
+    p.flag("--json", "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"cache\"}", [&o] { o.json = true; });
     return cli::run(p, argc, argv, [&o, &p] {
         if (p.given("--prompt") && p.given("--prompt-file")) throw cli::UsageError("--prompt and --prompt-file are one or the other");
+        if (p.given("--tokens") && p.given("--chars")) throw cli::UsageError("--tokens and --chars are one or the other");
         return run(o);
     });
 }

@@ -77,7 +77,7 @@ std::string visible(const std::string& c) {
     return c;
 }
 
-std::vector<std::string> labels_of(const nn::CharTokenizer& tokenizer, const std::vector<int64_t>& ids) {
+std::vector<std::string> labels_of(const nn::Tokenizer& tokenizer, const std::vector<int64_t>& ids) {
     std::vector<std::string> out;
     for (int64_t id : ids) out.push_back(visible(tokenizer.decode(std::vector<int64_t>{id})));
     return out;
@@ -113,7 +113,7 @@ Map untrained(const Options& o) {
 Map trained(const Options& o) {
     nn::TrainedModel loaded = nn::load_trained_model(*o.checkpoint);
     const nn::ModelConfig& config = loaded.config;
-    const auto ids = loaded.tokenizer.encode(*o.prompt);  // unknown characters throw, listing them
+    const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
     const nn::Head* head = nullptr;
     int64_t heads = 1, layers = 1;
@@ -138,7 +138,7 @@ Map trained(const Options& o) {
                                              loaded.model->block_size()));
     NoGradGuard no_grad;
     loaded.model->forward(ids, 1, T);
-    return from_attention(head->last_attention(), labels_of(loaded.tokenizer, ids),
+    return from_attention(head->last_attention(), labels_of(*loaded.tokenizer, ids),
                           fmt::format("head {} of layer {} of the trained {} model in {}", o.head, o.layer, config.kind,
                                       *o.checkpoint));
 }

@@ -30,7 +30,9 @@
 #include <autograd/autograd.h>
 #include <nn/train/checkpoint.h>
 #include <nn/train/files.h>
+#include <nn/train/bpe.h>
 #include <nn/train/sample.h>
+#include <nn/train/token_file.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/trainer.h>
 #include <nlohmann/json.hpp>
@@ -173,6 +175,45 @@ void apply_command_line(nn::Trainer& trainer, const Options& o) {
         naming_flag("--steps", std::optional<int64_t>(o.config.steps), [&] { trainer.extend_to(o.config.steps); });
 }
 
+// GPT-2's BPE (--tokenizer) or a token file (--data *.bin): the data the tokenizer reads (and not the
+// character path, which makes its vocabulary from the text).
+bool uses_tokens(const Options& o) { return o.tokenizer || (o.data && nn::is_token_file(*o.data)); }
+
+// --data for a token-id model: a token file mapped (its validation from the val.bin beside a train.bin,
+// or *_val.bin beside *_train.bin, as nanoGPT and llm.c name them; else its last 10%), or a text file
+// tokenized as it is read.
+nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
+    if (!o.data) throw cli::UsageError("--tokenizer needs --data (a text file or a .bin token file)");
+    const std::filesystem::path path = *o.data;
+    if (!nn::is_token_file(path)) {
+        const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&tokenizer);
+        return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path)));
+    }
+    nn::TokenIds train = nn::map_token_file(path, tokenizer.vocab_size());
+    std::string name = path.filename().string();
+    if (const auto at = name.rfind("train"); at != std::string::npos) {
+        const std::filesystem::path val = path.parent_path() / name.replace(at, 5, "val");
+        if (std::filesystem::exists(val)) return nn::TextData(std::move(train), nn::map_token_file(val, tokenizer.vocab_size()));
+    }
+    return nn::TextData(std::move(train));
+}
+
+// The tokenizer of a checkpoint, checked against --tokenizer when both are given (they must be the
+// same vocabulary and merges); a token file needs a BPE tokenizer from one of them.
+void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::string& checkpoint) {
+    const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&saved);
+    if (o.tokenizer) {
+        const nn::BpeTokenizer given = nn::BpeTokenizer::from_directory(*o.tokenizer);
+        if (!bpe || !(*bpe == given))
+            throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
+                                                 *o.tokenizer, checkpoint,
+                                                 bpe ? "another BPE vocabulary or merges" : "characters"));
+    } else if (!bpe) {
+        throw std::runtime_error(fmt::format("--data {} is a token file but the checkpoint {} has a character tokenizer",
+                                             o.data.value_or(""), checkpoint));
+    }
+}
+
 // --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
 // the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights. The
 // checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
@@ -186,16 +227,22 @@ nn::Trainer start_from_checkpoint(const Options& o) {
         throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
     config.model = start.config;
     if (dropout_given) config.model.dropout = o.config.model.dropout;
+    if (uses_tokens(o)) {
+        check_tokenizer(o, *start.tokenizer, path);
+        nn::Trainer trainer(config, start.tokenizer, token_data(o, *start.tokenizer));
+        nn::load_parameters(trainer.model(), start.model->named_parameters());
+        return trainer;
+    }
     nn::TokenIds tokens = [&] {
         try {
-            return start.tokenizer.encode_ids(training_text(o));
+            return start.tokenizer->encode_ids(training_text(o));
         } catch (const std::invalid_argument& e) {
             throw std::runtime_error(fmt::format("--init-from {}: the text to train on ({}) has characters outside the "
                                                  "checkpoint's vocabulary: {}",
                                                  path, o.data.value_or("the built-in copy task"), e.what()));
         }
     }();
-    nn::Trainer trainer(config, start.tokenizer, std::move(tokens));
+    nn::Trainer trainer(config, start.tokenizer, nn::TextData(std::move(tokens)));
     nn::load_parameters(trainer.model(), start.model->named_parameters());
     return trainer;
 }
@@ -296,9 +343,22 @@ int run(const Options& o) {
     const bool grad_csv_continues = continues(o.grad_csv, "--grad-csv", grad_header);
     std::optional<nn::Trainer> trainer;
     if (o.resume) {  // the text is needed only until it is tokens
-        trainer.emplace(nn::Trainer::resume(*o.resume, training_text(o)));
+        if (uses_tokens(o))
+            trainer.emplace(nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
+                check_tokenizer(o, saved, *o.resume);
+                return token_data(o, saved);
+            }));
+        else trainer.emplace(nn::Trainer::resume(*o.resume, training_text(o)));
     } else if (o.init_from) {
         trainer.emplace(start_from_checkpoint(o));
+    } else if (uses_tokens(o)) {
+        if (!o.tokenizer)
+            throw cli::UsageError(fmt::format("--data {} is a token file: give --tokenizer DIR, the BPE files its ids are of", *o.data));
+        auto tokenizer = std::make_shared<const nn::BpeTokenizer>(nn::BpeTokenizer::from_directory(*o.tokenizer));
+        nn::TrainConfig config = o.config;
+        config.model.vocab = tokenizer->vocab_size();
+        nn::TextData data = token_data(o, *tokenizer);
+        trainer.emplace(config, std::move(tokenizer), std::move(data));
     } else {  // a file is read as token ids alone, never held as text
         auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
         nn::TrainConfig config = o.config;
@@ -322,7 +382,7 @@ int run(const Options& o) {
         const nn::TextData& data = trainer->data();
         const int64_t n = std::min({config.model.block, int64_t{32}, data.size(nn::Split::validation)});
         sample_ids.resize(static_cast<size_t>(n));
-        data.tokens().copy_to(data.size(nn::Split::train), n, sample_ids.data());
+        data.copy(nn::Split::validation, 0, n, sample_ids.data());
         sample_text = trainer->tokenizer().decode(sample_ids);
     }
     const auto open_log = [&](const std::optional<std::string>& path, const char* flag, std::string_view header,

@@ -22,6 +22,7 @@ namespace train_args {
 struct Options {
     nn::TrainConfig config;
     std::optional<std::string> data, csv, grad_csv, report, out, resume, init_from;
+    std::optional<std::string> tokenizer;  // --tokenizer DIR: GPT-2's BPE files
     int64_t threads = 1;
     std::optional<int64_t> until;
     std::optional<std::string> prompt;
@@ -111,8 +112,12 @@ inline cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.init_from = v.file(); });
     p.section("training");
     p.option("--data", "FILE", "text to train on (90% train, 10% validation); without it, the built-in\n"
-                               "copy task that only attention can solve",
+                               "copy task that only attention can solve. A .bin token file (nanoGPT's\n"
+                               "train.bin, val.bin beside it the validation; llm.c's) is read mapped",
              [&o](const cli::Value& v) { o.data = v.file(); });
+    p.option("--tokenizer", "DIR", "GPT-2's BPE (encoder.json + vocab.bpe, or vocab.json + merges.txt) instead\n"
+                                   "of characters; --data may then be a token file (.bin: nanoGPT's or llm.c's)",
+             [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
     p.option("--steps", "N", "optimizer steps; with --resume, a larger N extends the run (default 2000)",
              [&o](const cli::Value& v) {
                  o.config.steps = whole(v);

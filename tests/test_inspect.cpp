@@ -361,7 +361,7 @@ TEST_CASE("heatmap: a trained GPT's head, the same shares the library computes, 
 
     nn::TrainedModel loaded = nn::load_trained_model(ckpt);
     auto& gpt = dynamic_cast<nn::GPT&>(*loaded.model);
-    const auto ids = loaded.tokenizer.encode(prompt);
+    const auto ids = loaded.tokenizer->encode(prompt);
     {
         autograd::NoGradGuard no_grad;
         gpt.forward(ids, 1, static_cast<int64_t>(ids.size()));

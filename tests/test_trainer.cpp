@@ -157,7 +157,7 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
             nn::Trainer resumed = nn::Trainer::resume(path, text);
             CHECK(resumed.step_count() == N);
             CHECK(resumed.config() == first.config());
-            CHECK(resumed.tokenizer().vocabulary() == first.tokenizer().vocabulary());
+            CHECK(resumed.tokenizer().checkpoint_metadata() == first.tokenizer().checkpoint_metadata());
             require_same_parameters(resumed.model(), saved);  // the checkpoint loads bit-exactly
             // Saving what was loaded writes the same bytes: every tensor, moment and generator state came back.
             resumed.save(dir.path / "again.safetensors");
@@ -221,8 +221,8 @@ TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit"
     CHECK(file.metadata.at("train.step") == "3");
     CHECK(file.metadata.at("model.kind") == "multihead");
     CHECK(nn::ModelConfig::from_metadata(file.metadata) == trainer.config().model);
-    CHECK(nn::CharTokenizer::from_vocabulary_utf8(file.metadata.at("tokenizer.vocabulary")).vocabulary() ==
-          trainer.tokenizer().vocabulary());
+    CHECK(nn::CharTokenizer::from_vocabulary_utf8(file.metadata.at("tokenizer.vocabulary")).checkpoint_metadata() ==
+          trainer.tokenizer().checkpoint_metadata());
     // No temporary file is left beside it.
     CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 }
@@ -240,7 +240,7 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
 
     SECTION("different data with the same characters") {
         const std::string other = copy_text(200, 7);
-        REQUIRE(nn::CharTokenizer::from_text(other).vocabulary() == trainer.tokenizer().vocabulary());
+        REQUIRE(nn::CharTokenizer::from_text(other).checkpoint_metadata() == trainer.tokenizer().checkpoint_metadata());
         CHECK_THAT(resume_error(good, other), Contains(good.string()) && Contains("different data"));
         // one character changed is different data too
         std::string edited = text;
@@ -266,7 +266,7 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
     }
     SECTION("a plain module save without training metadata") {
         const fs::path plain = dir.path / "plain.safetensors";
-        nn::save_module(plain, trainer.model(), {{"vocabulary", trainer.tokenizer().vocabulary_utf8()}});
+        nn::save_module(plain, trainer.model(), {{"vocabulary", trainer.tokenizer().checkpoint_metadata().at("tokenizer.vocabulary")}});
         CHECK_THAT(resume_error(plain, text), Contains(plain.string()) && Contains("not a tinygpt training checkpoint"));
     }
     SECTION("a truncated checkpoint") {

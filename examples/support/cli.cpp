@@ -100,12 +100,17 @@ bool Parser::given(std::string_view name) const {
     return std::find(given_.begin(), given_.end(), name) != given_.end();
 }
 
+void Parser::positionals(std::string meta, std::string help, std::function<void(const Value&)> on) {
+    positionals_.push_back({std::move(meta), std::move(help), std::move(on), true, true});
+}
+
 void Parser::parse(int argc, const char* const* argv) {
     size_t next_positional = 0;
     bool only_positionals = false;  // after "--"
     const auto take_positional = [&](const std::string& text) {
-        if (next_positional >= positionals_.size()) throw UsageError(fmt::format("unexpected argument '{}'", text));
-        const Positional& p = positionals_[next_positional++];
+        const bool again = next_positional >= positionals_.size() && !positionals_.empty() && positionals_.back().repeats;
+        if (next_positional >= positionals_.size() && !again) throw UsageError(fmt::format("unexpected argument '{}'", text));
+        const Positional& p = again ? positionals_.back() : positionals_[next_positional++];
         p.on(Value(p.meta, text));
     };
     for (int i = 1; i < argc; ++i) {

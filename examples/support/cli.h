@@ -70,6 +70,8 @@ public:
     void option(std::string name, std::string meta, std::string help, std::function<void(const Value&)> on);
     // An argument without a flag, in order; `required` ones missing are a usage error.
     void positional(std::string meta, std::string help, std::function<void(const Value&)> on, bool required = true);
+    // The last positional: one or more, each given to `on` in order (INPUT...).
+    void positionals(std::string meta, std::string help, std::function<void(const Value&)> on);
 
     // Calls each flag's handler in command-line order. Throws UsageError, HelpRequested or VersionRequested.
     void parse(int argc, const char* const* argv);
@@ -88,6 +90,7 @@ private:
         std::string meta, help;
         std::function<void(const Value&)> on;
         bool required;
+        bool repeats = false;
     };
     const Flag* find(std::string_view name) const;
 

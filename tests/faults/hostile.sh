@@ -115,7 +115,7 @@ refused_setting setting_steps train.steps=18446744073709551615 "train.steps is 1
 # --- a vocabulary shorter than the model's is refused when the file is read, before any text ---------
 $SET_METADATA good.st short_vocab.st tokenizer.vocabulary=ehlo || fail "set_metadata.py failed"
 "$BIN/generate" short_vocab.st --chars 50 >out.log 2>err.log
-[[ $? == 1 && ! -s out.log ]] && grep -q "short_vocab.st: its vocabulary has 4 characters but its model's vocab is" err.log
+[[ $? == 1 && ! -s out.log ]] && grep -q "short_vocab.st: its vocabulary has 4 tokens but its model's vocab is" err.log
 check vocabulary_shorter_than_model $? "printed '$(head -c 40 out.log)'"
 
 # --- signals are heard during an evaluation and during the sample --------------------------------

@@ -4,7 +4,18 @@
 #include <cstdio>
 #include <variant>
 
+#include "nn/train/bpe.h"
+
 namespace nn::detail {
+
+std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const Metadata& metadata, const std::filesystem::path& path) {
+    return naming_path(path, [&]() -> std::shared_ptr<const Tokenizer> {
+        if (BpeTokenizer::in_checkpoint_metadata(metadata))
+            return std::make_shared<const BpeTokenizer>(BpeTokenizer::from_checkpoint_metadata(metadata));
+        return std::make_shared<const CharTokenizer>(CharTokenizer::from_vocabulary_utf8(field(metadata, "tokenizer.vocabulary", path)));
+    });
+}
+
 
 using namespace autograd;
 

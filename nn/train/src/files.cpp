@@ -122,6 +122,17 @@ void AtomicFile::write(const void* data, size_t size) {
     }
 }
 
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t size) {
+    const auto* p = static_cast<const char*>(data);
+    while (size > 0) {
+        const ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail("write failed", n < 0 ? errno : ENOSPC);
+        p += n, offset += static_cast<uint64_t>(n);
+        size -= static_cast<size_t>(n);
+    }
+}
+
 void AtomicFile::commit() {
     if (::fsync(fd_) != 0) fail("fsync failed", errno);
     const int fd = fd_;

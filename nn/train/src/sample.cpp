@@ -65,9 +65,10 @@ std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& 
     return produced;
 }
 
-std::string default_prompt(const CharTokenizer& tokenizer) {
+std::string default_prompt(const Tokenizer& tokenizer) {
     const std::vector<int64_t> first = {0};
-    return tokenizer.encode("\n", Unknown::skip).empty() ? tokenizer.decode(first) : "\n";
+    const auto* chars = dynamic_cast<const CharTokenizer*>(&tokenizer);
+    return chars && chars->encode("\n", Unknown::skip).empty() ? tokenizer.decode(first) : "\n";
 }
 
 }  // namespace nn

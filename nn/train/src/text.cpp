@@ -1,5 +1,6 @@
 #include "nn/train/text.h"
 #include "files.h"
+#include "utf8.h"
 #include "nn/train/machine.h"
 
 #include <fcntl.h>
@@ -228,6 +229,10 @@ CharTokenizer CharTokenizer::from_text(std::string_view corpus) {
     return CharTokenizer(vocabulary.sorted());
 }
 
+namespace detail {
+void check_utf8(std::string_view text, const char* who, uint64_t base) { decode_utf8(text, who, [](char32_t) {}, base); }
+}  // namespace detail
+
 std::vector<int64_t> CharTokenizer::encode(std::string_view text, Unknown policy) const {
     std::vector<int64_t> ids;
     ids.reserve(count_characters(text));
@@ -246,6 +251,12 @@ TokenIds CharTokenizer::encode_ids(std::string_view text, Unknown policy) const 
     });
     if (!unknown.found.empty()) throw std::invalid_argument(unknown.message(vocab_.size()));
     return ids;
+}
+
+TokenIds CharTokenizer::encode_ids(std::string_view text) const { return encode_ids(text, Unknown::error); }
+
+std::map<std::string, std::string> CharTokenizer::checkpoint_metadata() const {
+    return {{"tokenizer.vocabulary", vocabulary_utf8()}};
 }
 
 std::string CharTokenizer::decode(std::span<const int64_t> ids) const {
@@ -439,6 +450,8 @@ TokenIds::TokenIds(std::span<const int64_t> ids) {
     visit([&](auto& v) { v.assign(ids.begin(), ids.end()); });
 }
 
+TokenIds::TokenIds(MappedU16 mapped) : ids_(std::move(mapped)) {}
+
 int64_t TokenIds::size() const {
     return visit([](const auto& v) { return static_cast<int64_t>(v.size()); });
 }
@@ -485,11 +498,25 @@ TextData::TextData(TokenIds tokens, double train_fraction) : tokens_(std::move(t
     n_train_ = static_cast<int64_t>(std::floor(train_fraction * static_cast<double>(tokens_.size())));
 }
 
+TextData::TextData(TokenIds train, TokenIds validation)
+    : tokens_(std::move(train)), validation_(std::move(validation)), n_train_(tokens_.size()) {
+    check(!tokens_.empty(), "TextData: no training tokens");
+    check(!validation_->empty(), "TextData: no validation tokens");
+}
+
 TextData::TextData(const std::vector<int64_t>& tokens, double train_fraction)
     : TextData(TokenIds(std::span<const int64_t>(tokens)), train_fraction) {}
 
 int64_t TextData::size(Split split) const {
-    return split == Split::train ? n_train_ : tokens_.size() - n_train_;
+    if (split == Split::train) return n_train_;
+    return validation_ ? validation_->size() : tokens_.size() - n_train_;
+}
+
+void TextData::copy(Split split, int64_t first, int64_t count, int64_t* out) const {
+    check(first >= 0 && count >= 0 && first + count <= size(split), "TextData::copy: [{}, {}) is outside the {} split of {} tokens",
+          first, first + count, split_name(split), size(split));
+    if (split == Split::validation && validation_) validation_->copy_to(first, count, out);
+    else tokens_.copy_to(split == Split::train ? first : n_train_ + first, count, out);
 }
 
 Batch TextData::batch(Split split, int64_t B, int64_t T, autograd::Generator& gen) const {
@@ -497,15 +524,16 @@ Batch TextData::batch(Split split, int64_t B, int64_t T, autograd::Generator& ge
     check(T > 0, "batch: block size T must be positive, got {}", T);
     check(B <= kMaxBatchTokens / T, "batch: B * T = {} * {} tokens is more than the limit of {}", B, T,
           kMaxBatchTokens);
-    const int64_t n = size(split), first = split == Split::train ? 0 : n_train_;
+    const TokenIds& stream = split == Split::validation && validation_ ? *validation_ : tokens_;
+    const int64_t n = size(split), first = split == Split::train || validation_ ? 0 : n_train_;
     check(T < n, "batch: block size {} is longer than the {} split ({} tokens; a window and its targets need {})",
           T, split_name(split), n, T + 1);
 
     Batch out{std::vector<int64_t>(static_cast<size_t>(B * T)), std::vector<int64_t>(static_cast<size_t>(B * T)), B, T};
     for (int64_t b = 0; b < B; ++b) {
         const int64_t start = first + gen.randint(n - T);  // the last target is token start + T
-        tokens_.copy_to(start, T, out.inputs.data() + b * T);
-        tokens_.copy_to(start + 1, T, out.targets.data() + b * T);
+        stream.copy_to(start, T, out.inputs.data() + b * T);
+        stream.copy_to(start + 1, T, out.targets.data() + b * T);
     }
     return out;
 }

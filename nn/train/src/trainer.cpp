@@ -30,28 +30,34 @@ Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::
     : Trainer(config, std::move(tokenizer), TokenIds(std::span<const int64_t>(tokens))) {}
 
 Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens)
+    : Trainer(config, std::make_shared<const CharTokenizer>(std::move(tokenizer)), TextData(std::move(tokens))) {}
+
+Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tokenizer, TextData data)
     : config_(config),
       tokenizer_(std::move(tokenizer)),
-      data_fingerprint_(tokens.fingerprint()),
-      data_(std::move(tokens)),
+      data_fingerprint_(data.tokens().fingerprint()),
+      data_(std::move(data)),
       init_gen_(config.seed),
       batch_gen_(config.seed + 1) {
     check_config(config);
     validate_model_config(config.model);
     check(config.model.block > 0, "Trainer: block must be positive (every kind trains on windows of that many tokens), got {}",
           config.model.block);
-    check(config.model.vocab == tokenizer_.vocab_size(), "Trainer: the model's vocab {} differs from the tokenizer's {}",
-          config.model.vocab, tokenizer_.vocab_size());
+    check(tokenizer_ != nullptr, "Trainer: no tokenizer");
+    check(config.model.vocab == tokenizer_->vocab_size(), "Trainer: the model's vocab {} differs from the tokenizer's {}",
+          config.model.vocab, tokenizer_->vocab_size());
     for (Split split : {Split::train, Split::validation})
         check(data_.size(split) > config.model.block,
               "Trainer: block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
               config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
-    const uint64_t need = estimate_training_bytes(config, data_.tokens().bytes()), have = physical_memory_bytes();
+    // mapped token files stay the file's pages, not the process's memory
+    const uint64_t held = data_.tokens().mapped() ? 0 : data_.tokens().bytes();
+    const uint64_t need = estimate_training_bytes(config, held), have = physical_memory_bytes();
     check(have == 0 || need <= have,
           "Trainer: this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
           "batch {}; {:.3g} GB of it the token ids), more than this machine's {:.3g} GB; choose smaller sizes",
           double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block, config.batch,
-          double(data_.tokens().bytes()) / 1e9, double(have) / 1e9);
+          double(held) / 1e9, double(have) / 1e9);
     try {
         model_ = make_model(config.model, init_gen_);
         optimizer_ = std::make_unique<AdamW>(*model_, AdamWOptions{.lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2,

@@ -15,11 +15,11 @@ void Trainer::save(const std::filesystem::path& path) const {
     Metadata metadata = config_.model.to_metadata();
     write_train_config(config_, metadata);
     metadata.insert({{"format", kFormat},
-                     {"tokenizer.vocabulary", tokenizer_.vocabulary_utf8()},
                      {"train.step", std::to_string(step_count())},
                      {"train.rng.batch", to_text(batch_gen_.state())},
                      {"data.tokens", std::to_string(data_.size(Split::train) + data_.size(Split::validation))},
                      {"data.fingerprint", std::to_string(data_fingerprint_)}});
+    metadata.merge(tokenizer_->checkpoint_metadata());
     if (const auto* gpt = dynamic_cast<const GPT*>(model_.get()))
         metadata["train.rng.dropout"] = to_text(gpt->dropout_generator().state());
     if (!run_id_.empty()) metadata["run.id"] = run_id_;
@@ -27,6 +27,17 @@ void Trainer::save(const std::filesystem::path& path) const {
 }
 
 Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
+    return resume(path, [&](const Tokenizer& tokenizer) {
+        try {
+            return TextData(tokenizer.encode_ids(text));
+        } catch (const std::bad_alloc&) {
+            throw std::runtime_error(fmt::format("could not allocate {:.3g} GB for the token ids of the text to "
+                                                 "resume on ({} bytes)", double(text.size()) / 1e9, text.size()));
+        }
+    });
+}
+
+Trainer Trainer::resume(const std::filesystem::path& path, const std::function<TextData(const Tokenizer&)>& make_data) {
     Safetensors file = load_safetensors(path);
     const Metadata& meta = file.metadata;
     check_format(meta, path);
@@ -42,21 +53,14 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
     check_sizes_against_weights(c.model, parts.weights, path);
 
     Trainer trainer = naming_path(path, [&] {
-        CharTokenizer tokenizer = CharTokenizer::from_vocabulary_utf8(field(meta, "tokenizer.vocabulary", path));
-        TokenIds tokens = [&] {
-            try {
-                return tokenizer.encode_ids(text);
-            } catch (const std::bad_alloc&) {
-                throw std::runtime_error(fmt::format("could not allocate {:.3g} GB for the token ids of the text to "
-                                                     "resume on ({} bytes)", double(text.size()) / 1e9, text.size()));
-            }
-        }();
+        std::shared_ptr<const Tokenizer> tokenizer = checkpoint_tokenizer(meta, path);
+        TextData data = make_data(*tokenizer);
         const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
-        if (tokens.fingerprint() != expected)
+        if (data.tokens().fingerprint() != expected)
             throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
                                                  "resume with the same --data file",
                                                  printable_name(path.string()), field(meta, "data.tokens", path)));
-        return Trainer(c, std::move(tokenizer), std::move(tokens));
+        return Trainer(c, std::move(tokenizer), std::move(data));
     });
 
     naming_path(path, [&] { load_parameters(*trainer.model_, parts.weights); });

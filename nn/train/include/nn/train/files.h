@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -40,6 +41,8 @@ public:
     ~AtomicFile();
 
     void write(const void* data, size_t size);
+    // Over bytes written before, at `offset` (a header whose count is known only at the end).
+    void write_at(uint64_t offset, const void* data, size_t size);
     void commit();  // fsync, rename over the target, fsync the directory
 
 private:

@@ -28,6 +28,6 @@ std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& 
 
 // Where a sample starts when the user gives no prompt: a newline if the vocabulary has one (a fresh
 // line, as in nanoGPT), else the vocabulary's first character.
-std::string default_prompt(const CharTokenizer& tokenizer);
+std::string default_prompt(const Tokenizer& tokenizer);
 
 }  // namespace nn

@@ -91,10 +91,16 @@ public:
     // vocabulary allows; read_tokenized_text makes them from a file).
     Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens);
     Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::vector<int64_t>& tokens);
+    // Any tokenizer (GPT-2's BPE: nn/train/bpe.h) and data already split (token files: train.bin and
+    // val.bin, nn/train/token_file.h). The checkpoint keeps the tokenizer (checkpoint_metadata()).
+    Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tokenizer, TextData data);
     // Continues the run saved at `path` on the same text, encoded with the checkpoint's vocabulary
     // (characters outside it are an error that lists them) and checked against the saved fingerprint.
     // Its RunSettings come from the file too (the defaults where the file predates them).
     static Trainer resume(const std::filesystem::path& path, std::string_view text);
+    // The same, with the data made by `data` from the checkpoint's tokenizer (a token file mapped, a text
+    // file tokenized as it is read).
+    static Trainer resume(const std::filesystem::path& path, const std::function<TextData(const Tokenizer&)>& data);
 
     // Extends the run to `steps` in total (std::invalid_argument below the current total; the same
     // total changes nothing). The learning-rate schedule is recomputed over the new total: the cosine
@@ -126,14 +132,15 @@ public:
 
     LanguageModel& model() { return *model_; }
     const TrainConfig& config() const { return config_; }
-    const CharTokenizer& tokenizer() const { return tokenizer_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    const std::shared_ptr<const Tokenizer>& shared_tokenizer() const { return tokenizer_; }
     const TextData& data() const { return data_; }
     int64_t step_count() const { return optimizer_->steps(); }
     float lr_at(int64_t step) const;
 
 private:
     TrainConfig config_;
-    CharTokenizer tokenizer_;
+    std::shared_ptr<const Tokenizer> tokenizer_;
     uint64_t data_fingerprint_;
     TextData data_;
     autograd::Generator init_gen_, batch_gen_;
@@ -146,7 +153,7 @@ private:
 // (the training state in it is ignored). Errors name the path and the problem.
 struct TrainedModel {
     ModelConfig config;
-    CharTokenizer tokenizer;
+    std::shared_ptr<const Tokenizer> tokenizer;  // a CharTokenizer, or the BpeTokenizer a BPE run saved
     std::unique_ptr<LanguageModel> model;
 };
 TrainedModel load_trained_model(const std::filesystem::path& path);

