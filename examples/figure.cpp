@@ -28,6 +28,7 @@
 
 #include <autograd/autograd.h>
 #include <cli.h>
+#include <script_json.h>
 #include <nn/attention.h>
 #include <nn/train/files.h>
 #include <nn/train/trainer.h>
@@ -185,19 +186,6 @@ Json rows_of(const Tensor& t) {
     return rows;
 }
 
-// The JSON as the page embeds it in <script>: no "<", ">" or "&" appear literally (they can only be
-// inside strings, where \u escapes stand for them), so no "</script>" in a path or prompt ends it.
-std::string script_safe(const std::string& json) {
-    std::string out;
-    for (char c : json) {
-        if (c == '<') out += "\\u003c";
-        else if (c == '>') out += "\\u003e";
-        else if (c == '&') out += "\\u0026";
-        else out += c;
-    }
-    return out;
-}
-
 double max_abs(const Tensor& t) {
     double m = 0.0;
     for (float v : t.data())
@@ -293,7 +281,7 @@ int run(const Options& o) {
     const std::string json = figure_json(*window).dump(-1, ' ', false, Json::error_handler_t::replace);
     if (o.json) fmt::print("{}\n", json);
     if (page) {
-        nn::write_file_atomically(*page, fmt::format("{}{}\n{}", figure::kPageBeforeData, script_safe(json), figure::kPageAfterData),
+        nn::write_file_atomically(*page, fmt::format("{}{}\n{}", figure::kPageBeforeData, html::script_safe(json), figure::kPageAfterData),
                                   "figure");
         if (!o.json) fmt::print("wrote {} ({})\n", *page, window->description);
     }

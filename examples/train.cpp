@@ -20,9 +20,9 @@
 #include <cstring>
 #include <filesystem>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,12 +30,14 @@
 #include <autograd/autograd.h>
 #include <nn/train/checkpoint.h>
 #include <nn/train/bpe.h>
+#include <nn/train/files.h>
 #include <nn/train/sample.h>
 #include <nn/train/token_file.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/trainer.h>
 #include <nlohmann/json.hpp>
 
+#include "run_logs.h"
 #include "run_report.h"
 #include "train_args.h"
 
@@ -134,7 +136,8 @@ private:
 };
 
 // What the run reads and writes, for the checks before any work (support/cli.h): no output may be an
-// input or another output; --out may be the checkpoint it resumes; a resumed run's logs are appended to.
+// input or another output; --out may be the checkpoint it resumes; a resumed run continues its own logs
+// and page (run_logs::continues, open_page).
 struct Files {
     std::vector<cli::Input> inputs;
     std::vector<cli::Output> outputs;
@@ -270,6 +273,60 @@ nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, i
             {"log_every", c.run.log_every}};
 }
 
+constexpr std::string_view kCsvHeader = "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s\n";
+
+// 64 random bits in hex: the id of a run that writes a report page.
+std::string new_run_id() {
+    std::random_device device;
+    return fmt::format("{:08x}{:08x}", device(), device());
+}
+
+// The last step whose rows a resumed run's logs keep: the checkpoint's (its rows are written before it
+// is saved, and the resumed run starts after it), but none for a run stopped at step 0, which logs
+// step 0 again.
+int64_t logged_through(const nn::Trainer& trainer) { return trainer.step_count() > 0 ? trainer.step_count() : -1; }
+
+// The report page of this run. A resumed run continues the page at --report only if it is its own (the
+// page holds the run id its checkpoint holds), without what the page has past the checkpoint's step (a
+// run killed after writing it). A page of another run, one without an id, or a file that is no page is
+// refused, naming both runs; with --force a new page replaces it. A run without an id gets one here,
+// saved with its checkpoints from now on.
+report::RunReport open_page(nn::Trainer& trainer, const Options& o, nlohmann::ordered_json settings) {
+    const std::string& path = *o.report;
+    std::error_code error;
+    if (o.resume && std::filesystem::exists(path, error)) {
+        const char* const advice = "a resumed run continues only its own page: name another file, or add --force to start a new page";
+        std::optional<report::RunReport> old;
+        try {
+            old.emplace(report::RunReport::read(path, settings));
+        } catch (const std::runtime_error& e) {
+            if (!o.force) throw std::runtime_error(fmt::format("{}; {}", e.what(), advice));
+        }
+        const std::string& own = trainer.run_id();
+        if (old && !own.empty() && old->run_id() == own) {
+            old->drop_after(logged_through(trainer));
+            return std::move(*old);
+        }
+        if (old && !o.force) {
+            const std::string theirs = old->run_id();  // (RunReport::read refuses one that is not a run id)
+            throw std::runtime_error(fmt::format("--report {} is {}, and --resume {} is {}; {}", path,
+                                                 theirs.empty() ? "a page without a run id" : "the page of run " + theirs, *o.resume,
+                                                 own.empty() ? "a run without one (it wrote no page)" : "run " + own, advice));
+        }
+    }
+    report::RunReport page(std::move(settings));
+    if (trainer.run_id().empty()) {
+        trainer.set_run_id(new_run_id());
+        // A resumed run's checkpoint gets its id at once, then the page is written: killed at any point
+        // after, the two agree (otherwise a kill before the first save would leave a page of an id no
+        // checkpoint holds, and the next resume would refuse it).
+        if (o.resume) trainer.save(*o.out);
+    }
+    page.set_run_id(trainer.run_id());
+    if (o.resume) page.write(path, "--report");
+    return page;
+}
+
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
@@ -277,6 +334,13 @@ int run(const Options& o) {
     set_anomaly_mode(o.detect_anomaly);
     const Files files = files_of(o);
     const cli::OutputLocks locks = cli::claim_outputs(files.inputs, files.outputs, o.force);  // one run per output
+    // A resumed run appends only to its own logs, checked before any work (run_logs.h).
+    const std::string grad_header = nn::GradientReport::csv_header();
+    const auto continues = [&](const std::optional<std::string>& path, const char* flag, std::string_view header) {
+        return o.resume && path && run_logs::continues({flag, *path, header}, o.force);
+    };
+    const bool csv_continues = continues(o.csv, "--csv", kCsvHeader);
+    const bool grad_csv_continues = continues(o.grad_csv, "--grad-csv", grad_header);
     std::optional<nn::Trainer> trainer;
     if (o.resume) {  // the text is needed only until it is tokens
         if (uses_tokens(o))
@@ -308,32 +372,35 @@ int run(const Options& o) {
     const std::vector<int64_t> prompt_ids = trainer->tokenizer().encode(prompt);
     const int64_t last = naming_flag("--until", o.until, [&] { return trainer->stop_step(o.until); });
 
-    // A resumed run appends to its logs; a fresh one starts them with their header.
-    const auto open_log = [&](const std::optional<std::string>& path, const char* flag, std::string_view header) -> std::FILE* {
-        if (!path) return nullptr;
-        const bool fresh = !o.resume || !std::ifstream(*path).good();
-        std::FILE* f = std::fopen(path->c_str(), fresh ? "w" : "a");
-        if (!f) throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag, *path, std::strerror(errno)));
-        if (fresh) fmt::print(f, "{}", header);
-        return f;
-    };
-    std::FILE* csv = open_log(o.csv, "--csv", "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s\n");
-    std::FILE* grad_csv = open_log(o.grad_csv, "--grad-csv", nn::GradientReport::csv_header());
-    // The report page: a resumed run continues its own page. Its attention maps are of a fixed sample,
-    // the first characters of the validation split (at most a window, at most 32).
+    // The report page first (refusing another run's page changes no file), then the logs; a resumed
+    // run's logs lose the rows a killed run wrote past its checkpoint.
     std::optional<report::RunReport> page;
     std::vector<int64_t> sample_ids;
     std::string sample_text;
-    if (o.report) {
-        const nlohmann::ordered_json settings = settings_of(config, o, trainer->model().parameter_count());
-        if (o.resume && std::ifstream(*o.report).good()) page.emplace(report::RunReport::read(*o.report, settings));
-        else page.emplace(settings);
+    if (o.report) {  // its attention maps are of a fixed sample: the validation split's first characters (at most a window, 32)
+        page.emplace(open_page(*trainer, o, settings_of(config, o, trainer->model().parameter_count())));
         const nn::TextData& data = trainer->data();
         const int64_t n = std::min({config.model.block, int64_t{32}, data.size(nn::Split::validation)});
         sample_ids.resize(static_cast<size_t>(n));
         data.copy(nn::Split::validation, 0, n, sample_ids.data());
         sample_text = trainer->tokenizer().decode(sample_ids);
     }
+    const auto open_log = [&](const std::optional<std::string>& path, const char* flag, std::string_view header,
+                              bool continued) -> std::FILE* {
+        if (!path) return nullptr;
+        if (continued) run_logs::drop_rows_after({flag, *path, header}, logged_through(*trainer));
+        std::FILE* f = std::fopen(path->c_str(), continued ? "a" : "w");
+        if (!f) throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag, *path, std::strerror(errno)));
+        if (!continued) fmt::print(f, "{}", header);
+        return f;
+    };
+    std::FILE* csv = open_log(o.csv, "--csv", kCsvHeader, csv_continues);
+    std::FILE* grad_csv = open_log(o.grad_csv, "--grad-csv", grad_header, grad_csv_continues);
+    // A log that cannot be written: std::runtime_error "FLAG FILE: cannot write (why)".
+    const auto flushed = [](std::FILE* f, const char* flag, const std::string& path, bool durable) {
+        if (std::fflush(f) != 0 || std::ferror(f) || (durable && ::fsync(fileno(f)) != 0))
+            throw std::runtime_error(fmt::format("{} {}: cannot write ({})", flag, path, std::strerror(errno)));
+    };
     // At step 0 and every evaluation: the attention maps on the sample, and the page rewritten.
     const auto write_page = [&](int64_t step) {
         if (!page) return;
@@ -357,11 +424,13 @@ int run(const Options& o) {
     nn::StepStats stats;
     double train_loss = NAN, val_loss = NAN;
     const auto start = Clock::now();
-    int64_t saved_step = -1;  // the step of the last checkpoint written to --out
+    int64_t saved_step = -1;   // the step of the last checkpoint written to --out
+    int64_t logged_step = -1;  // the step of the last row written to the logs
     // One row of the --csv log: the step's batch loss, lr and gradient norm (empty at step 0, before any
     // step) and, at an evaluation, the evaluated losses (empty between evaluations).
     const auto log_row = [&](double train, double val) {
         const bool stepped = stats.step > 0;
+        logged_step = stats.step;
         if (page)
             page->add_log(stats.step, stepped ? stats.loss : NAN, train, val, stepped ? stats.lr : double(trainer->lr_at(0)));
         if (!csv) return;
@@ -373,35 +442,70 @@ int run(const Options& o) {
                    field(!std::isnan(train), train, "{:.6f}"), field(!std::isnan(val), val, "{:.6f}"),
                    stepped ? stats.lr : double(trainer->lr_at(0)), field(stepped, stats.grad_norm, "{:.6g}"),
                    field(stepped, tps, "{:.1f}"));
-        if (std::fflush(csv) != 0 || std::ferror(csv))
-            throw std::runtime_error(saved_step == stats.step
-                                         ? fmt::format("--csv {}: cannot write ({}); the checkpoint of step {} is saved", *o.csv,
-                                                       std::strerror(errno), stats.step)
-                                         : fmt::format("--csv {}: cannot write ({}) at step {}", *o.csv, std::strerror(errno),
-                                                       stats.step));
+        flushed(csv, "--csv", *o.csv, false);
     };
+    // A failure to log stops the run naming the step.
+    const auto at_step = [&](const auto& log) {
+        try {
+            log();
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(fmt::format("{} at step {}", e.what(), stats.step));
+        }
+    };
+    // The logs and the page reach the disk before the checkpoint of their step: a run killed between the
+    // two is ahead in its logs, never behind, and its resume drops the rows past the checkpoint's step
+    // (run_logs::drop_rows_after, RunReport::drop_after), so the logs equal a straight run's. A log that
+    // cannot be written still lets the checkpoint be saved, then stops the run saying so.
+    const auto log_then_save = [&](const auto& log) {
+        std::optional<std::string> failure;
+        try {
+            log();
+            if (csv) flushed(csv, "--csv", *o.csv, true);
+            if (grad_csv) flushed(grad_csv, "--grad-csv", *o.grad_csv, true);
+        } catch (const std::runtime_error& e) {
+            failure = e.what();
+        }
+        if (o.out) {
+            trainer->save(*o.out);
+            saved_step = trainer->step_count();
+        }
+        if (failure)
+            throw std::runtime_error(o.out ? fmt::format("{}; the checkpoint of step {} is saved", *failure, stats.step)
+                                           : fmt::format("{} at step {}", *failure, stats.step));
+    };
+    // Evaluations and the sample ask for the signal flag as they go: a Ctrl-C never waits for them.
+    const auto stop_requested = [] { return g_stop_signal != 0; };
     const auto evaluate_and_save = [&] {
-        train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters);
-        val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
+        train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters, stop_requested);
+        val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters, stop_requested);
+        if (g_stop_signal != 0) return;  // the caller saves and stops
         progress.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats.step, train_loss, val_loss));
         // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
         // stops before applying a NaN) are not saved over a good checkpoint.
         if (!std::isfinite(train_loss) || !std::isfinite(val_loss))
             throw std::runtime_error(fmt::format("at step {} the evaluation loss is {} (train) and {} (validation); "
                                                  "stopped without saving", stats.step, train_loss, val_loss));
-        if (o.out) {
-            trainer->save(*o.out);
-            saved_step = trainer->step_count();
-        }
-        log_row(train_loss, val_loss);  // after the save: a full disk stops the run with the checkpoint written
-        write_page(stats.step);
+        log_then_save([&] {
+            log_row(train_loss, val_loss);
+            write_page(stats.step);
+        });
     };
-    // Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal.
+    // A step between evaluations that the --csv log has a row for.
+    const auto log_step = [&](int64_t step) {
+        return config.run.log_every > 0 && step % config.run.log_every == 0 && step % config.run.eval_every != 0 && step != last;
+    };
+    // Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal. What
+    // the logs have of this step goes first, as at an evaluation: a log step's row (the loop breaks
+    // before writing it), and the page with the rows since the last evaluation.
     const auto interrupted = [&] {
         const int signal = g_stop_signal;
         progress.finish();
         const int64_t step = trainer->step_count();
-        if (o.out && saved_step != step) trainer->save(*o.out);
+        if (saved_step != step)
+            log_then_save([&] {
+                if (stats.step == step && logged_step != step && log_step(step)) log_row(NAN, NAN);
+                if (page) page->write(*o.report, "--report");
+            });
         progress.message(o.out ? fmt::format("interrupted at step {}; saved {}", step, *o.out)
                                : fmt::format("interrupted at step {}; nothing saved (no --out)", step));
         for (std::FILE* f : {csv, grad_csv})
@@ -410,11 +514,14 @@ int run(const Options& o) {
     };
     std::optional<StopSignals> stop_signals(std::in_place);
     if ((csv || page) && trainer->step_count() == 0) {  // where the curve starts: the untrained model (nothing to save)
-        const double train0 = trainer->evaluate(nn::Split::train, config.run.eval_iters);
-        const double val0 = trainer->evaluate(nn::Split::validation, config.run.eval_iters);
+        const double train0 = trainer->evaluate(nn::Split::train, config.run.eval_iters, stop_requested);
+        const double val0 = trainer->evaluate(nn::Split::validation, config.run.eval_iters, stop_requested);
+        if (g_stop_signal != 0) return interrupted();
         progress.message(fmt::format("step 0: train loss {:.4f}, val loss {:.4f}", train0, val0));
-        log_row(train0, val0);
-        write_page(0);
+        at_step([&] {
+            log_row(train0, val0);
+            write_page(0);
+        });
     }
     while (trainer->step_count() < last && g_stop_signal == 0) {
         const auto t0 = Clock::now();
@@ -429,33 +536,37 @@ int run(const Options& o) {
         if (page && reporting && next % page_grad_every == 0) page->add_gradients(report);
         if (printing) {
             progress.message(report.table());
-            if (grad_csv) {
-                fmt::print(grad_csv, "{}", report.csv_rows());
-                std::fflush(grad_csv);
-            }
+            if (grad_csv)
+                at_step([&] {
+                    fmt::print(grad_csv, "{}", report.csv_rows());
+                    flushed(grad_csv, "--grad-csv", *o.grad_csv, false);
+                });
         }
         if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
         if (stats.step % config.run.eval_every == 0 && stats.step != last)
             evaluate_and_save();
-        else if (config.run.log_every > 0 && stats.step % config.run.log_every == 0 && stats.step != last)
-            log_row(NAN, NAN);
+        else if (log_step(stats.step))
+            at_step([&] { log_row(NAN, NAN); });
     }
     if (g_stop_signal != 0) return interrupted();
     stats.step = trainer->step_count();
     evaluate_and_save();
     if (g_stop_signal != 0) return interrupted();  // during the last evaluation: saved already
-    stop_signals.reset();
     progress.finish();
     for (std::FILE* f : {csv, grad_csv})
         if (f) std::fclose(f);
 
+    // The sample: a signal stops it where it is; what was drawn is printed, then the exit says which signal.
     std::string sample;
     if (config.run.sample > 0) {
         Generator gen(config.seed + 3);
         const auto produced = nn::generate(trainer->model(), prompt_ids, config.run.sample,
-                                           {.temperature = config.run.temperature, .top_k = config.run.top_k}, gen);
+                                           {.temperature = config.run.temperature, .top_k = config.run.top_k}, gen,
+                                           [](int64_t) { return g_stop_signal == 0; });
         sample = prompt + trainer->tokenizer().decode(produced);
     }
+    const int stopped_by = g_stop_signal;
+    stop_signals.reset();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double tokens_per_s = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
     if (o.json) {
@@ -478,6 +589,11 @@ int run(const Options& o) {
     // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
     if (std::fflush(stdout) != 0 || std::ferror(stdout))
         throw std::runtime_error(fmt::format("cannot write the results to standard output ({})", std::strerror(errno)));
+    if (stopped_by != 0) {
+        note(o.out ? fmt::format("the sample was interrupted; {} holds step {}\n", nn::printable_name(*o.out), trainer->step_count())
+                   : std::string("the sample was interrupted\n"));
+        return 128 + stopped_by;
+    }
     return 0;
 }
 

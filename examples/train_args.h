@@ -14,6 +14,7 @@
 
 #include <cli.h>
 #include <fmt/format.h>
+#include <nn/train/settings.h>
 #include <nn/train/trainer.h>
 
 namespace train_args {
@@ -61,11 +62,20 @@ inline bool applies(std::string_view flag, nn::ModelKind kind) {
 inline const std::set<std::string, std::less<>> kModelShapeFlags = {"--model",   "--block",        "--n-embd", "--n-head",
                                                                     "--n-layer", "--feed-forward", "--init"};
 
+// A training setting's value within the limits nn::settings() gives it, which a checkpoint's value gets too.
+inline int64_t whole(const cli::Value& v) {
+    const nn::Setting& s = nn::setting(v.flag());
+    return v.integer(s.min, s.max);
+}
+inline float number(const cli::Value& v) {
+    const nn::Setting& s = nn::setting(v.flag());
+    return v.number(s.low, s.high, s.low_open);
+}
+
 // The parser, its handlers writing into `o` (which must outlive it).
 inline cli::Parser make_parser(Options& o) {
     nn::TrainConfig& c = o.config;
     c.model.kind = nn::ModelKind::head;
-    constexpr int64_t kBig = int64_t{1} << 40;
     cli::Parser p("train", "[options]", "Train a character-level language model, from the bigram to a small GPT.");
     // A flag that fixes the model or the training: refused with --resume (the checkpoint fixes them).
     const auto fixed = [&o](std::function<void(const cli::Value&)> on) {
@@ -110,32 +120,32 @@ inline cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
     p.option("--steps", "N", "optimizer steps; with --resume, a larger N extends the run (default 2000)",
              [&o](const cli::Value& v) {
-                 o.config.steps = v.integer(1, kBig);
+                 o.config.steps = whole(v);
                  o.steps_given = true;
              });
     p.option("--batch", "B", "windows per step                                   (default 32)",
-             fixed([&c](const cli::Value& v) { c.batch = v.integer(1, 1 << 20); }));
+             fixed([&c](const cli::Value& v) { c.batch = whole(v); }));
     p.option("--lr", "X", "peak learning rate (AdamW)                         (default 1e-3)",
-             fixed([&c](const cli::Value& v) { c.lr = v.number(0.0, 10.0, true); }));
+             fixed([&c](const cli::Value& v) { c.lr = number(v); }));
     p.option("--min-lr", "X", "end of the cosine decay                            (default lr/10)",
-             fixed([&c](const cli::Value& v) { c.min_lr = v.number(0.0, 10.0); }));
+             fixed([&c](const cli::Value& v) { c.min_lr = number(v); }));
     p.option("--warmup", "N", "linear warmup steps                                (default 0)",
-             fixed([&c](const cli::Value& v) { c.warmup = v.integer(0, kBig); }));
+             fixed([&c](const cli::Value& v) { c.warmup = whole(v); }));
     p.option("--weight-decay", "X", "decoupled weight decay on Linear weights           (default 0.1)",
-             fixed([&c](const cli::Value& v) { c.weight_decay = v.number(0.0, 10.0); }));
+             fixed([&c](const cli::Value& v) { c.weight_decay = number(v); }));
     p.option("--grad-clip", "X", "clip the global gradient norm; 0 = off             (default 1)",
-             fixed([&c](const cli::Value& v) { c.grad_clip = v.number(0.0, 1e6); }));
+             fixed([&c](const cli::Value& v) { c.grad_clip = number(v); }));
     p.option("--seed", "S", "initialization, batches and dropout                (default 1337)",
-             fixed([&c](const cli::Value& v) { c.seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); }));
+             fixed([&c](const cli::Value& v) { c.seed = static_cast<uint64_t>(whole(v)); }));
     p.option("--threads", "N", "threads for the kernels                            (default 1)",
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
     p.section("evaluation, logs, checkpoints (--eval-every, --eval-iters, --log-every, --grad-report and the\n"
               "sampling flags are kept in the checkpoint; given with --resume, they change)");
     p.option("--eval-every", "N", "evaluate (and save) every N steps                  (default 500)",
-             [&o](const cli::Value& v) { o.eval_every = v.integer(1, kBig); });
+             [&o](const cli::Value& v) { o.eval_every = whole(v); });
     p.option("--eval-iters", "N", "batches per evaluation                             (default 200)",
-             [&o](const cli::Value& v) { o.eval_iters = v.integer(1, 1 << 20); });
+             [&o](const cli::Value& v) { o.eval_iters = whole(v); });
     p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
                               "step 0 and every evaluation",
              [&o](const cli::Value& v) { o.csv = v.file(); });
@@ -144,9 +154,9 @@ inline cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.report = v.file(); });
     p.option("--log-every", "N", "and the step's batch loss, lr and grad norm every N steps (with --csv\n"
                                  "or --report)",
-             [&o](const cli::Value& v) { o.log_every = v.integer(1, kBig); });
+             [&o](const cli::Value& v) { o.log_every = whole(v); });
     p.option("--grad-report", "N", "print the gradient-flow report every N steps",
-             [&o](const cli::Value& v) { o.grad_report = v.integer(1, kBig); });
+             [&o](const cli::Value& v) { o.grad_report = whole(v); });
     p.option("--grad-csv", "FILE", "and log it to FILE (step, kind, name, norms, update ratio, head stats)",
              [&o](const cli::Value& v) { o.grad_csv = v.file(); });
     p.option("--out", "CKPT", "save a checkpoint at every evaluation and at the end",
@@ -155,18 +165,18 @@ inline cli::Parser make_parser(Options& o) {
                                  "unless --out names another file",
              [&o](const cli::Value& v) { o.resume = v.file(); });
     p.option("--until", "STEP", "stop after this step, past the checkpoint's (the schedule still spans --steps)",
-             [&o](const cli::Value& v) { o.until = v.integer(1, kBig); });  // past a resumed checkpoint's step
+             [&o](const cli::Value& v) { o.until = v.integer(1, nn::setting("--steps").max); });  // past a resumed checkpoint's step
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print one JSON line with the final figures on stdout", [&o] { o.json = true; });
     p.section("sampling");
     p.option("--sample", "N", "characters to sample at the end                   (default 200)",
-             [&o](const cli::Value& v) { o.sample = v.integer(0, 1 << 24); });
+             [&o](const cli::Value& v) { o.sample = whole(v); });
     p.option("--prompt", "TEXT", "what the sample starts from                        (default a newline)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.option("--temperature", "X", "sampling temperature                               (default 1)",
-             [&o](const cli::Value& v) { o.temperature = v.number(0.0, 100.0, true); });
+             [&o](const cli::Value& v) { o.temperature = number(v); });
     p.option("--top-k", "K", "sample from the K most likely characters; 0 = all  (default 0)",
-             [&o](const cli::Value& v) { o.top_k = v.integer(0, 1 << 24); });
+             [&o](const cli::Value& v) { o.top_k = whole(v); });
     return p;
 }
 

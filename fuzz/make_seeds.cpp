@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
     put(st / "empty_header", std::string("\x08\x00\x00\x00\x00\x00\x00\x00{}      ", 16));
     put(st / "wrong_dtype", with_header(weights, replaced(header_of(weights), "F32", "F16")));
     put(st / "overlapping_offsets", with_header(weights, replaced(header_of(weights), "[24,32]", "[20,28]")));
+    // a nameless tensor was accepted, and the fuzz target's own check aborted on it
+    put(st / "regression_empty_name", with_header(weights, replaced(header_of(weights), "\"bias\"", "\"\"")));
     put(st / "not_json", with_header(weights, "{\"weight\": [1, 2"));
     put(st / "random_bytes", std::string("\x13\x37\xbe\xef\x00\x01\x02\x03\xde\xad\xc0\xde\x7f\x80\x90\xa0", 16));
 
@@ -114,6 +116,9 @@ int main(int argc, char** argv) {
     put(ck / "regression_n_embd_huge", with_header(head, replaced(h, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"99999999999\"")));
     put(ck / "block_negative", with_header(head, replaced(h, "\"model.block\":\"4\"", "\"model.block\":\"-4\"")));
     put(ck / "kind_gpt", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"gpt\"")));
+    // A run id (train --report's link from the page to the run), a good one and one that is not an id.
+    put(ck / "run_id", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"head\",\"run.id\":\"0123456789abcdef\"")));
+    put(ck / "run_id_not_an_id", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"head\",\"run.id\":\"a\\n</script>\"")));
     // Negative sizes reached the memory estimate before any check (a fuzzer finding); a bigram's n_embd and
     // block are checked by nothing else.
     const std::string bigram = slurp(tmp / "bigram.safetensors");
@@ -122,6 +127,20 @@ int main(int argc, char** argv) {
         with_header(bigram, replaced(hb, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"-4000\"")));
     put(ck / "regression_bigram_block_negative",
         with_header(bigram, replaced(hb, "\"model.block\":\"4\"", "\"model.block\":\"-4000\"")));
+
+    // Run settings past their flags' limits (issue 25: an evaluation of 4e9 batches, a sample of 1e11
+    // characters, a run of 2^64 - 1 steps were accepted), and a vocabulary shorter than the model's.
+    put(ck / "regression_eval_iters_4e9", with_header(head, replaced(h, "\"run.eval_iters\":\"200\"", "\"run.eval_iters\":\"4000000000\"")));
+    put(ck / "regression_sample_1e11", with_header(head, replaced(h, "\"run.sample\":\"200\"", "\"run.sample\":\"99999999999\"")));
+    put(ck / "regression_steps_max",
+        with_header(head, replaced(h, "\"train.steps\":\"3\"", "\"train.steps\":\"18446744073709551615\"")));
+    {  // the vocabulary's first character dropped (one JSON escape, "\n", is two bytes, "\u000a" six)
+        const std::string key = "\"tokenizer.vocabulary\":\"";
+        std::string edited = h;
+        const size_t at = edited.find(key) + key.size();
+        edited.erase(at, edited[at] != '\\' ? 1 : edited[at + 1] == 'u' ? 6 : 2);
+        put(ck / "regression_vocabulary_short", with_header(head, edited));
+    }
 
     const fs::path tk = root / "tokenizer";
     put(tk / "ascii", "hello world\n");

@@ -22,10 +22,17 @@ The architectures are the same block for block (pre-LayerNorm with eps 1e-5, cau
     logits by float32 rounding only.
 State_dict names may carry torch.compile's "_orig_mod." prefix. Anything else that does not fit (missing
 or extra tensors, another architecture) is refused, naming it.
+
+No file it reads can run code: ckpt.pt is read with torch.load(weights_only=True), or only the globals it
+allows (tensors, dicts, lists, numbers and strings; nanoGPT's checkpoints are only that), and meta.pkl by
+an unpickler that builds dicts, lists, strings and whole numbers and refuses anything else (a class, a
+function: what a pickle that runs code must name). OUT follows tinygpt's programs' rules: never an input,
+an existing file only with --force, written atomically. Every refusal is one line on stderr: exit 2 for
+flags and OUT, 1 for a file that cannot be converted; OUT is then untouched.
 """
-import argparse
 import os
 import pickle
+import struct
 import sys
 
 import torch
@@ -38,18 +45,58 @@ class Refused(Exception):
     pass
 
 
+class _DataOnlyUnpickler(pickle.Unpickler):
+    """Builds what pickle's data opcodes make and nothing that needs a global: no class, no function, so
+    no __reduce__ can call anything."""
+
+    def find_class(self, module, name):
+        raise Refused(f"it names {module}.{name}")
+
+    def persistent_load(self, pid):
+        raise Refused("it holds a persistent reference")
+
+
+def read_meta(path):
+    """nanoGPT's meta.pkl, holding only dicts, lists, strings and whole numbers, or Refused naming what else."""
+    refusal = (f"--meta {path}: refused: a meta.pkl holds only dicts, lists, strings and whole numbers, "
+               "and anything else could run code when unpickled, but")
+    with open(path, "rb") as f:
+        try:
+            meta = _DataOnlyUnpickler(f).load()
+        except Refused as e:
+            raise Refused(f"{refusal} {e}") from None
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError,
+                AttributeError, RecursionError) as e:
+            raise Refused(f"--meta {path} is not a pickle file ({type(e).__name__}: {e})") from None
+    pending = [meta]
+    while pending:  # (iterative: a deep nest cannot exhaust the stack)
+        x = pending.pop()
+        if type(x) is dict:
+            pending.extend(x.keys())
+            pending.extend(x.values())
+        elif type(x) is list:
+            pending.extend(x)
+        elif type(x) not in (str, int):
+            raise Refused(f"{refusal} it holds {type(x).__name__} {x!r:.40}")
+    return meta
+
+
 def read_vocab(o, vocab_size):
     if o.meta:
-        with open(o.meta, "rb") as f:
-            meta = pickle.load(f)
-        if "itos" not in meta:
-            raise Refused(f"--meta {o.meta} has no 'itos' (keys {sorted(meta)}): not a character-level meta.pkl")
-        itos = meta["itos"]
-        vocab = [itos[i] for i in range(len(itos))]
+        meta = read_meta(o.meta)
+        itos = meta.get("itos") if type(meta) is dict else None
+        if itos is None:
+            raise Refused(f"--meta {o.meta} has no 'itos': not a character-level meta.pkl")
         source = f"--meta {o.meta}"
+        if type(itos) is dict and sorted(itos) != list(range(len(itos))):
+            raise Refused(f"{source}: 'itos' must map the ids 0 to {len(itos) - 1}, each once")
+        vocab = [itos[i] for i in range(len(itos))]
     else:
-        with open(o.vocab_from, encoding="utf-8") as f:
-            vocab = sorted(set(f.read()))
+        with open(o.vocab_from, encoding="utf-8", errors="strict") as f:
+            try:
+                vocab = sorted(set(f.read()))
+            except UnicodeDecodeError as e:
+                raise Refused(f"--vocab-from {o.vocab_from} is not UTF-8 text ({e})") from None
         source = f"--vocab-from {o.vocab_from}"
     if any(not isinstance(c, str) or len(c) != 1 for c in vocab) or len(set(vocab)) != len(vocab):
         raise Refused(f"{source}: the vocabulary must be distinct single characters")
@@ -57,6 +104,84 @@ def read_vocab(o, vocab_size):
         raise Refused(f"the model's vocab_size is {vocab_size} but {source} has {len(vocab)} characters "
                       "(only character-level nanoGPT models map onto tinygpt's tokenizer)")
     return vocab
+
+
+class _WeightsOnlyUnpickler(pickle.Unpickler):
+    """pickle's own unpickler that finds only the globals torch.load(weights_only=True) allows (tensors,
+    their storages and rebuild functions, dtypes, torch.Size, OrderedDict): the only callables a pickle can
+    then call build data."""
+
+    def find_class(self, module, name):
+        from torch._weights_only_unpickler import _get_allowed_globals
+        allowed = _get_allowed_globals()
+        if f"{module}.{name}" not in allowed:
+            raise pickle.UnpicklingError(f"Unsupported class {module}.{name}")
+        return allowed[f"{module}.{name}"]
+
+
+class _weights_only_pickle:  # what torch's zip loader uses of a pickle module
+    Unpickler = _WeightsOnlyUnpickler
+    __name__ = "tinygpt weights-only pickle"
+
+
+def _load_weights_only(path):
+    """torch.load(path, weights_only=True). Debian 12's torch 1.13 implements weights_only without the
+    float opcodes, so it refuses every nanoGPT checkpoint (best_val_loss, the config's learning_rate); such
+    a file is read again by pickle's unpickler restricted to the same globals, through torch's zip loader
+    (its torch.load ignores a pickle_module unless weights_only)."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "Unsupported operand" not in str(e):
+            raise
+        refusal = e
+    from torch import serialization
+    with open(path, "rb") as f:
+        if not serialization._is_zipfile(f):  # (the legacy format: torch's refusal stands)
+            raise refusal
+    with serialization._open_zipfile_reader(path) as archive:
+        if serialization._is_torchscript_zip(archive):
+            raise Refused(f"{path} is a TorchScript archive, not nanoGPT's checkpoint")
+        return serialization._load(archive, "cpu", _weights_only_pickle, encoding="utf-8")
+
+
+def read_checkpoint(path):
+    """(state_dict, model_args) of nanoGPT's ckpt.pt, read weights-only, checked before any of it is used:
+    a dict with a state_dict of tensors and model_args of positive whole sizes."""
+    try:
+        checkpoint = _load_weights_only(path)
+    except pickle.UnpicklingError as e:
+        why = str(e).split("WeightsUnpickler error:")[-1].strip()
+        if not why.startswith("Unsupported class"):
+            raise Refused(f"{path} is not a checkpoint torch.load can read ({tg.one_line(why)})") from None
+        raise Refused(f"{path}: refused: a checkpoint of weights holds tensors, dicts, lists, numbers and strings, "
+                      f"and anything else could run code when unpickled; this one names "
+                      f"{why[len('Unsupported class '):]}") from None
+    except (RuntimeError, EOFError, ValueError, TypeError, AttributeError, KeyError, IndexError, MemoryError,
+            RecursionError, struct.error) as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise Refused(f"{path} is not a checkpoint torch.load can read ({type(e).__name__}: {first})") from None
+    if not isinstance(checkpoint, dict) or "model" not in checkpoint or "model_args" not in checkpoint:
+        raise Refused(f"{path} is not a nanoGPT checkpoint (a dict with 'model' and 'model_args')")
+    state, args = checkpoint["model"], checkpoint["model_args"]
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise Refused(f"{path}: 'model' is not a state_dict (names to tensors)")
+    if not isinstance(args, dict):
+        raise Refused(f"{path}: 'model_args' is {type(args).__name__}, not a dict")
+    missing = [k for k in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size") if k not in args]
+    if missing:
+        raise Refused(f"{path}: model_args lacks {missing}")
+    for key in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
+        if type(args[key]) is not int or args[key] <= 0:
+            raise Refused(f"{path}: model_args {key} is {args[key]!r:.40}, not a positive whole number")
+    if args["n_embd"] % args["n_head"] != 0:
+        raise Refused(f"{path}: n_head {args['n_head']} does not divide n_embd {args['n_embd']}")
+    if type(args.get("bias", True)) is not bool:
+        raise Refused(f"{path}: model_args bias is {args['bias']!r:.40}, not True or False")
+    dropout = args.get("dropout", 0.0)
+    if type(dropout) not in (int, float) or not 0.0 <= dropout < 1.0:
+        raise Refused(f"{path}: model_args dropout is {dropout!r:.40}, not a number in [0, 1)")
+    return state, args
 
 
 def convert(state, args, vocab):
@@ -130,7 +255,7 @@ def convert(state, args, vocab):
 
 
 def main():
-    p = argparse.ArgumentParser(description="Convert a nanoGPT checkpoint into a tinygpt GPT checkpoint.")
+    p = tg.ArgumentParser(prog="from_nanogpt.py", description="Convert a nanoGPT checkpoint into a tinygpt GPT checkpoint.")
     p.add_argument("ckpt", help="nanoGPT's ckpt.pt (a dict with 'model' and 'model_args')")
     p.add_argument("out", help="the tinygpt checkpoint to write (.safetensors)")
     source = p.add_mutually_exclusive_group(required=True)
@@ -139,26 +264,21 @@ def main():
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     o = p.parse_args()
     try:
-        if os.path.exists(o.out) and not o.force:
-            raise Refused(f"{o.out} exists; add --force to replace it")
-        checkpoint = torch.load(o.ckpt, map_location="cpu")
-        if not isinstance(checkpoint, dict) or "model" not in checkpoint or "model_args" not in checkpoint:
-            raise Refused(f"{o.ckpt} is not a nanoGPT checkpoint (a dict with 'model' and 'model_args')")
-        args = checkpoint["model_args"]
-        missing = [k for k in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size") if k not in args]
-        if missing:
-            raise Refused(f"{o.ckpt}: model_args lacks {missing}")
-        if args["n_embd"] % args["n_head"] != 0:
-            raise Refused(f"n_head {args['n_head']} does not divide n_embd {args['n_embd']}")
+        tg.check_outputs([("OUT", o.out)], [("CKPT", o.ckpt), ("--meta", o.meta), ("--vocab-from", o.vocab_from)], o.force)
+    except tg.UsageError as e:
+        print(f"from_nanogpt.py: {tg.one_line(e)}", file=sys.stderr)
+        return 2
+    try:
+        state, args = read_checkpoint(o.ckpt)
         vocab = read_vocab(o, args["vocab_size"])
-        tensors, vocab = convert(checkpoint["model"], args, vocab)
+        tensors, vocab = convert(state, args, vocab)
         config = tg.ModelConfig(kind="gpt", vocab=args["vocab_size"], n_embd=args["n_embd"], n_head=args["n_head"],
                                 n_layer=args["n_layer"], block=args["block_size"], dropout=float(args.get("dropout", 0.0)))
         model = tg.make_model(config)
         tg.load_tinygpt_state(model, tensors, o.ckpt)
         tg.save(model, vocab, o.out, {"converted_from": "nanoGPT", "nanogpt.bias": str(bool(args.get("bias", True)))})
-    except (Refused, ValueError, OSError) as e:
-        print(f"from_nanogpt.py: {e}", file=sys.stderr)
+    except (Refused, ValueError, OSError, RuntimeError, MemoryError) as e:
+        print(f"from_nanogpt.py: {tg.one_line(e)}", file=sys.stderr)
         return 1
     print(f"{o.ckpt} -> {o.out}: GPT n_layer {config.n_layer} n_head {config.n_head} n_embd {config.n_embd} "
           f"block {config.block}, vocabulary of {config.vocab}")

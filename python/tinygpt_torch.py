@@ -23,13 +23,16 @@ torch. Everything else is copied as it is.
 
 Shape legend: B batch, T time (window), C n_embd, H head width, V vocab.
 """
+import argparse
 import json
 import math
 import os
+import re
+import stat
 import struct
-import tempfile
 from dataclasses import dataclass
 
+import numpy
 import torch
 import torch.nn as tnn
 import torch.nn.functional as F
@@ -60,6 +63,8 @@ class ModelConfig:
 
     @staticmethod
     def from_metadata(metadata, where="checkpoint"):
+        """The config in a checkpoint's metadata, read as nn::ModelConfig::from_metadata reads it (strtoll,
+        strtof): what tinygpt accepts is accepted, what it refuses is a ValueError naming `where`."""
         def field(key):
             if key not in metadata:
                 raise ValueError(f"{where}: not a tinygpt checkpoint (no '{key}' in its metadata)")
@@ -67,18 +72,29 @@ class ModelConfig:
 
         def integer(key):
             text = field(key)
-            try:
-                return int(text)
-            except ValueError:
-                raise ValueError(f"{where}: '{key}' is '{text}', not a whole number") from None
+            if not re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]+", text):
+                raise ValueError(f"{where}: '{key}' is {_short(text)}, not a whole number")
+            return max(-_INT64_MAX - 1, min(_INT64_MAX, int(text)))  # (strtoll saturates)
 
         kind = field("model.kind")
         if kind not in KINDS:
-            raise ValueError(f"{where}: unknown model kind '{kind}' ({', '.join(KINDS)})")
-        return ModelConfig(kind=kind, vocab=integer("model.vocab"), n_embd=integer("model.n_embd"),
-                           n_head=integer("model.n_head"), n_layer=integer("model.n_layer"), block=integer("model.block"),
-                           dropout=float(field("model.dropout")), feed_forward=integer("model.feed_forward") != 0,
-                           gpt2_init=integer("model.gpt2_init") != 0)
+            raise ValueError(f"{where}: unknown model kind {_short(kind)} ({', '.join(KINDS)})")
+        config = ModelConfig(kind=kind, vocab=integer("model.vocab"), n_embd=integer("model.n_embd"),
+                             n_head=integer("model.n_head"), n_layer=integer("model.n_layer"), block=integer("model.block"))
+        config.dropout = _strtof(field("model.dropout"), "model.dropout", where)
+        config.feed_forward = integer("model.feed_forward") != 0
+        config.gpt2_init = integer("model.gpt2_init") != 0
+        return config
+
+    def parameters(self):
+        """nn::model_size(config).parameters: how many weights a model of this config has."""
+        V, C, T = float(self.vocab), float(self.n_embd), float(self.block)
+        L = float(max(self.n_layer, 1))
+        embeddings, lm_head = V * C + T * C, C * V + V
+        attention, feed_forward = 4 * C * C + C, 8 * C * C + 5 * C
+        return {"bigram": V * V, "average": embeddings + lm_head, "head": embeddings + 3 * C * C + lm_head,
+                "multihead": embeddings + attention + (feed_forward if self.feed_forward else 0) + lm_head,
+                "gpt": embeddings + L * (4 * C + attention + feed_forward) + 2 * C + lm_head}[self.kind]
 
     def validate(self):
         """nn::validate_model_config's checks, so a model tinygpt would refuse is refused here first."""
@@ -98,9 +114,29 @@ class ModelConfig:
             raise ValueError(f"model: feed_forward applies to multihead only, not {self.kind}")
 
 
+def _strtof(text, key, where):
+    """C's strtof on the whole of `text`, as tinygpt reads a float from a file: leading white space, a
+    decimal or hexadecimal number, inf or nan; rounded to float32."""
+    number = r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?|(?i:inf|infinity|nan(?:\([0-9A-Za-z_]*\))?))"
+    match = re.fullmatch(r"[ \t\n\v\f\r]*(" + number + ")", text)
+    if not match:
+        raise ValueError(f"{where}: '{key}' is {_short(text)}, not a number")
+    body = match.group(1)
+    unsigned = body.lstrip("+-").lower()
+    if unsigned.startswith("0x"):
+        value = float.fromhex(body if "p" in unsigned else body + "p0")
+    elif unsigned.startswith("nan"):
+        value = math.nan
+    else:
+        value = float(body)
+    with numpy.errstate(over="ignore"):  # (past float32's range: an infinity, as strtof gives)
+        return float(numpy.float32(value))
+
+
 def _float_text(x):
-    """A float as text that C's strtof reads back to the same float32 (repr: the shortest that round-trips)."""
-    text = repr(float(x))
+    """A float as text that C's strtof reads back to the same float32: the shortest that round-trips as a
+    float32 (numpy's), as tinygpt writes it."""
+    text = str(numpy.float32(x))
     return text[:-2] if text.endswith(".0") else text
 
 
@@ -376,38 +412,227 @@ def crc32c(data):
     return crc32c_bytewise(data[L * chunks:], crc) ^ 0xFFFFFFFF
 
 
+# What tinygpt's loader (nn::load_safetensors, nn/train/src/checkpoint.cpp) refuses, read_safetensors
+# refuses too, each with a ValueError naming the file and the problem: the C++ loader's limits, a header
+# that is not strict JSON (nlohmann's: no NaN, no lone surrogate, no repeated key), not an object, nested
+# too deep for Python (ValueError, not RecursionError), a tensor that is not {"dtype": "F32", "shape":
+# [non-negative integers], "data_offsets": [begin, end]} with begin <= end and exactly its bytes, tensors
+# that do not tile the data section (overlap, gap, past the end, trailing bytes), and checksums that are
+# not 8 hex digits for every tensor or do not match. tests/python/test_hostile.py checks both loaders
+# against the fuzzers' corpus (fuzz/corpus/safetensors and checkpoint).
+MAX_HEADER_BYTES = 100 << 20   # nn::SafetensorsLimits
+MAX_FILE_BYTES = 16 << 30
+_INT64_MAX = (1 << 63) - 1
+
+
+class _Signed(int):
+    """A JSON integer written with a minus sign (even -0): nlohmann's number_integer, not unsigned."""
+
+
+def _json_float(text):
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number overflow parsing '{text[:40]}'")  # (nlohmann's words)
+    return value
+
+
+def _json_integer(text):
+    if len(text) > 21:  # past 2^64 (or a 4300-digit bomb): nlohmann reads it as a float
+        return _json_float(text)
+    value = int(text)
+    if text.startswith("-"):
+        return _Signed(value)
+    return value if value < 1 << 64 else float(value)
+
+
+def _is_unsigned(value):
+    return type(value) is int and 0 <= value < 1 << 64  # (not bool, not _Signed, not float)
+
+
+def _json_type(value):
+    """nlohmann's name of a JSON value's type, as the C++ loader's messages give it."""
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+def _short(value):
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
+def _parse_header(raw, where):
+    def refuse(what):
+        return ValueError(f"{where}: {what}")
+
+    if raw.startswith(b"\xef\xbb\xbf"):  # nlohmann skips a UTF-8 byte order mark
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise refuse(f"the header is not valid JSON (invalid UTF-8 at byte {e.start})") from None
+    repeated = []
+    objects = [0]
+
+    def object_of(pairs):  # called innermost first: the last call is the header itself
+        objects[0] += 1
+        out = {}
+        for key, value in pairs:
+            if key in out and not repeated:
+                repeated.append((objects[0], key))
+            out[key] = value
+        return out
+
+    def no_constant(name):
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        header = json.loads(text, object_pairs_hook=object_of, parse_int=_json_integer, parse_float=_json_float,
+                            parse_constant=no_constant)
+    except RecursionError:
+        raise refuse("the header nests arrays or objects too deeply to read (a safetensors header nests 3 deep)") from None
+    except ValueError as e:
+        raise refuse(f"the header is not valid JSON ({e})") from None
+    if repeated:
+        call, key = repeated[0]
+        raise refuse(f"the header names tensor {_short(key)} twice" if call == objects[0] and isinstance(header, dict)
+                     else f"the header repeats the key {_short(key)} in one object")
+    pending = [header]
+    while pending:  # strings: a lone surrogate (\ud800) is not Unicode text; nlohmann refuses it
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise refuse(f"the header is not valid JSON (a lone surrogate in the string {ascii(value)[:80]})") from None
+    if not isinstance(header, dict):
+        raise refuse(f"the header is not a JSON object but {_json_type(header)}")
+    return header
+
+
+def _tensor_entry(name, value, where):
+    """(shape, begin, end) of a header entry, checked as nn::load_safetensors checks it."""
+    who = f"{where}: tensor {_short(name)}"
+    if not isinstance(value, dict):
+        raise ValueError(f"{who} must be an object, got {_json_type(value)}")
+    for field in ("dtype", "shape", "data_offsets"):
+        if field not in value:
+            raise ValueError(f'{who} has no "{field}"')
+    dtype = value["dtype"]
+    if not isinstance(dtype, str):
+        raise ValueError(f'{who}: "dtype" must be a string, got {_json_type(dtype)}')
+    if dtype != "F32":
+        raise ValueError(f"{who} has dtype {_short(dtype)}; only F32 is supported")
+
+    def unsigned_array(field):
+        array = value[field]
+        if not isinstance(array, list) or not all(_is_unsigned(v) for v in array):
+            raise ValueError(f'{who}: "{field}" must be an array of non-negative integers, got {_short(array)}')
+        return array
+
+    numel = 1
+    shape = unsigned_array("shape")
+    for d in shape:
+        if d > _INT64_MAX or (d != 0 and numel > _INT64_MAX // 4 // d):
+            raise ValueError(f"{who}: shape {_short(shape)} has too many elements")
+        numel *= d
+    offsets = unsigned_array("data_offsets")
+    if len(offsets) != 2 or offsets[0] > offsets[1]:
+        raise ValueError(f'{who}: "data_offsets" must be [begin, end] with begin <= end, got {_short(offsets)}')
+    begin, end = offsets
+    if end - begin != 4 * numel:
+        raise ValueError(f"{who}: data_offsets [{begin}, {end}] hold {end - begin} bytes, but shape {shape} of F32 "
+                         f"needs {4 * numel}")
+    return shape, begin, end
+
+
 def read_safetensors(path, verify=True):
-    """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file.
-    With verify, every tensor that has a "crc32c.NAME" entry must match it (a corrupt file is refused)."""
-    with open(path, "rb") as f:
-        blob = f.read()
+    """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
+    ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
+    "crc32c.NAME" must match it (verify=False skips only that comparison)."""
+    where = str(path)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (a FIFO is refused, not waited on)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{where}: is {file_kind(st.st_mode)}, not a safetensors file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ValueError(f"{where}: the file is {st.st_size} bytes, over the limit of {MAX_FILE_BYTES}")
+        blob = f.read(MAX_FILE_BYTES + 1)
     if len(blob) < 8:
-        raise ValueError(f"{path}: {len(blob)} bytes, too short for a safetensors file")
+        raise ValueError(f"{where}: the file is {len(blob)} bytes, too short for the 8-byte header length")
     (n,) = struct.unpack("<Q", blob[:8])
     if n > len(blob) - 8:
-        raise ValueError(f"{path}: the header length {n} runs past the end of the file")
-    header = json.loads(blob[8:8 + n])
-    metadata = header.pop("__metadata__", {})
+        raise ValueError(f"{where}: the header length {n} runs past the end of the file ({len(blob) - 8} bytes follow the length)")
+    if n > MAX_HEADER_BYTES:
+        raise ValueError(f"{where}: the header length {n} is over the limit of {MAX_HEADER_BYTES}")
+    header = _parse_header(blob[8:8 + n], where)
+    metadata, checksums, entries = {}, {}, []
+    for name, value in header.items():
+        if name == "__metadata__":
+            if not isinstance(value, dict):
+                raise ValueError(f'{where}: "__metadata__" must be an object of strings, got {_json_type(value)}')
+            for key, text in value.items():
+                if not isinstance(text, str):
+                    raise ValueError(f'{where}: "__metadata__" must be an object of strings, but {_short(key)} is {_json_type(text)}')
+                if key.startswith("crc32c."):
+                    checksums[key[len("crc32c."):]] = text
+                else:
+                    metadata[key] = text
+        elif not name:  # as tinygpt's loader and save_safetensors: no parameter is nameless
+            raise ValueError(f"{where}: a tensor has an empty name")
+        else:
+            entries.append((name, *_tensor_entry(name, value, where)))
+
+    # Sorted by begin, the tensors must tile the data section exactly: no overlap, no gap, no tail.
+    entries.sort(key=lambda e: (e[2], e[3]))
     data = memoryview(blob)[8 + n:]
+    expected = 0
+    for i, (name, _, begin, end) in enumerate(entries):
+        if begin < expected:
+            before = entries[i - 1]
+            raise ValueError(f"{where}: tensor {_short(name)} (data_offsets [{begin}, {end}]) overlaps tensor "
+                             f"{_short(before[0])} (data_offsets [{before[2]}, {before[3]}])")
+        if begin > expected:
+            raise ValueError(f"{where}: a gap of {begin - expected} bytes before tensor {_short(name)} (data_offsets "
+                             f"[{begin}, {end}]): the data before it ends at {expected}")
+        if end > len(data):
+            raise ValueError(f"{where}: tensor {_short(name)} (data_offsets [{begin}, {end}]) ends past the end of the "
+                             f"file: the data section holds {len(data)} bytes (truncated?)")
+        expected = end
+    if expected != len(data):
+        raise ValueError(f"{where}: {len(data) - expected} bytes of trailing data after the last tensor (the tensors "
+                         f"end at {expected}, the data section holds {len(data)} bytes)")
+
+    # Checksums: none at all (a file written before them), or one of 8 hex digits for every tensor.
+    names = {e[0] for e in entries}
+    for name, crc in checksums.items():
+        if len(crc) != 8 or any(c not in "0123456789abcdef" for c in crc):
+            raise ValueError(f"{where}: the checksum of tensor {_short(name)} is not 8 hex digits: {_short(crc)}")
+        if name not in names:
+            raise ValueError(f"{where}: a checksum names tensor {_short(name)}, which the file does not hold")
+    if checksums:
+        for name in names - set(checksums):
+            raise ValueError(f"{where}: tensor {_short(name)} has no checksum while the file's other tensors have theirs")
     tensors = {}
-    for name, info in sorted(header.items(), key=lambda item: item[1]["data_offsets"][0]):
-        if info["dtype"] != "F32":
-            raise ValueError(f"{path}: tensor {name} is {info['dtype']}; tinygpt writes F32 only")
-        begin, end = info["data_offsets"]
+    for name, shape, begin, end in entries:
         raw = data[begin:end]
-        if verify and f"crc32c.{name}" in metadata:
+        if verify and checksums:
             found = f"{crc32c(raw):08x}"
-            if found != metadata[f"crc32c.{name}"]:
-                raise ValueError(f"{path}: tensor {name} has CRC32C {found}, the file says {metadata[f'crc32c.{name}']}: corrupt")
+            if found != checksums[name]:
+                raise ValueError(f"{where}: tensor {_short(name)} does not match its checksum (CRC32C {checksums[name]} "
+                                 f"stored, {found} computed): the file is corrupt")
         t = torch.frombuffer(bytearray(raw), dtype=torch.float32) if end > begin else torch.zeros(0)
-        tensors[name] = t.reshape(info["shape"])
-    metadata = {k: v for k, v in metadata.items() if not k.startswith("crc32c.")}
+        tensors[name] = t.reshape(shape)
     return tensors, metadata
 
 
 def write_safetensors(path, tensors, metadata):
-    """Writes F32 tensors (in the given order) and metadata plus each tensor's "crc32c.NAME", atomically:
-    a temporary file in the same directory, flushed, fsynced and renamed over `path`."""
+    """Writes F32 tensors (in the given order) and metadata plus each tensor's "crc32c.NAME", atomically
+    (write_atomically)."""
     blobs, entries, offset = [], {}, 0
     all_metadata = dict(metadata)
     for name, t in tensors.items():
@@ -418,21 +643,39 @@ def write_safetensors(path, tensors, metadata):
         offset += len(raw)
     header = json.dumps({"__metadata__": all_metadata, **entries}, separators=(",", ":"), ensure_ascii=False).encode()
     header += b" " * ((8 - len(header) % 8) % 8)  # the data starts 8-byte aligned, as tinygpt writes it
+    write_atomically(path, [struct.pack("<Q", len(header)), header, *blobs])
+
+
+def write_atomically(path, chunks):
+    """Writes the byte strings to `path` as tinygpt's AtomicFile does: a temporary file beside it (created
+    0666 less the umask, as any new file), flushed, fsynced and renamed over `path`, then the directory
+    fsynced. A failure or an interruption leaves the file that was there as it was, and no temporary file."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.tmp-", dir=directory)
+    for attempt in range(100):
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}-{attempt}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(f"{path}: cannot create a temporary file in {directory}: 100 names taken")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(struct.pack("<Q", len(header)))
-            f.write(header)
-            for raw in blobs:
-                f.write(raw)
+            for chunk in chunks:
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _stored_bytes(t):
@@ -446,19 +689,47 @@ def _stored_bytes(t):
 def load(path, verify=True):
     """(model, vocab) from a tinygpt checkpoint (train --out, or save() below). The model is in eval mode
     on the CPU; vocab lists the characters in id order. The optimizer state in a training checkpoint
-    ("train_state.*") is ignored."""
+    ("train_state.*") is ignored. What tinygpt's nn::load_trained_model refuses is refused here, with a
+    ValueError naming the file and the problem: read_safetensors' list, another format, a NaN or an
+    infinity in any tensor, a config tinygpt would not read or build, a vocabulary that is not distinct
+    characters sorted by code point (or not model.vocab of them), sizes the stored weights do not have,
+    and tensors that do not fit the model."""
+    where = str(path)
     tensors, metadata = read_safetensors(path, verify)
-    if metadata.get("format") != FORMAT:
-        raise ValueError(f"{path}: checkpoint format '{metadata.get('format')}' is not '{FORMAT}'")
-    config = ModelConfig.from_metadata(metadata, path)
+    if "format" not in metadata:
+        raise ValueError(f"{where}: not a tinygpt checkpoint (no 'format' in its metadata)")
+    if metadata["format"] != FORMAT:
+        raise ValueError(f"{where}: checkpoint format {_short(metadata['format'])} is not '{FORMAT}'")
+    for name, t in tensors.items():
+        bad = (~torch.isfinite(t)).reshape(-1).nonzero()
+        if len(bad):
+            i = bad[0].item()
+            raise ValueError(f"{where}: tensor {_short(name)} holds {t.reshape(-1)[i].item()} at index {i} (shape "
+                             f"{list(t.shape)}): refusing to load a non-finite weight")
+    config = ModelConfig.from_metadata(metadata, where)
     if "tokenizer.vocabulary" not in metadata:
-        raise ValueError(f"{path}: not a tinygpt checkpoint (no 'tokenizer.vocabulary' in its metadata)")
+        raise ValueError(f"{where}: not a tinygpt checkpoint (no 'tokenizer.vocabulary' in its metadata)")
     vocab = list(metadata["tokenizer.vocabulary"])
-    if len(vocab) != config.vocab:
-        raise ValueError(f"{path}: the vocabulary has {len(vocab)} characters, the model {config.vocab}")
-    model = make_model(config)
+    if not vocab:
+        raise ValueError(f"{where}: the vocabulary is empty")
+    for i in range(1, len(vocab)):
+        if not vocab[i - 1] < vocab[i]:
+            raise ValueError(f"{where}: the vocabulary must be sorted without repeats, but entry {i} "
+                             f"{ascii(vocab[i])} follows {ascii(vocab[i - 1])}")
     weights = {k: v for k, v in tensors.items() if not k.startswith("train_state.")}
-    load_tinygpt_state(model, weights, path)
+    stored = sum(float(t.numel()) for t in weights.values())
+    if config.kind in KINDS and config.parameters() > 2 * stored + 4096:  # before the model is allocated
+        raise ValueError(f"{where}: the model in its metadata ({config.kind} n_embd {config.n_embd} n_layer "
+                         f"{config.n_layer} block {config.block} vocab {config.vocab}) needs about "
+                         f"{config.parameters():.3g} parameters, but the file stores {stored:.3g}")
+    try:
+        config.validate()
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    if len(vocab) != config.vocab:
+        raise ValueError(f"{where}: the vocabulary has {len(vocab)} characters, the model {config.vocab}")
+    model = make_model(config)
+    load_tinygpt_state(model, weights, where)
     model.eval()
     return model, vocab
 
@@ -491,3 +762,76 @@ def encode(vocab, text):
 
 def decode(vocab, ids):
     return "".join(vocab[i] for i in ids)
+
+
+# --- the scripts' rules for their files (examples/support/cli.h's check_outputs) --------------------------
+
+class UsageError(ValueError):
+    """A flag or an output the scripts refuse before any work: they exit 2 with its message."""
+
+
+def one_line(text):
+    """`text` with its control characters escaped (\\n, \\x1b...): a file name holding a newline cannot
+    split an error message in two."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in str(text))
+
+
+def file_kind(mode):
+    """nn::file_kind's words for what a path is when it is not a regular file."""
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _same_file(a, b):
+    """By device and inode when both exist (a hard or symbolic link to the input counts), else by the path
+    with its symbolic links resolved."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_outputs(outputs, inputs, force):
+    """Checks, before any work, the files a script will write, as tinygpt's programs do. `outputs` and
+    `inputs` are (flag, path) pairs; a path of None was not given. Raises UsageError for an output that is
+    the same file as an input or another output (even with --force), that is a symbolic link, a directory,
+    a device, a FIFO or a socket, or that exists without `force`; OSError when its directory cannot take a
+    new file (a probe file is created there and removed, as the real write will)."""
+    inputs = [(flag, path) for flag, path in inputs if path is not None]
+    for i, (flag, out) in enumerate(outputs):
+        what = f"{flag} {out}"
+        for in_flag, path in inputs:
+            if _same_file(out, path):
+                raise UsageError(f"{what} is the same file as {in_flag} {path}: writing it would destroy the input")
+        for other_flag, other in outputs[:i]:
+            if _same_file(out, other):
+                raise UsageError(f"{what} is also {other_flag} {other}: two outputs cannot share a file")
+        try:
+            st = os.lstat(out)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise UsageError(f"{what} is a symbolic link; name the file it points to")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{what} is {file_kind(st.st_mode)}, not a file to write")
+        if st is not None and not force:
+            raise UsageError(f"{what} exists; add --force to replace it")
+        directory = os.path.dirname(out) or "."
+        probe = os.path.join(directory, f".{os.path.basename(out)}.probe-{os.getpid()}")
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+            os.unlink(probe)
+        except OSError as e:
+            raise OSError(f"{what}: cannot create a file in {directory}: {e.strerror}") from None
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose refusal of a flag is one line on stderr and exit 2, as tinygpt's programs'."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {one_line(message)} (--help lists the flags)\n")

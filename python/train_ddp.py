@@ -24,29 +24,42 @@ is not carried over from the checkpoint (it starts fresh, as train --init-from d
 
 Prints on rank 0: the mean loss of --eval-batches fixed validation windows before and after ("loss before:
 X", "loss after: Y"), a line per --log-every steps, and "replicas: N ranks, identical" (or "differ").
+
+Files and failures, as tinygpt's programs: --out is never --init or --data (compared by device and inode),
+an existing --out is replaced only with --force, and it is written atomically (a temporary file beside
+it, fsynced, renamed). Flags, --out, --init and --data are checked before any process starts. Every
+refusal is one line on stderr: exit 2 for a flag or --out, 1 for a bad file. When another rank dies, or
+no step finishes within --timeout seconds (a rank stopped, a rendezvous that never completes), or the
+torchrun that started this rank is gone, each remaining rank says so in one line and exits 1 within
+--timeout, saving nothing.
 """
-import argparse
 import datetime
 import hashlib
 import math
 import os
 import sys
+import threading
+import time
 
-import torch
-import torch.distributed as dist
-import torch.nn as tnn
-import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel
+# torch's C++ side logs a failed rendezvous on stderr as well; this script says it in its one line (set
+# TORCH_CPP_LOG_LEVEL=WARNING to see them). Read when torch's libraries load: before the import.
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as tnn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tinygpt_torch as tg  # noqa: E402
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = tg.ArgumentParser(prog="train_ddp.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--init", required=True, help="the tinygpt checkpoint to start from")
     p.add_argument("--data", required=True, help="text to train on (first 90%% train, last 10%% validation)")
     p.add_argument("--out", required=True, help="the tinygpt checkpoint to write at the end")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch", type=int, default=32, help="windows per step per process")
     p.add_argument("--lr", type=float, default=1e-3)
@@ -55,14 +68,27 @@ def parse_args():
     p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--timeout", type=float, default=1800,
-                   help="seconds a rank waits for the others (rendezvous, gradients) before it fails")
+                   help="seconds a rank waits for the others (rendezvous, each step, the end) before it fails")
     p.add_argument("--eval-batches", type=int, default=20, help="validation batches for the loss before and after")
     p.add_argument("--log-every", type=int, default=0, help="print the training loss every N steps (0: never)")
-    p.add_argument("--backend", default="auto", help="gloo, nccl, or auto (nccl with CUDA, gloo otherwise)")
+    p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"),
+                   help="gloo, nccl, or auto (nccl with CUDA, gloo otherwise)")
     p.add_argument("--nproc-per-node", type=int, default=0,
                    help="start this many processes on this machine through torch.distributed.run (torchrun), "
                         "instead of being started by it")
-    return p.parse_args()
+    o = p.parse_args()
+    limits = [("--steps", o.steps >= 1, "at least 1"), ("--batch", o.batch >= 1, "at least 1"),
+              ("--lr", 0 < o.lr <= 10, "above 0 and at most 10"), ("--warmup", o.warmup >= 0, "at least 0"),
+              ("--weight-decay", 0 <= o.weight_decay <= 10, "in [0, 10]"),
+              ("--grad-clip", 0 <= o.grad_clip < math.inf, "at least 0 (0: no clipping)"),
+              ("--timeout", 0 < o.timeout <= 7 * 24 * 3600, "above 0 and at most a week"),
+              ("--eval-batches", o.eval_batches >= 1, "at least 1"), ("--log-every", o.log_every >= 0, "at least 0"),
+              ("--nproc-per-node", 0 <= o.nproc_per_node <= 1024, "in [0, 1024]"),
+              ("--seed", 0 <= o.seed < 1 << 62, "in [0, 2^62)")]
+    for flag, ok, wanted in limits:  # (a NaN fails every comparison: refused too)
+        if not ok:
+            p.error(f"{flag} must be {wanted}, got {getattr(o, flag[2:].replace('-', '_'))}")
+    return o
 
 
 def launch(nproc, argv):
@@ -85,7 +111,14 @@ def launch(nproc, argv):
     with socket.socket() as sock:  # a free port (--standalone would take 29400, whoever else uses it)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    torchrun.main(["--nproc_per_node", str(nproc), "--master_port", str(port), os.path.abspath(__file__), *rest])
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    try:
+        torchrun.main(["--nproc_per_node", str(nproc), "--master_port", str(port), os.path.abspath(__file__), *rest])
+    except ChildFailedError as e:  # (each rank has said why in its line; torchrun's report is in its log)
+        print(f"train_ddp.py: {len(e.failures)} of {nproc} processes failed (exit {e.get_first_failure()[1].exitcode})",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def lr_at(step, o):
@@ -124,28 +157,69 @@ def weights_digest(model):
     return h.hexdigest()
 
 
-def main():
-    o = parse_args()
-    if o.nproc_per_node:
-        return launch(o.nproc_per_node, sys.argv[1:])
+def read_inputs(o):
+    """(model, vocab, train ids, validation ids) from --init and --data, or ValueError/OSError naming the file."""
+    model, vocab = tg.load(o.init)  # every rank reads the same file: identical replicas from the start
+    with open(o.data, encoding="utf-8") as f:
+        try:
+            text = f.read()
+        except UnicodeDecodeError as e:
+            raise ValueError(f"--data {o.data} is not UTF-8 text ({e})") from None
+    try:
+        ids = tg.encode(vocab, text)
+    except ValueError as e:
+        raise ValueError(f"--data {o.data}: {e} of --init {o.init}") from None
+    split = int(0.9 * len(ids))
+    T = model.block_size()
+    if len(ids) - split <= T or split <= T:
+        raise ValueError(f"--data {o.data} is too short for windows of {T} characters "
+                         f"({len(ids)} characters; 90% train and 10% validation must each be longer)")
+    return model, vocab, ids[:split], ids[split:]
+
+
+class Watchdog:
+    """Ends this rank (one line on stderr, exit 1) when it makes no progress for `timeout` seconds, or when
+    the torchrun that started it is gone. Gloo bounds its own collectives by the process group's timeout,
+    but not every wait: the rendezvous polls its store, and a rank whose launcher was killed would go on
+    alone. os._exit: a thread cannot raise into a main thread blocked in C++, and a clean exit would wait
+    for it."""
+
+    def __init__(self, timeout, rank_name):
+        self.timeout, self.rank_name, self.where = timeout, rank_name, "the rendezvous"
+        self.deadline = time.monotonic() + timeout
+        self.parent = os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else None
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def progress(self, where):
+        self.where, self.deadline = where, time.monotonic() + self.timeout
+
+    def _watch(self):
+        while True:
+            time.sleep(min(1.0, self.timeout / 10))
+            if self.parent is not None and os.getppid() != self.parent:
+                self._stop(f"the torchrun that started it (PID {self.parent}) is gone")
+            if time.monotonic() > self.deadline:
+                self._stop(f"no progress for {self.timeout:g} s (--timeout) in {self.where}: another rank died, "
+                           "stopped or never came")
+
+    def _stop(self, why):
+        os.write(2, f"train_ddp.py: {self.rank_name}: {why}; stopping, nothing saved\n".encode())
+        os._exit(1)
+
+
+def train(o, model, vocab, train_ids, val_ids, watchdog):
     backend = o.backend if o.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=o.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
+    watchdog.rank_name = f"rank {rank}"
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device(f"cuda:{local_rank}" if backend == "nccl" else "cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     torch.manual_seed(o.seed)
-
-    model, vocab = tg.load(o.init)  # every rank reads the same file: identical replicas from the start
-    with open(o.data, encoding="utf-8") as f:
-        ids = tg.encode(vocab, f.read())
-    split = int(0.9 * len(ids))
-    train_ids, val_ids = ids[:split], ids[split:]
     T = model.block_size()
-    if len(val_ids) <= T or len(train_ids) <= T:
-        raise SystemExit(f"train_ddp.py: {o.data} is too short for windows of {T} characters")
     model.to(device).train()
+    watchdog.progress("setting up DistributedDataParallel")
     ddp = DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
 
     # weight decay on Linear weights only, as tinygpt's AdamW
@@ -154,6 +228,7 @@ def main():
     optimizer = torch.optim.AdamW([{"params": [p for p in params if id(p) in decay], "weight_decay": o.weight_decay},
                                    {"params": [p for p in params if id(p) not in decay], "weight_decay": 0.0}],
                                   lr=o.lr, betas=(0.9, 0.99), eps=1e-8)
+    watchdog.progress("the loss before")
     before = mean_loss(model, val_ids, T, o, device)
     if rank == 0:
         print(f"{model.config.kind} model, {sum(p.numel() for p in params)} parameters, {world} processes ({backend}), "
@@ -162,6 +237,7 @@ def main():
 
     gen = torch.Generator().manual_seed(o.seed + rank)  # each rank its own batches
     for step in range(o.steps):
+        watchdog.progress(f"step {step + 1}")
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, o)
         x, y = batch(train_ids, T, o.batch, gen, device)
@@ -177,6 +253,7 @@ def main():
             if rank == 0:
                 print(f"step {step + 1}/{o.steps} loss {mean.item() / world:.4f} lr {lr_at(step, o):.3g}", flush=True)
 
+    watchdog.progress("the loss after and the comparison of the replicas")
     after = mean_loss(model, val_ids, T, o, device)
     digests = [None] * world
     dist.all_gather_object(digests, weights_digest(model))
@@ -184,13 +261,55 @@ def main():
         print(f"loss after: {after:.6f}")
         same = len(set(digests)) == 1
         print(f"replicas: {world} ranks, {'identical' if same else 'differ'} (sha256 {digests[0][:16]})", flush=True)
-        tg.save(model.cpu(), vocab, o.out, {"torch.ddp.steps": str(o.steps), "torch.ddp.world": str(world)})
-        print(f"saved {o.out}")
+        if same:  # (replicas that differ are a failure, not a checkpoint)
+            tg.save(model.cpu(), vocab, o.out, {"torch.ddp.steps": str(o.steps), "torch.ddp.world": str(world)})
+            print(f"saved {o.out}")
+    watchdog.progress("the last barrier (rank 0 saving)")
     dist.barrier()
-    dist.destroy_process_group()
     if len(set(digests)) != 1:
-        raise SystemExit(f"train_ddp.py: rank {rank}: the ranks ended with different weights")
+        raise ValueError(f"rank {rank}: the ranks ended with different weights")
+    return ddp  # alive until the process ends: see main()
+
+
+def main():
+    o = parse_args()
+    try:
+        tg.check_outputs([("--out", o.out)], [("--init", o.init), ("--data", o.data)], o.force)
+    except tg.UsageError as e:
+        print(f"train_ddp.py: {tg.one_line(e)}", file=sys.stderr)
+        return 2
+    try:  # before any process starts: a bad file is one line here, not one per rank
+        model, vocab, train_ids, val_ids = read_inputs(o)
+    except (ValueError, OSError) as e:
+        print(f"train_ddp.py: {tg.one_line(e)}", file=sys.stderr)
+        return 1
+    if o.nproc_per_node:
+        return launch(o.nproc_per_node, sys.argv[1:])
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        print("train_ddp.py: not started by torch.distributed.run (no RANK and WORLD_SIZE in the environment): "
+              "add --nproc-per-node N, or start it with python3 -m torch.distributed.run", file=sys.stderr)
+        return 2
+    name = f"rank {os.environ['RANK']}"
+    watchdog = Watchdog(o.timeout, name)
+    # Every way out is os._exit, without destructors. Torch 1.13's ProcessGroupGloo, destroyed with the
+    # DistributedDataParallel that holds it, joins its worker thread while holding the GIL, and that thread
+    # may still be freeing a tensor, which takes the GIL: a deadlock, in about one launch in 20 on a busy
+    # machine (gdb: the main thread in ~ProcessGroupGloo -> std::thread::join, the worker in ~TensorImpl ->
+    # PyEval_AcquireThread; gloo's loop thread polls every 10 ms meanwhile). The run's work is done and
+    # saved (fsynced) by then; only the exit was hanging.
+    try:
+        keep = train(o, model, vocab, train_ids, val_ids, watchdog)  # noqa: F841 (not destroyed: see above)
+    except (RuntimeError, ValueError, OSError) as e:
+        # a collective that failed (a peer died: gloo's "Connection reset by peer" / "closed by peer"), or the save
+        sys.stdout.flush()
+        hint = "another rank died or cannot be reached; " if isinstance(e, RuntimeError) else ""
+        os.write(2, f"train_ddp.py: {watchdog.rank_name} in {watchdog.where}: {tg.one_line(str(e).rstrip('.'))}; "
+                    f"{hint}stopping, nothing saved\n".encode())
+        os._exit(1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

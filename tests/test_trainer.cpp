@@ -3,6 +3,7 @@
 // naming the file; a non-finite loss stops training before the parameters change.
 #include <nn/train/checkpoint.h>
 #include <nn/tutorial/tasks.h>
+#include <nn/train/settings.h>
 #include <nn/train/trainer.h>
 
 #include <unistd.h>
@@ -256,10 +257,12 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
     }
     SECTION("a step past the run's own steps") {
         nn::Safetensors file = nn::load_safetensors(good);
-        file.metadata["train.steps"] = std::to_string(0);  // the checkpoint is at step 1 (a literal trips gcc 12's -Wrestrict)
+        const int64_t steps = std::stoll(file.metadata.at("train.steps"));
+        file.metadata["train.step"] = std::to_string(steps + 1);
         const fs::path past = dir.path / "past.safetensors";
         nn::save_safetensors(past, file.tensors, file.metadata);
-        CHECK_THAT(resume_error(past, text), Contains(past.string()) && Contains("at step 1 of a run of 0 steps"));
+        CHECK_THAT(resume_error(past, text),
+                   Contains(past.string()) && Contains(fmt::format("at step {} of a run of {} steps", steps + 1, steps)));
     }
     SECTION("a plain module save without training metadata") {
         const fs::path plain = dir.path / "plain.safetensors";
@@ -386,10 +389,13 @@ TEST_CASE("resume of a bigram checkpoint ignores the sizes a bigram does not rea
 
 TEST_CASE("A non-finite loss stops training before the parameters change", "[trainer]") {
     const std::string text = copy_text(200, 8);
-    SECTION("an absurd learning rate") {
+    SECTION("weights and a learning rate that overflow the loss") {
         nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 50, .batch = 4,
-                                            .lr = 1e30f, .grad_clip = 0.0f},
+                                            .lr = 10.0f, .grad_clip = 0.0f},  // the largest --lr there is
                                            text);
+        // every weight 1e18 times larger: the logits overflow (lr 1e30 did it before --lr's limits held here too)
+        for (auto& [name, p] : trainer.model().named_parameters())
+            for (float& w : p.data()) w *= 1e18f;
         bool stopped = false;
         for (int i = 0; i < 10 && !stopped; ++i) {
             const nn::NamedTensors before = snapshot(trainer.model());
@@ -474,10 +480,83 @@ TEST_CASE("A checkpoint keeps the run settings, and one written before them resu
     // a resume may change them, within what train can use
     from_old.set_run({.eval_every = 2});
     CHECK(from_old.config().run.eval_every == 2);
-    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}), Contains("eval_every (0)"));
+    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}), Contains("run.eval_every is 0; --eval-every takes a whole number from 1"));
+    CHECK_THROWS_WITH(from_old.set_run({.eval_iters = 4'000'000'000}), Contains("run.eval_iters is 4000000000"));
     metadata["run.eval_iters"] = std::to_string(0);  // (a literal trips gcc 12's -Wrestrict)
     nn::save_safetensors(old, file.tensors, metadata);
-    CHECK_THAT(resume_error(old, text), Contains(old.string()) && Contains("eval_iters (0)"));
+    CHECK_THAT(resume_error(old, text), Contains(old.string()) && Contains("run.eval_iters is 0"));
+}
+
+// issue 25, item 5: a checkpoint's settings passed none of the flags' limits. An eval_iters of 4e9 made a
+// resume evaluate for hours, a sample of 1e11 characters died of bad_alloc after saving, and a train.steps of
+// 2^64 - 1 became a run of -1 steps.
+TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse, naming the key, value and limits",
+          "[trainer]") {
+    const std::string text = copy_text(200, 44);
+    TempDir dir("settings-limits");
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4},
+                                       text);
+    trainer.step();
+    const fs::path good = dir.path / "good.safetensors";
+    trainer.save(good);
+    const nn::Safetensors file = nn::load_safetensors(good);
+    const auto resumed_with = [&](const std::string& key, const std::string& value) {
+        auto metadata = file.metadata;
+        metadata[key] = value;
+        const fs::path edited = dir.path / "edited.safetensors";
+        nn::save_safetensors(edited, file.tensors, metadata);
+        return resume_error(edited, text);
+    };
+    CHECK_THAT(resumed_with("run.eval_iters", "4000000000"),
+               Contains("edited.safetensors") && Contains("run.eval_iters is 4000000000; --eval-iters takes a whole number from 1 to 1048576"));
+    CHECK_THAT(resumed_with("run.sample", "99999999999"), Contains("run.sample is 99999999999; --sample takes a whole number from 0"));
+    CHECK_THAT(resumed_with("train.steps", "18446744073709551615"),
+               Contains("train.steps is 18446744073709551615; --steps takes a whole number from 1 to 1099511627776"));
+    CHECK_THAT(resumed_with("train.steps", "0"), Contains("train.steps is 0"));
+    CHECK_THAT(resumed_with("train.batch", "9223372036854775808"), Contains("train.batch is 9223372036854775808"));
+    CHECK_THAT(resumed_with("run.top_k", "16777217"), Contains("run.top_k is 16777217"));
+    CHECK_THAT(resumed_with("run.log_every", "1099511627777"), Contains("run.log_every is 1099511627777"));
+    CHECK_THAT(resumed_with("train.seed", "9223372036854775808"), Contains("train.seed is 9223372036854775808"));
+    const auto bits = [](float f) { return std::to_string(std::bit_cast<uint32_t>(f)); };
+    CHECK_THAT(resumed_with("train.lr", bits(0.0f)), Contains("train.lr is 0; --lr takes a number above 0 and at most 10"));
+    CHECK_THAT(resumed_with("train.lr", bits(std::numeric_limits<float>::quiet_NaN())), Contains("train.lr is nan"));
+    CHECK_THAT(resumed_with("run.temperature", bits(1000.0f)), Contains("run.temperature is 1000"));
+    CHECK_THAT(resumed_with("train.beta2", bits(1.0f)), Contains("train.beta2 is 1; it must be a number at least 0 and below 1"));
+    CHECK_THAT(resumed_with("train.min_lr", bits(0.5f)), Contains("train.min_lr 0.5 is above train.lr 0.001"));
+    // the values no flag writes but a run holds: log_every 0 (off) and min_lr -1 (lr / 10)
+    CHECK(file.metadata.at("run.log_every") == "0");
+    CHECK(file.metadata.at("train.min_lr") == bits(-1.0f));
+    CHECK_NOTHROW(nn::Trainer::resume(good, text));
+    // every setting the checks cover is a flag of train's or AdamW's (the table is the one place)
+    for (const nn::Setting& s : nn::settings()) CHECK((s.flag.starts_with("--") || s.key.starts_with("train.beta")));
+}
+
+TEST_CASE("A run id is saved with the checkpoint and read back, a fresh run has none, and a bad one is refused", "[trainer]") {
+    const std::string text = copy_text(200, 43);
+    TempDir dir("run-id");
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
+    CHECK(trainer.run_id().empty());
+    const fs::path path = dir.path / "run.safetensors";
+    trainer.save(path);
+    CHECK_FALSE(nn::load_safetensors(path).metadata.contains("run.id"));  // no id, no key: the file is as before ids
+    CHECK(nn::Trainer::resume(path, text).run_id().empty());
+
+    trainer.set_run_id("0123abcdef-_XYZ");
+    trainer.save(path);
+    nn::Safetensors file = nn::load_safetensors(path);
+    CHECK(file.metadata.at("run.id") == "0123abcdef-_XYZ");
+    nn::Trainer resumed = nn::Trainer::resume(path, text);
+    CHECK(resumed.run_id() == "0123abcdef-_XYZ");
+    resumed.save(dir.path / "again.safetensors");  // kept through every save of the run
+    CHECK(nn::load_safetensors(dir.path / "again.safetensors").metadata.at("run.id") == "0123abcdef-_XYZ");
+
+    for (const std::string& bad : {std::string(), std::string(65, 'a'), std::string("a\nb"), std::string("a b"), std::string("</script>")}) {
+        INFO("run id '" << bad << "'");
+        CHECK_THROWS_WITH(trainer.set_run_id(bad), Contains("not 1 to 64 letters, digits, '-' or '_'"));
+        file.metadata["run.id"] = bad;
+        nn::save_safetensors(path, file.tensors, file.metadata);
+        CHECK_THAT(resume_error(path, text), Contains(path.string()) && Contains("the run id ('run.id', " + std::to_string(bad.size()) + " bytes)"));
+    }
 }
 
 TEST_CASE("extend_to continues a run to a larger total over a recomputed schedule, and stop_step refuses a past step",

@@ -1,6 +1,8 @@
 #include "cli.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -175,11 +177,30 @@ std::string version_line(std::string_view program) { return fmt::format("{} (tin
 
 namespace {
 
-// "program: what", once: a message that starts with the program's name already keeps it as it is.
+// "program: what", once: a message that starts with the program's name already keeps it as it is. One
+// error is one line: a newline or another control character in it (from a file name, say) is escaped.
 void print_error(std::string_view program, std::string_view what) {
     const std::string prefix = std::string(program) + ": ";
-    const std::string line = what.starts_with(prefix) ? std::string(what) + "\n" : prefix + std::string(what) + "\n";
+    std::string line = what.starts_with(prefix) ? std::string() : prefix;
+    for (char c : what) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n') line += "\\n";
+        else if (u < 0x20 || u == 0x7f) line += fmt::format("\\x{:02x}", u);
+        else line += c;
+    }
+    line += '\n';
     (void)!std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+// A program started with standard input, output or error closed (`train >&-`) would hand that number to
+// the first file it opens, and then print its results, or its errors, into a lock file or a checkpoint.
+// Each closed one is opened on /dev/null first; with no /dev/null the program stops.
+void open_standard_streams() {
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int null = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (null != fd) std::_Exit(127);  // the lowest free number is fd: anything else leaves it closed
+    }
 }
 
 // stdout is buffered: a full disk or a closed pipe shows only when it is flushed.
@@ -188,6 +209,7 @@ bool stdout_written() { return std::fflush(stdout) == 0 && !std::ferror(stdout);
 }  // namespace
 
 int run(Parser& parser, int argc, char** argv, const std::function<int()>& program_body) {
+    open_standard_streams();
     ::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a failed write, reported, never a silent death
     const std::string& program = parser.program();
     try {
@@ -227,7 +249,10 @@ int run(Parser& parser, int argc, char** argv, const std::function<int()>& progr
 
 namespace {
 
-std::string named(const std::string& flag, const std::string& path) { return flag.empty() ? path : flag + " " + path; }
+std::string named(const std::string& flag, const std::string& path) {
+    const std::string shown = nn::printable_name(path);
+    return flag.empty() ? shown : flag + " " + shown;
+}
 
 fs::path directory_of(const std::string& path) {
     const fs::path p(path);
@@ -241,6 +266,27 @@ bool same_file(const std::string& a, const std::string& b) {
     std::error_code ea, eb;
     const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea), cb = fs::weakly_canonical(fs::absolute(b), eb);
     return !ea && !eb && ca == cb;
+}
+
+// A save renames a new file over an existing output; refuse now what would make that rename fail
+// after hours of training: in a directory with the sticky bit (/tmp, a shared 1777 folder) only the
+// file's owner, the directory's owner or root may replace it; an immutable or append-only file
+// (chattr +i, +a) cannot be replaced by anyone.
+void check_replaceable(const std::string& what, const std::string& path, const struct stat& file, const fs::path& dir,
+                       const struct stat& dir_st) {
+    const uid_t me = ::geteuid();
+    if ((dir_st.st_mode & S_ISVTX) && me != 0 && file.st_uid != me && dir_st.st_uid != me)
+        throw std::runtime_error(fmt::format("{} belongs to another user (uid {}) in {}, a directory with the sticky bit: "
+                                             "a save could not replace it; choose another file",
+                                             what, file.st_uid, nn::printable_name(dir.string())));
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return;  // unreadable: the flags cannot be asked, the probe below still tests the directory
+    int flags = 0;
+    const bool asked = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    ::close(fd);
+    if (asked && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)))
+        throw std::runtime_error(fmt::format("{} is {}: a save could not replace it", what,
+                                             (flags & FS_IMMUTABLE_FL) ? "immutable (chattr +i)" : "append-only (chattr +a)"));
 }
 
 }  // namespace
@@ -267,6 +313,7 @@ void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& 
         if (::stat(dir.c_str(), &st) != 0)
             throw std::runtime_error(fmt::format("{}: cannot use {} as its directory: {}", what, dir.string(), std::strerror(errno)));
         if (!S_ISDIR(st.st_mode)) throw std::runtime_error(fmt::format("{}: {} is not a directory", what, dir.string()));
+        const struct stat dir_st = st;
         if (::lstat(out.path.c_str(), &st) == 0) {
             if (S_ISLNK(st.st_mode))
                 throw UsageError(fmt::format("{} is a symbolic link; name the file it points to", what));
@@ -274,14 +321,18 @@ void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& 
                 throw UsageError(fmt::format("{} is {}, not a file to write", what, nn::file_kind(st.st_mode)));
             if (!force && !out.continues && !replaces_own_input)
                 throw UsageError(fmt::format("{} exists; add --force to replace it", what));
+            check_replaceable(what, out.path, st, dir, dir_st);
         } else if (errno != ENOENT) {
             throw std::runtime_error(fmt::format("{}: cannot use it: {}", what, std::strerror(errno)));
         }
-        // Writable: the real write creates a temporary file beside the target and renames it.
-        const fs::path probe = dir / fmt::format(".{}.probe-{}", fs::path(out.path).filename().string(), ::getpid());
+        // Writable: the real write creates a temporary file beside the target, with a name of the same
+        // length as the probe's (nn::sidecar_name), and renames it.
+        const fs::path probe =
+            dir / nn::sidecar_name(fs::path(out.path).filename().string(), fmt::format(".prb-{:010}-{:08x}", ::getpid(), 0));
         const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0)
-            throw std::runtime_error(fmt::format("{}: cannot create a file in {}: {}", what, dir.string(), std::strerror(errno)));
+            throw std::runtime_error(fmt::format("{}: cannot create a file in {}: {}", what, nn::printable_name(dir.string()),
+                                                 std::strerror(errno)));
         ::close(fd);
         ::unlink(probe.c_str());
     }
@@ -289,26 +340,48 @@ void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& 
 
 OutputLocks::OutputLocks(const std::vector<Output>& outputs) {
     for (const Output& out : outputs) {
-        const fs::path lock = directory_of(out.path) / fmt::format(".{}.lock", fs::path(out.path).filename().string());
+        const std::string what = named(out.flag, out.path);
+        const fs::path lock = directory_of(out.path) / nn::sidecar_name(fs::path(out.path).filename().string(), ".lock");
+        const std::string lock_shown = nn::printable_name(lock.string());
         for (int attempt = 0;; ++attempt) {
-            const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-            if (fd < 0)
-                throw std::runtime_error(fmt::format("{}: cannot create its lock file {}: {}", named(out.flag, out.path),
-                                                     lock.string(), std::strerror(errno)));
+            // O_NOFOLLOW: a symbolic link planted as the lock file (in a shared directory, say) must not
+            // make this run open, lock and write whatever it points to.
+            const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+            if (fd < 0) {
+                const int error = errno;
+                throw std::runtime_error(error == ELOOP ? fmt::format("{}: its lock file {} is a symbolic link; remove it if no "
+                                                                      "run of yours made it",
+                                                                      what, lock_shown)
+                                                        : fmt::format("{}: cannot create its lock file {}: {}", what, lock_shown,
+                                                                      std::strerror(error)));
+            }
+            // Only a regular file of this user's, with no other name, is written: a hard link to another
+            // file, a FIFO or a device planted there is refused before it is touched.
+            struct stat held {};
+            if (::fstat(fd, &held) != 0 || !S_ISREG(held.st_mode) || held.st_nlink != 1 || held.st_uid != ::geteuid()) {
+                const std::string problem = !S_ISREG(held.st_mode) ? nn::file_kind(held.st_mode)
+                                            : held.st_nlink != 1   ? fmt::format("a file with {} names (hard links)", held.st_nlink)
+                                                                   : fmt::format("another user's file (uid {})", held.st_uid);
+                ::close(fd);
+                throw std::runtime_error(fmt::format("{}: its lock file {} is {}, not one this run can own; remove it if no "
+                                                     "run is writing {}",
+                                                     what, lock_shown, problem, nn::printable_name(out.path)));
+            }
             if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
                 char pid[32] = {};
                 const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
                 ::close(fd);
                 std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string();
                 while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+                if (holder.find_first_not_of("0123456789") != std::string::npos) holder.clear();
                 throw std::runtime_error(fmt::format("{} is being written by another run (PID {}); wait for it to end or choose another file",
-                                                     named(out.flag, out.path), holder.empty() ? "unknown" : holder));
+                                                     what, holder.empty() ? "unknown" : holder));
             }
             // The holder before us may have removed the lock file after we opened it: lock the file
-            // that is there now, or we would share an orphan with the next run.
-            struct stat held {}, there {};
-            if (::fstat(fd, &held) == 0 && ::stat(lock.c_str(), &there) == 0 && held.st_ino == there.st_ino &&
-                held.st_dev == there.st_dev) {
+            // that is there now, or we would share an orphan with the next run. Written (truncated,
+            // then our PID) only now that it is held.
+            struct stat there {};
+            if (::lstat(lock.c_str(), &there) == 0 && held.st_ino == there.st_ino && held.st_dev == there.st_dev) {
                 const std::string pid = fmt::format("{}\n", ::getpid());
                 if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
                     // The PID is only for the other run's message; the lock holds without it.
@@ -317,7 +390,7 @@ OutputLocks::OutputLocks(const std::vector<Output>& outputs) {
                 break;
             }
             ::close(fd);
-            if (attempt == 100) throw std::runtime_error(fmt::format("{}: its lock file {} keeps changing", named(out.flag, out.path), lock.string()));
+            if (attempt == 100) throw std::runtime_error(fmt::format("{}: its lock file {} keeps changing", what, lock_shown));
         }
     }
 }

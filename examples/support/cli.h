@@ -140,12 +140,16 @@ struct Output {
 //     is a symbolic link (give the file it points to: a rename would replace the link, not its target);
 //   - an existing output without `force`, unless it `continues` or replaces its own input.
 // And fails (std::runtime_error) when an output's directory is missing or a file cannot be created in
-// it: it creates and removes a probe file there, as the real write will.
+// it (it creates and removes a probe file there, as long a name as the save's temporary file), or when a
+// save could not rename over an existing output: another user's file in a sticky directory, or an
+// immutable or append-only one.
 void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& outputs, bool force);
 
 // One run per output: an advisory lock (flock) on ".NAME.lock" beside each output, held until the object
 // is destroyed (and by the kernel until the process ends, whatever kills it). A second run refuses with a
-// std::runtime_error that names the first one's PID.
+// std::runtime_error that names the first one's PID. The lock file is opened without following a
+// symbolic link and used only when it is a regular file of this user's with one name; it is written
+// (our PID) only once locked.
 class OutputLocks {
 public:
     explicit OutputLocks(const std::vector<Output>& outputs);

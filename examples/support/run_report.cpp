@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,6 +14,9 @@
 #include <fmt/format.h>
 #include <nn/attention.h>
 #include <nn/train/files.h>
+#include <nn/train/trainer.h>
+
+#include "script_json.h"
 
 namespace report {
 
@@ -24,6 +29,15 @@ double rounded(double v, double per_unit) { return std::round(v * per_unit) / pe
 // NaN (not measured) becomes null in the JSON
 nlohmann::ordered_json number_or_null(double v, double per_unit) {
     return std::isnan(v) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rounded(v, per_unit));
+}
+// The step of an entry of "log" ([step, ...]) or of "grads" and "evals" ({"step": step, ...}); none for an
+// entry without a whole-number step (a page not written by train).
+std::optional<int64_t> step_of(const nlohmann::ordered_json& entry) {
+    const nlohmann::ordered_json* step = entry.is_array() && !entry.empty()              ? &entry[0]
+                                         : entry.is_object() && entry.contains("step") ? &entry["step"]
+                                                                                       : nullptr;
+    if (step == nullptr || !step->is_number_integer()) return std::nullopt;
+    return step->get<int64_t>();
 }
 double significant(double v, int digits) { return std::stod(fmt::format("{:.{}g}", v, digits)); }
 
@@ -164,10 +178,35 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
     try {
         nlohmann::ordered_json old = nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
         for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"}) report.data_[key] = old.at(key);
+        if (old.contains("run_id")) {
+            const auto id = old["run_id"].get<std::string>();
+            if (!nn::is_run_id(id))  // (not shown: it may hold anything)
+                throw std::runtime_error(fmt::format("--report {}: its run id ({} bytes) is not one train writes", path.string(), id.size()));
+            report.data_["run_id"] = id;
+        }
     } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(fmt::format("--report {}: its run data cannot be read: {}", path.string(), e.what()));
     }
+    for (const char* key : {"log", "grads", "evals"}) {
+        const nlohmann::ordered_json& entries = report.data_[key];
+        if (!entries.is_array() || !std::all_of(entries.begin(), entries.end(), [](const auto& e) { return step_of(e).has_value(); }))
+            throw std::runtime_error(fmt::format("--report {}: its run data cannot be read: \"{}\" is not a list of entries "
+                                                 "with a step each", path.string(), key));
+    }
     return report;
+}
+
+std::string RunReport::run_id() const { return data_.contains("run_id") ? data_["run_id"].get<std::string>() : std::string(); }
+
+void RunReport::set_run_id(const std::string& id) { data_["run_id"] = id; }
+
+void RunReport::drop_after(int64_t step) {
+    for (const char* key : {"log", "grads", "evals"}) {
+        auto& entries = data_[key];
+        entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                     [&](const auto& e) { return step_of(e).value_or(std::numeric_limits<int64_t>::max()) > step; }),
+                      entries.end());
+    }
 }
 
 void RunReport::add_log(int64_t step, double batch_loss, double train_loss, double val_loss, double lr) {
@@ -227,9 +266,8 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
 }
 
 std::string RunReport::html() const {
-    std::string json = data_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    // "</" inside the data would end the script element; "<\/" is the same JSON string
-    for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.replace(at, 2, "<\\/");
+    // safe inside <script>: no "<", ">" or "&" in it (html::script_safe)
+    const std::string json = html::script_safe(data_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     std::string page(kPageHead);
     page += kDataStart;
     page += json;

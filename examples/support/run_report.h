@@ -8,7 +8,9 @@
 //     report.add_attention(step, model, sample_ids, sample_text);  // every head's map on the sample
 //     report.write("run.html");
 //
-// A resumed run continues its page: RunReport::read takes the data back out of an existing file.
+// A resumed run continues its own page: RunReport::read takes the data back out of an existing file, with
+// the run id it was written with (train keeps the same id in the run's checkpoints), and drop_after
+// removes what the page holds past the resumed checkpoint's step.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,12 @@ public:
     // The data of the page at `path` (written by write), with `settings` replacing its settings.
     // std::runtime_error naming the file when it holds no report data.
     static RunReport read(const std::filesystem::path& path, nlohmann::ordered_json settings);
+
+    // The run the page belongs to ("" when none was set, or the page predates run ids).
+    std::string run_id() const;
+    void set_run_id(const std::string& id);
+    // Removes the log rows, gradient norms and evaluations of the steps after `step`.
+    void drop_after(int64_t step);
 
     void add_log(int64_t step, double batch_loss, double train_loss, double val_loss, double lr);
     void add_gradients(const nn::GradientReport& gradients);

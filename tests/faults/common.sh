@@ -39,3 +39,26 @@ wait_for_exit() {
     done
     wait "$pid"
 }
+# refuses NAME CODE REGEX -- PROGRAM ARGS...: PROGRAM ARGS must exit CODE with stderr (err.log) matching
+# REGEX (grep -E) and leave every other file here as it was (contents and times); a failure counts in
+# $failures.
+failures=0
+files_here() { ls -l --time-style=+%s.%N -I err.log; find . -maxdepth 1 -type f ! -name err.log -exec md5sum {} + | sort; }
+refuses() {
+    local name=$1 code=$2 regex=$3 before after status problem=""
+    shift 4
+    before=$(files_here)
+    timeout 60 "$@" >/dev/null 2>err.log </dev/null
+    status=$?
+    after=$(files_here)
+    [[ $status == "$code" ]] || problem="exit status $status, expected $code"
+    grep -Eq -- "$regex" err.log || problem+="${problem:+; }stderr does not match '$regex'"
+    [[ $before == "$after" ]] || problem+="${problem:+; }a file changed: $(diff <(echo "$before") <(echo "$after") | head -3)"
+    if [[ -n $problem ]]; then
+        echo "FAIL $name: $problem"
+        sed 's/^/  | /' err.log | tail -3
+        failures=$((failures + 1))
+    else
+        echo "ok   $name: $(grep -Eo -- "$regex" err.log | head -1)"
+    fi
+}

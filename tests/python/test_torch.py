@@ -7,7 +7,8 @@ runs one case per CTest test:
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
   ddp           python/train_ddp.py under torch.distributed.run with 2 processes (gloo): the loss falls,
-                both ranks end with the same weights, tinygpt loads the result
+                both ranks end with the same weights, tinygpt loads the result; each launch runs in its own
+                process group, killed whole if it hangs, and leaves no process behind
   nanogpt       nanoGPT's model (reproduced below at a small size) saved as nanoGPT saves it converts with
                 python/from_nanogpt.py; tinygpt's logits equal the nanoGPT model's; a model that cannot
                 map (a query bias) is refused
@@ -19,8 +20,10 @@ import math
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import torch
 import torch.nn as tnn
@@ -225,16 +228,29 @@ def case_ddp(c):
     tg.load(c.path("ddp2.safetensors"))
 
 
-def run_ddp(command, env):
-    """Runs a two-process launch, a second time (on a new port) if the first hangs. One launch in a few
-    dozen under a loaded CI machine waited past ctest's 300 s with nothing printed; a second hang fails."""
-    for attempt in (1, 2):
+def run_ddp(command, env, timeout=150):
+    """Runs a two-process launch in its own session and process group, so that a hang, whatever hangs,
+    ends with the whole group killed (torchrun and its workers) and the output so far in the failure. A
+    launch that succeeded must leave no process of its group behind."""
+    p = subprocess.Popen([str(a) for a in command()], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        raise AssertionError(f"the launch hung for {timeout} s (its process group is killed): {p.args}\n{out}")
+    for _ in range(50):  # the workers end with their launcher
         try:
-            return run(command(), env=env, timeout=120)
-        except subprocess.TimeoutExpired as e:
-            if attempt == 2:
-                raise AssertionError(f"two launches hung for 120 s: {e.cmd}\n{e.stdout}\n{e.stderr}")
-            print(f"the launch hung for 120 s; launching again on a new port: {e.cmd}")
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise AssertionError(f"processes of the launch outlived it by 5 s: {p.args}\n{out}")
+    check(p.returncode == 0, f"{' '.join(p.args)} exited {p.returncode}\n{out}")
+    return out
 
 
 def _free_port():  # --standalone would take the fixed port 29400, shared with any other run on the machine

@@ -9,14 +9,9 @@
 set -euo pipefail
 train=$1 work=$2
 
-browser=$(command -v chromium || command -v chromium-browser || true)
-if [[ -z $browser ]]; then
-  echo "chromium is not installed (dev/setup installs it): skipping the report page's browser test"
-  exit 77
-fi
-
 rm -rf "$work"
 mkdir -p "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/chromium.sh"
 page=$work/run.html csv=$work/run.csv
 common=(--csv "$csv" --report "$page" --eval-iters 2 --sample 0)
 "$train" --model gpt --n-embd 16 --n-head 2 --n-layer 2 --block 12 --steps 30 --until 20 --eval-every 10 \
@@ -29,14 +24,6 @@ if grep -Eqi 'https?://|<link|<img|[[:space:]]src=|@import|@font-face|url\(' "$p
   exit 1
 fi
 
-run=0
-dump() {  # dump URL: the page's DOM after its script ran
-  run=$((run + 1))
-  mkdir -p "$work/profile-$run"
-  "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
-    --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir="$work/profile-$run" \
-    --virtual-time-budget=2000 --dump-dom "$1" 2>>"$work/chromium.log"
-}
 dump "file://$page" >"$work/dom.html"
 dump "file://$page#eval=0" >"$work/dom-first.html"
 

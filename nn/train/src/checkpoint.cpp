@@ -330,6 +330,8 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
                 else out.metadata.emplace(key, v.get<std::string>());
             }
         } else {
+            // save_safetensors refuses it too: no module has a parameter without a name
+            if (name.empty()) reader.fail("a tensor has an empty name");
             entries.push_back(reader.entry(name, value));
         }
     }
@@ -423,7 +425,7 @@ void save_module(const std::filesystem::path& path, const Module& module,
 
 void load_module(const std::filesystem::path& path, Module& module) {
     const Safetensors file = load_safetensors(path);
-    check_finite(file.tensors, path.string());
+    check_finite(file.tensors, printable_name(path.string()));
     try {
         load_parameters(module, file.tensors);
     } catch (const std::invalid_argument& e) {

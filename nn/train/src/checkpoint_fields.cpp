@@ -22,7 +22,7 @@ using namespace autograd;
 const std::string& field(const Metadata& metadata, const std::string& key, const std::filesystem::path& path) {
     const auto it = metadata.find(key);
     if (it == metadata.end())
-        throw std::runtime_error(fmt::format("{}: not a tinygpt training checkpoint (no '{}' in its metadata)", path.string(), key));
+        throw std::runtime_error(fmt::format("{}: not a tinygpt training checkpoint (no '{}' in its metadata)", printable_name(path.string()), key));
     return it->second;
 }
 
@@ -35,7 +35,7 @@ uint64_t to_u64(const std::string& text, const std::string& key, const std::file
         used = 0;
     }
     if (used == 0 || used != text.size() || text[0] == '-')
-        throw std::runtime_error(fmt::format("{}: metadata '{}' is '{}', not a whole number", path.string(), key, text));
+        throw std::runtime_error(fmt::format("{}: metadata '{}' is '{}', not a whole number", printable_name(path.string()), key, text));
     return v;
 }
 
@@ -49,41 +49,13 @@ Generator::State state_from_text(const std::string& text, const std::string& key
     char extra = 0;
     if (std::sscanf(text.c_str(), "%llu %d %llu %c", &counter, &has_spare, &spare, &extra) != 3 || has_spare < 0 ||
         has_spare > 1 || spare > UINT32_MAX)
-        throw std::runtime_error(fmt::format("{}: metadata '{}' is not a generator state: '{}'", path.string(), key, text));
+        throw std::runtime_error(fmt::format("{}: metadata '{}' is not a generator state: '{}'", printable_name(path.string()), key, text));
     return {counter, has_spare == 1, std::bit_cast<float>(static_cast<uint32_t>(spare))};
 }
 
 namespace {
 
-// One TrainConfig value and its key. Whole numbers are stored in decimal, floats by their bits, so a
-// resumed run uses exactly the same numbers.
-using ValueRef = std::variant<int64_t*, uint64_t*, float*>;
-struct TrainField {
-    const char* key;
-    ValueRef (*value)(TrainConfig&);
-    bool required;  // false: a key added after checkpoints were first written; absent, the default stays
-};
-
-constexpr TrainField kTrainFields[] = {
-    {"train.steps", [](TrainConfig& c) -> ValueRef { return &c.steps; }, true},
-    {"train.batch", [](TrainConfig& c) -> ValueRef { return &c.batch; }, true},
-    {"train.lr", [](TrainConfig& c) -> ValueRef { return &c.lr; }, true},
-    {"train.min_lr", [](TrainConfig& c) -> ValueRef { return &c.min_lr; }, true},
-    {"train.warmup", [](TrainConfig& c) -> ValueRef { return &c.warmup; }, true},
-    {"train.weight_decay", [](TrainConfig& c) -> ValueRef { return &c.weight_decay; }, true},
-    {"train.beta1", [](TrainConfig& c) -> ValueRef { return &c.beta1; }, true},
-    {"train.beta2", [](TrainConfig& c) -> ValueRef { return &c.beta2; }, true},
-    {"train.grad_clip", [](TrainConfig& c) -> ValueRef { return &c.grad_clip; }, true},
-    {"train.seed", [](TrainConfig& c) -> ValueRef { return &c.seed; }, true},
-    {"run.eval_every", [](TrainConfig& c) -> ValueRef { return &c.run.eval_every; }, false},
-    {"run.eval_iters", [](TrainConfig& c) -> ValueRef { return &c.run.eval_iters; }, false},
-    {"run.log_every", [](TrainConfig& c) -> ValueRef { return &c.run.log_every; }, false},
-    {"run.grad_report", [](TrainConfig& c) -> ValueRef { return &c.run.grad_report; }, false},
-    {"run.sample", [](TrainConfig& c) -> ValueRef { return &c.run.sample; }, false},
-    {"run.temperature", [](TrainConfig& c) -> ValueRef { return &c.run.temperature; }, false},
-    {"run.top_k", [](TrainConfig& c) -> ValueRef { return &c.run.top_k; }, false},
-};
-
+// Whole numbers are stored in decimal, floats by their bits, so a resumed run uses exactly the same numbers.
 struct ValueToText {
     std::string operator()(const int64_t* v) const { return std::to_string(*v); }
     std::string operator()(const uint64_t* v) const { return std::to_string(*v); }
@@ -94,31 +66,39 @@ struct ValueToText {
 
 void write_train_config(const TrainConfig& config, Metadata& metadata) {
     TrainConfig copy = config;  // the table's accessors take a mutable config
-    for (const TrainField& f : kTrainFields) metadata[f.key] = std::visit(ValueToText{}, f.value(copy));
+    for (const Setting& s : settings()) metadata[std::string(s.key)] = std::visit(ValueToText{}, s.value(copy));
 }
 
 void read_train_config(const Metadata& metadata, const std::filesystem::path& path, TrainConfig& config) {
-    for (const TrainField& f : kTrainFields) {
-        if (!f.required && !metadata.contains(f.key)) continue;
-        const uint64_t v = to_u64(field(metadata, f.key, path), f.key, path);
-        std::visit(
-            [&](auto* value) {
-                using T = std::remove_pointer_t<decltype(value)>;
-                if constexpr (std::is_same_v<T, float>) {
-                    if (v > UINT32_MAX)
-                        throw std::runtime_error(fmt::format("{}: metadata '{}' is {}, not the bits of a float", path.string(), f.key, v));
-                    *value = std::bit_cast<float>(static_cast<uint32_t>(v));
-                } else {
-                    *value = static_cast<T>(v);
-                }
-            },
-            f.value(config));
+    for (const Setting& s : settings()) {
+        const std::string key(s.key);
+        if (!s.in_every_checkpoint && !metadata.contains(key)) continue;
+        const uint64_t v = to_u64(field(metadata, key, path), key, path);
+        // Each value gets its flag's checks (nn/train/settings.h): an edited or damaged file is refused
+        // here, before a run of 2^64 - 1 steps or an evaluation of 4e9 batches starts.
+        naming_path(path, [&] {
+            std::visit(
+                [&](auto* value) {
+                    using T = std::remove_pointer_t<decltype(value)>;
+                    if constexpr (std::is_same_v<T, float>) {
+                        if (v > UINT32_MAX)
+                            throw std::invalid_argument(fmt::format("metadata '{}' is {}, not the bits of a float", key, v));
+                        *value = std::bit_cast<float>(static_cast<uint32_t>(v));
+                    } else {
+                        if (v > static_cast<uint64_t>(INT64_MAX)) s.refuse(std::to_string(v));
+                        *value = static_cast<T>(v);
+                    }
+                },
+                s.value(config));
+            s.check(config);
+        });
     }
+    naming_path(path, [&] { check_settings(config); });  // across settings: min_lr against lr
 }
 
 void check_format(const Metadata& meta, const std::filesystem::path& path) {
     if (field(meta, "format", path) != kFormat)
-        throw std::runtime_error(fmt::format("{}: checkpoint format '{}' is not '{}'", path.string(), meta.at("format"), kFormat));
+        throw std::runtime_error(fmt::format("{}: checkpoint format '{}' is not '{}'", printable_name(path.string()), meta.at("format"), kFormat));
 }
 
 ModelConfig model_config(const Metadata& meta, const std::filesystem::path& path) {
@@ -141,7 +121,7 @@ void check_sizes_against_weights(const ModelConfig& m, const NamedTensors& weigh
     if (needed > 2 * stored + 4096)
         throw std::runtime_error(fmt::format("{}: the model in its metadata ({} n_embd {} n_layer {} block {} vocab {}) needs "
                                              "about {:.3g} parameters, but the file stores {:.3g}",
-                                             path.string(), m.kind, m.n_embd, m.n_layer, m.block, m.vocab, needed, stored));
+                                             printable_name(path.string()), m.kind, m.n_embd, m.n_layer, m.block, m.vocab, needed, stored));
 }
 
 }  // namespace nn::detail

@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 
 #include "nn/train/checkpoint.h"
+#include "nn/train/files.h"
+#include "nn/train/settings.h"
 #include "nn/train/trainer.h"
 
 namespace nn::detail {
@@ -31,7 +33,7 @@ auto naming_path(const std::filesystem::path& path, F&& f) -> decltype(f()) {
     try {
         return f();
     } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+        throw std::runtime_error(fmt::format("{}: {}", printable_name(path.string()), e.what()));
     }
 }
 
@@ -42,11 +44,11 @@ uint64_t to_u64(const std::string& text, const std::string& key, const std::file
 std::string to_text(const autograd::Generator::State& state);  // exactly (the spare normal by its bits)
 autograd::Generator::State state_from_text(const std::string& text, const std::string& key, const std::filesystem::path& path);
 
-// Every TrainConfig value but the model's (ModelConfig::to_metadata has those): "train.*" keys, which
-// every checkpoint has, and "run.*" keys (RunSettings), which older ones lack.
+// Every TrainConfig value but the model's (ModelConfig::to_metadata has those), as nn::settings() lists
+// them: "train.*" keys, which every checkpoint has, and "run.*" keys (RunSettings), which older ones lack.
 void write_train_config(const TrainConfig& config, Metadata& metadata);
 // `config.model` is left as it is. A missing "train.*" key is an error; a missing "run.*" key keeps
-// the RunSettings default.
+// the RunSettings default; a value outside its setting's limits is an error naming the key and them.
 void read_train_config(const Metadata& metadata, const std::filesystem::path& path, TrainConfig& config);
 
 void check_format(const Metadata& metadata, const std::filesystem::path& path);

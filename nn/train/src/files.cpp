@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -27,6 +28,36 @@ const char* file_kind(mode_t mode) {
     return "not a regular file";
 }
 
+std::string printable_name(std::string_view name) {
+    const bool plain = std::all_of(name.begin(), name.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u >= 0x20 && u != 0x7f && c != '"' && c != '\\';
+    });
+    if (plain) return std::string(name);
+    std::string out = "\"";
+    for (char c : name) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else if (c == '"' || c == '\\') (out += '\\') += c;
+        else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+        else out += c;  // bytes of UTF-8 characters stay as they are
+    }
+    return out + '"';
+}
+
+std::string sidecar_name(std::string_view filename, std::string_view suffix) {
+    constexpr size_t kNameMax = 255;  // NAME_MAX of Linux's file systems
+    if (1 + filename.size() + kSidecarSuffix <= kNameMax) return fmt::format(".{}{}", filename, suffix);
+    // FNV-1a of the whole name: two long names that share their first 200 bytes keep apart
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (char c : filename) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    size_t keep = kNameMax - 1 - 1 - 16 - kSidecarSuffix;  // "." CUT "~" HASH(16) SUFFIX
+    while (keep > 0 && (static_cast<unsigned char>(filename[keep]) & 0xC0) == 0x80) --keep;  // not inside a character
+    return fmt::format(".{}~{:016x}{}", filename.substr(0, keep), hash, suffix);
+}
+
 namespace {
 
 std::filesystem::path directory_of(const std::filesystem::path& target) {
@@ -35,7 +66,7 @@ std::filesystem::path directory_of(const std::filesystem::path& target) {
 
 // Removes the ".NAME.tmp-PID-N" files of processes that no longer run: what a killed save left.
 void remove_leftovers(const std::filesystem::path& dir, const std::string& filename) {
-    const std::string prefix = "." + filename + ".tmp-";
+    const std::string prefix = sidecar_name(filename, ".tmp-");
     DIR* d = ::opendir(dir.c_str());
     if (!d) return;
     while (const dirent* entry = ::readdir(d)) {
@@ -65,7 +96,7 @@ AtomicFile::AtomicFile(const std::filesystem::path& target, std::string who) : t
     remove_leftovers(dir, filename);
     static std::atomic<uint64_t> counter{0};
     for (int attempt = 0; attempt < 100; ++attempt) {
-        temp_ = dir / fmt::format(".{}.tmp-{}-{}", filename, ::getpid(), counter++);
+        temp_ = dir / sidecar_name(filename, fmt::format(".tmp-{:010}-{:08x}", ::getpid(), counter++ & 0xffffffffu));
         fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ >= 0) return;
         if (errno != EEXIST) break;

@@ -11,7 +11,11 @@ namespace nn::detail {
 
 using nn::file_kind;
 
-// A path as messages show it: in quotes.
-inline std::string path_str(const std::filesystem::path& path) { return fmt::format("'{}'", path.string()); }
+// A path as messages show it: in quotes ('run.st'; one with a newline or another control character in
+// printable_name's double quotes, escaped).
+inline std::string path_str(const std::filesystem::path& path) {
+    const std::string shown = printable_name(path.string());
+    return shown == path.string() ? fmt::format("'{}'", shown) : shown;
+}
 
 }  // namespace nn::detail

@@ -1,4 +1,5 @@
 #include "nn/train/trainer.h"
+#include "nn/train/settings.h"
 
 #include <autograd/ops.h>
 
@@ -13,14 +14,15 @@ namespace nn {
 using namespace autograd;
 
 namespace {
-// A division by zero in the program's loop or a sample of negative length if they passed.
-void check_run(const RunSettings& r) {
-    check(r.eval_every > 0 && r.eval_iters > 0, "Trainer: eval_every ({}) and eval_iters ({}) must be positive", r.eval_every,
-          r.eval_iters);
-    check(r.grad_report >= 0 && r.log_every >= 0 && r.sample >= 0 && r.top_k >= 0,
-          "Trainer: grad_report ({}), log_every ({}), sample ({}) and top_k ({}) must not be negative", r.grad_report, r.log_every,
-          r.sample, r.top_k);
-    check(r.temperature > 0.0f && std::isfinite(r.temperature), "Trainer: temperature must be above 0, got {}", r.temperature);
+// Every setting within the limits of the flag that sets it (nn/train/settings.h): the checks a command
+// line and a checkpoint's metadata get too. A division by zero in the program's loop, a sample of
+// negative length or an evaluation of 4e9 batches if they passed.
+void check_config(const TrainConfig& config) {
+    try {
+        check_settings(config);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("Trainer: {}", e.what()));
+    }
 }
 }  // namespace
 
@@ -37,16 +39,10 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
       data_(std::move(data)),
       init_gen_(config.seed),
       batch_gen_(config.seed + 1) {
-    check_run(config.run);
+    check_config(config);
     validate_model_config(config.model);
     check(config.model.block > 0, "Trainer: block must be positive (every kind trains on windows of that many tokens), got {}",
           config.model.block);
-    check(config.steps >= 0, "Trainer: steps must not be negative, got {}", config.steps);
-    check(config.batch > 0, "Trainer: batch must be positive, got {}", config.batch);
-    check(config.warmup >= 0, "Trainer: warmup must not be negative, got {}", config.warmup);
-    check(config.min_lr <= config.lr, "Trainer: min_lr {} is above lr {}: the rate would rise instead of decaying",
-          config.min_lr, config.lr);
-    check(config.grad_clip >= 0.0f && std::isfinite(config.grad_clip), "Trainer: grad_clip must be >= 0, got {}", config.grad_clip);
     check(tokenizer_ != nullptr, "Trainer: no tokenizer");
     check(config.model.vocab == tokenizer_->vocab_size(), "Trainer: the model's vocab {} differs from the tokenizer's {}",
           config.model.vocab, tokenizer_->vocab_size());
@@ -75,12 +71,17 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
 }
 
 void Trainer::set_run(const RunSettings& run) {
-    check_run(run);
+    TrainConfig changed = config_;
+    changed.run = run;
+    check_config(changed);
     config_.run = run;
 }
 
 void Trainer::extend_to(int64_t steps) {
     check(steps >= config_.steps, "Trainer: the run has {} steps; it can be extended, not shortened to {}", config_.steps, steps);
+    TrainConfig changed = config_;
+    changed.steps = steps;
+    check_config(changed);
     config_.steps = steps;  // lr_at decays over the new total from here on (see the header)
 }
 
@@ -117,7 +118,7 @@ StepStats Trainer::step(GradientReport* report) {
     return {step_count(), loss.item(), lr, norm, B * T};
 }
 
-double Trainer::evaluate(Split split, int64_t iters) {
+double Trainer::evaluate(Split split, int64_t iters, const std::function<bool()>& stop) {
     check(iters > 0, "evaluate: iters must be positive, got {}", iters);
     NoGradGuard no_grad;
     const bool was_training = model_->is_training();
@@ -128,6 +129,10 @@ double Trainer::evaluate(Split split, int64_t iters) {
     Generator gen(config_.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(2 * step_count() + (split == Split::train ? 1 : 2))));
     double total = 0.0;
     for (int64_t i = 0; i < iters; ++i) {
+        if (stop && stop()) {
+            model_->train(was_training);
+            return NAN;
+        }
         const Batch batch = data_.batch(split, B, T, gen);
         total += cross_entropy(model_->forward(batch.inputs, B, T), batch.targets).item();
     }

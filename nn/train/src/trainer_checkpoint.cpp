@@ -2,6 +2,8 @@
 // that the resumed run continues bit-exactly.
 #include "checkpoint_fields.h"
 
+#include <algorithm>
+
 namespace nn {
 
 using namespace autograd;
@@ -20,6 +22,7 @@ void Trainer::save(const std::filesystem::path& path) const {
     metadata.merge(tokenizer_->checkpoint_metadata());
     if (const auto* gpt = dynamic_cast<const GPT*>(model_.get()))
         metadata["train.rng.dropout"] = to_text(gpt->dropout_generator().state());
+    if (!run_id_.empty()) metadata["run.id"] = run_id_;
     save_safetensors(path, tensors, metadata);
 }
 
@@ -38,13 +41,13 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
     Safetensors file = load_safetensors(path);
     const Metadata& meta = file.metadata;
     check_format(meta, path);
-    check_finite(file.tensors, path.string());  // weights and AdamW's moments
+    check_finite(file.tensors, printable_name(path.string()));  // weights and AdamW's moments
     TrainConfig c;
     c.model = model_config(meta, path);
     read_train_config(meta, path, c);
     const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
     if (step > c.steps)
-        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", path.string(), step,
+        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", printable_name(path.string()), step,
                                              c.steps));
     const CheckpointParts parts = split(std::move(file.tensors));
     check_sizes_against_weights(c.model, parts.weights, path);
@@ -56,7 +59,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
         if (data.tokens().fingerprint() != expected)
             throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
                                                  "resume with the same --data file",
-                                                 path.string(), field(meta, "data.tokens", path)));
+                                                 printable_name(path.string()), field(meta, "data.tokens", path)));
         return Trainer(c, std::move(tokenizer), std::move(data));
     });
 
@@ -65,7 +68,21 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
     if (auto* gpt = dynamic_cast<GPT*>(trainer.model_.get()))
         gpt->dropout_generator().set_state(state_from_text(field(meta, "train.rng.dropout", path), "train.rng.dropout", path));
+    if (const auto id = meta.find("run.id"); id != meta.end())
+        naming_path(path, [&] { trainer.set_run_id(id->second); });
     return trainer;
+}
+
+bool is_run_id(std::string_view id) {
+    return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+    });
+}
+
+void Trainer::set_run_id(std::string id) {
+    if (!is_run_id(id))  // (not shown: it may hold anything, a newline too)
+        throw std::invalid_argument(fmt::format("the run id ('run.id', {} bytes) is not 1 to 64 letters, digits, '-' or '_'", id.size()));
+    run_id_ = std::move(id);
 }
 
 }  // namespace nn

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -15,7 +16,20 @@ namespace nn {
 // What a file that is not a regular file is, for messages such as "PATH is a named pipe (FIFO)".
 const char* file_kind(mode_t mode);
 
-// A temporary file ".NAME.tmp-PID-N" beside the target that becomes the target on commit() and is
+// A file name as messages show it: as it is when it is printable, else in double quotes with C escapes
+// ("a\nb", "\x01"), so that a name holding a newline or a terminal escape keeps an error on one line.
+std::string printable_name(std::string_view name);
+
+// The hidden files a program keeps beside an output NAME: its lock ".NAME.lock", the temporary files of
+// its saves and the probe of its directory. Their suffixes have a fixed length (kSidecarSuffix bytes at
+// most: the temporary file's ".tmp-PID-COUNTER" is zero-padded), so the first save of a name takes the
+// same length as the millionth. When "." + NAME + the longest suffix would pass the file system's 255
+// bytes, NAME is cut (at a character boundary) and a hash of the whole name appended: any name an output
+// may have gets its hidden files.
+inline constexpr size_t kSidecarSuffix = 1 + 3 + 1 + 10 + 1 + 8;  // ".tmp-" PID(10) "-" COUNTER(8, hex)
+std::string sidecar_name(std::string_view filename, std::string_view suffix);
+
+// A temporary file ".NAME.tmp-PID-N" (sidecar_name) beside the target that becomes the target on commit() and is
 // removed otherwise (an exception, a handled signal that unwinds). A run killed outright leaves its
 // temporary file behind: the next AtomicFile for the same target removes those of processes that no
 // longer run. Errors are std::runtime_error "WHO: cannot write 'PATH': what (strerror)".

@@ -79,6 +79,9 @@ struct StepStats {
 // block or batch that is not positive, is std::invalid_argument.
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
 
+// What a run id may be (Trainer::set_run_id): 1 to 64 letters, digits, '-' or '_'.
+bool is_run_id(std::string_view id);
+
 class Trainer {
 public:
     // A fresh run. The tokens are split 90/10 into training and validation. A config whose
@@ -116,8 +119,16 @@ public:
     StepStats step(GradientReport* report = nullptr);
     // Mean loss over `iters` random batches of the split, without a graph, in eval mode. The batches
     // depend only on the seed, the step and the split, so the figure does not depend on when it is asked.
-    double evaluate(Split split, int64_t iters);
+    // `stop`, when given, is asked before each batch: true ends the evaluation there, and it returns NaN
+    // (train passes its signal flag, so a Ctrl-C does not wait for a long evaluation).
+    double evaluate(Split split, int64_t iters, const std::function<bool()>& stop = {});
     void save(const std::filesystem::path& path) const;
+
+    // What ties a run's other files (train --report's page) to its checkpoints: saved as "run.id" when
+    // set, read back by resume (empty when the checkpoint has none). 1 to 64 letters, digits, '-' or
+    // '_' (std::invalid_argument otherwise). A fresh Trainer has none: the id is the caller's to make.
+    const std::string& run_id() const { return run_id_; }
+    void set_run_id(std::string id);
 
     LanguageModel& model() { return *model_; }
     const TrainConfig& config() const { return config_; }
@@ -135,6 +146,7 @@ private:
     autograd::Generator init_gen_, batch_gen_;
     std::unique_ptr<LanguageModel> model_;
     std::unique_ptr<AdamW> optimizer_;
+    std::string run_id_;
 };
 
 // A trained model for inference: its config, vocabulary and weights, read from a training checkpoint

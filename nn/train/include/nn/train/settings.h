@@ -1,0 +1,51 @@
+// The limits of every training setting, in one table: train's flag that sets a value and the checkpoint
+// key that stores it get the same checks from here, so a value edited into a checkpoint's metadata
+// ("run.eval_iters": "4000000000") is refused on resume as the flag would refuse it, before any work.
+//
+//     const nn::Setting& s = nn::setting("--eval-iters");   // or by its key, "run.eval_iters"
+//     nn::check_settings(config);                             // std::invalid_argument naming key, value, limits
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "nn/train/trainer.h"
+
+namespace nn {
+
+struct Setting {
+    using ValueRef = std::variant<int64_t*, uint64_t*, float*>;
+
+    std::string_view key;   // in a checkpoint's metadata: "train.steps", "run.eval_iters"
+    std::string_view flag;  // train's flag, "" for a setting no flag changes (AdamW's betas)
+    ValueRef (*value)(TrainConfig&);
+    // Whole numbers from `min` to `max`; floats from `low` to `high`, each excluded when it is open.
+    int64_t min = 0, max = 0;
+    double low = 0, high = 0;
+    bool low_open = false, high_open = false;
+    // A value outside the limits that the setting may hold though no flag writes it: 0 turns log_every
+    // and grad_report off, -1 makes min_lr lr / 10.
+    std::optional<double> special = std::nullopt;
+    bool in_every_checkpoint = true;  // false: added later ("run.*"); an older checkpoint keeps the default
+
+    bool whole() const;
+    // "a whole number from 1 to 1048576", "a number above 0 and at most 10", "a number from 0 to below 1"
+    std::string limits() const;
+    // std::invalid_argument "run.eval_iters is 4000000000; --eval-iters takes a whole number from 1 to
+    // 1048576" unless the value in `config` is within the limits (or the special value).
+    void check(const TrainConfig& config) const;
+    [[noreturn]] void refuse(std::string_view value) const;
+};
+
+// Every TrainConfig setting but the model's (ModelConfig and validate_model_config have those).
+std::span<const Setting> settings();
+// One of them by key or flag; std::invalid_argument if there is none.
+const Setting& setting(std::string_view key_or_flag);
+// Every setting of `config` against its limits, and min_lr against lr (std::invalid_argument).
+void check_settings(const TrainConfig& config);
+
+}  // namespace nn

@@ -1,0 +1,99 @@
+#include "nn/train/settings.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace nn {
+
+namespace {
+
+using ValueRef = Setting::ValueRef;
+constexpr int64_t kBig = int64_t{1} << 40;  // steps and intervals: far past any run, far from overflow
+
+// The limits are train's flags' limits; examples/train_args.h reads them from here.
+const Setting kSettings[] = {
+    {.key = "train.steps", .flag = "--steps", .value = [](TrainConfig& c) -> ValueRef { return &c.steps; }, .min = 1, .max = kBig},
+    {.key = "train.batch", .flag = "--batch", .value = [](TrainConfig& c) -> ValueRef { return &c.batch; }, .min = 1, .max = 1 << 20},
+    {.key = "train.lr", .flag = "--lr", .value = [](TrainConfig& c) -> ValueRef { return &c.lr; }, .low = 0, .high = 10,
+     .low_open = true},
+    {.key = "train.min_lr", .flag = "--min-lr", .value = [](TrainConfig& c) -> ValueRef { return &c.min_lr; }, .low = 0,
+     .high = 10, .special = -1.0},
+    {.key = "train.warmup", .flag = "--warmup", .value = [](TrainConfig& c) -> ValueRef { return &c.warmup; }, .min = 0, .max = kBig},
+    {.key = "train.weight_decay", .flag = "--weight-decay", .value = [](TrainConfig& c) -> ValueRef { return &c.weight_decay; },
+     .low = 0, .high = 10},
+    {.key = "train.beta1", .flag = "", .value = [](TrainConfig& c) -> ValueRef { return &c.beta1; }, .low = 0, .high = 1, .high_open = true},
+    {.key = "train.beta2", .flag = "", .value = [](TrainConfig& c) -> ValueRef { return &c.beta2; }, .low = 0, .high = 1, .high_open = true},
+    {.key = "train.grad_clip", .flag = "--grad-clip", .value = [](TrainConfig& c) -> ValueRef { return &c.grad_clip; }, .low = 0,
+     .high = 1e6},
+    {.key = "train.seed", .flag = "--seed", .value = [](TrainConfig& c) -> ValueRef { return &c.seed; }, .min = 0, .max = INT64_MAX},
+    {.key = "run.eval_every", .flag = "--eval-every", .value = [](TrainConfig& c) -> ValueRef { return &c.run.eval_every; },
+     .min = 1, .max = kBig, .in_every_checkpoint = false},
+    {.key = "run.eval_iters", .flag = "--eval-iters", .value = [](TrainConfig& c) -> ValueRef { return &c.run.eval_iters; },
+     .min = 1, .max = 1 << 20, .in_every_checkpoint = false},
+    {.key = "run.log_every", .flag = "--log-every", .value = [](TrainConfig& c) -> ValueRef { return &c.run.log_every; },
+     .min = 1, .max = kBig, .special = 0.0, .in_every_checkpoint = false},
+    {.key = "run.grad_report", .flag = "--grad-report", .value = [](TrainConfig& c) -> ValueRef { return &c.run.grad_report; },
+     .min = 1, .max = kBig, .special = 0.0, .in_every_checkpoint = false},
+    {.key = "run.sample", .flag = "--sample", .value = [](TrainConfig& c) -> ValueRef { return &c.run.sample; }, .min = 0,
+     .max = 1 << 24, .in_every_checkpoint = false},
+    {.key = "run.temperature", .flag = "--temperature", .value = [](TrainConfig& c) -> ValueRef { return &c.run.temperature; },
+     .low = 0, .high = 100, .low_open = true, .in_every_checkpoint = false},
+    {.key = "run.top_k", .flag = "--top-k", .value = [](TrainConfig& c) -> ValueRef { return &c.run.top_k; }, .min = 0,
+     .max = 1 << 24, .in_every_checkpoint = false},
+};
+
+}  // namespace
+
+bool Setting::whole() const {
+    TrainConfig probe;
+    return !std::holds_alternative<float*>(value(probe));
+}
+
+std::string Setting::limits() const {
+    if (whole()) return fmt::format("a whole number from {} to {}", min, max);
+    if (!low_open && !high_open) return fmt::format("a number from {} to {}", low, high);
+    return fmt::format("a number {} {} and {} {}", low_open ? "above" : "at least", low, high_open ? "below" : "at most", high);
+}
+
+void Setting::refuse(std::string_view shown) const {
+    throw std::invalid_argument(flag.empty() ? fmt::format("{} is {}; it must be {}", key, shown, limits())
+                                             : fmt::format("{} is {}; {} takes {}", key, shown, flag, limits()));
+}
+
+void Setting::check(const TrainConfig& config) const {
+    TrainConfig copy = config;  // the accessors take a mutable config
+    std::visit(
+        [&](auto* v) {
+            using T = std::remove_pointer_t<decltype(v)>;
+            if (special && double(*v) == *special) return;
+            if constexpr (std::is_same_v<T, float>) {
+                const auto lo = static_cast<float>(low), hi = static_cast<float>(high);
+                const bool in = std::isfinite(*v) && (low_open ? *v > lo : *v >= lo) && (high_open ? *v < hi : *v <= hi);
+                if (!in) refuse(fmt::format("{}", *v));
+            } else if constexpr (std::is_same_v<T, uint64_t>) {
+                if (*v < static_cast<uint64_t>(min) || *v > static_cast<uint64_t>(max)) refuse(fmt::format("{}", *v));
+            } else {
+                if (*v < min || *v > max) refuse(fmt::format("{}", *v));
+            }
+        },
+        value(copy));
+}
+
+std::span<const Setting> settings() { return kSettings; }
+
+const Setting& setting(std::string_view key_or_flag) {
+    for (const Setting& s : kSettings)
+        if (s.key == key_or_flag || (!s.flag.empty() && s.flag == key_or_flag)) return s;
+    throw std::invalid_argument(fmt::format("no training setting is called '{}'", key_or_flag));
+}
+
+void check_settings(const TrainConfig& config) {
+    for (const Setting& s : kSettings) s.check(config);
+    if (config.min_lr > config.lr)
+        throw std::invalid_argument(fmt::format("train.min_lr {} is above train.lr {}: the rate would rise instead of decaying",
+                                                config.min_lr, config.lr));
+}
+
+}  // namespace nn
