@@ -42,6 +42,40 @@ TEST_CASE("Module registers parameters once, by dotted name, depth first", "[nn]
     CHECK(named[0].second.data()[0] == 42.0f);
 }
 
+TEST_CASE("Module registers generators once, by dotted name, depth first, as it does parameters", "[nn]") {
+    struct Noisy : nn::Module {
+        Generator noise{5};
+        Noisy() { register_generator("noise", noise); }
+    };
+    struct Outer : nn::Module {
+        Generator dropout{7};
+        Noisy first, second;
+        Outer() {
+            register_generator("dropout", dropout);
+            register_module("first", first);
+            register_module("blocks.1", second);
+        }
+    };
+    Outer m;
+    const auto named = m.named_generators();
+    REQUIRE(named.size() == 3);
+    CHECK(named[0] == std::pair<std::string, Generator*>{"dropout", &m.dropout});
+    CHECK(named[1] == std::pair<std::string, Generator*>{"first.noise", &m.first.noise});
+    CHECK(named[2] == std::pair<std::string, Generator*>{"blocks.1.noise", &m.second.noise});
+    const nn::Module& constant = m;
+    CHECK(constant.named_generators()[2].second == &m.second.noise);
+    CHECK(TwoLayer(m.dropout).named_generators().empty());
+
+    struct Twice : nn::Module {
+        Generator a, b;
+        Twice() {
+            register_generator("noise", a);
+            register_generator("noise", b);
+        }
+    };
+    CHECK_THROWS_WITH(Twice(), "register_generator: 'noise' is registered twice");
+}
+
 TEST_CASE("Module zero_grad clears every gradient, train/eval reach children", "[nn]") {
     Generator gen(2);
     TwoLayer m(gen);
