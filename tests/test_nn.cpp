@@ -228,6 +228,31 @@ TEST_CASE("Head through causal_attention (flash_from) equals the recording head,
     CHECK(flash.last_attention().shape() == Shape{1, T - 1, T - 1});
     CHECK(test::max_abs_diff(recording.last_attention(), flash.last_attention()) < 1e-6);
 }
+TEST_CASE("attention_stats: the entropy and largest share of each row, and their means", "[nn][attention]") {
+    const std::vector<float> one_hot = {0.0f, 1.0f, 0.0f}, even = {0.25f, 0.25f, 0.25f, 0.25f}, pair = {0.2f, 0.8f};
+    CHECK(nn::attention_row_stats(one_hot).entropy == 0.0);
+    CHECK(nn::attention_row_stats(one_hot).largest_share == 1.0);
+    CHECK(nn::attention_row_stats(even).entropy == Approx(std::log(4.0)));
+    CHECK(nn::attention_row_stats(even).largest_share == 0.25);
+    const double pair_entropy = -(0.2 * std::log(0.2) + 0.8 * std::log(0.8));
+    CHECK(nn::attention_row_stats(pair).entropy == Approx(pair_entropy).epsilon(1e-6));
+    CHECK(nn::attention_row_stats(pair).largest_share == Approx(0.8).epsilon(1e-7));
+    // (B 2, T 2, T 2): rows (1, 0), (0.2, 0.8), (1, 0), (0.5, 0.5); masked zeros count for nothing
+    const Tensor w = tensor({1.0f, 0.0f, 0.2f, 0.8f, 1.0f, 0.0f, 0.5f, 0.5f}, {2, 2, 2});
+    const nn::AttentionStats mean = nn::attention_stats(w);
+    CHECK(mean.entropy == Approx((pair_entropy + std::log(2.0)) / 4).epsilon(1e-6));
+    CHECK(mean.largest_share == Approx((1.0 + 0.8 + 1.0 + 0.5) / 4).epsilon(1e-6));
+}
+
+TEST_CASE("Head keeps the input of its last forward: what reached it inside a model", "[nn][attention]") {
+    Generator gen(8);
+    nn::Head head({.n_embd = 4, .head_size = 2}, gen);
+    CHECK_FALSE(head.last_input().defined());
+    const Tensor x = randn({1, 3, 4}, gen);
+    head.forward(x);
+    CHECK(head.last_input().data().data() == x.data().data());  // the same storage, not a copy
+}
+
 TEST_CASE("Average gives each of the i+1 visible positions 1/(i+1)", "[nn][attention]") {
     Generator gen(8);
     const Tensor x = randn({2, 5, 3}, gen).requires_grad_();
