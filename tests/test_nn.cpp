@@ -251,6 +251,10 @@ TEST_CASE("Head keeps the input of its last forward: what reached it inside a mo
     const Tensor x = randn({1, 3, 4}, gen);
     head.forward(x);
     CHECK(head.last_input().data().data() == x.data().data());  // the same storage, not a copy
+    const Tensor y = randn({1, 3, 4}, gen).requires_grad_(true);
+    head.forward(y);
+    CHECK(head.last_input().data().data() == y.data().data());
+    CHECK_FALSE(head.last_input().requires_grad());  // and not the graph, which it would keep alive
 }
 
 TEST_CASE("Average gives each of the i+1 visible positions 1/(i+1)", "[nn][attention]") {

@@ -29,7 +29,7 @@ Tensor Head::forward(const Tensor& x) {
     const Tensor k = options.compare_raw ? x : key.forward(x);    // (B, T, H), or (B, T, C) raw
     const Tensor v = value.forward(x);                            // (B, T, H)
     const float factor = options.scaled ? 1.0f / std::sqrt(static_cast<float>(q.size(-1))) : 1.0f;
-    input_ = x;
+    input_ = x.detach();  // the rows, not the graph: holding x would keep the whole forward alive
     attention_ = Tensor();
     scores_ = Tensor();
     queries_ = keys_ = Tensor();

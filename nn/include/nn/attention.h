@@ -57,8 +57,8 @@ public:
     // the graph: after backward(), last_scores().grad() is the gradient that came back through the softmax.
     // Undefined when options.record_scores is off and the head is causal (the fused path).
     const Tensor& last_scores() const { return scores_; }
-    // The rows the last forward read, (B, T, C): inside a model, what reached this head (for a GPT,
-    // the block's LayerNorm of the residual stream).
+    // The rows the last forward read, (B, T, C), detached from the graph (the same storage): inside a
+    // model, what reached this head (for a GPT, the block's LayerNorm of the residual stream).
     const Tensor& last_input() const { return input_; }
 
     HeadOptions options;
