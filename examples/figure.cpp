@@ -112,40 +112,29 @@ std::string axis_label(const std::string& c) {
     return c;
 }
 
-// The first head of a trained model, reading the prompt as that head sees it: the token + position
-// embedding, and for GPT the first block's LayerNorm of it.
+// The first head of a trained model, reading the prompt as that head sees it inside the model (for a
+// GPT, the first block's LayerNorm of the embeddings): the model runs on the prompt and the head keeps
+// what it read.
 std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::string& prompt) {
     auto w = std::make_unique<Window>();
     const nn::TrainedModel& trained = w->trained.emplace(nn::load_trained_model(path));
     nn::LanguageModel& model = *trained.model;
     const nn::ModelKindInfo& kind = nn::model_kind_info(trained.config.kind);
-    auto* single = dynamic_cast<nn::SingleHead*>(&model);
-    auto* multi = dynamic_cast<nn::MultiHead*>(&model);
-    auto* gpt = dynamic_cast<nn::GPT*>(&model);
-    if (!single && !multi && !gpt)
-        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", path, kind.name));
+    const std::vector<nn::AttentionHead> heads = nn::attention_heads(model);
+    if (heads.empty()) throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", path, kind.name));
 
     const std::vector<int64_t> ids = trained.tokenizer->encode(prompt);  // lists unknown characters
     const auto T = static_cast<int64_t>(ids.size());
     if (T > model.block_size())
         throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
                                              model.block_size()));
-    std::vector<int64_t> positions(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) positions[t] = t;
-    const auto embed = [&](const nn::Embedding& token, const nn::Embedding& position) {
-        return token.forward(ids, {1, T}) + position.forward(positions, {T});  // (1, T, C) + (T, C)
-    };
-    if (single) {
-        w->x = embed(single->token, single->position);
-        w->head = &single->head;
-    } else if (multi) {
-        w->x = embed(multi->token, multi->position);
-        w->head = multi->attention.heads.front().get();
-    } else {
-        const nn::Block& first = *gpt->blocks.front();
-        w->x = first.norm1.forward(embed(gpt->token, gpt->position));  // what the first block's heads read
-        w->head = first.attention.heads.front().get();
+    {
+        NoGradGuard no_grad;
+        model.eval();
+        (void)model.forward(ids, 1, T);
     }
+    w->head = &heads.front().module;
+    w->x = w->head->last_input();  // (1, T, C)
     for (int64_t id : ids) w->labels.push_back(axis_label(trained.tokenizer->decode(std::vector<int64_t>{id})));
     w->source = "checkpoint";
     w->checkpoint = path;
@@ -215,9 +204,7 @@ Json state_json(const Window& w, bool raw, bool scale) {
     std::vector<double> self, largest;
     for (int64_t i = 1; i < T; ++i) {
         self.push_back(shares.at({0, i, i}));
-        double m = 0.0;
-        for (int64_t j = 0; j <= i; ++j) m = std::max(m, double(shares.at({0, i, j})));
-        largest.push_back(m);
+        largest.push_back(nn::attention_row_stats(shares.data().subspan(static_cast<size_t>(i * T), static_cast<size_t>(i + 1))).largest_share);
     }
     std::ranges::sort(self);
     std::ranges::sort(largest);

@@ -115,24 +115,18 @@ Map trained(const Options& o) {
     const nn::ModelConfig& config = loaded.config;
     const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
-    const nn::Head* head = nullptr;
-    int64_t heads = 1, layers = 1;
-    if (auto* m = dynamic_cast<nn::SingleHead*>(loaded.model.get())) {
-        if (o.head == 0 && o.layer == 0) head = &m->head;
-    } else if (auto* mh = dynamic_cast<nn::MultiHead*>(loaded.model.get())) {
-        heads = static_cast<int64_t>(mh->attention.heads.size());
-        if (o.head < heads && o.layer == 0) head = mh->attention.heads[o.head].get();
-    } else if (auto* gpt = dynamic_cast<nn::GPT*>(loaded.model.get())) {
-        layers = static_cast<int64_t>(gpt->blocks.size());
-        heads = gpt->options.n_head;
-        if (o.layer < layers && o.head < heads) head = gpt->blocks[o.layer]->attention.heads[o.head].get();
-    } else {
+    const std::vector<nn::AttentionHead> heads = nn::attention_heads(*loaded.model);
+    if (heads.empty())
         throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", *o.checkpoint, config.kind));
-    }
-    if (!head)
+    const auto chosen = std::ranges::find_if(heads, [&](const nn::AttentionHead& h) { return h.layer == o.layer && h.head == o.head; });
+    if (chosen == heads.end()) {
+        const int64_t layers = heads.back().layer + 1;
+        const auto per_layer = std::ranges::count_if(heads, [](const nn::AttentionHead& h) { return h.layer == 0; });
         throw std::runtime_error(fmt::format("{}: no head {} in layer {}: this {} model has {} layer{} of {} head{} (numbered from 0)",
                                              *o.checkpoint, o.head, o.layer, config.kind, layers, layers == 1 ? "" : "s",
-                                             heads, heads == 1 ? "" : "s"));
+                                             per_layer, per_layer == 1 ? "" : "s"));
+    }
+    const nn::Head* head = &chosen->module;
     if (T > loaded.model->block_size())
         throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
                                              loaded.model->block_size()));

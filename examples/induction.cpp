@@ -127,13 +127,13 @@ Evaluation evaluate(nn::AttentionOnly& model, const nn::InductionBatch& batch, i
     const std::vector<double> losses = nn::token_losses(logits, batch.targets);
     Evaluation e{.step = step, .losses = nn::induction_losses(losses, batch)};
     for (const double l : losses) e.mean_loss += l / double(losses.size());
-    for (const auto& layer : model.layers) {
-        e.previous_token.emplace_back();
-        e.prefix_matching.emplace_back();
-        for (const auto& head : layer->heads) {
-            e.previous_token.back().push_back(nn::previous_token_score(head->last_attention()));
-            e.prefix_matching.back().push_back(nn::prefix_matching_score(head->last_attention(), batch));
+    for (const nn::AttentionHead& head : nn::attention_heads(model)) {
+        if (head.head == 0) {
+            e.previous_token.emplace_back();
+            e.prefix_matching.emplace_back();
         }
+        e.previous_token.back().push_back(nn::previous_token_score(head.module.last_attention()));
+        e.prefix_matching.back().push_back(nn::prefix_matching_score(head.module.last_attention(), batch));
     }
     return e;
 }
@@ -195,11 +195,10 @@ Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_l
         if (evaluating) measure(step, loss.item());
         else if (page && step % page_every == 0) page->add_log(step, loss.item(), NAN, NAN, o.lr);
     }
-    for (const auto& layer : model.layers)
-        for (const auto& head : layer->heads) {
-            const auto w = head->last_attention().data();  // (B, T, T): sequence 0 is the first T * T
-            run.attention.emplace_back(w.begin(), w.begin() + eval_batch.T * eval_batch.T);
-        }
+    for (const nn::AttentionHead& head : nn::attention_heads(model)) {
+        const auto w = head.module.last_attention().data();  // (B, T, T): sequence 0 is the first T * T
+        run.attention.emplace_back(w.begin(), w.begin() + eval_batch.T * eval_batch.T);
+    }
     return run;
 }
 

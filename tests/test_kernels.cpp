@@ -279,6 +279,21 @@ TEST_CASE("the kernels use the best instruction set, or the one TINYGPT_ISA name
     else REQUIRE(kernels::active_isa() == isas.back());
 }
 
+// Hidden: the ctest parallel_for_bad_isa runs it alone with TINYGPT_ISA=avx3 (the choice is made once a
+// process). A body that asks for the set inside the threads would end the process (an exception may not
+// leave an OpenMP region); parallel_for asks first, so the error reaches the caller.
+TEST_CASE("parallel_for chooses the instruction set before its threads start: a bad TINYGPT_ISA reaches the caller",
+          "[.][bad_isa]") {
+    const int saved = num_threads();
+    set_num_threads(2);
+    CHECK_THROWS_WITH(parallel_for(1 << 16, 1024, [](int64_t, int64_t) { (void)kernels::active_isa(); }),
+                      Catch::Contains("TINYGPT_ISA=avx3: not an instruction set"));
+    CHECK_THROWS_WITH(parallel_for_segments(std::vector<int64_t>{1 << 15, 1 << 15}, 1024,
+                                            [](size_t, int64_t, int64_t) { (void)kernels::active_isa(); }),
+                      Catch::Contains("TINYGPT_ISA=avx3"));
+    set_num_threads(saved);
+}
+
 TEST_CASE("set_isa switches every kernel and refuses what the CPU cannot run", "[kernels][isa]") {
     const kernels::Isa saved = kernels::active_isa();
     for (const kernels::Isa isa : kernels::available_isas()) {

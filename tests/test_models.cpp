@@ -324,6 +324,44 @@ TEST_CASE("The positional models share their embeddings under the same names", "
     }
 }
 
+TEST_CASE("attention_heads finds every head of any model by what it holds: layer, head, name", "[models][attention]") {
+    Generator gen(4);
+    const auto listed = [](const nn::Module& m) {
+        std::vector<std::string> out;
+        for (const nn::AttentionHead& h : nn::attention_heads(m)) out.push_back(fmt::format("{} {} {}", h.layer, h.head, h.name));
+        return out;
+    };
+    nn::GPT gpt({.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .n_layer = 2, .block = kBlock}, gen);
+    CHECK(listed(gpt) == std::vector<std::string>{"0 0 blocks.0.attention.heads.0", "0 1 blocks.0.attention.heads.1",
+                                                  "1 0 blocks.1.attention.heads.0", "1 1 blocks.1.attention.heads.1"});
+    CHECK(&nn::attention_heads(gpt)[3].module == gpt.blocks[1]->attention.heads[1].get());
+    nn::SingleHead single({.vocab = kVocab, .n_embd = kEmbd, .block = kBlock}, gen);
+    CHECK(listed(single) == std::vector<std::string>{"0 0 head"});
+    CHECK(&nn::attention_heads(single)[0].module == &single.head);
+    nn::MultiHead multi({.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .block = kBlock, .feed_forward = true}, gen);
+    CHECK(listed(multi) == std::vector<std::string>{"0 0 attention.heads.0", "0 1 attention.heads.1"});
+    CHECK(nn::attention_heads(nn::Bigram({.vocab = kVocab}, gen)).empty());
+    CHECK(nn::attention_heads(nn::AverageModel({.vocab = kVocab, .n_embd = kEmbd, .block = kBlock}, gen)).empty());
+
+    // A kind of the test's own: a lone head, then a layer of two under a name of its own; found all the same.
+    struct Pair : nn::Module {
+        nn::Head left, right;
+        explicit Pair(Generator& g) : left({.n_embd = 4, .head_size = 2}, g), right({.n_embd = 4, .head_size = 2}, g) {
+            register_module("left", left);
+            register_module("right", right);
+        }
+    };
+    struct Odd : nn::Module {
+        nn::Head lone;
+        Pair pair;
+        explicit Odd(Generator& g) : lone({.n_embd = 4, .head_size = 2}, g), pair(g) {
+            register_module("lone", lone);
+            register_module("pair", pair);
+        }
+    };
+    CHECK(listed(Odd(gen)) == std::vector<std::string>{"0 0 lone", "1 0 pair.left", "1 1 pair.right"});
+}
+
 TEST_CASE("GPT applies dropout in training mode only, and eval mode is deterministic", "[models]") {
     Generator gen(16);
     nn::GPT model({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.3f}, gen);

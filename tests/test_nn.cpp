@@ -42,6 +42,40 @@ TEST_CASE("Module registers parameters once, by dotted name, depth first", "[nn]
     CHECK(named[0].second.data()[0] == 42.0f);
 }
 
+TEST_CASE("Module registers generators once, by dotted name, depth first, as it does parameters", "[nn]") {
+    struct Noisy : nn::Module {
+        Generator noise{5};
+        Noisy() { register_generator("noise", noise); }
+    };
+    struct Outer : nn::Module {
+        Generator dropout{7};
+        Noisy first, second;
+        Outer() {
+            register_generator("dropout", dropout);
+            register_module("first", first);
+            register_module("blocks.1", second);
+        }
+    };
+    Outer m;
+    const auto named = m.named_generators();
+    REQUIRE(named.size() == 3);
+    CHECK(named[0] == std::pair<std::string, Generator*>{"dropout", &m.dropout});
+    CHECK(named[1] == std::pair<std::string, Generator*>{"first.noise", &m.first.noise});
+    CHECK(named[2] == std::pair<std::string, Generator*>{"blocks.1.noise", &m.second.noise});
+    const nn::Module& constant = m;
+    CHECK(constant.named_generators()[2].second == &m.second.noise);
+    CHECK(TwoLayer(m.dropout).named_generators().empty());
+
+    struct Twice : nn::Module {
+        Generator a, b;
+        Twice() {
+            register_generator("noise", a);
+            register_generator("noise", b);
+        }
+    };
+    CHECK_THROWS_WITH(Twice(), "register_generator: 'noise' is registered twice");
+}
+
 TEST_CASE("Module zero_grad clears every gradient, train/eval reach children", "[nn]") {
     Generator gen(2);
     TwoLayer m(gen);
@@ -194,6 +228,35 @@ TEST_CASE("Head through causal_attention (flash_from) equals the recording head,
     CHECK(flash.last_attention().shape() == Shape{1, T - 1, T - 1});
     CHECK(test::max_abs_diff(recording.last_attention(), flash.last_attention()) < 1e-6);
 }
+TEST_CASE("attention_stats: the entropy and largest share of each row, and their means", "[nn][attention]") {
+    const std::vector<float> one_hot = {0.0f, 1.0f, 0.0f}, even = {0.25f, 0.25f, 0.25f, 0.25f}, pair = {0.2f, 0.8f};
+    CHECK(nn::attention_row_stats(one_hot).entropy == 0.0);
+    CHECK(nn::attention_row_stats(one_hot).largest_share == 1.0);
+    CHECK(nn::attention_row_stats(even).entropy == Approx(std::log(4.0)));
+    CHECK(nn::attention_row_stats(even).largest_share == 0.25);
+    const double pair_entropy = -(0.2 * std::log(0.2) + 0.8 * std::log(0.8));
+    CHECK(nn::attention_row_stats(pair).entropy == Approx(pair_entropy).epsilon(1e-6));
+    CHECK(nn::attention_row_stats(pair).largest_share == Approx(0.8).epsilon(1e-7));
+    // (B 2, T 2, T 2): rows (1, 0), (0.2, 0.8), (1, 0), (0.5, 0.5); masked zeros count for nothing
+    const Tensor w = tensor({1.0f, 0.0f, 0.2f, 0.8f, 1.0f, 0.0f, 0.5f, 0.5f}, {2, 2, 2});
+    const nn::AttentionStats mean = nn::attention_stats(w);
+    CHECK(mean.entropy == Approx((pair_entropy + std::log(2.0)) / 4).epsilon(1e-6));
+    CHECK(mean.largest_share == Approx((1.0 + 0.8 + 1.0 + 0.5) / 4).epsilon(1e-6));
+}
+
+TEST_CASE("Head keeps the input of its last forward: what reached it inside a model", "[nn][attention]") {
+    Generator gen(8);
+    nn::Head head({.n_embd = 4, .head_size = 2}, gen);
+    CHECK_FALSE(head.last_input().defined());
+    const Tensor x = randn({1, 3, 4}, gen);
+    head.forward(x);
+    CHECK(head.last_input().data().data() == x.data().data());  // the same storage, not a copy
+    const Tensor y = randn({1, 3, 4}, gen).requires_grad_(true);
+    head.forward(y);
+    CHECK(head.last_input().data().data() == y.data().data());
+    CHECK_FALSE(head.last_input().requires_grad());  // and not the graph, which it would keep alive
+}
+
 TEST_CASE("Average gives each of the i+1 visible positions 1/(i+1)", "[nn][attention]") {
     Generator gen(8);
     const Tensor x = randn({2, 5, 3}, gen).requires_grad_();

@@ -2,6 +2,7 @@
 // resumed is bit-identical to one never stopped; checkpoints load bit-exactly and bad ones are rejected
 // naming the file; a non-finite loss stops training before the parameters change.
 #include <nn/train/checkpoint.h>
+#include <nn/train/generator_states.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/settings.h>
 #include <nn/train/trainer.h>
@@ -174,6 +175,118 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
             CHECK(resumed.evaluate(nn::Split::validation, 3) == straight.evaluate(nn::Split::validation, 3));
         }
     }
+}
+
+// A model kind of the test's own, no GPT: a Linear with dropout from its own generator, then a child
+// that drops out with another, then a head. Its generators are found by what it registered.
+struct NoisyChild : nn::Module {
+    nn::Linear layer;
+    Generator noise;
+    NoisyChild(Generator& init, uint64_t seed) : layer({.in = 6, .out = 6}, init), noise(seed) {
+        register_module("layer", layer);
+        register_generator("noise", noise);
+    }
+    Tensor forward(const Tensor& x) { return output(dropout(relu(layer.forward(x)), 0.4f, is_training(), noise)); }
+};
+struct NoisyModel : nn::Module {
+    nn::Linear first;
+    NoisyChild inner;
+    nn::Linear head;
+    Generator dropout_gen;
+    NoisyModel(uint64_t init_seed, uint64_t dropout_seed)
+        : NoisyModel(Generator(init_seed), dropout_seed) {}
+    // x: (B, 4)  ->  logits (B, 3)
+    Tensor forward(const Tensor& x) {
+        return output(head.forward(inner.forward(dropout(first.forward(x), 0.3f, is_training(), dropout_gen))));
+    }
+
+private:
+    NoisyModel(Generator&& init, uint64_t dropout_seed)
+        : first({.in = 4, .out = 6}, init), inner(init, dropout_seed + 1), head({.in = 6, .out = 3}, init),
+          dropout_gen(dropout_seed) {
+        register_module("first", first);
+        register_module("inner", inner);
+        register_module("head", head);
+        register_generator("dropout", dropout_gen);
+    }
+};
+
+TEST_CASE("Every generator a model registers is saved and resumed by name: a kind of the test's own resumes bit-exactly",
+          "[trainer]") {
+    Generator data_gen(3);
+    const Tensor x = randn({8, 4}, data_gen);  // (B, 4)
+    const std::vector<int64_t> targets = {0, 1, 2, 0, 1, 2, 2, 1};
+    const auto step = [&](NoisyModel& m) {  // plain SGD, so the generators are all the state besides weights
+        Tensor loss = cross_entropy(m.forward(x), targets);
+        loss.backward();
+        for (const Tensor& p : m.parameters())
+            for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] -= 0.5f * p.grad().data()[i];
+        m.zero_grad();
+        return loss.item();
+    };
+    constexpr int N = 5;
+    NoisyModel straight(1, 100);
+    std::vector<float> straight_losses;
+    for (int i = 0; i < 2 * N; ++i) straight_losses.push_back(step(straight));
+
+    NoisyModel first(1, 100);
+    for (int i = 0; i < N; ++i) REQUIRE(step(first) == straight_losses[static_cast<size_t>(i)]);
+    std::map<std::string, std::string> metadata = {{"train.rng.batch", "1 0 0"}};  // the trainer's own key is kept
+    nn::write_generator_states(first, metadata);
+    CHECK(metadata.size() == 3);
+    CHECK(metadata.contains("train.rng.dropout"));
+    CHECK(metadata.contains("train.rng.inner.noise"));
+    TempDir dir("generators");
+    const fs::path path = dir.path / "noisy.safetensors";
+    nn::save_safetensors(path, first.named_parameters(), metadata);
+
+    const auto resumed_losses = [&](bool with_generators) {
+        NoisyModel resumed(2, 200);  // other weights and other generator seeds until loaded
+        const nn::Safetensors file = nn::load_safetensors(path);
+        nn::load_parameters(resumed, file.tensors);
+        if (with_generators) nn::read_generator_states(resumed, file.metadata, path);
+        std::vector<float> losses;
+        for (int i = 0; i < N; ++i) losses.push_back(step(resumed));
+        return losses;
+    };
+    const std::vector<float> rest(straight_losses.begin() + N, straight_losses.end());
+    CHECK(resumed_losses(true) == rest);
+    CHECK(resumed_losses(false) != rest);  // the dropout masks matter: without them the run goes elsewhere
+
+    // A missing generator names the file and the key; a generator on the trainer's own key is refused.
+    nn::Safetensors file = nn::load_safetensors(path);
+    file.metadata.erase("train.rng.inner.noise");
+    NoisyModel other(2, 200);
+    CHECK_THROWS_WITH(nn::read_generator_states(other, file.metadata, path),
+                      Contains("noisy.safetensors") && Contains("no 'train.rng.inner.noise'"));
+    struct Batchy : nn::Module {
+        Generator batch;
+        Batchy() { register_generator("batch", batch); }
+    };
+    CHECK_THROWS_WITH(nn::write_generator_states(Batchy(), metadata), Contains("'train.rng.batch'"));
+}
+
+TEST_CASE("A GPT's dropout generator is its one registered generator, saved under train.rng.dropout", "[trainer]") {
+    const std::string text = copy_text(300, 5);
+    nn::Trainer trainer = make_trainer(
+        {.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6, .dropout = 0.3f}, .steps = 4,
+         .batch = 2},
+        text);
+    for (int i = 0; i < 3; ++i) trainer.step();
+    auto& gpt = dynamic_cast<nn::GPT&>(trainer.model());
+    const auto generators = gpt.named_generators();
+    REQUIRE(generators.size() == 1);
+    CHECK(generators[0] == std::pair<std::string, Generator*>{"dropout", &gpt.dropout_generator()});
+    TempDir dir("gpt-generators");
+    trainer.save(dir.path / "gpt.safetensors");
+    const auto metadata = nn::load_safetensors(dir.path / "gpt.safetensors").metadata;
+    std::vector<std::string> rng_keys;
+    for (const auto& [key, value] : metadata)
+        if (key.starts_with("train.rng.")) rng_keys.push_back(key);
+    CHECK(rng_keys == std::vector<std::string>{"train.rng.batch", "train.rng.dropout"});
+    // as the trainer wrote it before generators were registered: counter, spare flag, spare's bits
+    const Generator::State s = gpt.dropout_generator().state();
+    CHECK(metadata.at("train.rng.dropout") == fmt::format("{} {} {}", s.counter, s.has_spare ? 1 : 0, std::bit_cast<uint32_t>(s.spare)));
 }
 
 TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[trainer]") {

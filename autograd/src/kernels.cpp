@@ -9,25 +9,12 @@
 #include <omp.h>
 
 #include "autograd/check.h"
+#include "autograd/detail/optimizer_kernels.h"
 #include "autograd/threads.h"
 #include "gemm_blocked.h"
 #include "gemm_small.h"
 #include "kernels_isa.h"
 #include "vector_loops.h"
-
-namespace autograd {
-
-namespace {
-int thread_count = 1;
-}  // namespace
-
-void set_num_threads(int n) {
-    check(n >= 1, "set_num_threads: need at least one thread, got {}", n);
-    thread_count = n;
-}
-int num_threads() { return thread_count; }
-
-}  // namespace autograd
 
 namespace autograd::kernels {
 
@@ -263,7 +250,7 @@ void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
                float* C, bool accumulate, GemmPath path) {
     check(detail::cpu_has(isa), "gemm_with: this CPU cannot run the {} kernel", isa_name(isa));
     // Threads only where each gets real work; the split never changes the result.
-    const int threads = M * N * K >= kThreadWork ? thread_count : 1;
+    const int threads = M * N * K >= kThreadWork ? num_threads() : 1;
     run_gemm(isa, path, {trans_a, trans_b, M, N, K, A, B, C, accumulate, nullptr, threads});
 }
 
@@ -282,9 +269,9 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
     };
     // Split the batches when there are enough of them and the products are each too small to split.
     const int64_t work = M * N * K;
-    const int threads = work * batches >= kBatchThreadWork ? int(std::min<int64_t>(thread_count, batches)) : 1;
+    const int threads = work * batches >= kBatchThreadWork ? int(std::min<int64_t>(num_threads(), batches)) : 1;
     if (threads <= 1 || work >= kThreadWork) {
-        for (int64_t i = 0; i < batches; ++i) product(i, work >= kThreadWork ? thread_count : 1);
+        for (int64_t i = 0; i < batches; ++i) product(i, work >= kThreadWork ? num_threads() : 1);
         return;
     }
     // Output matrix c goes to thread c % threads: it alone adds into it, in increasing i.

@@ -5,7 +5,20 @@
 
 #include <omp.h>
 
+#include "autograd/check.h"
+#include "autograd/kernels.h"
+
 namespace autograd {
+
+namespace {
+int thread_count = 1;
+}  // namespace
+
+void set_num_threads(int n) {
+    check(n >= 1, "set_num_threads: need at least one thread, got {}", n);
+    thread_count = n;
+}
+int num_threads() { return thread_count; }
 
 void detail::parallel_for_split(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     if (n <= 0) return;
@@ -14,6 +27,10 @@ void detail::parallel_for_split(int64_t n, int64_t grain, const std::function<vo
         body(0, n);
         return;
     }
+    // The kernels' instruction set is chosen here, before the region, if no kernel has chosen it yet:
+    // a bad TINYGPT_ISA then throws on the calling thread. An exception must not leave an OpenMP
+    // region (it terminates), so no body has to ask for it first.
+    (void)kernels::active_isa();
 #pragma omp parallel num_threads(static_cast<int>(threads))
     {
         const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "autograd/detail/optimizer_kernels.h"
 #include "autograd/kernels.h"
 
 namespace autograd::detail {

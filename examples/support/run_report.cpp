@@ -237,30 +237,21 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
     auto& names = data_["heads"];
     const bool naming = names.empty();
     nlohmann::ordered_json maps = nlohmann::ordered_json::array(), entropy = maps, largest = maps;
-    for (const auto& [name, module] : model.named_modules()) {
-        const auto* head = dynamic_cast<const nn::Head*>(module);
-        if (!head || !head->last_attention().defined()) continue;
-        if (naming) names.push_back(name);
-        const autograd::Tensor& w = head->last_attention();  // (1, T, T)
+    for (const nn::AttentionHead& head : nn::attention_heads(model)) {
+        if (!head.module.last_attention().defined()) continue;
+        if (naming) names.push_back(head.name);
+        const autograd::Tensor& w = head.module.last_attention();  // (1, T, T)
         const std::span<const float> values = w.data();
         nlohmann::ordered_json map = nlohmann::ordered_json::array();
-        double entropy_sum = 0, largest_sum = 0;
         for (int64_t i = 0; i < T; ++i) {
             nlohmann::ordered_json row = nlohmann::ordered_json::array();
-            double h = 0, top = 0;
-            for (int64_t j = 0; j <= i; ++j) {
-                const double p = values[static_cast<size_t>(i * T + j)];
-                row.push_back(rounded(p, 1e3));
-                if (p > 0) h -= p * std::log(p);
-                top = std::max(top, p);
-            }
+            for (int64_t j = 0; j <= i; ++j) row.push_back(rounded(values[static_cast<size_t>(i * T + j)], 1e3));
             map.push_back(std::move(row));
-            entropy_sum += h;
-            largest_sum += top;
         }
         maps.push_back(std::move(map));
-        entropy.push_back(rounded(entropy_sum / double(T), 1e4));
-        largest.push_back(rounded(largest_sum / double(T), 1e4));
+        const nn::AttentionStats stats = nn::attention_stats(w);
+        entropy.push_back(rounded(stats.entropy, 1e4));
+        largest.push_back(rounded(stats.largest_share, 1e4));
     }
     data_["evals"].push_back({{"step", step}, {"maps", std::move(maps)}, {"entropy", std::move(entropy)}, {"largest", std::move(largest)}});
 }

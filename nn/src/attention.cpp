@@ -2,6 +2,7 @@
 
 #include <autograd/ops.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nn {
@@ -28,6 +29,7 @@ Tensor Head::forward(const Tensor& x) {
     const Tensor k = options.compare_raw ? x : key.forward(x);    // (B, T, H), or (B, T, C) raw
     const Tensor v = value.forward(x);                            // (B, T, H)
     const float factor = options.scaled ? 1.0f / std::sqrt(static_cast<float>(q.size(-1))) : 1.0f;
+    input_ = x.detach();  // the rows, not the graph: holding x would keep the whole forward alive
     attention_ = Tensor();
     scores_ = Tensor();
     queries_ = keys_ = Tensor();
@@ -70,6 +72,51 @@ Tensor Average::forward(const Tensor& x) const {
     const int64_t T = x.size(1);
     const Tensor weights = softmax(causal_mask(zeros({T, T})), -1);  // (T, T)
     return output(matmul(weights, x));                                // (T, T) @ (B, T, C) -> (B, T, C)
+}
+
+AttentionStats attention_row_stats(std::span<const float> row) {
+    AttentionStats stats;
+    for (const float share : row) {
+        const double p = share;
+        stats.largest_share = std::max(stats.largest_share, p);
+        if (p > 0.0) stats.entropy -= p * std::log(p);
+    }
+    return stats;
+}
+
+AttentionStats attention_stats(const Tensor& weights) {
+    const int64_t T = weights.size(-1), rows = weights.numel() / std::max<int64_t>(T, 1);
+    const std::span<const float> w = weights.data();
+    AttentionStats mean;
+    for (int64_t r = 0; r < rows; ++r) {
+        const AttentionStats row = attention_row_stats(w.subspan(static_cast<size_t>(r * T), static_cast<size_t>(T)));
+        mean.entropy += row.entropy;
+        mean.largest_share += row.largest_share;
+    }
+    mean.entropy /= double(rows);
+    mean.largest_share /= double(rows);
+    return mean;
+}
+
+std::vector<AttentionHead> attention_heads(const Module& model) {
+    const auto modules = model.named_modules();
+    std::vector<AttentionHead> out;
+    std::vector<std::string> layers;  // the module holding each layer's heads, by name
+    for (const auto& [name, module] : modules) {
+        const auto* head = dynamic_cast<const Head*>(module);
+        if (!head) continue;
+        // the holder: the module with the longest name that contains this one
+        std::string holder;
+        for (const auto& [other, _] : modules)
+            if (other.size() > holder.size() && name.size() > other.size() && name.starts_with(other) && name[other.size()] == '.')
+                holder = other;
+        auto layer = std::find(layers.begin(), layers.end(), holder);
+        if (layer == layers.end()) layer = layers.insert(layer, holder);
+        const auto index = static_cast<int64_t>(layer - layers.begin());
+        const auto in_layer = std::count_if(out.begin(), out.end(), [&](const AttentionHead& h) { return h.layer == index; });
+        out.push_back({index, static_cast<int64_t>(in_layer), name, *head});
+    }
+    return out;
 }
 
 }  // namespace nn

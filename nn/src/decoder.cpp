@@ -23,6 +23,11 @@ namespace {
 
 const float* values(const Tensor& t) { return t.data().data(); }
 
+// The exact GELU, x Phi(x), in place over n values: the FeedForward's activation, a row or a refill's rows.
+void gelu_in_place(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
 // C (1, N) = a (1, K) @ B (K, N), or B^T when trans_b: the products of one row. gemm's automatic choice
 // sends a large product to the blocked path, whose packing of B costs as much as the product itself when
 // A is one row; the unpacked small path reads B once. Both give the same bits.
@@ -152,7 +157,7 @@ public:
     explicit FeedForwardRow(const FeedForward& ff) : ff_(ff), hidden_(static_cast<size_t>(ff.up.options.out)) {}
     void step(const float* x, float* y) {
         linear_row(ff_.up, x, hidden_.data());
-        for (float& h : hidden_) h = 0.5f * h * (1.0f + std::erf(h * 0.70710678118654752f));  // exact GELU
+        gelu_in_place(hidden_.data(), static_cast<int64_t>(hidden_.size()));
         linear_row(ff_.down, hidden_.data(), y);
     }
 
@@ -323,7 +328,7 @@ private:
             for (int64_t r = 0; r < M; ++r) layer_norm_row(block.norm2, x + r * C, normed + r * C);
             const FeedForward& ff = block.feed_forward;
             linear_rows(ff.up, normed, M, hidden);
-            for (int64_t i = 0; i < M * 4 * C; ++i) hidden[i] = 0.5f * hidden[i] * (1.0f + std::erf(hidden[i] * 0.70710678118654752f));
+            gelu_in_place(hidden, M * 4 * C);
             linear_rows(ff.down, hidden, M, branch);
             for (int64_t i = 0; i < M * C; ++i) x[i] += branch[i];
         }

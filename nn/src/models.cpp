@@ -169,6 +169,7 @@ GPT::GPT(GPTOptions opts, Generator& gen)
     }
     register_module("final_norm", final_norm);
     register_module("lm_head", lm_head);
+    register_generator("dropout", dropout_gen_);  // checkpoints save it as "train.rng.dropout"
 
     // GPT-2's initialization: weights N(0, 0.02), biases 0, and the projections that write into the
     // residual stream scaled down by sqrt(2 n_layer) so the stream's variance does not grow with depth.

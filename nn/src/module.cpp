@@ -11,6 +11,26 @@ Tensor Module::register_parameter(std::string name, Tensor value, bool decay) {
     return value;
 }
 
+autograd::Generator& Module::register_generator(std::string name, autograd::Generator& gen) {
+    for (const auto& [registered, _] : generators_)
+        autograd::check(registered != name, "register_generator: '{}' is registered twice", name);
+    generators_.emplace_back(std::move(name), &gen);
+    return gen;
+}
+
+std::vector<std::pair<std::string, autograd::Generator*>> Module::named_generators() {
+    std::vector<std::pair<std::string, autograd::Generator*>> out = generators_;
+    for (const auto& [name, child] : children_)
+        for (auto& [sub, gen] : child->named_generators()) out.emplace_back(name + "." + sub, gen);
+    return out;
+}
+
+std::vector<std::pair<std::string, const autograd::Generator*>> Module::named_generators() const {
+    std::vector<std::pair<std::string, const autograd::Generator*>> out;
+    for (auto& [name, gen] : const_cast<Module*>(this)->named_generators()) out.emplace_back(std::move(name), gen);
+    return out;
+}
+
 void Module::collect(const std::string& prefix, std::vector<const Parameter*>& out,
                      std::vector<std::string>& names) const {
     for (const Parameter& p : params_) {

@@ -50,13 +50,4 @@ void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
 void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                 const float* B, float* C, bool accumulate);
 
-// AdamW's update of elements [begin, end) of one parameter p with gradient g and moments m, v, in
-// PyTorch's order of operations (nn::AdamW fills the step's constants).
-struct AdamWStep {
-    float decay, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, bias_correction2_sqrt, eps;
-};
-void adamw_update(float* p, const float* g, float* m, float* v, int64_t begin, int64_t end, const AdamWStep& step);
-// The sum of g[k]^2 over [begin, end) in double, in a fixed order (clip_grad_norm's partial sums).
-double sum_of_squares(const float* g, int64_t begin, int64_t end);
-
 }  // namespace autograd::kernels

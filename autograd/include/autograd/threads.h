@@ -19,6 +19,8 @@ int num_threads();
 // whole range on the calling thread when n < 2 * grain (work too small to pay for waking a thread).
 // Each index belongs to exactly one call, so a body that writes only its own indices gives the same
 // bits for any thread count. Called from inside another parallel_for, it runs on the calling thread.
+// The kernels' instruction set (kernels::active_isa()) is chosen before any thread starts, so a body
+// may call the kernels without asking for it first: a bad TINYGPT_ISA throws to the caller.
 // Grain for plain elementwise loops: below this many elements per thread, waking one costs more than it
 // saves (measured with bench_train_step on 2 threads).
 inline constexpr int64_t kMinElementsPerThread = 16384;

@@ -7,6 +7,10 @@
 //     head.last_attention();                 // (B, T, T): row i = how position i shared its attention
 #pragma once
 
+#include <span>
+#include <string>
+#include <vector>
+
 #include "nn/layers.h"
 
 namespace nn {
@@ -53,16 +57,42 @@ public:
     // the graph: after backward(), last_scores().grad() is the gradient that came back through the softmax.
     // Undefined when options.record_scores is off and the head is causal (the fused path).
     const Tensor& last_scores() const { return scores_; }
+    // The rows the last forward read, (B, T, C), detached from the graph (the same storage): inside a
+    // model, what reached this head (for a GPT, the block's LayerNorm of the residual stream).
+    const Tensor& last_input() const { return input_; }
 
     HeadOptions options;
     Linear query, key, value;  // each (C, H), no bias; query and key unused with compare_raw
 
 private:
     mutable Tensor attention_;  // made by last_attention() after a causal_attention forward
+    Tensor input_;
     Tensor scores_;
     Tensor queries_, keys_;     // (B, T, H) of a causal_attention forward, for last_attention()
     float factor_ = 1.0f;
 };
+
+// How spread attention is: the entropy (nats) of the shares and the largest share. A row that looks
+// at one position has entropy 0 and largest share 1; one spread evenly over n positions, ln n and 1/n.
+struct AttentionStats {
+    double entropy = 0;
+    double largest_share = 0;
+};
+// One row of shares (summing to 1; masked positions are 0 or left out).
+AttentionStats attention_row_stats(std::span<const float> row);
+// The means over every row of (..., T, T) weights (Head::last_attention()).
+AttentionStats attention_stats(const Tensor& weights);
+
+// Every attention head of a model, whatever its kind, in registration order: a layer is the module
+// that holds heads side by side (a MultiHeadAttention; the model itself for a SingleHead), numbered
+// from 0 in the order they appear, and `head` counts within it. `name` is the head's dotted module
+// name ("blocks.1.attention.heads.0"). The model must outlive the references.
+struct AttentionHead {
+    int64_t layer = 0, head = 0;
+    std::string name;
+    const Head& module;
+};
+std::vector<AttentionHead> attention_heads(const Module& model);
 
 // "Just average them": position i takes the plain mean of positions 0..i. No parameters.
 class Average : public Module {

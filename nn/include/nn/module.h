@@ -8,6 +8,9 @@
 //     };
 //     TwoLayer m;  m.named_parameters();  // first.weight, first.bias, second.weight, second.bias
 //
+// A module that draws random numbers while it runs (dropout) registers its generator too, by name, so
+// that a checkpoint saves and restores it (named_generators(): "blocks.0.dropout"), whatever the model.
+//
 // Modules hold registered children by address, so a Module can be neither copied nor moved: keep
 // modules as members, or in std::unique_ptr when their number is chosen at run time.
 //
@@ -25,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include <autograd/random.h>
 #include <autograd/tensor.h>
 
 namespace nn {
@@ -52,6 +56,10 @@ public:
     // This module ("") and every module inside it, depth first, by dotted name ("blocks.0.attention").
     std::vector<std::pair<std::string, const Module*>> named_modules() const;
     void zero_grad();
+    // Generators of this module and its children, depth first in registration order, by dotted name
+    // as parameters are: what a checkpoint must save for the run to resume exactly.
+    std::vector<std::pair<std::string, autograd::Generator*>> named_generators();
+    std::vector<std::pair<std::string, const autograd::Generator*>> named_generators() const;
 
     void train(bool on = true);  // also sets every child
     void eval() { train(false); }
@@ -70,6 +78,9 @@ protected:
     // Marks the tensor as requiring a gradient, names it `name`, and returns it (assign it to a member).
     // `decay`: whether optimizers apply weight decay to it.
     Tensor register_parameter(std::string name, Tensor value, bool decay = false);
+    // Registers a generator this module draws from while it runs (held by address: a member), under
+    // `name`, distinct among this module's generators; returns it.
+    autograd::Generator& register_generator(std::string name, autograd::Generator& gen);
     // Adds a finished child. Tensor names: each registration prefixes the child's parameter names with
     // "name.", so a parameter's name() is its full dotted name in the outermost module it is registered
     // into ("blocks.0.attention.heads.0.query.weight" in a GPT), for graphs (to_dot), anomaly messages
@@ -91,6 +102,7 @@ private:
     void collect(const std::string& prefix, std::vector<const Parameter*>& out,
                  std::vector<std::string>& names) const;
     std::vector<Parameter> params_;
+    std::vector<std::pair<std::string, autograd::Generator*>> generators_;
     std::vector<std::pair<std::string, Module*>> children_;
     mutable autograd::HookList<const Module&, const Tensor&> forward_hooks_;
     bool training_ = true;

@@ -1,6 +1,6 @@
 #include "nn/train/optim.h"
 
-#include <autograd/kernels.h>
+#include <autograd/detail/optimizer_kernels.h>
 #include <autograd/threads.h>
 
 #include <algorithm>
@@ -222,7 +222,6 @@ void AdamW::update(std::span<const ParamUpdate> params) {
         sizes.push_back(static_cast<int64_t>(u.values.size()));
     }
     // every parameter's elements split across the threads at once: most tensors are too small to split
-    autograd::kernels::active_isa();  // chosen before the parallel region: a bad TINYGPT_ISA throws here
     autograd::parallel_for_segments(sizes, autograd::kMinElementsPerThread, [&](size_t i, int64_t begin, int64_t end) {
         const Work& w = work[i];
         autograd::kernels::adamw_update(w.p, w.g, w.m, w.v, begin, end, w.step);
@@ -251,7 +250,6 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
         sizes.push_back(n);
     }
     std::vector<double> partial(chunks.size());
-    autograd::kernels::active_isa();  // chosen before the parallel region, as in AdamW::update
     autograd::parallel_for(static_cast<int64_t>(chunks.size()), autograd::kMinElementsPerThread / kChunk,
                            [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c) partial[c] = autograd::kernels::sum_of_squares(chunks[c].g, chunks[c].begin, chunks[c].end);

@@ -14,24 +14,6 @@ double norm(const Tensor& t) {
     for (float v : t.data()) total += double(v) * v;
     return std::sqrt(total);
 }
-
-// Mean row entropy and mean largest share over every row of (B, T, T) attention weights.
-HeadFlow head_flow(const std::string& name, const Tensor& weights) {
-    HeadFlow flow{name, 0.0, 0.0};
-    const int64_t T = weights.size(-1), rows = weights.numel() / std::max<int64_t>(T, 1);
-    const auto w = weights.data();
-    for (int64_t r = 0; r < rows; ++r) {
-        double best = 0.0, h = 0.0;
-        for (int64_t j = 0; j < T; ++j) {
-            const double p = w[r * T + j];
-            best = std::max(best, p);
-            if (p > 0.0) h -= p * std::log(p);
-        }
-        flow.entropy += h / double(rows);
-        flow.largest_share += best / double(rows);
-    }
-    return flow;
-}
 }  // namespace
 
 GradientReport gradient_report(const Module& model, const Optimizer* optimizer, int64_t step) {
@@ -39,9 +21,11 @@ GradientReport gradient_report(const Module& model, const Optimizer* optimizer, 
     report.step = step;
     for (const auto& [name, p] : model.named_parameters()) report.parameters.push_back({name, p.shape(), norm(p.grad()), norm(p), NAN});
     if (optimizer) report.add_update_ratios(*optimizer);
-    for (const auto& [name, module] : model.named_modules())
-        if (const auto* head = dynamic_cast<const Head*>(module); head && head->last_attention().defined())
-            report.heads.push_back(head_flow(name, head->last_attention()));
+    for (const AttentionHead& head : attention_heads(model))
+        if (head.module.last_attention().defined()) {
+            const AttentionStats stats = attention_stats(head.module.last_attention());  // (B, T, T)
+            report.heads.push_back({head.name, stats.entropy, stats.largest_share});
+        }
     return report;
 }
 

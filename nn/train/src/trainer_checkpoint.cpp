@@ -1,5 +1,7 @@
 // Trainer::save and Trainer::resume: the whole training state in one safetensors file, read back so
 // that the resumed run continues bit-exactly.
+#include "nn/train/generator_states.h"
+
 #include "checkpoint_fields.h"
 
 #include <algorithm>
@@ -8,6 +10,25 @@ namespace nn {
 
 using namespace autograd;
 using namespace detail;
+
+namespace {
+constexpr std::string_view kGeneratorPrefix = "train.rng.";  // and the generator's dotted name
+}  // namespace
+
+void write_generator_states(const Module& module, std::map<std::string, std::string>& metadata) {
+    for (const auto& [name, gen] : module.named_generators()) {
+        const std::string key = std::string(kGeneratorPrefix) + name;
+        check(metadata.emplace(key, to_text(gen->state())).second, "checkpoint: generator '{}' would overwrite the metadata '{}'",
+              name, key);
+    }
+}
+
+void read_generator_states(Module& module, const std::map<std::string, std::string>& metadata, const std::filesystem::path& path) {
+    for (const auto& [name, gen] : module.named_generators()) {
+        const std::string key = std::string(kGeneratorPrefix) + name;
+        gen->set_state(state_from_text(field(metadata, key, path), key, path));
+    }
+}
 
 void Trainer::save(const std::filesystem::path& path) const {
     NamedTensors tensors = model_->named_parameters();
@@ -20,8 +41,7 @@ void Trainer::save(const std::filesystem::path& path) const {
                      {"data.tokens", std::to_string(data_.size(Split::train) + data_.size(Split::validation))},
                      {"data.fingerprint", std::to_string(data_fingerprint_)}});
     metadata.merge(tokenizer_->checkpoint_metadata());
-    if (const auto* gpt = dynamic_cast<const GPT*>(model_.get()))
-        metadata["train.rng.dropout"] = to_text(gpt->dropout_generator().state());
+    write_generator_states(*model_, metadata);
     if (!run_id_.empty()) metadata["run.id"] = run_id_;
     save_safetensors(path, tensors, metadata);
 }
@@ -66,8 +86,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
     naming_path(path, [&] { load_parameters(*trainer.model_, parts.weights); });
     naming_path(path, [&] { trainer.optimizer_->load_state(parts.state, step); });
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
-    if (auto* gpt = dynamic_cast<GPT*>(trainer.model_.get()))
-        gpt->dropout_generator().set_state(state_from_text(field(meta, "train.rng.dropout", path), "train.rng.dropout", path));
+    read_generator_states(*trainer.model_, meta, path);
     if (const auto id = meta.find("run.id"); id != meta.end())
         naming_path(path, [&] { trainer.set_run_id(id->second); });
     return trainer;

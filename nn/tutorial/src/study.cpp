@@ -85,15 +85,14 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Ge
         const Tensor& w = head.last_attention();             // (1, T, T)
         const Tensor dscores = head.last_scores().grad();    // (1, T, T)
         for (int64_t i = 1; i < T; ++i) {
-            double best = 0.0, h = 0.0, g2 = 0.0;
+            const AttentionStats row = attention_row_stats(w.data().subspan(static_cast<size_t>(i * T), static_cast<size_t>(i + 1)));
+            double g2 = 0.0;
             for (int64_t j = 0; j <= i; ++j) {
-                const double p = w.at({0, i, j}), g = dscores.at({0, i, j});
-                best = std::max(best, p);
-                if (p > 0.0) h -= p * std::log(p);
+                const double g = dscores.at({0, i, j});
                 g2 += g * g;
             }
-            largest.push_back(best);
-            entropy += h;
+            largest.push_back(row.largest_share);
+            entropy += row.entropy;
             row_gradient.push_back(std::sqrt(g2));
         }
     }
