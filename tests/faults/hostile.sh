@@ -54,13 +54,19 @@ rm -f .o.st.lock
 
 # --- a save that could not replace the file is refused before training (needs root to play two users) --
 if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
-    mkdir -m 1777 shared && cp good.st text.txt shared/ && chown 12345 shared/good.st && chmod 644 shared/good.st shared/text.txt
+    # a folder of /tmp's, which any user reaches (the build tree may be under a folder only root enters),
+    # with a copy of train in it
+    shared=$(mktemp -d /tmp/tinygpt-sticky.XXXXXX) && chmod 1777 "$shared" || fail "cannot make a sticky folder"
+    cp "$TRAIN" "$shared/train" && cp good.st text.txt "$shared/" && chown 12345 "$shared/good.st" &&
+        chmod 755 "$shared/train" && chmod 644 "$shared/good.st" "$shared/text.txt" || fail "cannot fill $shared"
     as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-    (cd shared && "${as_nobody[@]}" "$TRAIN" --resume good.st --data text.txt --steps 30 --eval-every 5 >../out.log 2>../err.log)
+    (cd "$shared" && "${as_nobody[@]}" ./train --resume good.st --data text.txt --steps 30 --eval-every 5 >/dev/null 2>err.log)
     status=$?
+    cp "$shared/err.log" err.log 2>/dev/null
     [[ $status == 1 ]] && grep -q "good.st belongs to another user (uid 12345) in ., a directory with the sticky bit" err.log &&
         ! grep -q "step 5" err.log
     check sticky_directory $? "exit $status: not refused before training"
+    rm -rf "$shared"
 else
     echo "skip sticky_directory: needs root and setpriv to act as another user"
 fi
