@@ -160,10 +160,13 @@ public:
     std::vector<uint64_t> unsigned_array(const nlohmann::json& value, const std::string& what) const {
         if (!value.is_array()) fail(fmt::format("{} must be an array of non-negative integers, got {}", what, value.type_name()));
         std::vector<uint64_t> out;
+        // (an array nested thousands deep is named by its first element's kind: dump() would recurse that deep)
+        const bool flat = std::none_of(value.begin(), value.end(), [](const nlohmann::json& v) { return v.is_structured(); });
         for (const auto& v : value) {
             if (!v.is_number_unsigned())
                 fail(fmt::format("{} must be an array of non-negative integers, got {}", what,
-                                 quoted_name(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+                                 flat ? quoted_name(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+                                      : fmt::format("an array holding an {}", v.type_name())));
             out.push_back(v.get<uint64_t>());
         }
         return out;
