@@ -181,14 +181,7 @@ namespace {
 // error is one line: a newline or another control character in it (from a file name, say) is escaped.
 void print_error(std::string_view program, std::string_view what) {
     const std::string prefix = std::string(program) + ": ";
-    std::string line = what.starts_with(prefix) ? std::string() : prefix;
-    for (char c : what) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '\n') line += "\\n";
-        else if (u < 0x20 || u == 0x7f) line += fmt::format("\\x{:02x}", u);
-        else line += c;
-    }
-    line += '\n';
+    const std::string line = (what.starts_with(prefix) ? std::string() : prefix) + nn::escape_controls(what) + '\n';
     (void)!std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

@@ -74,8 +74,6 @@ void read_train_config(const Metadata& metadata, const std::filesystem::path& pa
         const std::string key(s.key);
         if (!s.in_every_checkpoint && !metadata.contains(key)) continue;
         const uint64_t v = to_u64(field(metadata, key, path), key, path);
-        // Each value gets its flag's checks (nn/train/settings.h): an edited or damaged file is refused
-        // here, before a run of 2^64 - 1 steps or an evaluation of 4e9 batches starts.
         naming_path(path, [&] {
             std::visit(
                 [&](auto* value) {
@@ -90,10 +88,11 @@ void read_train_config(const Metadata& metadata, const std::filesystem::path& pa
                     }
                 },
                 s.value(config));
-            s.check(config);
         });
     }
-    naming_path(path, [&] { check_settings(config); });  // across settings: min_lr against lr
+    // Each value gets its flag's checks (nn/train/settings.h): an edited or damaged file is refused here,
+    // before a run of 2^64 - 1 steps or an evaluation of 4e9 batches starts.
+    naming_path(path, [&] { check_settings(config); });
 }
 
 void check_format(const Metadata& meta, const std::filesystem::path& path) {

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -28,23 +27,24 @@ const char* file_kind(mode_t mode) {
     return "not a regular file";
 }
 
-std::string printable_name(std::string_view name) {
-    const bool plain = std::all_of(name.begin(), name.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u >= 0x20 && u != 0x7f && c != '"' && c != '\\';
-    });
-    if (plain) return std::string(name);
-    std::string out = "\"";
-    for (char c : name) {
+std::string escape_controls(std::string_view text, bool quotes) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
         const auto u = static_cast<unsigned char>(c);
         if (c == '\n') out += "\\n";
         else if (c == '\t') out += "\\t";
         else if (c == '\r') out += "\\r";
-        else if (c == '"' || c == '\\') (out += '\\') += c;
+        else if (quotes && (c == '"' || c == '\\')) (out += '\\') += c;
         else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
         else out += c;  // bytes of UTF-8 characters stay as they are
     }
-    return out + '"';
+    return out;
+}
+
+std::string printable_name(std::string_view name) {
+    const std::string escaped = escape_controls(name, true);
+    return escaped == name ? escaped : '"' + escaped + '"';
 }
 
 std::string sidecar_name(std::string_view filename, std::string_view suffix) {
