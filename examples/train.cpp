@@ -247,30 +247,33 @@ nn::Trainer start_from_checkpoint(const Options& o) {
     return trainer;
 }
 
-// The run's settings as the report page lists them (floats to 6 digits: 0.001, not 0.0010000000474974513).
+// The run's settings as the report page lists them: the model's, then every training setting
+// (nn::settings()) by its name; floats to 6 digits (0.001, not 0.0010000000474974513), a special value
+// by its meaning ("lr/10", "off").
 double six_digits(float v) { return std::stod(fmt::format("{:.6g}", v)); }
 nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, int64_t parameters) {
-    return {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
-            {"parameters", parameters},
-            {"vocab", c.model.vocab},
-            {"block", c.model.block},
-            {"n_embd", c.model.n_embd},
-            {"n_head", c.model.n_head},
-            {"n_layer", c.model.n_layer},
-            {"dropout", six_digits(c.model.dropout)},
-            {"feed_forward", c.model.feed_forward},
-            {"data", o.data.value_or("(the built-in copy task)")},
-            {"steps", c.steps},
-            {"batch", c.batch},
-            {"lr", six_digits(c.lr)},
-            {"min_lr", six_digits(c.min_lr < 0 ? c.lr / 10 : c.min_lr)},
-            {"warmup", c.warmup},
-            {"weight_decay", six_digits(c.weight_decay)},
-            {"grad_clip", six_digits(c.grad_clip)},
-            {"seed", c.seed},
-            {"eval_every", c.run.eval_every},
-            {"eval_iters", c.run.eval_iters},
-            {"log_every", c.run.log_every}};
+    nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
+                                       {"parameters", parameters},
+                                       {"vocab", c.model.vocab},
+                                       {"block", c.model.block},
+                                       {"n_embd", c.model.n_embd},
+                                       {"n_head", c.model.n_head},
+                                       {"n_layer", c.model.n_layer},
+                                       {"dropout", six_digits(c.model.dropout)},
+                                       {"feed_forward", c.model.feed_forward},
+                                       {"data", o.data.value_or("(the built-in copy task)")}};
+    nn::TrainConfig copy = c;  // the table's accessors take a mutable config
+    for (const nn::Setting& s : nn::settings()) {
+        const std::string name(s.name());
+        std::visit(
+            [&](auto* v) {
+                if (s.special && double(*v) == *s.special) settings[name] = s.text(c);
+                else if constexpr (std::is_same_v<std::remove_pointer_t<decltype(v)>, float>) settings[name] = six_digits(*v);
+                else settings[name] = *v;
+            },
+            s.value(copy));
+    }
+    return settings;
 }
 
 constexpr std::string_view kCsvHeader = "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s\n";

@@ -9,7 +9,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <cli.h>
@@ -29,20 +31,17 @@ struct Options {
     bool json = false, detect_anomaly = false, force = false;
     std::vector<std::string> model_flags;  // given explicitly: an error with --resume
     bool steps_given = false;              // with --resume: extends the run to --steps
-
-    // Evaluation, logs and the sample (nn::RunSettings). A checkpoint keeps them: what is not given
-    // comes from it with --resume, and from RunSettings' defaults otherwise.
-    std::optional<int64_t> eval_every, eval_iters, log_every, grad_report, sample, top_k;
-    std::optional<float> temperature;
+    // The settings given on the command line (nn::settings()), in `config`: with --resume, those the
+    // checkpoint lets change (evaluation, logs, the sample: nn::RunSettings) replace its values.
+    std::vector<const nn::Setting*> settings_given;
     nn::RunSettings run_settings(nn::RunSettings base) const {
-        base.eval_every = eval_every.value_or(base.eval_every);
-        base.eval_iters = eval_iters.value_or(base.eval_iters);
-        base.log_every = log_every.value_or(base.log_every);
-        base.grad_report = grad_report.value_or(base.grad_report);
-        base.sample = sample.value_or(base.sample);
-        base.temperature = temperature.value_or(base.temperature);
-        base.top_k = top_k.value_or(base.top_k);
-        return base;
+        nn::TrainConfig changed;
+        changed.run = base;
+        nn::TrainConfig given = config;
+        for (const nn::Setting* s : settings_given)
+            if (s->on_resume == nn::Setting::OnResume::changes)
+                std::visit([&](auto* to) { *to = *std::get<decltype(to)>(s->value(given)); }, s->value(changed));
+        return changed.run;
     }
 };
 
@@ -62,14 +61,71 @@ inline bool applies(std::string_view flag, nn::ModelKind kind) {
 inline const std::set<std::string, std::less<>> kModelShapeFlags = {"--model",   "--block",        "--n-embd", "--n-head",
                                                                     "--n-layer", "--feed-forward", "--init"};
 
-// A training setting's value within the limits nn::settings() gives it, which a checkpoint's value gets too.
-inline int64_t whole(const cli::Value& v) {
-    const nn::Setting& s = nn::setting(v.flag());
-    return v.integer(s.min, s.max);
+// `s`'s value from `v`, within the limits nn::settings() gives it (which a checkpoint's value gets too),
+// written into `config`. A value out of them is cli::UsageError "--beta1 needs a number at least 0 and
+// below 1, got '1'".
+inline void set_value(const nn::Setting& s, const cli::Value& v, nn::TrainConfig& config) {
+    std::visit(
+        [&](auto* value) {
+            using T = std::remove_pointer_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, float>) {
+                const auto refuse = [&]() { v.fail(fmt::format("needs {}, got '{}'", s.limits(), v.text())); };
+                float x = 0;
+                try {
+                    x = v.number(s.low, s.high, s.low_open);
+                } catch (const cli::UsageError&) {
+                    refuse();
+                }
+                if (s.high_open && !(x < static_cast<float>(s.high))) refuse();
+                *value = x;
+            } else {
+                *value = static_cast<T>(v.integer(s.min, s.max));
+            }
+        },
+        s.value(config));
 }
-inline float number(const cli::Value& v) {
-    const nn::Setting& s = nn::setting(v.flag());
-    return v.number(s.low, s.high, s.low_open);
+
+// The --help line of a setting: its help and its default, from TrainConfig{} ("(default 32)").
+inline std::string help_line(const nn::Setting& s) {
+    constexpr size_t kDefaultColumn = 51;  // the defaults line up where the help's last line allows
+    const std::string help(s.help);
+    const size_t last_line = help.size() - (help.rfind('\n') == std::string::npos ? 0 : help.rfind('\n') + 1);
+    const std::string gap = last_line < kDefaultColumn ? std::string(kDefaultColumn - last_line, ' ') : " ";
+    return fmt::format("{}{}(default {})", help, gap, s.text(nn::TrainConfig{}));
+}
+
+// train's flags for the settings of `section`, made from nn::settings(). A setting the checkpoint fixes is
+// also a model flag (refused with --resume).
+inline void add_settings(cli::Parser& p, Options& o, nn::Setting::Section section) {
+    for (const nn::Setting& s : nn::settings()) {
+        if (s.section != section) continue;
+        p.option(std::string(s.flag), std::string(s.meta), help_line(s), [&o, &s](const cli::Value& v) {
+            set_value(s, v, o.config);
+            o.settings_given.push_back(&s);
+            if (s.on_resume == nn::Setting::OnResume::fixed) o.model_flags.push_back(v.flag());
+            if (s.on_resume == nn::Setting::OnResume::extends) o.steps_given = true;
+        });
+    }
+}
+
+// The evaluation section's title in --help, naming the settings a resume may change (nn::RunSettings),
+// wrapped at 100 columns.
+inline std::string evaluation_title() {
+    std::vector<std::string_view> flags;
+    for (const nn::Setting& s : nn::settings())
+        if (s.on_resume == nn::Setting::OnResume::changes) flags.push_back(s.flag);
+    std::string text = "evaluation, logs, checkpoints (the checkpoint keeps";
+    for (size_t i = 0; i < flags.size(); ++i)
+        text += fmt::format("{}{}", i == 0 ? " " : i + 1 == flags.size() ? " and " : ", ", flags[i]);
+    text += "; given with --resume, they change)";
+    for (size_t line = 0, space = text.find(' '); space != std::string::npos; space = text.find(' ', space + 1)) {
+        const size_t next = text.find(' ', space + 1);
+        if ((next == std::string::npos ? text.size() : next) - line > 100) {
+            text[space] = '\n';
+            line = space + 1;
+        }
+    }
+    return text;
 }
 
 // The parser, its handlers writing into `o` (which must outlive it).
@@ -118,46 +174,20 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--tokenizer", "DIR", "GPT-2's BPE (encoder.json + vocab.bpe, or vocab.json + merges.txt) instead\n"
                                    "of characters; --data may then be a token file (.bin: nanoGPT's or llm.c's)",
              [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
-    p.option("--steps", "N", "optimizer steps; with --resume, a larger N extends the run (default 2000)",
-             [&o](const cli::Value& v) {
-                 o.config.steps = whole(v);
-                 o.steps_given = true;
-             });
-    p.option("--batch", "B", "windows per step                                   (default 32)",
-             fixed([&c](const cli::Value& v) { c.batch = whole(v); }));
-    p.option("--lr", "X", "peak learning rate (AdamW)                         (default 1e-3)",
-             fixed([&c](const cli::Value& v) { c.lr = number(v); }));
-    p.option("--min-lr", "X", "end of the cosine decay                            (default lr/10)",
-             fixed([&c](const cli::Value& v) { c.min_lr = number(v); }));
-    p.option("--warmup", "N", "linear warmup steps                                (default 0)",
-             fixed([&c](const cli::Value& v) { c.warmup = whole(v); }));
-    p.option("--weight-decay", "X", "decoupled weight decay on Linear weights           (default 0.1)",
-             fixed([&c](const cli::Value& v) { c.weight_decay = number(v); }));
-    p.option("--grad-clip", "X", "clip the global gradient norm; 0 = off             (default 1)",
-             fixed([&c](const cli::Value& v) { c.grad_clip = number(v); }));
-    p.option("--seed", "S", "initialization, batches and dropout                (default 1337)",
-             fixed([&c](const cli::Value& v) { c.seed = static_cast<uint64_t>(whole(v)); }));
+    add_settings(p, o, nn::Setting::Section::training);
     p.option("--threads", "N", "threads for the kernels                            (default 1)",
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
-    p.section("evaluation, logs, checkpoints (--eval-every, --eval-iters, --log-every, --grad-report and the\n"
-              "sampling flags are kept in the checkpoint; given with --resume, they change)");
-    p.option("--eval-every", "N", "evaluate (and save) every N steps                  (default 500)",
-             [&o](const cli::Value& v) { o.eval_every = whole(v); });
-    p.option("--eval-iters", "N", "batches per evaluation                             (default 200)",
-             [&o](const cli::Value& v) { o.eval_iters = whole(v); });
+    p.section(evaluation_title());
+    add_settings(p, o, nn::Setting::Section::evaluation);
     p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
                               "step 0 and every evaluation",
              [&o](const cli::Value& v) { o.csv = v.file(); });
     p.option("--report", "HTML", "write a self-contained report page (losses, lr, gradient norms, attention\n"
                                  "maps and head statistics, settings), rewritten at every evaluation",
              [&o](const cli::Value& v) { o.report = v.file(); });
-    p.option("--log-every", "N", "and the step's batch loss, lr and grad norm every N steps (with --csv\n"
-                                 "or --report)",
-             [&o](const cli::Value& v) { o.log_every = whole(v); });
-    p.option("--grad-report", "N", "print the gradient-flow report every N steps",
-             [&o](const cli::Value& v) { o.grad_report = whole(v); });
-    p.option("--grad-csv", "FILE", "and log it to FILE (step, kind, name, norms, update ratio, head stats)",
+    p.option("--grad-csv", "FILE", "log the gradient-flow report to FILE (step, kind, name, norms, update\n"
+                                   "ratio, head stats)",
              [&o](const cli::Value& v) { o.grad_csv = v.file(); });
     p.option("--out", "CKPT", "save a checkpoint at every evaluation and at the end",
              [&o](const cli::Value& v) { o.out = v.file(); });
@@ -169,14 +199,9 @@ inline cli::Parser make_parser(Options& o) {
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print one JSON line with the final figures on stdout", [&o] { o.json = true; });
     p.section("sampling");
-    p.option("--sample", "N", "characters to sample at the end                   (default 200)",
-             [&o](const cli::Value& v) { o.sample = whole(v); });
+    add_settings(p, o, nn::Setting::Section::sampling);
     p.option("--prompt", "TEXT", "what the sample starts from                        (default a newline)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
-    p.option("--temperature", "X", "sampling temperature                               (default 1)",
-             [&o](const cli::Value& v) { o.temperature = number(v); });
-    p.option("--top-k", "K", "sample from the K most likely characters; 0 = all  (default 0)",
-             [&o](const cli::Value& v) { o.top_k = whole(v); });
     return p;
 }
 
@@ -193,7 +218,7 @@ inline void check_options(Options& o) {
     for (const std::string& flag : o.model_flags)
         if (o.init_from && kModelShapeFlags.contains(flag))
             throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
-    if (o.log_every && !o.csv && !o.report)
+    if (c.run.log_every != 0 && !o.csv && !o.report)
         throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
     if (c.min_lr >= 0.0f && c.min_lr > c.lr)
         throw cli::UsageError(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));

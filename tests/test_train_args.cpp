@@ -1,0 +1,133 @@
+// train's command line (examples/train_args.h) for the training settings, which it makes from the one
+// table nn::settings() (issue 26): every row is a flag that parses, refuses what its limits refuse,
+// appears in --help with the default TrainConfig{} has, and is listed in docs/command-line.md.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "setting_values.h"
+#include "train_args.h"
+
+namespace {
+
+using Catch::Matchers::Contains;
+
+// The parser's result for `args` (after "train"), without the checks across flags.
+train_args::Options parse(const std::vector<std::string>& args) {
+    train_args::Options o;
+    cli::Parser p = train_args::make_parser(o);
+    std::vector<const char*> argv{"train"};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    p.parse(static_cast<int>(argv.size()), argv.data());
+    return o;
+}
+
+// The message of the cli::UsageError parsing `args` throws (with the checks across flags).
+std::string usage_error(const std::vector<std::string>& args) {
+    std::vector<const char*> argv{"train"};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    try {
+        (void)train_args::parse_args(static_cast<int>(argv.size()), argv.data());
+    } catch (const cli::UsageError& e) {
+        return e.what();
+    }
+    FAIL("train accepted " << fmt::format("{}", fmt::join(args, " ")));
+    return {};
+}
+
+// A value as a flag's text: a whole number in decimal, a float as fmt writes it.
+std::string as_text(const nn::Setting& s, double x) {
+    if (!s.whole()) return fmt::format("{}", x);
+    return x < 0 ? fmt::format("{}", int64_t(x)) : fmt::format("{}", uint64_t(x));
+}
+
+// The help of one flag: from its "  --flag META" line to the next flag's line.
+std::string help_of(const std::string& help, const nn::Setting& s) {
+    const std::string start = fmt::format("\n  {} {} ", s.flag, s.meta);
+    const size_t at = help.find(start);
+    if (at == std::string::npos) return {};
+    return help.substr(at + 1, help.find("\n  -", at + 1) - at);
+}
+
+}  // namespace
+
+TEST_CASE("Every setting of the table is a flag of train's that sets it, and --help shows its default", "[train_args][settings]") {
+    const train_args::Options defaults = parse({});
+    train_args::Options o;
+    const std::string help = train_args::make_parser(o).help();
+    for (const nn::Setting& s : nn::settings()) {
+        INFO(s.flag);
+        const double x = setting_values::accepted(s);
+        const train_args::Options given = parse({std::string(s.flag), as_text(s, x)});
+        CHECK(setting_values::get(s, given.config) == x);
+        CHECK(setting_values::get(s, defaults.config) == setting_values::get(s, nn::TrainConfig{}));
+        REQUIRE(given.settings_given.size() == 1);
+        CHECK(given.settings_given[0] == &s);
+        // the checkpoint fixes the training settings: given with --resume, they are refused
+        const bool fixed = s.on_resume == nn::Setting::OnResume::fixed;
+        CHECK((given.model_flags == std::vector<std::string>{std::string(s.flag)}) == fixed);
+        CHECK(help_of(help, s).find(fmt::format("(default {})", s.text(nn::TrainConfig{}))) != std::string::npos);
+    }
+    // the defaults as a user reads them (typed here, not taken from the table)
+    CHECK_THAT(help_of(help, nn::setting("--beta1")), Contains("(default 0.9)"));
+    CHECK_THAT(help_of(help, nn::setting("--beta2")), Contains("(default 0.99)"));
+    CHECK_THAT(help_of(help, nn::setting("--steps")), Contains("(default 2000)"));
+    CHECK_THAT(help_of(help, nn::setting("--lr")), Contains("(default 0.001)"));
+    CHECK_THAT(help_of(help, nn::setting("--min-lr")), Contains("(default lr/10)"));
+    CHECK_THAT(help_of(help, nn::setting("--log-every")), Contains("(default off)"));
+    CHECK_THAT(help_of(help, nn::setting("--top-k")), Contains("(default 0)"));
+}
+
+TEST_CASE("A setting's flag refuses a value out of its limits, naming the flag, the limits and the value", "[train_args][settings]") {
+    for (const nn::Setting& s : nn::settings())
+        for (const double x : setting_values::refused(s)) {
+            const std::string text = as_text(s, x);
+            INFO(s.flag << " " << text);
+            CHECK_THAT(usage_error({std::string(s.flag), text}), Contains(fmt::format("{} needs {}, got '{}'", s.flag, s.limits(), text)));
+        }
+    for (const nn::Setting& s : nn::settings()) {
+        CHECK_THAT(usage_error({std::string(s.flag), "x"}), Contains(std::string(s.flag)));
+        // the special value is the setting's, not the flag's: --log-every 0, --min-lr -1
+        if (s.special) CHECK_THAT(usage_error({std::string(s.flag), as_text(s, *s.special)}), Contains(std::string(s.flag) + " needs"));
+    }
+}
+
+TEST_CASE("The flags --beta1 and --beta2 set AdamW's betas from 0 to below 1, and a resumed run refuses them", "[train_args][settings]") {
+    const train_args::Options o = train_args::parse_args(5, std::vector<const char*>{"train", "--beta1", "0.8", "--beta2", "0.95"}.data());
+    CHECK(o.config.beta1 == 0.8f);
+    CHECK(o.config.beta2 == 0.95f);
+    CHECK(train_args::parse_args(3, std::vector<const char*>{"train", "--beta1", "0"}.data()).config.beta1 == 0.0f);
+    CHECK_THAT(usage_error({"--beta1", "1"}), Contains("--beta1 needs a number at least 0 and below 1, got '1'"));
+    CHECK_THAT(usage_error({"--beta2", "0.999999999"}), Contains("--beta2 needs a number at least 0 and below 1"));  // 1 as a float
+    CHECK_THAT(usage_error({"--beta2", "-0.1"}), Contains("--beta2 needs a number at least 0 and below 1, got '-0.1'"));
+    CHECK_THAT(usage_error({"--resume", "run.safetensors", "--beta2", "0.9"}), Contains("--beta2 cannot change a resumed run"));
+}
+
+TEST_CASE("With --resume, the run settings given replace the checkpoint's and the others stay", "[train_args][settings]") {
+    const train_args::Options o = parse({"--resume", "run.safetensors", "--eval-iters", "7", "--temperature", "0.5", "--steps", "3000"});
+    nn::RunSettings saved{.eval_every = 11, .eval_iters = 12, .log_every = 13, .grad_report = 14, .sample = 15, .temperature = 2.0f, .top_k = 16};
+    nn::RunSettings expected = saved;
+    expected.eval_iters = 7;
+    expected.temperature = 0.5f;
+    CHECK(o.run_settings(saved) == expected);
+    CHECK(o.steps_given);
+    CHECK(o.model_flags.empty());  // --steps extends a resumed run
+}
+
+TEST_CASE("The page docs/command-line.md lists every setting's flag with its default and limits", "[train_args][settings]") {
+    std::ifstream in(TINYGPT_SOURCE_DIR "/docs/command-line.md");
+    REQUIRE(in);
+    const std::string doc{std::istreambuf_iterator<char>(in), {}};
+    for (const nn::Setting& s : nn::settings()) {
+        INFO(s.flag);
+        const size_t row = doc.find(fmt::format("\n| `{} {}` |", s.flag, s.meta));
+        REQUIRE(row != std::string::npos);
+        const std::string line = doc.substr(row + 1, doc.find('\n', row + 1) - row - 1);
+        CHECK_THAT(line, Contains(fmt::format("| {} |", s.text(nn::TrainConfig{}))) && Contains(s.limits()) && Contains(std::string(s.key)));
+    }
+}
