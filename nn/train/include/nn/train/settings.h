@@ -32,7 +32,7 @@ struct Setting {
     std::string_view key;   // in a checkpoint's metadata: "train.steps", "run.eval_iters"
     std::string_view flag;  // train's flag: "--steps"
     std::string_view meta;  // the flag's value in --help: "N", "X"
-    std::string_view help;  // one line for --help, without the default (added from TrainConfig{})
+    std::string_view help;  // for --help, without the default (added from TrainConfig{})
     Section section = Section::training;
     OnResume on_resume = OnResume::fixed;
     ValueRef (*value)(TrainConfig&);
@@ -47,9 +47,9 @@ struct Setting {
     bool in_every_checkpoint = true;  // false: added later ("run.*"); an older checkpoint keeps the default
 
     bool whole() const;
-    // "a whole number from 1 to 1048576", "a number above 0 and at most 10", "a number from 0 to below 1"
+    // "a whole number from 1 to 1048576", "a number above 0 and at most 10", "a number at least 0 and below 1"
     std::string limits() const;
-    // Its value in `config` as --help and the report page show it: "200", "0.001", "lr / 10" (special).
+    // Its value in `config` as --help and the report page show it: "200", "0.001", "lr/10" (special).
     std::string text(const TrainConfig& config) const;
     // The key without its group: "eval_iters".
     std::string_view name() const { return key.substr(key.find('.') + 1); }
