@@ -167,6 +167,7 @@ int main(int argc, char** argv) {
     put(ta / "huge", args({"--steps", "99999999999999999999999", "--seed", "-1"}));
     put(ta / "resume_and_lr", args({"--resume", "x", "--lr", "0.1"}));
     put(ta / "hex_float", args({"--lr", "0x1p-3", "--min-lr", "1e-400", "--top-k", "0"}));
+    put(ta / "betas", args({"--beta1", "0.999999999", "--beta2", "0.95"}));  // 1 as a float
     fs::remove_all(tmp);
     return 0;
 }

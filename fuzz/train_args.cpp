@@ -34,6 +34,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!(c.lr > 0.0f) || !(c.run.temperature > 0.0f)) fuzz::fail("parse accepted a learning rate or temperature <= 0");
         for (const std::string& flag : o.model_flags)
             if (!train_args::applies(flag, c.model.kind)) fuzz::fail("parse accepted a flag that does not apply to the model");
+        try {
+            nn::check_settings(c);  // the checks a checkpoint's values get (nn/train/settings.h)
+        } catch (const std::invalid_argument&) {
+            fuzz::fail("parse accepted a setting out of its limits");
+        }
         for (const auto& file : {o.data, o.csv, o.grad_csv, o.out, o.resume})
             if (file && file->empty()) fuzz::fail("parse accepted an empty file name");
     } catch (const cli::UsageError&) {
