@@ -47,6 +47,8 @@ struct RunSettings {
     bool operator==(const RunSettings&) const = default;
 };
 
+// Every field but `model` is a row of nn::settings() (nn/train/settings.h): its flag, help, limits and
+// checkpoint key are there, its default only here.
 struct TrainConfig {
     ModelConfig model;
     int64_t steps = 2000;       // total optimizer steps (the schedule decays over these)
