@@ -106,7 +106,8 @@ void Parser::positionals(std::string meta, std::string help, std::function<void(
 
 void Parser::positional_or_option(std::string meta, std::string flag, std::string help, std::function<void(const Value&)> on,
                                   bool required) {
-    flags_.push_back({std::move(flag), meta, "the same as " + meta, section_, nullptr, on, positionals_.size()});
+    // (no handler of its own: parse() gives its value to the positional's `on`)
+    flags_.push_back({std::move(flag), meta, "the same as " + meta, section_, nullptr, nullptr, positionals_.size()});
     positionals_.push_back({std::move(meta), std::move(help), std::move(on), required});
 }
 
