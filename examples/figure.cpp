@@ -4,7 +4,7 @@
 //
 //   figure                                           random rows (seed 1), width 16: figure.html
 //   figure --seed 7 --window 6 --out seven.html      another draw, six positions
-//   figure --checkpoint run.safetensors --prompt "the cat"   a trained model's first head
+//   figure run.safetensors --prompt "the cat"       a trained model's first head (or --checkpoint run.safetensors)
 //   figure --json                                    print the page's numbers instead
 //
 // Every number on the page is computed here, by nn::Head forwards with the options of each of the four
@@ -43,21 +43,21 @@ namespace {
 constexpr int64_t kRandomWidth = 16;  // C = H = 16, the tutorial's "divide by √16"
 
 struct Options {
-    std::optional<std::string> out, checkpoint, prompt;
+    std::optional<std::string> out, prompt;
+    std::optional<cli::Input> checkpoint;
     std::optional<int64_t> seed, window;
     bool json = false, force = false;
 };
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p("figure", "[options]", "The tutorial's figure as one self-contained HTML page.");
+    cli::Parser p("figure", "[CKPT --prompt TEXT] [options]", "The tutorial's figure as one self-contained HTML page.");
     p.option("--out", "FILE", "the page to write                               (default figure.html)",
              [&o](const cli::Value& v) { o.out = v.file(); });
     p.option("--seed", "S", "random rows and head weights                    (default 1)",
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.option("--window", "T", "positions of the random window, 2 to 16         (default 8)",
              [&o](const cli::Value& v) { o.window = v.integer(2, 16); });
-    p.option("--checkpoint", "CKPT", "show a trained model's first head instead (with --prompt)",
-             [&o](const cli::Value& v) { o.checkpoint = v.file(); });
+    cli::checkpoint_argument(p, o.checkpoint, "show a trained model's first head instead (with --prompt)", false);
     p.option("--prompt", "TEXT", "the characters the trained head reads (at most the model's block)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.flag("--json", "print the page's numbers as JSON on stdout (the page is then\nwritten only when --out is given)",
@@ -67,10 +67,13 @@ cli::Parser make_parser(Options& o) {
 }
 
 void check_options(const Options& o) {
-    if (o.checkpoint && !o.prompt) throw cli::UsageError("--checkpoint needs --prompt: the characters the head reads");
-    if (o.prompt && !o.checkpoint) throw cli::UsageError("--prompt needs --checkpoint: random rows have no characters");
-    if (o.checkpoint && (o.seed || o.window))
-        throw cli::UsageError(fmt::format("{} applies to random rows, not to --checkpoint", o.seed ? "--seed" : "--window"));
+    if (o.prompt && !o.checkpoint)
+        throw cli::UsageError("--prompt needs a checkpoint (CKPT or --checkpoint CKPT): random rows have no characters");
+    if (!o.checkpoint) return;
+    const std::string given_as = o.checkpoint->flag.empty() ? "CKPT" : o.checkpoint->flag;
+    if (!o.prompt) throw cli::UsageError(fmt::format("{} needs --prompt: the characters the head reads", given_as));
+    if (o.seed || o.window)
+        throw cli::UsageError(fmt::format("{} applies to random rows, not to {}", o.seed ? "--seed" : "--window", given_as));
 }
 
 // --- what the head reads ------------------------------------------------------------------------------
@@ -257,12 +260,12 @@ int run(const Options& o) {
     check_options(o);
     const std::optional<std::string> page = !o.json || o.out ? std::optional(o.out.value_or("figure.html")) : std::nullopt;
     std::vector<cli::Input> inputs;
-    if (o.checkpoint) inputs.push_back({"--checkpoint", *o.checkpoint});
+    if (o.checkpoint) inputs.push_back(*o.checkpoint);
     std::vector<cli::Output> outputs;
     if (page) outputs.push_back({.flag = "--out", .path = *page});
     const cli::OutputLocks locks = cli::claim_outputs(inputs, outputs, o.force);
 
-    const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(*o.checkpoint, *o.prompt)
+    const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(o.checkpoint->path, *o.prompt)
                                                         : random_window(o.seed.value_or(1), o.window.value_or(8));
     // invalid UTF-8 (a checkpoint's path can be any bytes) as U+FFFD
     const std::string json = figure_json(*window).dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -3,7 +3,7 @@
 // when stdout is not a terminal or NO_COLOR is set.
 //
 //   heatmap --prompt "the cat sat"                        an untrained head on random embeddings (seeded)
-//   heatmap --prompt "abcd abcd" --checkpoint run.safetensors [--layer L] [--head N]
+//   heatmap run.safetensors --prompt "abcd abcd" [--layer L] [--head N]   (or --checkpoint run.safetensors)
 //
 // With a checkpoint the whole model runs on the prompt (in eval mode, without a graph) and the chosen
 // head's last_attention() is shown: what that head saw is exactly what it sees inside the model (for a
@@ -36,17 +36,17 @@ constexpr int64_t kUntrainedBlock = 64;       // the longest prompt an untrained
 constexpr std::string_view kRamp = " .:-=+*#%@";  // ASCII shades; ' ' is kept for masked cells
 
 struct Options {
-    std::optional<std::string> prompt, checkpoint;
+    std::optional<std::string> prompt;
+    std::optional<cli::Input> checkpoint;
     int64_t layer = 0, head = 0, width = 16;
     uint64_t seed = 1;
     std::string color = "auto";
 };
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p("heatmap", "--prompt TEXT [options]", "An attention heatmap in the terminal.");
+    cli::Parser p("heatmap", "[CKPT] --prompt TEXT [options]", "An attention heatmap in the terminal.");
     p.option("--prompt", "TEXT", "the characters to look at (both axes)", [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
-    p.option("--checkpoint", "CKPT", "a trained model (from train --out); without it, an untrained head",
-             [&o](const cli::Value& v) { o.checkpoint = v.file(); });
+    cli::checkpoint_argument(p, o.checkpoint, "a trained model (from train --out); without it, an untrained head", false);
     p.option("--layer", "L", "which block, for a GPT                                   (default 0)",
              [&o](const cli::Value& v) { o.layer = v.integer(0, 1 << 20); });
     p.option("--head", "N", "which head of that layer                                 (default 0)",
@@ -111,19 +111,19 @@ Map untrained(const Options& o) {
 }
 
 Map trained(const Options& o) {
-    nn::TrainedModel loaded = nn::load_trained_model(*o.checkpoint);
+    nn::TrainedModel loaded = nn::load_trained_model(o.checkpoint->path);
     const nn::ModelConfig& config = loaded.config;
     const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
     const std::vector<nn::AttentionHead> heads = nn::attention_heads(*loaded.model);
     if (heads.empty())
-        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", *o.checkpoint, config.kind));
+        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", o.checkpoint->path, config.kind));
     const auto chosen = std::ranges::find_if(heads, [&](const nn::AttentionHead& h) { return h.layer == o.layer && h.head == o.head; });
     if (chosen == heads.end()) {
         const int64_t layers = heads.back().layer + 1;
         const auto per_layer = std::ranges::count_if(heads, [](const nn::AttentionHead& h) { return h.layer == 0; });
         throw std::runtime_error(fmt::format("{}: no head {} in layer {}: this {} model has {} layer{} of {} head{} (numbered from 0)",
-                                             *o.checkpoint, o.head, o.layer, config.kind, layers, layers == 1 ? "" : "s",
+                                             o.checkpoint->path, o.head, o.layer, config.kind, layers, layers == 1 ? "" : "s",
                                              per_layer, per_layer == 1 ? "" : "s"));
     }
     const nn::Head* head = &chosen->module;
@@ -134,7 +134,7 @@ Map trained(const Options& o) {
     loaded.model->forward(ids, 1, T);
     return from_attention(head->last_attention(), labels_of(*loaded.tokenizer, ids),
                           fmt::format("head {} of layer {} of the trained {} model in {}", o.head, o.layer, config.kind,
-                                      *o.checkpoint));
+                                      o.checkpoint->path));
 }
 
 // A blue-green-yellow ramp (viridis' stops), dark for a small share, bright for a large one.
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
         if (o.checkpoint && parser.given("--width"))
             throw cli::UsageError("--width applies to the untrained head only (a checkpoint fixes it)");
         if (!o.checkpoint && (parser.given("--layer") || parser.given("--head")))
-            throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (with --checkpoint)", parser.given("--layer") ? "--layer" : "--head"));
+            throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", parser.given("--layer") ? "--layer" : "--head"));
         const Map m = o.checkpoint ? trained(o) : untrained(o);
         const char* no_colour = std::getenv("NO_COLOR");
         const bool colour = o.color == "always" ||

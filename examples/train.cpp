@@ -330,6 +330,326 @@ report::RunReport open_page(nn::Trainer& trainer, const Options& o, nlohmann::or
     return page;
 }
 
+// Which logs a resumed run continues: only its own, checked before any work (run_logs::continues).
+struct LogsContinued {
+    bool csv = false, grad_csv = false;
+};
+LogsContinued logs_continued(const Options& o) {
+    const auto continues = [&](const std::optional<std::string>& path, const char* flag, std::string_view header) {
+        return o.resume && path && run_logs::continues({flag, *path, header}, o.force);
+    };
+    return {continues(o.csv, "--csv", kCsvHeader), continues(o.grad_csv, "--grad-csv", nn::GradientReport::csv_header())};
+}
+
+// The trainer the command line asks for: resumed from a checkpoint, started from one's weights, or fresh
+// on GPT-2's BPE or on characters.
+nn::Trainer new_trainer(const Options& o) {
+    if (o.resume) {  // the text is needed only until it is tokens
+        if (uses_tokens(o))
+            return nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
+                check_tokenizer(o, saved, *o.resume);
+                return token_data(o, saved);
+            });
+        return nn::Trainer::resume(*o.resume, training_text(o));
+    }
+    if (o.init_from) return start_from_checkpoint(o);
+    nn::TrainConfig config = o.config;
+    if (uses_tokens(o)) {
+        if (!o.tokenizer)
+            throw cli::UsageError(fmt::format("--data {} is a token file: give --tokenizer DIR, the BPE files its ids are of", *o.data));
+        auto tokenizer = std::make_shared<const nn::BpeTokenizer>(nn::BpeTokenizer::from_directory(*o.tokenizer));
+        config.model.vocab = tokenizer->vocab_size();
+        nn::TextData data = token_data(o, *tokenizer);
+        return nn::Trainer(config, std::move(tokenizer), std::move(data));
+    }
+    // a file is read as token ids alone, never held as text
+    auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
+    config.model.vocab = tokenizer.vocab_size();
+    return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
+}
+
+// One run, from its outputs to its results, in steps: the constructor checks the prompt and opens the
+// page and the logs; run() trains (train: evaluate_untrained, take_step, evaluate_and_save), then
+// samples and prints the results. A signal stops the training through interrupted(), which saves.
+class Training {
+public:
+    Training(const Options& o, nn::Trainer trainer, LogsContinued continued);
+    int run();
+
+private:
+    const nn::TrainConfig& config() const { return trainer_.config(); }
+    void open_report();
+    bool train();
+    void evaluate_untrained();
+    void take_step();
+    void evaluate_and_save();
+    bool is_log_step(int64_t step) const;
+    void log_row(double train, double val);
+    template <typename F> void at_step(const F& log);
+    template <typename F> void log_then_save(const F& log);
+    void write_page(int64_t step);
+    int interrupted();
+    std::string draw_sample();
+    void print_results(const std::string& sample);
+
+    const Options& o_;
+    nn::Trainer trainer_;
+    const std::string prompt_;
+    const std::vector<int64_t> prompt_ids_;
+    const int64_t last_;             // the step the run stops after
+    const int64_t page_grad_every_;  // gradient norms for the page: every logged step, or ten times between evaluations
+    std::optional<report::RunReport> page_;
+    std::vector<int64_t> sample_ids_;  // the page's attention maps are of this fixed sample
+    std::string sample_text_;
+    std::optional<run_logs::Writer> csv_, grad_csv_;
+    Progress progress_;
+    std::optional<StopSignals> stop_signals_;
+    Clock::time_point start_;
+    double train_seconds_ = 0.0;
+    int64_t tokens_ = 0;
+    nn::StepStats stats_;
+    double train_loss_ = NAN, val_loss_ = NAN;
+    int64_t saved_step_ = -1;   // the step of the last checkpoint written to --out
+    int64_t logged_step_ = -1;  // the step of the last row written to the logs
+};
+
+// Evaluations and the sample ask for the signal flag as they go: a Ctrl-C never waits for them.
+bool stop_requested() { return g_stop_signal != 0; }
+
+Training::Training(const Options& o, nn::Trainer trainer, LogsContinued continued)
+    : o_(o),
+      trainer_(std::move(trainer)),
+      // The prompt is checked now, not after hours of training.
+      prompt_(o.prompt.value_or(nn::default_prompt(trainer_.tokenizer()))),
+      prompt_ids_(trainer_.tokenizer().encode(prompt_)),
+      last_(naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
+      page_grad_every_(config().run.log_every > 0 ? config().run.log_every : std::max<int64_t>(1, config().run.eval_every / 10)),
+      progress_(config().steps, trainer_.step_count()) {
+    // The report page first (refusing another run's page changes no file), then the logs; a resumed
+    // run's logs lose the rows a killed run wrote past its checkpoint.
+    if (o.report) open_report();
+    if (o.csv) csv_.emplace(run_logs::Log{"--csv", *o.csv, kCsvHeader}, continued.csv, logged_through(trainer_));
+    if (o.grad_csv)
+        grad_csv_.emplace(run_logs::Log{"--grad-csv", *o.grad_csv, nn::GradientReport::csv_header()}, continued.grad_csv,
+                          logged_through(trainer_));
+    note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config().model.kind,
+                     trainer_.model().parameter_count(), config().model.vocab, trainer_.data().size(nn::Split::train),
+                     trainer_.data().size(nn::Split::validation),
+                     o.resume      ? fmt::format(", resuming at step {}", trainer_.step_count())
+                     : o.init_from ? fmt::format(", starting from {}", *o.init_from)
+                                   : std::string()));
+    start_ = Clock::now();
+}
+
+// The page and its sample: the validation split's first characters (at most a window, 32).
+void Training::open_report() {
+    page_.emplace(open_page(trainer_, o_, settings_of(config(), o_, trainer_.model().parameter_count())));
+    const nn::TextData& data = trainer_.data();
+    const int64_t n = std::min({config().model.block, int64_t{32}, data.size(nn::Split::validation)});
+    sample_ids_.resize(static_cast<size_t>(n));
+    data.copy(nn::Split::validation, 0, n, sample_ids_.data());
+    sample_text_ = trainer_.tokenizer().decode(sample_ids_);
+}
+
+int Training::run() {
+    stop_signals_.emplace();
+    if (!train()) return interrupted();
+    progress_.finish();
+    csv_.reset();  // the logs are complete: closed before the sample
+    grad_csv_.reset();
+    const std::string sample = draw_sample();
+    const int stopped_by = g_stop_signal;
+    stop_signals_.reset();
+    print_results(sample);
+    if (stopped_by != 0) {
+        note(o_.out ? fmt::format("the sample was interrupted; {} holds step {}\n", nn::printable_name(*o_.out), trainer_.step_count())
+                    : std::string("the sample was interrupted\n"));
+        return 128 + stopped_by;
+    }
+    return 0;
+}
+
+// The untrained model's evaluation (where the curves start), the steps with their evaluations and log
+// rows, and the last evaluation. False when a signal stopped the run (interrupted() then saves).
+bool Training::train() {
+    if ((csv_ || page_) && trainer_.step_count() == 0) evaluate_untrained();
+    if (g_stop_signal != 0) return false;
+    while (trainer_.step_count() < last_ && g_stop_signal == 0) {
+        take_step();
+        if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
+        if (stats_.step % config().run.eval_every == 0 && stats_.step != last_)
+            evaluate_and_save();
+        else if (is_log_step(stats_.step))
+            at_step([&] { log_row(NAN, NAN); });
+    }
+    if (g_stop_signal != 0) return false;
+    stats_.step = trainer_.step_count();
+    evaluate_and_save();
+    return g_stop_signal == 0;  // (a signal during the last evaluation: saved already)
+}
+
+// Step 0's row and page: the untrained model (nothing to save).
+void Training::evaluate_untrained() {
+    const double train0 = trainer_.evaluate(nn::Split::train, config().run.eval_iters, stop_requested);
+    const double val0 = trainer_.evaluate(nn::Split::validation, config().run.eval_iters, stop_requested);
+    if (g_stop_signal != 0) return;
+    progress_.message(fmt::format("step 0: train loss {:.4f}, val loss {:.4f}", train0, val0));
+    at_step([&] {
+        log_row(train0, val0);
+        write_page(0);
+    });
+}
+
+// One training step, with its gradient report when one is printed (--grad-report) or drawn on the page.
+void Training::take_step() {
+    const auto t0 = Clock::now();
+    const int64_t next = trainer_.step_count() + 1;
+    const bool printing = config().run.grad_report > 0 && next % config().run.grad_report == 0;
+    const bool reporting = printing || (page_ && next % page_grad_every_ == 0);
+    nn::GradientReport report;
+    stats_ = trainer_.step(reporting ? &report : nullptr);
+    train_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    tokens_ += stats_.tokens;
+    progress_.update(stats_, train_seconds_, tokens_);
+    if (page_ && reporting && next % page_grad_every_ == 0) page_->add_gradients(report);
+    if (printing) {
+        progress_.message(report.table());
+        if (grad_csv_) at_step([&] { grad_csv_->append(report.csv_rows()); });
+    }
+}
+
+void Training::evaluate_and_save() {
+    train_loss_ = trainer_.evaluate(nn::Split::train, config().run.eval_iters, stop_requested);
+    val_loss_ = trainer_.evaluate(nn::Split::validation, config().run.eval_iters, stop_requested);
+    if (g_stop_signal != 0) return;  // the caller saves and stops
+    progress_.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats_.step, train_loss_, val_loss_));
+    // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
+    // stops before applying a NaN) are not saved over a good checkpoint.
+    if (!std::isfinite(train_loss_) || !std::isfinite(val_loss_))
+        throw std::runtime_error(fmt::format("at step {} the evaluation loss is {} (train) and {} (validation); "
+                                             "stopped without saving", stats_.step, train_loss_, val_loss_));
+    log_then_save([&] {
+        log_row(train_loss_, val_loss_);
+        write_page(stats_.step);
+    });
+}
+
+// A step between evaluations that the --csv log has a row for.
+bool Training::is_log_step(int64_t step) const {
+    const nn::RunSettings& run = config().run;
+    return run.log_every > 0 && step % run.log_every == 0 && step % run.eval_every != 0 && step != last_;
+}
+
+// One row of the --csv log: the step's batch loss, lr and gradient norm (empty at step 0, before any
+// step) and, at an evaluation, the evaluated losses (empty between evaluations).
+void Training::log_row(double train, double val) {
+    const bool stepped = stats_.step > 0;
+    const double lr = stepped ? stats_.lr : double(trainer_.lr_at(0));
+    logged_step_ = stats_.step;
+    if (page_) page_->add_log(stats_.step, stepped ? stats_.loss : NAN, train, val, lr);
+    if (!csv_) return;
+    const auto field = [](bool present, double v, const char* format) {
+        return present ? fmt::format(fmt::runtime(format), v) : std::string();
+    };
+    const double tps = train_seconds_ > 0 ? double(tokens_) / train_seconds_ : 0.0;
+    csv_->append(fmt::format("{},{},{},{},{:.6g},{},{}\n", stats_.step, field(stepped, stats_.loss, "{:.6f}"),
+                             field(!std::isnan(train), train, "{:.6f}"), field(!std::isnan(val), val, "{:.6f}"), lr,
+                             field(stepped, stats_.grad_norm, "{:.6g}"), field(stepped, tps, "{:.1f}")));
+}
+
+// A failure to log stops the run naming the step.
+template <typename F>
+void Training::at_step(const F& log) {
+    try {
+        log();
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("{} at step {}", e.what(), stats_.step));
+    }
+}
+
+// The logs and the page reach the disk before the checkpoint of their step: a run killed between the
+// two is ahead in its logs, never behind, and its resume drops the rows past the checkpoint's step
+// (run_logs::drop_rows_after, RunReport::drop_after), so the logs equal a straight run's. A log that
+// cannot be written still lets the checkpoint be saved, then stops the run saying so.
+template <typename F>
+void Training::log_then_save(const F& log) {
+    std::optional<std::string> failure;
+    try {
+        log();
+        if (csv_) csv_->flush(true);
+        if (grad_csv_) grad_csv_->flush(true);
+    } catch (const std::runtime_error& e) {
+        failure = e.what();
+    }
+    if (o_.out) {
+        trainer_.save(*o_.out);
+        saved_step_ = trainer_.step_count();
+    }
+    if (failure)
+        throw std::runtime_error(o_.out ? fmt::format("{}; the checkpoint of step {} is saved", *failure, stats_.step)
+                                        : fmt::format("{} at step {}", *failure, stats_.step));
+}
+
+// At step 0 and every evaluation: the attention maps on the sample, and the page rewritten.
+void Training::write_page(int64_t step) {
+    if (!page_) return;
+    page_->add_attention(step, trainer_.model(), sample_ids_, sample_text_);
+    page_->write(*o_.report, "--report");
+}
+
+// Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal. What
+// the logs have of this step goes first, as at an evaluation: a log step's row (the loop breaks
+// before writing it), and the page with the rows since the last evaluation.
+int Training::interrupted() {
+    const int signal = g_stop_signal;
+    progress_.finish();
+    const int64_t step = trainer_.step_count();
+    if (saved_step_ != step)
+        log_then_save([&] {
+            if (stats_.step == step && logged_step_ != step && is_log_step(step)) log_row(NAN, NAN);
+            if (page_) page_->write(*o_.report, "--report");
+        });
+    progress_.message(o_.out ? fmt::format("interrupted at step {}; saved {}", step, *o_.out)
+                             : fmt::format("interrupted at step {}; nothing saved (no --out)", step));
+    return 128 + signal;
+}
+
+// The sample: a signal stops it where it is; what was drawn is printed, then the exit says which signal.
+std::string Training::draw_sample() {
+    if (config().run.sample <= 0) return {};
+    Generator gen(config().seed + 3);
+    const auto produced = nn::generate(trainer_.model(), prompt_ids_, config().run.sample,
+                                       {.temperature = config().run.temperature, .top_k = config().run.top_k}, gen,
+                                       [](int64_t) { return g_stop_signal == 0; });
+    return prompt_ + trainer_.tokenizer().decode(produced);
+}
+
+// The losses, the speed and the sample on stdout, or one JSON line with --json (the sample then on stderr).
+void Training::print_results(const std::string& sample) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double tokens_per_s = train_seconds_ > 0 ? double(tokens_) / train_seconds_ : 0.0;
+    if (o_.json) {
+        // rounded as they always were (losses to 6 decimals, tokens/s to 0.1, seconds to 0.01); not finite: null
+        const auto rounded = [](double v, double per_unit) { return std::round(v * per_unit) / per_unit; };
+        const nlohmann::ordered_json figures = {{"model", std::string(nn::model_kind_info(config().model.kind).name)},
+                                                {"params", trainer_.model().parameter_count()},
+                                                {"steps", trainer_.step_count()},
+                                                {"train_loss", rounded(train_loss_, 1e6)},
+                                                {"val_loss", rounded(val_loss_, 1e6)},
+                                                {"tokens_per_s", rounded(tokens_per_s, 10)},
+                                                {"seconds", rounded(seconds, 100)}};
+        fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+        if (!sample.empty()) note(fmt::format("sample:\n{}\n", sample));
+    } else {
+        fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config().model.kind,
+                   trainer_.step_count(), train_loss_, val_loss_, tokens_per_s, seconds);
+        if (!sample.empty()) fmt::print("sample:\n{}\n", sample);
+    }
+    // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        throw std::runtime_error(fmt::format("cannot write the results to standard output ({})", std::strerror(errno)));
+}
+
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
@@ -337,267 +657,11 @@ int run(const Options& o) {
     set_anomaly_mode(o.detect_anomaly);
     const Files files = files_of(o);
     const cli::OutputLocks locks = cli::claim_outputs(files.inputs, files.outputs, o.force);  // one run per output
-    // A resumed run appends only to its own logs, checked before any work (run_logs.h).
-    const std::string grad_header = nn::GradientReport::csv_header();
-    const auto continues = [&](const std::optional<std::string>& path, const char* flag, std::string_view header) {
-        return o.resume && path && run_logs::continues({flag, *path, header}, o.force);
-    };
-    const bool csv_continues = continues(o.csv, "--csv", kCsvHeader);
-    const bool grad_csv_continues = continues(o.grad_csv, "--grad-csv", grad_header);
-    std::optional<nn::Trainer> trainer;
-    if (o.resume) {  // the text is needed only until it is tokens
-        if (uses_tokens(o))
-            trainer.emplace(nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
-                check_tokenizer(o, saved, *o.resume);
-                return token_data(o, saved);
-            }));
-        else trainer.emplace(nn::Trainer::resume(*o.resume, training_text(o)));
-    } else if (o.init_from) {
-        trainer.emplace(start_from_checkpoint(o));
-    } else if (uses_tokens(o)) {
-        if (!o.tokenizer)
-            throw cli::UsageError(fmt::format("--data {} is a token file: give --tokenizer DIR, the BPE files its ids are of", *o.data));
-        auto tokenizer = std::make_shared<const nn::BpeTokenizer>(nn::BpeTokenizer::from_directory(*o.tokenizer));
-        nn::TrainConfig config = o.config;
-        config.model.vocab = tokenizer->vocab_size();
-        nn::TextData data = token_data(o, *tokenizer);
-        trainer.emplace(config, std::move(tokenizer), std::move(data));
-    } else {  // a file is read as token ids alone, never held as text
-        auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
-        nn::TrainConfig config = o.config;
-        config.model.vocab = tokenizer.vocab_size();
-        trainer.emplace(config, std::move(tokenizer), std::move(tokens));
-    }
-    apply_command_line(*trainer, o);
-    const nn::TrainConfig& config = trainer->config();
-    // The prompt is checked now, not after hours of training.
-    const std::string prompt = o.prompt.value_or(nn::default_prompt(trainer->tokenizer()));
-    const std::vector<int64_t> prompt_ids = trainer->tokenizer().encode(prompt);
-    const int64_t last = naming_flag("--until", o.until, [&] { return trainer->stop_step(o.until); });
-
-    // The report page first (refusing another run's page changes no file), then the logs; a resumed
-    // run's logs lose the rows a killed run wrote past its checkpoint.
-    std::optional<report::RunReport> page;
-    std::vector<int64_t> sample_ids;
-    std::string sample_text;
-    if (o.report) {  // its attention maps are of a fixed sample: the validation split's first characters (at most a window, 32)
-        page.emplace(open_page(*trainer, o, settings_of(config, o, trainer->model().parameter_count())));
-        const nn::TextData& data = trainer->data();
-        const int64_t n = std::min({config.model.block, int64_t{32}, data.size(nn::Split::validation)});
-        sample_ids.resize(static_cast<size_t>(n));
-        data.copy(nn::Split::validation, 0, n, sample_ids.data());
-        sample_text = trainer->tokenizer().decode(sample_ids);
-    }
-    const auto open_log = [&](const std::optional<std::string>& path, const char* flag, std::string_view header,
-                              bool continued) -> std::FILE* {
-        if (!path) return nullptr;
-        if (continued) run_logs::drop_rows_after({flag, *path, header}, logged_through(*trainer));
-        std::FILE* f = std::fopen(path->c_str(), continued ? "a" : "w");
-        if (!f) throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag, *path, std::strerror(errno)));
-        if (!continued) fmt::print(f, "{}", header);
-        return f;
-    };
-    std::FILE* csv = open_log(o.csv, "--csv", kCsvHeader, csv_continues);
-    std::FILE* grad_csv = open_log(o.grad_csv, "--grad-csv", grad_header, grad_csv_continues);
-    // A log that cannot be written: std::runtime_error "FLAG FILE: cannot write (why)".
-    const auto flushed = [](std::FILE* f, const char* flag, const std::string& path, bool durable) {
-        if (std::fflush(f) != 0 || std::ferror(f) || (durable && ::fsync(fileno(f)) != 0))
-            throw std::runtime_error(fmt::format("{} {}: cannot write ({})", flag, path, std::strerror(errno)));
-    };
-    // At step 0 and every evaluation: the attention maps on the sample, and the page rewritten.
-    const auto write_page = [&](int64_t step) {
-        if (!page) return;
-        page->add_attention(step, trainer->model(), sample_ids, sample_text);
-        page->write(*o.report, "--report");
-    };
-    // Gradient norms for the page: at every logged step, or ten times between evaluations.
-    const int64_t page_grad_every =
-        config.run.log_every > 0 ? config.run.log_every : std::max<int64_t>(1, config.run.eval_every / 10);
-
-    note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config.model.kind,
-                     trainer->model().parameter_count(), config.model.vocab, trainer->data().size(nn::Split::train),
-                     trainer->data().size(nn::Split::validation),
-                     o.resume      ? fmt::format(", resuming at step {}", trainer->step_count())
-                     : o.init_from ? fmt::format(", starting from {}", *o.init_from)
-                                   : std::string()));
-
-    Progress progress(config.steps, trainer->step_count());
-    double train_seconds = 0.0;
-    int64_t tokens = 0;
-    nn::StepStats stats;
-    double train_loss = NAN, val_loss = NAN;
-    const auto start = Clock::now();
-    int64_t saved_step = -1;   // the step of the last checkpoint written to --out
-    int64_t logged_step = -1;  // the step of the last row written to the logs
-    // One row of the --csv log: the step's batch loss, lr and gradient norm (empty at step 0, before any
-    // step) and, at an evaluation, the evaluated losses (empty between evaluations).
-    const auto log_row = [&](double train, double val) {
-        const bool stepped = stats.step > 0;
-        logged_step = stats.step;
-        if (page)
-            page->add_log(stats.step, stepped ? stats.loss : NAN, train, val, stepped ? stats.lr : double(trainer->lr_at(0)));
-        if (!csv) return;
-        const auto field = [](bool present, double v, const char* format) {
-            return present ? fmt::format(fmt::runtime(format), v) : std::string();
-        };
-        const double tps = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
-        fmt::print(csv, "{},{},{},{},{:.6g},{},{}\n", stats.step, field(stepped, stats.loss, "{:.6f}"),
-                   field(!std::isnan(train), train, "{:.6f}"), field(!std::isnan(val), val, "{:.6f}"),
-                   stepped ? stats.lr : double(trainer->lr_at(0)), field(stepped, stats.grad_norm, "{:.6g}"),
-                   field(stepped, tps, "{:.1f}"));
-        flushed(csv, "--csv", *o.csv, false);
-    };
-    // A failure to log stops the run naming the step.
-    const auto at_step = [&](const auto& log) {
-        try {
-            log();
-        } catch (const std::runtime_error& e) {
-            throw std::runtime_error(fmt::format("{} at step {}", e.what(), stats.step));
-        }
-    };
-    // The logs and the page reach the disk before the checkpoint of their step: a run killed between the
-    // two is ahead in its logs, never behind, and its resume drops the rows past the checkpoint's step
-    // (run_logs::drop_rows_after, RunReport::drop_after), so the logs equal a straight run's. A log that
-    // cannot be written still lets the checkpoint be saved, then stops the run saying so.
-    const auto log_then_save = [&](const auto& log) {
-        std::optional<std::string> failure;
-        try {
-            log();
-            if (csv) flushed(csv, "--csv", *o.csv, true);
-            if (grad_csv) flushed(grad_csv, "--grad-csv", *o.grad_csv, true);
-        } catch (const std::runtime_error& e) {
-            failure = e.what();
-        }
-        if (o.out) {
-            trainer->save(*o.out);
-            saved_step = trainer->step_count();
-        }
-        if (failure)
-            throw std::runtime_error(o.out ? fmt::format("{}; the checkpoint of step {} is saved", *failure, stats.step)
-                                           : fmt::format("{} at step {}", *failure, stats.step));
-    };
-    // Evaluations and the sample ask for the signal flag as they go: a Ctrl-C never waits for them.
-    const auto stop_requested = [] { return g_stop_signal != 0; };
-    const auto evaluate_and_save = [&] {
-        train_loss = trainer->evaluate(nn::Split::train, config.run.eval_iters, stop_requested);
-        val_loss = trainer->evaluate(nn::Split::validation, config.run.eval_iters, stop_requested);
-        if (g_stop_signal != 0) return;  // the caller saves and stops
-        progress.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats.step, train_loss, val_loss));
-        // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
-        // stops before applying a NaN) are not saved over a good checkpoint.
-        if (!std::isfinite(train_loss) || !std::isfinite(val_loss))
-            throw std::runtime_error(fmt::format("at step {} the evaluation loss is {} (train) and {} (validation); "
-                                                 "stopped without saving", stats.step, train_loss, val_loss));
-        log_then_save([&] {
-            log_row(train_loss, val_loss);
-            write_page(stats.step);
-        });
-    };
-    // A step between evaluations that the --csv log has a row for.
-    const auto log_step = [&](int64_t step) {
-        return config.run.log_every > 0 && step % config.run.log_every == 0 && step % config.run.eval_every != 0 && step != last;
-    };
-    // Stopped by a signal: save unless this step is saved already, say where, exit 128 + the signal. What
-    // the logs have of this step goes first, as at an evaluation: a log step's row (the loop breaks
-    // before writing it), and the page with the rows since the last evaluation.
-    const auto interrupted = [&] {
-        const int signal = g_stop_signal;
-        progress.finish();
-        const int64_t step = trainer->step_count();
-        if (saved_step != step)
-            log_then_save([&] {
-                if (stats.step == step && logged_step != step && log_step(step)) log_row(NAN, NAN);
-                if (page) page->write(*o.report, "--report");
-            });
-        progress.message(o.out ? fmt::format("interrupted at step {}; saved {}", step, *o.out)
-                               : fmt::format("interrupted at step {}; nothing saved (no --out)", step));
-        for (std::FILE* f : {csv, grad_csv})
-            if (f) std::fclose(f);
-        return 128 + signal;
-    };
-    std::optional<StopSignals> stop_signals(std::in_place);
-    if ((csv || page) && trainer->step_count() == 0) {  // where the curve starts: the untrained model (nothing to save)
-        const double train0 = trainer->evaluate(nn::Split::train, config.run.eval_iters, stop_requested);
-        const double val0 = trainer->evaluate(nn::Split::validation, config.run.eval_iters, stop_requested);
-        if (g_stop_signal != 0) return interrupted();
-        progress.message(fmt::format("step 0: train loss {:.4f}, val loss {:.4f}", train0, val0));
-        at_step([&] {
-            log_row(train0, val0);
-            write_page(0);
-        });
-    }
-    while (trainer->step_count() < last && g_stop_signal == 0) {
-        const auto t0 = Clock::now();
-        const int64_t next = trainer->step_count() + 1;
-        const bool printing = config.run.grad_report > 0 && next % config.run.grad_report == 0;
-        const bool reporting = printing || (page && next % page_grad_every == 0);
-        nn::GradientReport report;
-        stats = trainer->step(reporting ? &report : nullptr);
-        train_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-        tokens += stats.tokens;
-        progress.update(stats, train_seconds, tokens);
-        if (page && reporting && next % page_grad_every == 0) page->add_gradients(report);
-        if (printing) {
-            progress.message(report.table());
-            if (grad_csv)
-                at_step([&] {
-                    fmt::print(grad_csv, "{}", report.csv_rows());
-                    flushed(grad_csv, "--grad-csv", *o.grad_csv, false);
-                });
-        }
-        if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
-        if (stats.step % config.run.eval_every == 0 && stats.step != last)
-            evaluate_and_save();
-        else if (log_step(stats.step))
-            at_step([&] { log_row(NAN, NAN); });
-    }
-    if (g_stop_signal != 0) return interrupted();
-    stats.step = trainer->step_count();
-    evaluate_and_save();
-    if (g_stop_signal != 0) return interrupted();  // during the last evaluation: saved already
-    progress.finish();
-    for (std::FILE* f : {csv, grad_csv})
-        if (f) std::fclose(f);
-
-    // The sample: a signal stops it where it is; what was drawn is printed, then the exit says which signal.
-    std::string sample;
-    if (config.run.sample > 0) {
-        Generator gen(config.seed + 3);
-        const auto produced = nn::generate(trainer->model(), prompt_ids, config.run.sample,
-                                           {.temperature = config.run.temperature, .top_k = config.run.top_k}, gen,
-                                           [](int64_t) { return g_stop_signal == 0; });
-        sample = prompt + trainer->tokenizer().decode(produced);
-    }
-    const int stopped_by = g_stop_signal;
-    stop_signals.reset();
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    const double tokens_per_s = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
-    if (o.json) {
-        // rounded as they always were (losses to 6 decimals, tokens/s to 0.1, seconds to 0.01); not finite: null
-        const auto rounded = [](double v, double per_unit) { return std::round(v * per_unit) / per_unit; };
-        const nlohmann::ordered_json figures = {{"model", std::string(nn::model_kind_info(config.model.kind).name)},
-                                                {"params", trainer->model().parameter_count()},
-                                                {"steps", trainer->step_count()},
-                                                {"train_loss", rounded(train_loss, 1e6)},
-                                                {"val_loss", rounded(val_loss, 1e6)},
-                                                {"tokens_per_s", rounded(tokens_per_s, 10)},
-                                                {"seconds", rounded(seconds, 100)}};
-        fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
-        if (!sample.empty()) note(fmt::format("sample:\n{}\n", sample));
-    } else {
-        fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config.model.kind,
-                   trainer->step_count(), train_loss, val_loss, tokens_per_s, seconds);
-        if (!sample.empty()) fmt::print("sample:\n{}\n", sample);
-    }
-    // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
-    if (std::fflush(stdout) != 0 || std::ferror(stdout))
-        throw std::runtime_error(fmt::format("cannot write the results to standard output ({})", std::strerror(errno)));
-    if (stopped_by != 0) {
-        note(o.out ? fmt::format("the sample was interrupted; {} holds step {}\n", nn::printable_name(*o.out), trainer->step_count())
-                   : std::string("the sample was interrupted\n"));
-        return 128 + stopped_by;
-    }
-    return 0;
+    const LogsContinued continued = logs_continued(o);
+    nn::Trainer trainer = new_trainer(o);
+    apply_command_line(trainer, o);
+    Training training(o, std::move(trainer), continued);
+    return training.run();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // train's command line (examples/train_args.h) for the training settings, which it makes from the one
 // table nn::settings() (issue 26): every row is a flag that parses, refuses what its limits refuse,
-// appears in --help with the default TrainConfig{} has, and is listed in docs/command-line.md.
+// appears in --help with the default TrainConfig{} has, and is listed in docs/settings.md.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -119,8 +119,8 @@ TEST_CASE("With --resume, the run settings given replace the checkpoint's and th
     CHECK(o.model_flags.empty());  // --steps extends a resumed run
 }
 
-TEST_CASE("The page docs/command-line.md lists every setting's flag with its default and limits", "[train_args][settings]") {
-    std::ifstream in(TINYGPT_SOURCE_DIR "/docs/command-line.md");
+TEST_CASE("The page docs/settings.md lists every setting's flag with its default and limits", "[train_args][settings]") {
+    std::ifstream in(TINYGPT_SOURCE_DIR "/docs/settings.md");
     REQUIRE(in);
     const std::string doc{std::istreambuf_iterator<char>(in), {}};
     for (const nn::Setting& s : nn::settings()) {

@@ -104,14 +104,35 @@ void Parser::positionals(std::string meta, std::string help, std::function<void(
     positionals_.push_back({std::move(meta), std::move(help), std::move(on), true, true});
 }
 
+void Parser::positional_or_option(std::string meta, std::string flag, std::string help, std::function<void(const Value&)> on,
+                                  bool required) {
+    // (no handler of its own: parse() gives its value to the positional's `on`)
+    flags_.push_back({std::move(flag), meta, "the same as " + meta, section_, nullptr, nullptr, positionals_.size()});
+    positionals_.push_back({std::move(meta), std::move(help), std::move(on), required});
+}
+
 void Parser::parse(int argc, const char* const* argv) {
     size_t next_positional = 0;
     bool only_positionals = false;  // after "--"
+    // What each positional was given as: its text, and the flag when positional_or_option's flag gave it.
+    std::vector<std::optional<Value>> taken(positionals_.size());
+    const auto take = [&](size_t p, const Value& value) {
+        if (taken[p]) {
+            const auto as_given = [&](const Value& v) {
+                return v.flag() == positionals_[p].meta ? fmt::format("'{}'", v.text()) : fmt::format("{} '{}'", v.flag(), v.text());
+            };
+            throw UsageError(fmt::format("{} is given twice: {} and {}", positionals_[p].meta, as_given(*taken[p]), as_given(value)));
+        }
+        taken[p] = value;
+        positionals_[p].on(value);
+    };
     const auto take_positional = [&](const std::string& text) {
-        const bool again = next_positional >= positionals_.size() && !positionals_.empty() && positionals_.back().repeats;
-        if (next_positional >= positionals_.size() && !again) throw UsageError(fmt::format("unexpected argument '{}'", text));
-        const Positional& p = again ? positionals_.back() : positionals_[next_positional++];
-        p.on(Value(p.meta, text));
+        if (next_positional < positionals_.size()) {
+            const size_t p = next_positional++;
+            return take(p, Value(positionals_[p].meta, text));
+        }
+        if (positionals_.empty() || !positionals_.back().repeats) throw UsageError(fmt::format("unexpected argument '{}'", text));
+        positionals_.back().on(Value(positionals_.back().meta, text));
     };
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -133,15 +154,15 @@ void Parser::parse(int argc, const char* const* argv) {
         if (f->on_switch) {
             if (equals != std::string::npos) throw UsageError(fmt::format("{} takes no value, got '{}'", name, arg));
             f->on_switch();
-        } else if (equals != std::string::npos) {
-            f->on_value(Value(name, arg.substr(equals + 1)));
         } else {
-            if (i + 1 >= argc) throw UsageError(fmt::format("{} needs a value ({})", name, f->meta));
-            f->on_value(Value(name, argv[++i]));
+            if (equals == std::string::npos && i + 1 >= argc) throw UsageError(fmt::format("{} needs a value ({})", name, f->meta));
+            const Value value(name, equals != std::string::npos ? arg.substr(equals + 1) : argv[++i]);
+            if (f->positional) take(*f->positional, value);
+            else f->on_value(value);
         }
     }
-    for (size_t p = next_positional; p < positionals_.size(); ++p)
-        if (positionals_[p].required)
+    for (size_t p = 0; p < positionals_.size(); ++p)
+        if (positionals_[p].required && !taken[p])
             throw UsageError(fmt::format("{} is missing: {}", positionals_[p].meta, positionals_[p].help));
 }
 
@@ -169,6 +190,12 @@ std::string Parser::help() const {
     text += line("--help", "this text, then exit");
     text += line("--version", "the version, then exit");
     return text;
+}
+
+void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::string help, bool required) {
+    p.positional_or_option("CKPT", "--checkpoint", std::move(help), [&checkpoint](const Value& v) {
+        checkpoint = Input{v.flag() == "CKPT" ? "" : v.flag(), v.file()};
+    }, required);
 }
 
 std::string version_line(std::string_view program) { return fmt::format("{} (tinygpt) {}", program, TINYGPT_VERSION); }

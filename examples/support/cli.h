@@ -72,6 +72,11 @@ public:
     void positional(std::string meta, std::string help, std::function<void(const Value&)> on, bool required = true);
     // The last positional: one or more, each given to `on` in order (INPUT...).
     void positionals(std::string meta, std::string help, std::function<void(const Value&)> on);
+    // A positional that may be given as `flag META` instead (`heatmap CKPT`, `heatmap --checkpoint CKPT`):
+    // `on` gets a Value named META or `flag`; both at once is a usage error naming both, and a `required`
+    // one is missing only when neither is given.
+    void positional_or_option(std::string meta, std::string flag, std::string help, std::function<void(const Value&)> on,
+                              bool required);
 
     // Calls each flag's handler in command-line order. Throws UsageError, HelpRequested or VersionRequested.
     void parse(int argc, const char* const* argv);
@@ -85,6 +90,7 @@ private:
         std::string name, meta, help, section;
         std::function<void()> on_switch;
         std::function<void(const Value&)> on_value;
+        std::optional<size_t> positional = std::nullopt;  // the positional this flag also gives
     };
     struct Positional {
         std::string meta, help;
@@ -132,6 +138,11 @@ struct Output {
     // The output may be this input (train saves a resumed checkpoint back to --resume); no --force then.
     std::optional<std::string> may_replace = std::nullopt;
 };
+
+// The checkpoint a program reads, given the same way to every one: as its first argument (`heatmap
+// run.safetensors`) or as `--checkpoint run.safetensors`, never both. Its Input's flag is "--checkpoint"
+// or "" (an argument), as the output checks name it.
+void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::string help, bool required);
 
 // Checks, before any work, the files a program will write, and refuses (cli::UsageError):
 //   - an output that is the same file as an input or another output (device and inode, or the same

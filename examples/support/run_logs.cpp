@@ -1,5 +1,7 @@
 #include "run_logs.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -74,6 +76,24 @@ bool drop_rows_after(const Log& log, int64_t step) {
     if (kept.size() == text.size()) return false;
     nn::write_file_atomically(log.path, kept, log.flag);
     return true;
+}
+
+Writer::Writer(const Log& log, bool continued, int64_t through) : flag_(log.flag), path_(log.path) {
+    if (continued) drop_rows_after(log, through);
+    file_.reset(std::fopen(path_.c_str(), continued ? "a" : "w"));
+    if (!file_) throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag_, path_, std::strerror(errno)));
+    if (!continued) fmt::print(file_.get(), "{}", log.header);
+}
+
+void Writer::append(std::string_view rows) {
+    fmt::print(file_.get(), "{}", rows);
+    flush(false);
+}
+
+void Writer::flush(bool durable) {
+    std::FILE* f = file_.get();
+    if (std::fflush(f) != 0 || std::ferror(f) || (durable && ::fsync(fileno(f)) != 0))
+        throw std::runtime_error(fmt::format("{} {}: cannot write ({})", flag_, path_, std::strerror(errno)));
 }
 
 }  // namespace run_logs
