@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <cli.h>
@@ -46,16 +48,23 @@ struct Options {
     }
 };
 
-// The model flags and the option of the model registry each sets: given for a kind that does not read
-// it, a flag is refused rather than ignored. (--block is the training window too: every kind takes it.)
+// Given for a kind that does not read its ModelConfig field (nn::model_fields()), a model flag is refused
+// rather than ignored. (--block is the training window too: every kind takes it.)
 inline bool applies(std::string_view flag, nn::ModelKind kind) {
-    static constexpr std::pair<std::string_view, nn::ModelOption> kOptions[] = {
-        {"--n-embd", nn::option_n_embd},   {"--n-head", nn::option_n_head},
-        {"--n-layer", nn::option_n_layer}, {"--dropout", nn::option_dropout},
-        {"--feed-forward", nn::option_feed_forward}, {"--init", nn::option_init}};
-    for (const auto& [name, option] : kOptions)
-        if (name == flag) return nn::model_kind_info(kind).reads(option);
+    for (const nn::ModelField& field : nn::model_fields())
+        if (field.flag == flag && flag != "--block") return nn::model_kind_info(kind).reads(field.option);
     return true;
+}
+
+// A model flag's handler: its value, within the limits of its nn::model_fields() row, into that field.
+inline std::function<void(const cli::Value&)> model_setter(nn::ModelConfig& m) {
+    return [&m](const cli::Value& v) {
+        const nn::ModelField& f = nn::model_field(v.flag());
+        if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member))
+            m.*(*whole) = v.integer(static_cast<int64_t>(f.min), static_cast<int64_t>(f.flag_max));
+        else
+            m.*std::get<float nn::ModelConfig::*>(f.member) = v.number(f.min, f.flag_max);
+    };
 }
 
 // The flags that set the model's kind or sizes: refused with --init-from, whose checkpoint fixes them.
@@ -92,19 +101,19 @@ inline cli::Parser make_parser(Options& o) {
                  c.model.kind = *nn::parse_model_kind(v.choice(names));
              }));
     p.option("--block", "T", "window length                                      (default 8)",
-             fixed([&c](const cli::Value& v) { c.model.block = v.integer(1, 1 << 20); }));
+             fixed(model_setter(c.model)));
     p.option("--n-embd", "C", "embedding width (not bigram)                       (default 32)",
-             fixed([&c](const cli::Value& v) { c.model.n_embd = v.integer(1, 1 << 16); }));
+             fixed(model_setter(c.model)));
     p.option("--n-head", "N", "attention heads (multihead, gpt); must divide C    (default 4)",
-             fixed([&c](const cli::Value& v) { c.model.n_head = v.integer(1, 1 << 12); }));
+             fixed(model_setter(c.model)));
     p.option("--n-layer", "L", "transformer blocks (gpt)                           (default 4)",
-             fixed([&c](const cli::Value& v) { c.model.n_layer = v.integer(1, 1 << 10); }));
+             fixed(model_setter(c.model)));
     p.flag("--feed-forward", "add a feed-forward layer (multihead)", [&o] {
         o.config.model.feed_forward = true;
         o.model_flags.push_back("--feed-forward");
     });
     p.option("--dropout", "P", "dropout probability in [0, 0.99] (gpt)             (default 0)",
-             fixed([&c](const cli::Value& v) { c.model.dropout = v.number(0.0, 0.99); }));
+             fixed(model_setter(c.model)));
     p.option("--init", "KIND", "gpt2 (normal, std 0.02) or default (the layers' own) (gpt; default gpt2)",
              fixed([&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; }));
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
