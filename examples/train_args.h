@@ -16,6 +16,7 @@
 
 #include <cli.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nn/train/settings.h>
 #include <nn/train/trainer.h>
 
@@ -67,6 +68,26 @@ inline std::function<void(const cli::Value&)> model_setter(nn::ModelConfig& m) {
     };
 }
 
+// The kinds that read a ModelOption, for --help: "multihead, gpt", or "not bigram" when fewer do not.
+inline std::string kinds_reading(unsigned option) {
+    std::vector<std::string_view> reading, not_reading;
+    for (const nn::ModelKindInfo& kind : nn::model_kinds()) (kind.reads(option) ? reading : not_reading).push_back(kind.name);
+    if (reading.size() > not_reading.size()) return fmt::format("not {}", fmt::join(not_reading, ", "));
+    return fmt::format("{}", fmt::join(reading, ", "));
+}
+
+// A model flag's help from its nn::model_fields() row: the kinds that read it, its limits, and for a
+// number ModelConfig's default, in train's column.
+inline std::string model_help(std::string_view flag) {
+    const nn::ModelField& f = nn::model_field(flag);
+    const std::string help = fmt::format(fmt::runtime(f.help), fmt::arg("kinds", kinds_reading(f.option)), fmt::arg("min", f.min),
+                                         fmt::arg("max", f.flag_max));
+    const nn::ModelConfig defaults;
+    if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member)) return fmt::format("{:<51}(default {})", help, defaults.*(*whole));
+    if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member)) return fmt::format("{:<51}(default {})", help, defaults.*(*number));
+    return help;
+}
+
 // The flags that set the model's kind or sizes: refused with --init-from, whose checkpoint fixes them.
 inline const std::set<std::string, std::less<>> kModelShapeFlags = {"--model",   "--block",        "--n-embd", "--n-head",
                                                                     "--n-layer", "--feed-forward", "--init"};
@@ -100,22 +121,16 @@ inline cli::Parser make_parser(Options& o) {
                  for (const nn::ModelKindInfo& kind : nn::model_kinds()) names.emplace_back(kind.name);
                  c.model.kind = *nn::parse_model_kind(v.choice(names));
              }));
-    p.option("--block", "T", "window length                                      (default 8)",
-             fixed(model_setter(c.model)));
-    p.option("--n-embd", "C", "embedding width (not bigram)                       (default 32)",
-             fixed(model_setter(c.model)));
-    p.option("--n-head", "N", "attention heads (multihead, gpt); must divide C    (default 4)",
-             fixed(model_setter(c.model)));
-    p.option("--n-layer", "L", "transformer blocks (gpt)                           (default 4)",
-             fixed(model_setter(c.model)));
-    p.flag("--feed-forward", "add a feed-forward layer (multihead)", [&o] {
+    const auto model_option = [&](std::string_view flag, std::function<void(const cli::Value&)> on) {
+        p.option(std::string(flag), std::string(nn::model_field(flag).value_name), model_help(flag), fixed(std::move(on)));
+    };
+    for (const std::string_view flag : {"--block", "--n-embd", "--n-head", "--n-layer"}) model_option(flag, model_setter(c.model));
+    p.flag("--feed-forward", model_help("--feed-forward"), [&o] {
         o.config.model.feed_forward = true;
         o.model_flags.push_back("--feed-forward");
     });
-    p.option("--dropout", "P", "dropout probability in [0, 0.99] (gpt)             (default 0)",
-             fixed(model_setter(c.model)));
-    p.option("--init", "KIND", "gpt2 (normal, std 0.02) or default (the layers' own) (gpt; default gpt2)",
-             fixed([&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; }));
+    model_option("--dropout", model_setter(c.model));
+    model_option("--init", [&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; });
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
                                     "model kind, sizes and vocabulary; --data may use only its characters",
              [&o](const cli::Value& v) { o.init_from = v.file(); });

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "nn/models.h"
 
@@ -159,8 +162,12 @@ void validate_model_config(const ModelConfig& c) {
     if (info.reads(option_dropout))
         check(c.dropout >= dropout.min && c.dropout < dropout.max, "model: dropout {} must be in [{}, {})", c.dropout, dropout.min,
               dropout.max);
-    check(!c.feed_forward || info.reads(option_feed_forward), "model: feed_forward applies to multihead only, not {}",
-          info.name);
+    if (c.feed_forward && !info.reads(option_feed_forward)) {
+        std::vector<std::string_view> readers;
+        for (const ModelKindInfo& kind : registry().kinds)
+            if (kind.reads(option_feed_forward)) readers.push_back(kind.name);
+        check(false, "model: feed_forward applies to {} only, not {}", fmt::join(readers, ", "), info.name);
+    }
 }
 
 std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) {
@@ -174,14 +181,18 @@ namespace {
 
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 const ModelField kFields[] = {
-    {"model.vocab", &ModelConfig::vocab, 0, "", 1, kUnbounded, 0},
-    {"model.n_embd", &ModelConfig::n_embd, option_n_embd, "--n-embd", 1, kUnbounded, 1 << 16},
-    {"model.n_head", &ModelConfig::n_head, option_n_head, "--n-head", 1, kUnbounded, 1 << 12},
-    {"model.n_layer", &ModelConfig::n_layer, option_n_layer, "--n-layer", 1, kUnbounded, 1 << 10},
-    {"model.block", &ModelConfig::block, option_block, "--block", 1, kUnbounded, 1 << 20},
-    {"model.dropout", &ModelConfig::dropout, option_dropout, "--dropout", 0, 1, 0.99},
-    {"model.feed_forward", &ModelConfig::feed_forward, option_feed_forward, "--feed-forward", 0, 1, 1},
-    {"model.gpt2_init", &ModelConfig::gpt2_init, option_init, "--init", 0, 1, 1},
+    {"model.vocab", &ModelConfig::vocab, 0, "", "", "", 1, kUnbounded, 0},
+    {"model.n_embd", &ModelConfig::n_embd, option_n_embd, "--n-embd", "C", "embedding width ({kinds})", 1, kUnbounded, 1 << 16},
+    {"model.n_head", &ModelConfig::n_head, option_n_head, "--n-head", "N", "attention heads ({kinds}); must divide C", 1, kUnbounded,
+     1 << 12},
+    {"model.n_layer", &ModelConfig::n_layer, option_n_layer, "--n-layer", "L", "transformer blocks ({kinds})", 1, kUnbounded, 1 << 10},
+    {"model.block", &ModelConfig::block, option_block, "--block", "T", "window length", 1, kUnbounded, 1 << 20},
+    {"model.dropout", &ModelConfig::dropout, option_dropout, "--dropout", "P", "dropout probability in [{min}, {max}] ({kinds})", 0, 1,
+     0.99},
+    {"model.feed_forward", &ModelConfig::feed_forward, option_feed_forward, "--feed-forward", "", "add a feed-forward layer ({kinds})",
+     0, 1, 1},
+    {"model.gpt2_init", &ModelConfig::gpt2_init, option_init, "--init", "KIND",
+     "gpt2 (normal, std 0.02) or default (the layers' own) ({kinds}; default gpt2)", 0, 1, 1},
 };
 
 }  // namespace

@@ -84,6 +84,7 @@ struct ModelField {
     std::variant<int64_t ModelConfig::*, float ModelConfig::*, bool ModelConfig::*> member;
     unsigned option;        // the ModelOption bit of the kinds that read it; 0: every kind (vocab)
     std::string_view flag;  // train's flag setting it; "" for none (the vocabulary comes from the data)
+    std::string_view value_name, help;  // in train --help; {kinds}: the kinds that read it, {min} {max}: the flag's limits
     double min;             // the least value validate_model_config accepts (a number: the least whole one)
     double max;             // a number stays below it; a whole number is unbounded there (sizes saturate)
     double flag_max;        // the largest value the flag takes
@@ -103,7 +104,7 @@ struct ModelKindInfo {
     ModelKind kind = {};          // its entry (register_model_kind sets it)
     std::string_view name = {};   // on the command line and in checkpoints ("model.kind"): letters, digits, '-', '_'
     std::string_view title = {};  // in prose: "single-head" (register_model_kind: the name if empty)
-    unsigned options = 0;    // the ModelOption bits its model reads
+    unsigned options = 0;         // the ModelOption bits its model reads
     // Builds the model of a config that validate_model_config accepted. `gen` draws the initial weights;
     // a model with dropout seeds its own generator from it and registers that (Module::register_generator),
     // so that checkpoints resume it exactly.
