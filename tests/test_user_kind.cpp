@@ -1,7 +1,8 @@
 // A model kind the library does not know, defined and registered in this file only: it then trains
 // with nn::Trainer, saves and resumes bit-exactly (its dropout generator too), loads for inference,
 // writes the report page, shows its heads to nn::attention_heads (what heatmap and figure read) and
-// samples with the window decoder, as the built-in kinds do.
+// samples with the window decoder, as the built-in kinds do; train's model flags (examples/train_args.h)
+// take it too.
 //
 // Shape legend: B batch, T time, C channels, V vocab.
 #include <bit>
@@ -14,6 +15,7 @@
 #include <nn/train/trainer.h>
 #include <nn/tutorial/tasks.h>
 #include <run_report.h>
+#include <train_args.h>
 
 #include "helpers.h"
 #include "temp_dir.h"
@@ -214,4 +216,21 @@ TEST_CASE("A registered kind with dropout trains, saves, resumes bit-exactly, lo
         const std::string written{std::istreambuf_iterator<char>(in), {}};
         CHECK_THAT(written, Contains("dropout_head"));
     }
+}
+
+TEST_CASE("train's model flags take a registered kind by the options it reads", "[user_kind]") {
+    CHECK(train_args::applies("--dropout", kDropoutHead));
+    CHECK(train_args::applies("--n-embd", kDropoutHead));
+    CHECK_FALSE(train_args::applies("--n-head", kDropoutHead));
+    CHECK_FALSE(train_args::applies("--n-layer", kDropoutHead));
+    CHECK_THAT(train_args::model_help("--dropout"), Contains("[0, 0.99] (gpt, dropout_head)"));
+    CHECK_THAT(train_args::model_help("--n-embd"), Contains("(not bigram)"));
+
+    const char* good[] = {"train", "--model", "dropout_head", "--dropout", "0.25", "--n-embd", "16"};
+    const train_args::Options o = train_args::parse_args(7, good);
+    CHECK(o.config.model.kind == kDropoutHead);
+    CHECK(o.config.model.dropout == 0.25f);
+    CHECK(o.config.model.n_embd == 16);
+    const char* bad[] = {"train", "--model", "dropout_head", "--n-head", "2"};
+    CHECK_THROWS_WITH(train_args::parse_args(5, bad), Contains("--n-head does not apply to --model dropout_head"));
 }
