@@ -141,14 +141,14 @@ struct Options {
 int train_registered(const Options& o) {
     Generator gen(1);
     const std::string text = o.file ? nn::read_text_file(*o.file) : nn::copy_task_text(5000, gen);
-    const auto fresh = [&] {
-        const nn::TrainConfig config{.model = {.kind = kLearnedScale, .n_embd = 32, .block = 32}, .steps = o.steps.value_or(600), .batch = 32,
-                                     .lr = 1e-2f, .min_lr = 1e-3f, .warmup = 50, .weight_decay = 0.1f, .beta2 = 0.99f, .seed = 1};
+    const auto fresh = [&] {  // the settings of part 4, as a TrainConfig
         auto tokenizer = nn::CharTokenizer::from_text(text);
-        nn::TrainConfig c = config;
-        c.model.vocab = tokenizer.vocab_size();
+        const nn::TrainConfig config{
+            .model = {.kind = kLearnedScale, .vocab = tokenizer.vocab_size(), .n_embd = 32, .block = 32},
+            .steps = o.steps.value_or(600), .batch = 32, .lr = 1e-2f, .min_lr = 1e-3f, .warmup = 50, .weight_decay = 0.1f,
+            .beta2 = 0.99f, .seed = 1};
         auto tokens = tokenizer.encode(text);
-        return nn::Trainer(c, std::move(tokenizer), std::move(tokens));
+        return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
     };
     nn::Trainer trainer = o.resume ? nn::Trainer::resume(*o.resume, text) : fresh();
     if (o.resume && o.steps) trainer.extend_to(*o.steps);

@@ -83,8 +83,10 @@ inline std::string model_help(std::string_view flag) {
     const std::string help = fmt::format(fmt::runtime(f.help), fmt::arg("kinds", kinds_reading(f.option)), fmt::arg("min", f.min),
                                          fmt::arg("max", f.flag_max));
     const nn::ModelConfig defaults;
-    if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member)) return fmt::format("{:<51}(default {})", help, defaults.*(*whole));
-    if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member)) return fmt::format("{:<51}(default {})", help, defaults.*(*number));
+    if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member))
+        return fmt::format("{:<51}(default {})", help, defaults.*(*whole));
+    if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member))
+        return fmt::format("{:<51}(default {})", help, defaults.*(*number));
     return help;
 }
 
