@@ -117,7 +117,7 @@ inline cli::Parser make_parser(Options& o) {
         };
     };
     p.section("model (a fresh run; fixed by the checkpoint with --resume)");
-    p.option("--model", "KIND", nn::model_kind_names(" | ", " | ") + "          (default head)",
+    p.option("--model", "KIND", fmt::format("{}          (default {})", nn::model_kind_names(" | ", " | "), c.model.kind),
              fixed([&c](const cli::Value& v) {
                  std::vector<std::string> names;
                  for (const nn::ModelKindInfo& kind : nn::model_kinds()) names.emplace_back(kind.name);
