@@ -7,6 +7,13 @@
 //   custom_model                   train on the built-in copy task
 //   custom_model FILE              train on a text file of your own
 //
+// Registered as a model kind (part 6), the same model trains with nn::Trainer, saves checkpoints
+// ("model.kind": "learned_scale"), resumes exactly and loads for sampling, as the built-in kinds do:
+//
+//   custom_model --out CKPT [--steps N] [--until STEP] [FILE]    train with nn::Trainer, saving to CKPT
+//   custom_model --resume CKPT [FILE]                            continue it, saving back to CKPT
+//   custom_model --generate CKPT                                 load it and sample 200 characters
+//
 // Shape legend: B batch, T time, C channels, H head width, V vocab.
 #include <cmath>
 #include <cstdio>
@@ -16,9 +23,12 @@
 #include <autograd/autograd.h>
 #include <cli.h>
 #include <nn/layers.h>
+#include <nn/models.h>
 #include <nn/train/optim.h>
-#include <nn/tutorial/tasks.h>
+#include <nn/train/sample.h>
 #include <nn/train/text.h>
+#include <nn/train/trainer.h>
+#include <nn/tutorial/tasks.h>
 
 using namespace autograd;
 
@@ -44,8 +54,9 @@ struct LearnedScaleHead : nn::Module {
     }
 };
 
-// 2. A model around it: embeddings in, logits out.
-struct TinyModel : nn::Module {
+// 2. A model around it: embeddings in, logits out. An nn::LanguageModel (ids in, logits out), so that
+// the library's trainer, checkpoints and sampling can run it too (part 6).
+struct TinyModel : nn::LanguageModel {
     nn::Embedding token, position;
     LearnedScaleHead head;
     nn::Linear lm_head;
@@ -58,12 +69,15 @@ struct TinyModel : nn::Module {
         register_module("lm_head", lm_head);
     }
 
-    Tensor forward(const nn::Batch& batch) const {  // -> (B, T, V)
-        std::vector<int64_t> positions(static_cast<size_t>(batch.T));
-        for (int64_t t = 0; t < batch.T; ++t) positions[t] = t;
-        const Tensor x = token.forward(batch.inputs, {batch.B, batch.T}) + position.forward(positions, {batch.T});
+    Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override {  // ids (B, T) -> (B, T, V)
+        check_ids(ids, B, T, "TinyModel");
+        std::vector<int64_t> positions(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) positions[t] = t;
+        const Tensor x = token.forward(ids, {B, T}) + position.forward(positions, {T});
         return lm_head.forward(head.forward(x));
     }
+    int64_t block_size() const override { return position.options.num; }
+    int64_t vocab_size() const override { return token.options.num; }
 };
 
 int train(const std::optional<std::string>& file) {
@@ -84,7 +98,7 @@ int train(const std::optional<std::string>& file) {
         const nn::Batch batch = data.batch(nn::Split::train, B, T, gen);
         optimizer.set_lr(schedule.at(step));
         optimizer.zero_grad();
-        const Tensor loss = cross_entropy(model.forward(batch), batch.targets);
+        const Tensor loss = cross_entropy(model.forward(batch.inputs, batch.B, batch.T), batch.targets);
         loss.backward();
         nn::clip_grad_norm(model.parameters(), 1.0f);
         optimizer.step();
@@ -97,17 +111,87 @@ int train(const std::optional<std::string>& file) {
     double val = 0.0;
     for (int i = 0; i < 20; ++i) {
         const nn::Batch batch = data.batch(nn::Split::validation, B, T, gen);
-        val += cross_entropy(model.forward(batch), batch.targets).item() / 20.0;
+        val += cross_entropy(model.forward(batch.inputs, batch.B, batch.T), batch.targets).item() / 20.0;
     }
     fmt::print("validation loss {:.4f}; the head settled on a divisor of {:.2f}\n", val, std::exp(model.head.log_scale.item()));
     return 0;
 }
 
+// 6. The model as a kind of the registry: its name, the ModelConfig options it reads, how to build it
+// and its exact parameter count. nn::Trainer, checkpoints, resume and nn::load_trained_model then take it
+// as they take the built-in kinds (docs/model_kinds.md). A program that does not register it (train,
+// generate, heatmap) refuses its checkpoints, naming the kinds it knows.
+const nn::ModelKind kLearnedScale = nn::register_model_kind(
+    {.name = "learned_scale",
+     .title = "learned-divisor head",
+     .options = nn::option_n_embd | nn::option_block,
+     .make = [](const nn::ModelConfig& c, Generator& gen) -> std::unique_ptr<nn::LanguageModel> {
+         return std::make_unique<TinyModel>(c.vocab, c.n_embd, c.block, gen);
+     },
+     .size = [](const nn::ModelConfig& c) {
+         const double V = double(c.vocab), C = double(c.n_embd), T = double(c.block);
+         return nn::ModelSize{.parameters = V * C + T * C + 3 * C * C + 1 + C * V + V, .heads_per_layer = 1};
+     }});
+
+struct Options {
+    std::optional<std::string> file, out, resume, generate;
+    std::optional<int64_t> steps, until;
+};
+
+int train_registered(const Options& o) {
+    Generator gen(1);
+    const std::string text = o.file ? nn::read_text_file(*o.file) : nn::copy_task_text(5000, gen);
+    const auto fresh = [&] {  // the settings of part 4, as a TrainConfig
+        auto tokenizer = nn::CharTokenizer::from_text(text);
+        const nn::TrainConfig config{
+            .model = {.kind = kLearnedScale, .vocab = tokenizer.vocab_size(), .n_embd = 32, .block = 32},
+            .steps = o.steps.value_or(600), .batch = 32, .lr = 1e-2f, .min_lr = 1e-3f, .warmup = 50, .weight_decay = 0.1f,
+            .beta2 = 0.99f, .seed = 1};
+        auto tokens = tokenizer.encode(text);
+        return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
+    };
+    nn::Trainer trainer = o.resume ? nn::Trainer::resume(*o.resume, text) : fresh();
+    if (o.resume && o.steps) trainer.extend_to(*o.steps);
+    const int64_t last = trainer.stop_step(o.until);
+    while (trainer.step_count() < last) {
+        const nn::StepStats s = trainer.step();
+        if (s.step % 100 == 0) fmt::print("step {:4}  loss {:.4f}\n", s.step, s.loss);
+    }
+    const std::string out = o.out.value_or(o.resume.value_or(""));
+    trainer.save(out);
+    fmt::print("{} model, step {}, saved to {}\n", trainer.config().model.kind, trainer.step_count(), out);
+    return 0;
+}
+
+int generate(const std::string& checkpoint) {
+    nn::TrainedModel trained = nn::load_trained_model(checkpoint);
+    Generator gen(1);
+    const std::vector<int64_t> prompt = trained.tokenizer->encode(nn::default_prompt(*trained.tokenizer));
+    const std::vector<int64_t> ids = nn::generate(*trained.model, prompt, 200, {}, gen);  // through nn::window_decoder
+    fmt::print("{}\n", trained.tokenizer->decode(ids));
+    return 0;
+}
+
 // The command line: the shared layer of the examples (support/cli.h), for --help and clear errors.
 int main(int argc, char** argv) {
-    std::optional<std::string> file;
-    cli::Parser p("custom_model", "[FILE]", "Train a head that learns its own divisor, on FILE or the built-in copy task.");
-    p.positional("FILE", "a text file to train on (default: the copy task)", [&](const cli::Value& v) { file = v.file(); },
+    Options o;
+    cli::Parser p("custom_model", "[options] [FILE]", "Train a head that learns its own divisor, on FILE or the built-in copy task.");
+    p.positional("FILE", "a text file to train on (default: the copy task)", [&](const cli::Value& v) { o.file = v.file(); },
                  /*required=*/false);
-    return cli::run(p, argc, argv, [&] { return train(file); });
+    p.option("--out", "CKPT", "train the registered kind with nn::Trainer, saving a checkpoint to CKPT",
+             [&](const cli::Value& v) { o.out = v.file(); });
+    p.option("--resume", "CKPT", "continue that run exactly, saving back to CKPT unless --out names another file",
+             [&](const cli::Value& v) { o.resume = v.file(); });
+    p.option("--steps", "N", "optimizer steps; with --resume, a larger N extends the run (default 600)",
+             [&](const cli::Value& v) { o.steps = v.integer(1, 1 << 20); });
+    p.option("--until", "STEP", "stop after this step (the schedule still spans --steps)",
+             [&](const cli::Value& v) { o.until = v.integer(1, 1 << 20); });
+    p.option("--generate", "CKPT", "load a checkpoint of the registered kind and sample 200 characters",
+             [&](const cli::Value& v) { o.generate = v.file(); });
+    return cli::run(p, argc, argv, [&] {
+        if (o.generate) return generate(*o.generate);
+        if (o.out || o.resume) return train_registered(o);
+        if (o.steps || o.until) throw cli::UsageError("--steps and --until apply to a run with --out or --resume");
+        return train(o.file);
+    });
 }

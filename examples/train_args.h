@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 
 #include <cli.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nn/train/settings.h>
 #include <nn/train/trainer.h>
 
@@ -45,16 +47,45 @@ struct Options {
     }
 };
 
-// The model flags and the option of the model registry each sets: given for a kind that does not read
-// it, a flag is refused rather than ignored. (--block is the training window too: every kind takes it.)
+// Given for a kind that does not read its ModelConfig field (nn::model_fields()), a model flag is refused
+// rather than ignored. (--block is the training window too: every kind takes it.)
 inline bool applies(std::string_view flag, nn::ModelKind kind) {
-    static constexpr std::pair<std::string_view, nn::ModelOption> kOptions[] = {
-        {"--n-embd", nn::option_n_embd},   {"--n-head", nn::option_n_head},
-        {"--n-layer", nn::option_n_layer}, {"--dropout", nn::option_dropout},
-        {"--feed-forward", nn::option_feed_forward}, {"--init", nn::option_init}};
-    for (const auto& [name, option] : kOptions)
-        if (name == flag) return nn::model_kind_info(kind).reads(option);
+    for (const nn::ModelField& field : nn::model_fields())
+        if (field.flag == flag && flag != "--block") return nn::model_kind_info(kind).reads(field.option);
     return true;
+}
+
+// A model flag's handler: its value, within the limits of its nn::model_fields() row, into that field.
+inline std::function<void(const cli::Value&)> model_setter(nn::ModelConfig& m) {
+    return [&m](const cli::Value& v) {
+        const nn::ModelField& f = nn::model_field(v.flag());
+        if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member))
+            m.*(*whole) = v.integer(static_cast<int64_t>(f.min), static_cast<int64_t>(f.flag_max));
+        else
+            m.*std::get<float nn::ModelConfig::*>(f.member) = v.number(f.min, f.flag_max);
+    };
+}
+
+// The kinds that read a ModelOption, for --help: "multihead, gpt", or "not bigram" when fewer do not.
+inline std::string kinds_reading(unsigned option) {
+    std::vector<std::string_view> reading, not_reading;
+    for (const nn::ModelKindInfo& kind : nn::model_kinds()) (kind.reads(option) ? reading : not_reading).push_back(kind.name);
+    if (reading.size() > not_reading.size()) return fmt::format("not {}", fmt::join(not_reading, ", "));
+    return fmt::format("{}", fmt::join(reading, ", "));
+}
+
+// A model flag's help from its nn::model_fields() row: the kinds that read it, its limits, and for a
+// number ModelConfig's default, in train's column.
+inline std::string model_help(std::string_view flag) {
+    const nn::ModelField& f = nn::model_field(flag);
+    const std::string help = fmt::format(fmt::runtime(f.help), fmt::arg("kinds", kinds_reading(f.option)), fmt::arg("min", f.min),
+                                         fmt::arg("max", f.flag_max));
+    const nn::ModelConfig defaults;
+    if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member))
+        return fmt::format("{:<51}(default {})", help, defaults.*(*whole));
+    if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member))
+        return fmt::format("{:<51}(default {})", help, defaults.*(*number));
+    return help;
 }
 
 // The flags that set the model's kind or sizes: refused with --init-from, whose checkpoint fixes them.
@@ -141,28 +172,22 @@ inline cli::Parser make_parser(Options& o) {
         };
     };
     p.section("model (a fresh run; fixed by the checkpoint with --resume)");
-    p.option("--model", "KIND", nn::model_kind_names(" | ", " | ") + "          (default head)",
+    p.option("--model", "KIND", fmt::format("{}          (default {})", nn::model_kind_names(" | ", " | "), c.model.kind),
              fixed([&c](const cli::Value& v) {
                  std::vector<std::string> names;
                  for (const nn::ModelKindInfo& kind : nn::model_kinds()) names.emplace_back(kind.name);
                  c.model.kind = *nn::parse_model_kind(v.choice(names));
              }));
-    p.option("--block", "T", "window length                                      (default 8)",
-             fixed([&c](const cli::Value& v) { c.model.block = v.integer(1, 1 << 20); }));
-    p.option("--n-embd", "C", "embedding width (not bigram)                       (default 32)",
-             fixed([&c](const cli::Value& v) { c.model.n_embd = v.integer(1, 1 << 16); }));
-    p.option("--n-head", "N", "attention heads (multihead, gpt); must divide C    (default 4)",
-             fixed([&c](const cli::Value& v) { c.model.n_head = v.integer(1, 1 << 12); }));
-    p.option("--n-layer", "L", "transformer blocks (gpt)                           (default 4)",
-             fixed([&c](const cli::Value& v) { c.model.n_layer = v.integer(1, 1 << 10); }));
-    p.flag("--feed-forward", "add a feed-forward layer (multihead)", [&o] {
+    const auto model_option = [&](std::string_view flag, std::function<void(const cli::Value&)> on) {
+        p.option(std::string(flag), std::string(nn::model_field(flag).value_name), model_help(flag), fixed(std::move(on)));
+    };
+    for (const std::string_view flag : {"--block", "--n-embd", "--n-head", "--n-layer"}) model_option(flag, model_setter(c.model));
+    p.flag("--feed-forward", model_help("--feed-forward"), [&o] {
         o.config.model.feed_forward = true;
         o.model_flags.push_back("--feed-forward");
     });
-    p.option("--dropout", "P", "dropout probability in [0, 0.99] (gpt)             (default 0)",
-             fixed([&c](const cli::Value& v) { c.model.dropout = v.number(0.0, 0.99); }));
-    p.option("--init", "KIND", "gpt2 (normal, std 0.02) or default (the layers' own) (gpt; default gpt2)",
-             fixed([&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; }));
+    model_option("--dropout", model_setter(c.model));
+    model_option("--init", [&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; });
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
                                     "model kind, sizes and vocabulary; --data may use only its characters",
              [&o](const cli::Value& v) { o.init_from = v.file(); });

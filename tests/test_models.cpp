@@ -225,6 +225,24 @@ TEST_CASE("make_model builds each kind and validates the config with clear messa
         CHECK_THAT(error_with([p](nn::ModelConfig& m) { m.dropout = p; }), Contains("dropout"));
 }
 
+TEST_CASE("ModelConfig's field table makes its metadata: the keys checkpoints hold, each one required", "[models]") {
+    const std::vector<std::string> keys = {"model.block",   "model.dropout", "model.feed_forward", "model.gpt2_init", "model.kind",
+                                           "model.n_embd",  "model.n_head",  "model.n_layer",      "model.vocab"};
+    const auto metadata = nn::ModelConfig{.vocab = 5}.to_metadata();
+    std::vector<std::string> written;
+    for (const auto& [key, value] : metadata) written.push_back(key);
+    CHECK(written == keys);
+    CHECK(nn::model_fields().size() + 1 == keys.size());  // every field but the kind is a row
+    for (const nn::ModelField& field : nn::model_fields()) {
+        auto m = metadata;
+        m.erase(std::string(field.key));
+        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains(fmt::format("metadata has no '{}'", field.key)));
+        CHECK(&nn::model_field(field.key) == &field);
+        if (!field.flag.empty()) CHECK(&nn::model_field(field.flag) == &field);
+    }
+    CHECK_THROWS_WITH(nn::model_field("--lr"), Contains("no field or flag '--lr'"));
+}
+
 TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a malformed field", "[models]") {
     const nn::ModelConfig config{.kind = nn::ModelKind::multihead, .vocab = 65, .n_embd = 48, .n_head = 6, .n_layer = 3, .block = 17,
                                  .dropout = 0.1f, .feed_forward = true, .gpt2_init = false};

@@ -1,7 +1,12 @@
 #include "nn/model_registry.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "nn/models.h"
 
@@ -69,54 +74,100 @@ std::unique_ptr<LanguageModel> make_gpt(const ModelConfig& c, Generator& gen) {
 }
 
 constexpr unsigned kPositional = option_n_embd | option_block;
-constexpr ModelKindInfo kKinds[] = {
-    {ModelKind::bigram, "bigram", "bigram", 0, make_bigram, bigram_size},
-    {ModelKind::average, "average", "averaging", kPositional, make_average, average_size},
-    {ModelKind::head, "head", "single-head", kPositional, make_head, head_size},
-    {ModelKind::multihead, "multihead", "multi-head", kPositional | option_n_head | option_feed_forward, make_multihead,
-     multihead_size},
-    {ModelKind::gpt, "gpt", "GPT", kPositional | option_n_head | option_n_layer | option_dropout | option_init, make_gpt,
-     gpt_size},
+constexpr unsigned kAllOptions =
+    option_n_embd | option_block | option_n_head | option_n_layer | option_dropout | option_feed_forward | option_init;
+
+// The table: the ladder first, then the registered kinds (a deque keeps every entry where it is, so the
+// references model_kind_info hands out stay valid), with the names and titles it owns.
+struct Registry {
+    std::deque<ModelKindInfo> kinds;
+    std::deque<std::string> owned_text;
 };
+
+Registry& registry() {
+    static Registry r{
+        .kinds = {{ModelKind::bigram, "bigram", "bigram", 0, make_bigram, bigram_size},
+                  {ModelKind::average, "average", "averaging", kPositional, make_average, average_size},
+                  {ModelKind::head, "head", "single-head", kPositional, make_head, head_size},
+                  {ModelKind::multihead, "multihead", "multi-head", kPositional | option_n_head | option_feed_forward,
+                   make_multihead, multihead_size},
+                  {ModelKind::gpt, "gpt", "GPT", kPositional | option_n_head | option_n_layer | option_dropout | option_init,
+                   make_gpt, gpt_size}},
+        .owned_text = {}};
+    return r;
+}
+
+bool is_kind_name(std::string_view name) {
+    if (name.empty() || name.size() > 32) return false;
+    for (const char c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+    return true;
+}
 
 }  // namespace
 
-std::span<const ModelKindInfo> model_kinds() { return kKinds; }
+const std::deque<ModelKindInfo>& model_kinds() { return registry().kinds; }
 
 const ModelKindInfo& model_kind_info(ModelKind kind) {
-    for (const ModelKindInfo& info : kKinds)
-        if (info.kind == kind) return info;
-    check(false, "model: kind {} is not in the table", static_cast<int>(kind));
-    return kKinds[0];
+    const std::deque<ModelKindInfo>& kinds = registry().kinds;
+    check(kind.index() < kinds.size(), "model: kind {} is not in the table ({})", kind.index(), model_kind_names(", ", ", "));
+    return kinds[kind.index()];
 }
 
 std::optional<ModelKind> parse_model_kind(std::string_view name) {
-    for (const ModelKindInfo& info : kKinds)
+    for (const ModelKindInfo& info : registry().kinds)
         if (info.name == name) return info.kind;
     return std::nullopt;
 }
 
 std::string model_kind_names(std::string_view separator, std::string_view last_separator) {
     std::string out;
-    const size_t n = std::size(kKinds);
-    for (size_t i = 0; i < n; ++i) {
-        if (i > 0) out += i + 1 == n ? last_separator : separator;
-        out += kKinds[i].name;
+    const std::deque<ModelKindInfo>& kinds = registry().kinds;
+    for (size_t i = 0; i < kinds.size(); ++i) {
+        if (i > 0) out += i + 1 == kinds.size() ? last_separator : separator;
+        out += kinds[i].name;
     }
     return out;
 }
 
+ModelKind register_model_kind(const ModelKindInfo& info) {
+    check(is_kind_name(info.name), "model: cannot register the kind {:?}: a name is 1 to 32 letters, digits, '-' or '_'",
+          info.name);
+    check(!parse_model_kind(info.name), "model: cannot register the kind '{}': the name is taken ({})", info.name,
+          model_kind_names(", ", ", "));
+    check(info.make != nullptr && info.size != nullptr, "model: cannot register the kind '{}' without its make and size functions",
+          info.name);
+    check((info.options & ~kAllOptions) == 0, "model: cannot register the kind '{}': options {:#x} are not ModelOption bits",
+          info.name, info.options & ~kAllOptions);
+    Registry& r = registry();
+    ModelKindInfo entry = info;
+    entry.kind = ModelKind(r.kinds.size());
+    entry.name = r.owned_text.emplace_back(info.name);
+    entry.title = r.owned_text.emplace_back(info.title.empty() ? info.name : info.title);
+    return r.kinds.emplace_back(entry).kind;
+}
+
 void validate_model_config(const ModelConfig& c) {
     const ModelKindInfo& info = model_kind_info(c.kind);
-    check(c.vocab > 0, "model: vocab must be positive, got {}", c.vocab);
+    const auto low = [](std::string_view key) { return static_cast<int64_t>(model_field(key).min); };
+    check(c.vocab >= low("model.vocab"), "model: vocab must be positive, got {}", c.vocab);
     if (info.reads(option_n_embd) || info.reads(option_block))
-        check(c.n_embd > 0 && c.block > 0, "model: n_embd ({}) and block ({}) must be positive", c.n_embd, c.block);
+        check(c.n_embd >= low("model.n_embd") && c.block >= low("model.block"), "model: n_embd ({}) and block ({}) must be positive",
+              c.n_embd, c.block);
     if (info.reads(option_n_head))
-        check(c.n_head > 0 && c.n_embd % c.n_head == 0, "model: n_head {} must divide n_embd {}", c.n_head, c.n_embd);
-    if (info.reads(option_n_layer)) check(c.n_layer > 0, "model: n_layer must be positive, got {}", c.n_layer);
-    if (info.reads(option_dropout)) check(c.dropout >= 0.0f && c.dropout < 1.0f, "model: dropout {} must be in [0, 1)", c.dropout);
-    check(!c.feed_forward || info.reads(option_feed_forward), "model: feed_forward applies to multihead only, not {}",
-          info.name);
+        check(c.n_head >= low("model.n_head") && c.n_embd % c.n_head == 0, "model: n_head {} must divide n_embd {}", c.n_head,
+              c.n_embd);
+    if (info.reads(option_n_layer)) check(c.n_layer >= low("model.n_layer"), "model: n_layer must be positive, got {}", c.n_layer);
+    const ModelField& dropout = model_field("model.dropout");
+    if (info.reads(option_dropout))
+        check(c.dropout >= dropout.min && c.dropout < dropout.max, "model: dropout {} must be in [{}, {})", c.dropout, dropout.min,
+              dropout.max);
+    if (c.feed_forward && !info.reads(option_feed_forward)) {
+        std::vector<std::string_view> readers;
+        for (const ModelKindInfo& kind : registry().kinds)
+            if (kind.reads(option_feed_forward)) readers.push_back(kind.name);
+        check(false, "model: feed_forward applies to {} only, not {}", fmt::join(readers, ", "), info.name);
+    }
 }
 
 std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) {
@@ -126,47 +177,76 @@ std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) 
 
 // --- ModelConfig in checkpoint metadata -----------------------------------------------------------------
 
+namespace {
+
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+const ModelField kFields[] = {
+    {"model.vocab", &ModelConfig::vocab, 0, "", "", "", 1, kUnbounded, 0},
+    {"model.n_embd", &ModelConfig::n_embd, option_n_embd, "--n-embd", "C", "embedding width ({kinds})", 1, kUnbounded, 1 << 16},
+    {"model.n_head", &ModelConfig::n_head, option_n_head, "--n-head", "N", "attention heads ({kinds}); must divide C", 1, kUnbounded,
+     1 << 12},
+    {"model.n_layer", &ModelConfig::n_layer, option_n_layer, "--n-layer", "L", "transformer blocks ({kinds})", 1, kUnbounded, 1 << 10},
+    {"model.block", &ModelConfig::block, option_block, "--block", "T", "window length", 1, kUnbounded, 1 << 20},
+    {"model.dropout", &ModelConfig::dropout, option_dropout, "--dropout", "P", "dropout probability in [{min}, {max}] ({kinds})", 0, 1,
+     0.99},
+    {"model.feed_forward", &ModelConfig::feed_forward, option_feed_forward, "--feed-forward", "", "add a feed-forward layer ({kinds})",
+     0, 1, 1},
+    {"model.gpt2_init", &ModelConfig::gpt2_init, option_init, "--init", "KIND",
+     "gpt2 (normal, std 0.02) or default (the layers' own) ({kinds}; default gpt2)", 0, 1, 1},
+};
+
+}  // namespace
+
+std::span<const ModelField> model_fields() { return kFields; }
+
+const ModelField& model_field(std::string_view key) {
+    for (const ModelField& field : kFields)
+        if (field.key == key || (!field.flag.empty() && field.flag == key)) return field;
+    check(false, "model: no field or flag '{}'", key);
+    return kFields[0];
+}
+
 std::map<std::string, std::string> ModelConfig::to_metadata() const {
-    return {{"model.kind", std::string(model_kind_info(kind).name)},
-            {"model.vocab", std::to_string(vocab)},
-            {"model.n_embd", std::to_string(n_embd)},
-            {"model.n_head", std::to_string(n_head)},
-            {"model.n_layer", std::to_string(n_layer)},
-            {"model.block", std::to_string(block)},
-            {"model.dropout", fmt::format("{}", dropout)},
-            {"model.feed_forward", feed_forward ? "1" : "0"},
-            {"model.gpt2_init", gpt2_init ? "1" : "0"}};
+    std::map<std::string, std::string> out{{"model.kind", std::string(model_kind_info(kind).name)}};
+    const auto text_of = [this](const ModelField& field) -> std::string {
+        if (const auto* whole = std::get_if<int64_t ModelConfig::*>(&field.member)) return std::to_string(this->*(*whole));
+        if (const auto* number = std::get_if<float ModelConfig::*>(&field.member)) return fmt::format("{}", this->*(*number));
+        return std::string(1, this->*std::get<bool ModelConfig::*>(field.member) ? '1' : '0');
+    };
+    for (const ModelField& field : kFields) out.emplace(field.key, text_of(field));
+    return out;
 }
 
 ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>& metadata) {
-    const auto field = [&](const std::string& key) -> const std::string& {
-        const auto it = metadata.find(key);
+    const auto text_of = [&](std::string_view key) -> const std::string& {
+        const auto it = metadata.find(std::string(key));
         check(it != metadata.end(), "checkpoint: metadata has no '{}'", key);
         return it->second;
     };
-    const auto integer = [&](const std::string& key) {
-        const std::string& text = field(key);
+    const auto integer = [&](std::string_view key) {
+        const std::string& text = text_of(key);
         char* end = nullptr;
         const long long v = std::strtoll(text.c_str(), &end, 10);
         check(!text.empty() && *end == '\0', "checkpoint: '{}' is '{}', not a whole number", key, text);
         return static_cast<int64_t>(v);
     };
     ModelConfig c;
-    const std::string& kind = field("model.kind");
+    const std::string& kind = text_of("model.kind");
     const std::optional<ModelKind> parsed = parse_model_kind(kind);
     check(parsed.has_value(), "model: unknown kind '{}' ({})", kind, model_kind_names(", ", ", "));
     c.kind = *parsed;
-    c.vocab = integer("model.vocab");
-    c.n_embd = integer("model.n_embd");
-    c.n_head = integer("model.n_head");
-    c.n_layer = integer("model.n_layer");
-    c.block = integer("model.block");
-    const std::string& d = field("model.dropout");
-    char* end = nullptr;
-    c.dropout = std::strtof(d.c_str(), &end);
-    check(!d.empty() && *end == '\0', "checkpoint: 'model.dropout' is '{}', not a number", d);
-    c.feed_forward = integer("model.feed_forward") != 0;
-    c.gpt2_init = integer("model.gpt2_init") != 0;
+    for (const ModelField& field : kFields) {
+        if (const auto* whole = std::get_if<int64_t ModelConfig::*>(&field.member)) {
+            c.*(*whole) = integer(field.key);
+        } else if (const auto* number = std::get_if<float ModelConfig::*>(&field.member)) {
+            const std::string& text = text_of(field.key);
+            char* end = nullptr;
+            c.*(*number) = std::strtof(text.c_str(), &end);
+            check(!text.empty() && *end == '\0', "checkpoint: '{}' is '{}', not a number", field.key, text);
+        } else {
+            c.*std::get<bool ModelConfig::*>(field.member) = integer(field.key) != 0;
+        }
+    }
     return c;
 }
 

@@ -1,21 +1,27 @@
 // The model ladder's one table: every kind of model, its name (on the command line and in
 // checkpoints), which ModelConfig options it reads, how to build it, and how big it is. Everything
-// that chooses or describes a model by kind (make_model, the trainer's memory estimate, the programs)
-// reads this table; a kind's name is written here only.
+// that chooses or describes a model by kind (make_model, the trainer's memory estimate, checkpoints,
+// the programs) reads this table; a kind's name is written here only. The table is open: a model of
+// your own registers its kind (register_model_kind) and then trains, saves, resumes and loads as the
+// built-in kinds do (docs/model_kinds.md).
 //
 //     const nn::ModelKindInfo& gpt = nn::model_kind_info(nn::ModelKind::gpt);
 //     gpt.name;                      // "gpt"
 //     nn::parse_model_kind("head");  // ModelKind::head; std::nullopt for an unknown name
 //     fmt::format("{}", kind);       // its name
+//     const nn::ModelKind mine = nn::register_model_kind({.name = "mine", .title = "my", ...});
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include <autograd/random.h>
 #include <fmt/format.h>
@@ -23,9 +29,25 @@
 namespace nn {
 
 class LanguageModel;
+struct ModelKindInfo;
 
-// The rungs of the ladder, in order.
-enum class ModelKind { bigram, average, head, multihead, gpt };
+// A kind of model: its entry in the registry. The built-in rungs of the ladder are the constants below,
+// in order; register_model_kind makes a new kind. A default ModelKind is no kind (model_kind_info refuses it).
+class ModelKind {
+public:
+    static const ModelKind bigram, average, head, multihead, gpt;
+
+    constexpr ModelKind() = default;
+    constexpr size_t index() const { return index_; }  // in model_kinds()
+    constexpr bool operator==(const ModelKind&) const = default;
+
+private:
+    friend ModelKind register_model_kind(const ModelKindInfo& info);
+    constexpr explicit ModelKind(size_t index) : index_(index) {}
+    size_t index_ = std::numeric_limits<size_t>::max();
+};
+inline constexpr ModelKind ModelKind::bigram{0}, ModelKind::average{1}, ModelKind::head{2}, ModelKind::multihead{3},
+    ModelKind::gpt{4};
 
 // The ModelConfig options beyond vocab, one bit each; a kind lists those its model reads.
 enum ModelOption : unsigned {
@@ -49,10 +71,26 @@ struct ModelConfig {
     bool feed_forward = false;  // multihead only
     bool gpt2_init = true;      // gpt only
 
-    std::map<std::string, std::string> to_metadata() const;  // "model.kind", "model.n_embd", ...
+    // Every field under its model_fields() key, and the kind's name as "model.kind".
+    std::map<std::string, std::string> to_metadata() const;
     static ModelConfig from_metadata(const std::map<std::string, std::string>& metadata);
     bool operator==(const ModelConfig&) const = default;
 };
+
+// ModelConfig's fields beside the kind, one row each, in the order a checkpoint's metadata is read:
+// to_metadata, from_metadata, validate_model_config and train's model flags are made from this table.
+struct ModelField {
+    std::string_view key;   // in checkpoint metadata: "model.n_embd"
+    std::variant<int64_t ModelConfig::*, float ModelConfig::*, bool ModelConfig::*> member;
+    unsigned option;        // the ModelOption bit of the kinds that read it; 0: every kind (vocab)
+    std::string_view flag;  // train's flag setting it; "" for none (the vocabulary comes from the data)
+    std::string_view value_name, help;  // in train --help; {kinds}: the kinds that read it, {min} {max}: the flag's limits
+    double min;             // the least value validate_model_config accepts (a number: the least whole one)
+    double max;             // a number stays below it; a whole number is unbounded there (sizes saturate)
+    double flag_max;        // the largest value the flag takes
+};
+std::span<const ModelField> model_fields();
+const ModelField& model_field(std::string_view key);  // by key or by flag; std::invalid_argument if none
 
 // How big a config's model is, in double (absurd sizes overflow int64 first): its parameters, and
 // what its activations depend on: the layers that keep (B, T, C) tensors and the attention heads in each.
@@ -63,19 +101,29 @@ struct ModelSize {
 };
 
 struct ModelKindInfo {
-    ModelKind kind;
-    std::string_view name;   // on the command line and in checkpoints ("model.kind")
-    std::string_view title;  // in prose: "single-head"
-    unsigned options;        // the ModelOption bits its model reads
-    // Builds the model of a config that validate_model_config accepted.
-    std::unique_ptr<LanguageModel> (*make)(const ModelConfig& config, autograd::Generator& gen);
-    ModelSize (*size)(const ModelConfig& config);
+    ModelKind kind = {};          // its entry (register_model_kind sets it)
+    std::string_view name = {};   // on the command line and in checkpoints ("model.kind"): letters, digits, '-', '_'
+    std::string_view title = {};  // in prose: "single-head" (register_model_kind: the name if empty)
+    unsigned options = 0;         // the ModelOption bits its model reads
+    // Builds the model of a config that validate_model_config accepted. `gen` draws the initial weights;
+    // a model with dropout seeds its own generator from it and registers that (Module::register_generator),
+    // so that checkpoints resume it exactly.
+    std::unique_ptr<LanguageModel> (*make)(const ModelConfig& config, autograd::Generator& gen) = nullptr;
+    // Its parameter count exactly, from the config alone (checked before a model or a checkpoint's
+    // tensors are allocated), and what its activations depend on.
+    ModelSize (*size)(const ModelConfig& config) = nullptr;
 
-    bool reads(ModelOption option) const { return (options & option) != 0; }
+    bool reads(unsigned option) const { return (options & option) != 0; }  // a ModelOption bit
 };
 
-std::span<const ModelKindInfo> model_kinds();  // every kind, in ladder order
+// Every kind: the ladder in order, then the registered ones in the order they were registered.
+const std::deque<ModelKindInfo>& model_kinds();
 const ModelKindInfo& model_kind_info(ModelKind kind);
+// Adds a kind to the registry (a copy; its name and title are copied too) and returns it. Refused
+// (std::invalid_argument): a name that is empty, longer than 32 characters, not letters, digits, '-' and
+// '_', or already registered; no make or size; option bits that are not ModelOptions. Register before
+// other threads use the registry: at the start of main, or as a namespace-scope constant.
+ModelKind register_model_kind(const ModelKindInfo& info);
 std::optional<ModelKind> parse_model_kind(std::string_view name);
 // The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead or gpt".
 std::string model_kind_names(std::string_view separator, std::string_view last_separator);
