@@ -273,6 +273,10 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
     const auto two = [&](const std::string& a_offsets, const std::string& b_offsets) {
         return fmt::format(R"({{"a":{},"b":{}}})", entry("F32", "[2]", a_offsets), entry("F32", "[3]", b_offsets));
     };
+    // a file of one tensor "a"
+    const auto file_of_a = [&](const char* dtype, const std::string& shape, const std::string& offsets, const std::string& data) {
+        return file_bytes(fmt::format(R"({{"a":{}}})", entry(dtype, shape, offsets)), data);
+    };
     const std::string good_header = two("[0,8]", "[8,20]");
     const std::string good = file_bytes(good_header, data20);
     REQUIRE_NOTHROW(nn::load_safetensors(dir.write("good.safetensors", good)));
@@ -296,7 +300,7 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
         {"same offsets", file_bytes(two("[0,8]", "[0,12]"), data20.substr(0, 12)), "overlaps"},
         {"gapped offsets", file_bytes(two("[0,8]", "[12,24]"), data20 + "1234"), R"(a gap of 4 bytes before tensor "b")"},
         {"not starting at 0", file_bytes(two("[4,12]", "[12,24]"), data20 + "1234"), R"(a gap of 4 bytes before tensor "a")"},
-        {"wrong dtype F16", file_bytes(fmt::format(R"({{"a":{}}})", entry("F16", "[2]", "[0,4]")), "abcd"),
+        {"wrong dtype F16", file_of_a("F16", "[2]", "[0,4]", "abcd"),
          R"(tensor "a" has dtype "F16"; only F32 is supported)"},
         {"shape disagreeing with offsets", file_bytes(two("[0,8]", "[8,16]").replace(two("[0,8]", "[8,16]").find("[3]"), 3, "[2,3]"), data20.substr(0, 16)),
          "data_offsets [8, 16] hold 8 bytes, but shape (2, 3) of F32 needs 24"},
@@ -307,18 +311,14 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
         {"an entry that is a number", file_bytes(R"({"a":5})", ""), R"(tensor "a" must be an object, got number)"},
         {"dtype not a string", file_bytes(R"({"a":{"dtype":32,"shape":[1],"data_offsets":[0,4]}})", "abcd"),
          R"("dtype" must be a string)"},
-        {"negative shape", file_bytes(fmt::format(R"({{"a":{}}})", entry("F32", "[-1]", "[0,4]")), "abcd"),
+        {"negative shape", file_of_a("F32", "[-1]", "[0,4]", "abcd"),
          "\"shape\" must be an array of non-negative integers"},
-        {"fractional shape", file_bytes(fmt::format(R"({{"a":{}}})", entry("F32", "[1.5]", "[0,4]")), "abcd"),
-         "non-negative integers"},
-        {"shape not an array", file_bytes(fmt::format(R"({{"a":{}}})", entry("F32", "4", "[0,16]")), "abcd"),
-         "non-negative integers"},
-        {"absurd shape", file_bytes(fmt::format(R"({{"a":{}}})", entry("F32", "[4294967296,4294967296,4294967296]", "[0,4]")), "abcd"),
+        {"fractional shape", file_of_a("F32", "[1.5]", "[0,4]", "abcd"), "non-negative integers"},
+        {"shape not an array", file_of_a("F32", "4", "[0,16]", "abcd"), "non-negative integers"},
+        {"absurd shape", file_of_a("F32", "[4294967296,4294967296,4294967296]", "[0,4]", "abcd"),
          "has too many elements"},
-        {"offsets reversed", file_bytes(fmt::format(R"({{"a":{}}})", entry("F32", "[1]", "[4,0]")), "abcd"),
-         "must be [begin, end] with begin <= end"},
-        {"three offsets", file_bytes(fmt::format(R"({{"a":{}}})", entry("F32", "[1]", "[0,4,8]")), "abcd"),
-         "must be [begin, end]"},
+        {"offsets reversed", file_of_a("F32", "[1]", "[4,0]", "abcd"), "must be [begin, end] with begin <= end"},
+        {"three offsets", file_of_a("F32", "[1]", "[0,4,8]", "abcd"), "must be [begin, end]"},
         {"duplicate names", file_bytes(fmt::format(R"({{"a":{},"a":{}}})", entry("F32", "[1]", "[0,4]"), entry("F32", "[1]", "[4,8]")), "abcdefgh"),
          R"(names tensor "a" twice)"},
         {"duplicate field", file_bytes(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcd"),

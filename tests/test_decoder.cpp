@@ -43,6 +43,11 @@ void spread(nn::LanguageModel& model, Generator& g) {
     for (Tensor& p : model.parameters())
         for (float& v : p.data()) v = g.normal(0.0f, 0.5f);
 }
+std::unique_ptr<nn::LanguageModel> make_spread(const Case& c, Generator& g) {
+    auto model = c.make(g);
+    spread(*model, g);
+    return model;
+}
 
 // max |a - b| / max |b|
 double relative_difference(std::span<const float> a, std::span<const float> b) {
@@ -60,8 +65,7 @@ TEST_CASE("cached and uncached logits agree at every position of a generation of
     for (const Case& c : all_models()) {
         SECTION(c.name) {
             Generator g(41);
-            auto model = c.make(g);
-            spread(*model, g);
+            auto model = make_spread(c, g);
             const int64_t block = model->block_size();
             nn::GenerationWindow cached(model->cached_decoder()), reference(nn::window_decoder(*model));
             CHECK(cached.decoder().cached() == true);
@@ -120,8 +124,7 @@ TEST_CASE("the same seed samples the same text with and without the cache, for e
     for (const Case& c : all_models()) {
         SECTION(c.name) {
             Generator g(7);
-            auto model = c.make(g);
-            spread(*model, g);
+            auto model = make_spread(c, g);
             for (const nn::SampleOptions& options : {nn::SampleOptions{.temperature = 1.0f},
                                                      nn::SampleOptions{.temperature = 0.8f, .top_k = 3}}) {
                 Generator a(123), b(123);
