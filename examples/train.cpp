@@ -247,21 +247,24 @@ nn::Trainer start_from_checkpoint(const Options& o) {
     return trainer;
 }
 
-// The run's settings as the report page lists them: the model's, then every training setting
+// The run's settings as the report page lists them: the model's (nn::model_fields()), then every training setting
 // (nn::settings()) by its name; floats to 6 digits (0.001, not 0.0010000000474974513), a special value
 // by its meaning ("lr/10", "off").
 double six_digits(float v) { return std::stod(fmt::format("{:.6g}", v)); }
 nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, int64_t parameters) {
     nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
-                                       {"parameters", parameters},
-                                       {"vocab", c.model.vocab},
-                                       {"block", c.model.block},
-                                       {"n_embd", c.model.n_embd},
-                                       {"n_head", c.model.n_head},
-                                       {"n_layer", c.model.n_layer},
-                                       {"dropout", six_digits(c.model.dropout)},
-                                       {"feed_forward", c.model.feed_forward},
-                                       {"data", o.data.value_or("(the built-in copy task)")}};
+                                       {"parameters", parameters}};
+    for (const nn::ModelField& f : nn::model_fields()) {
+        const std::string name(f.key.substr(f.key.find('.') + 1));  // "model.n_embd" -> "n_embd"
+        std::visit(
+            [&](auto member) {
+                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.model.*member)>, float>)
+                    settings[name] = six_digits(c.model.*member);
+                else settings[name] = c.model.*member;
+            },
+            f.member);
+    }
+    settings["data"] = o.data.value_or("(the built-in copy task)");
     nn::TrainConfig copy = c;  // the table's accessors take a mutable config
     for (const nn::Setting& s : nn::settings()) {
         const std::string name(s.name());
