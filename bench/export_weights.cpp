@@ -15,7 +15,7 @@
 
 #include <fmt/core.h>
 
-#include <nn/train/checkpoint.h>
+#include <nn/train/safetensors.h>
 
 #include "train_step.h"
 

@@ -30,7 +30,7 @@
 #include <cli.h>
 #include <script_json.h>
 #include <nn/attention.h>
-#include <nn/train/files.h>
+#include <nn/files/atomic_file.h>
 #include <nn/train/trainer.h>
 #include <nlohmann/json.hpp>
 

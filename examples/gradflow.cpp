@@ -22,7 +22,7 @@
 #include <autograd/autograd.h>
 #include <cli.h>
 #include <nn/models.h>
-#include <nn/train/files.h>
+#include <nn/files/atomic_file.h>
 #include <nn/train/optim.h>
 #include <nn/tutorial/study.h>
 #include <nn/tutorial/tasks.h>

@@ -26,7 +26,7 @@
 #include <autograd/autograd.h>
 #include <cli.h>
 #include <nn/attention_only.h>
-#include <nn/train/files.h>
+#include <nn/files/atomic_file.h>
 #include <nn/train/optim.h>
 #include <nn/train/report.h>
 #include <nn/tutorial/induction.h>

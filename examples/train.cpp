@@ -28,8 +28,8 @@
 #include <vector>
 
 #include <autograd/autograd.h>
-#include <nn/train/checkpoint.h>
-#include <nn/train/files.h>
+#include <nn/train/safetensors.h>
+#include <nn/files/atomic_file.h>
 #include <nn/train/bpe.h>
 #include <nn/train/sample.h>
 #include <nn/train/token_file.h>

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include <nn/train/checkpoint.h>
+#include <nn/train/safetensors.h>
 #include <nn/layers.h>
 #include <nn/train/trainer.h>
 

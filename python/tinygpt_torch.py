@@ -344,7 +344,7 @@ def load_tinygpt_state(model, tensors, where="checkpoint"):
             p.copy_(state[name])
 
 
-# --- safetensors with tinygpt's checksums (nn/include/nn/train/checkpoint.h) -------------------------------
+# --- safetensors with tinygpt's checksums (nn/train/include/nn/train/safetensors.h) -------------------------------
 
 def _crc32c_table():
     table = []
@@ -412,7 +412,7 @@ def crc32c(data):
     return crc32c_bytewise(data[L * chunks:], crc) ^ 0xFFFFFFFF
 
 
-# What tinygpt's loader (nn::load_safetensors, nn/train/src/checkpoint.cpp) refuses, read_safetensors
+# What tinygpt's loader (nn::load_safetensors, nn/train/src/safetensors.cpp) refuses, read_safetensors
 # refuses too, each with a ValueError naming the file and the problem: the C++ loader's limits, a header
 # that is not strict JSON (nlohmann's: no NaN, no lone surrogate, no repeated key), not an object, nested
 # too deep for Python (ValueError, not RecursionError), a tensor that is not {"dtype": "F32", "shape":

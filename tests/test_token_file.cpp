@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <nn/train/text_data.h>
 #include <nn/train/token_file.h>
 
 #include "temp_dir.h"

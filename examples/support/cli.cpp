@@ -18,7 +18,7 @@
 #include <new>
 
 #include <fmt/format.h>
-#include <nn/train/files.h>
+#include <nn/files/atomic_file.h>
 
 #ifndef TINYGPT_VERSION
 #error "TINYGPT_VERSION must be defined (examples/CMakeLists.txt passes the CMake project's version)"

@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <nn/train/files.h>
+#include <nn/files/atomic_file.h>
 
 #include "cli.h"
 

@@ -13,7 +13,7 @@
 #include <autograd/autograd.h>
 #include <fmt/format.h>
 #include <nn/attention.h>
-#include <nn/train/files.h>
+#include <nn/files/atomic_file.h>
 #include <nn/train/trainer.h>
 
 #include "script_json.h"

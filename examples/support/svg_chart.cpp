@@ -1,6 +1,6 @@
 #include "svg_chart.h"
 
-#include <nn/train/files.h>
+#include <nn/files/atomic_file.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,6 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <nn/train/files.h>
 
 namespace chart {
 

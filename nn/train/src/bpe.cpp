@@ -1,5 +1,5 @@
 #include "nn/train/bpe.h"
-#include "files.h"
+#include <nn/files/file_names.h>
 #include "utf8.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

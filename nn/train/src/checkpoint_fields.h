@@ -14,8 +14,8 @@
 #include <autograd/random.h>
 #include <fmt/format.h>
 
-#include "nn/train/checkpoint.h"
-#include "nn/train/files.h"
+#include "nn/train/safetensors.h"
+#include "nn/files/atomic_file.h"
 #include "nn/train/settings.h"
 #include "nn/train/trainer.h"
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <nn/decoder.h>
+#include <nn/train/char_tokenizer.h>
 
 namespace nn {
 

@@ -1,5 +1,5 @@
 #include "nn/train/token_file.h"
-#include "files.h"
+#include <nn/files/file_names.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nn/train/text.h>
+#include <nn/train/token_ids.h>
 #include <nn/train/tokenizer.h>
 
 namespace nn {

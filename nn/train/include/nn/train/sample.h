@@ -7,7 +7,7 @@
 #include <autograd/random.h>
 
 #include "nn/models.h"
-#include "nn/train/text.h"
+#include "nn/train/tokenizer.h"
 
 namespace nn {
 

@@ -13,8 +13,8 @@
 #include <span>
 #include <string_view>
 
-#include <nn/train/files.h>
-#include <nn/train/text.h>
+#include <nn/files/atomic_file.h>
+#include <nn/train/token_ids.h>
 
 namespace nn {
 

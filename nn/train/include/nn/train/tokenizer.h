@@ -1,5 +1,5 @@
 // What every tokenizer does, so the trainer, the programs and checkpoints take either kind: the character
-// tokenizer (nn/train/text.h) and GPT-2's byte-level BPE (nn/train/bpe.h).
+// tokenizer (nn/train/char_tokenizer.h) and GPT-2's byte-level BPE (nn/train/bpe.h).
 #pragma once
 
 #include <cstdint>
@@ -11,11 +11,11 @@
 
 namespace nn {
 
-class TokenIds;  // nn/train/text.h
+class TokenIds;  // nn/train/token_ids.h
 
 class Tokenizer {
 public:
-    virtual ~Tokenizer() = default;
+    virtual ~Tokenizer();  // defined in tokenizer.cpp: the one unit that holds the vtable
 
     virtual int64_t vocab_size() const = 0;
     // Ids in [0, vocab_size()) of UTF-8 text; text that is not UTF-8 throws std::invalid_argument naming

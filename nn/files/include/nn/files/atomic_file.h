@@ -3,24 +3,15 @@
 // Checkpoints are written this way, and the example programs' charts and pages too.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
 
+#include <nn/files/file_names.h>
+
 namespace nn {
-
-// What a file that is not a regular file is, for messages such as "PATH is a named pipe (FIFO)".
-const char* file_kind(mode_t mode);
-
-// A file name as messages show it: as it is when it is printable, else in double quotes with C escapes
-// ("a\nb", "\x01"), so that a name holding a newline or a terminal escape keeps an error on one line.
-std::string printable_name(std::string_view name);
-// `text` with each control character as a C escape (\n, \t, \r, \x01), and with `quotes` also `"` and `\`.
-std::string escape_controls(std::string_view text, bool quotes = false);
 
 // The hidden files a program keeps beside an output NAME: its lock ".NAME.lock", the temporary files of
 // its saves and the probe of its directory. Their suffixes have a fixed length (kSidecarSuffix bytes at

@@ -12,8 +12,8 @@
 //     the tensor's bytes. A file with no checksum at all (written before) loads, with one warning.
 // Nothing is allocated from the file's numbers until all of this has passed; the data is then read once,
 // straight into the tensors.
-#include "nn/train/checkpoint.h"
-#include "files.h"
+#include "nn/train/safetensors.h"
+#include <nn/files/atomic_file.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -35,7 +35,6 @@
 
 namespace nn {
 
-using detail::file_kind;
 using detail::path_str;
 
 using autograd::check;

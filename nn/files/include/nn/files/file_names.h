@@ -1,0 +1,29 @@
+// File names and kinds as messages show them, for every program and library that names a file in an error.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace nn {
+
+// What a file that is not a regular file is, for messages such as "PATH is a named pipe (FIFO)".
+const char* file_kind(mode_t mode);
+
+// A file name as messages show it: as it is when it is printable, else in double quotes with C escapes
+// ("a\nb", "\x01"), so that a name holding a newline or a terminal escape keeps an error on one line.
+std::string printable_name(std::string_view name);
+// `text` with each control character as a C escape (\n, \t, \r, \x01), and with `quotes` also `"` and `\`.
+std::string escape_controls(std::string_view text, bool quotes = false);
+
+namespace detail {
+
+// A path as the library's messages show it: in quotes ('run.st'; one with a newline or another control
+// character in printable_name's double quotes, escaped).
+std::string path_str(const std::filesystem::path& path);
+
+}  // namespace detail
+
+}  // namespace nn

@@ -1,0 +1,7 @@
+#include "nn/train/tokenizer.h"
+
+namespace nn {
+
+Tokenizer::~Tokenizer() = default;
+
+}  // namespace nn
