@@ -17,7 +17,7 @@
 #include <string_view>
 #include <variant>
 
-#include "nn/train/trainer.h"
+#include "nn/train/train_config.h"
 
 namespace nn {
 

@@ -28,42 +28,9 @@
 #include "nn/train/optim.h"
 #include "nn/train/report.h"
 #include "nn/train/text.h"
+#include "nn/train/train_config.h"
 
 namespace nn {
-
-// How a run watches itself: what train does between steps and at the end. None of it changes the
-// weights; it is stored in the checkpoint ("run.*" metadata) so that a resumed run keeps it, and a
-// resume may change any of it (Trainer::set_run). Checkpoints written before these keys existed
-// resume with these defaults.
-struct RunSettings {
-    int64_t eval_every = 500;   // evaluate (and save) every N steps
-    int64_t eval_iters = 200;   // batches per evaluation
-    int64_t log_every = 0;      // log the step's batch loss every N steps (train --csv); 0 = at evaluations only
-    int64_t grad_report = 0;    // print the gradient-flow report every N steps; 0 = never
-    int64_t sample = 200;       // characters sampled at the end
-    float temperature = 1.0f;   // of that sample
-    int64_t top_k = 0;          // of that sample; 0 = all characters
-
-    bool operator==(const RunSettings&) const = default;
-};
-
-// Every field but `model` is a row of nn::settings() (nn/train/settings.h): its flag, help, limits and
-// checkpoint key are there, its default only here.
-struct TrainConfig {
-    ModelConfig model;
-    int64_t steps = 2000;       // total optimizer steps (the schedule decays over these)
-    int64_t batch = 32;         // B
-    float lr = 1e-3f;           // peak learning rate (AdamW)
-    float min_lr = -1.0f;       // end of the cosine decay; negative means lr / 10
-    int64_t warmup = 0;         // linear warmup steps
-    float weight_decay = 0.1f;  // decoupled, on Linear weights only
-    float beta1 = 0.9f, beta2 = 0.99f;
-    float grad_clip = 1.0f;     // global-norm clipping; 0 turns it off
-    uint64_t seed = 1337;       // model initialization, batches, dropout
-    RunSettings run = {};       // changes nothing the run computes; a resume may change it
-
-    bool operator==(const TrainConfig&) const = default;
-};
 
 struct StepStats {
     int64_t step = 0;        // steps done after this one
