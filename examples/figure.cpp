@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "figure_page.h"
+#include "tools.h"
 
 using namespace autograd;
 
@@ -280,4 +281,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }
+int tools::figure(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

@@ -23,6 +23,7 @@
 #include <nn/train/sample.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
+#include "tools.h"
 
 namespace {
 
@@ -37,11 +38,11 @@ struct Options {
 
 // A signal only sets this; the sampling loop reads it after each character and stops there.
 volatile sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+extern "C" void on_generate_stop_signal(int signal) { g_stop_signal = signal; }
 
 void catch_stop_signals() {
     struct sigaction action {};
-    action.sa_handler = on_stop_signal;
+    action.sa_handler = on_generate_stop_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;  // a write in progress carries on
     for (int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &action, nullptr);
@@ -133,7 +134,7 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tools::generate(int argc, char** argv) {
     Options o;
     cli::Parser p("generate", "CKPT [options]", "Sample text from a checkpoint saved by train, printed as it comes.");
     cli::checkpoint_argument(p, o.checkpoint, "a checkpoint saved by train --out", true);

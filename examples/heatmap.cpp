@@ -27,6 +27,7 @@
 #include <nn/models.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
+#include "tools.h"
 
 using namespace autograd;
 
@@ -184,7 +185,7 @@ void show(const Map& m, bool colour) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tools::heatmap(int argc, char** argv) {
     Options o;
     cli::Parser parser = make_parser(o);
     return cli::run(parser, argc, argv, [&] {

@@ -40,6 +40,7 @@
 #include "run_logs.h"
 #include "run_report.h"
 #include "train_args.h"
+#include "tools.h"
 
 using namespace autograd;
 using Clock = std::chrono::steady_clock;
@@ -108,7 +109,7 @@ private:
 // A second signal while saving sets it again and changes nothing: the save always completes.
 volatile sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+extern "C" void on_train_stop_signal(int signal) { g_stop_signal = signal; }
 
 // Installs the handler (SA_RESTART: reads and writes in progress carry on) for the training loop;
 // the destructor restores the previous dispositions, so a Ctrl-C while sampling ends the program.
@@ -116,7 +117,7 @@ class StopSignals {
 public:
     StopSignals() {
         struct sigaction action {};
-        action.sa_handler = on_stop_signal;
+        action.sa_handler = on_train_stop_signal;
         sigemptyset(&action.sa_mask);
         action.sa_flags = SA_RESTART;
         ::sigaction(SIGINT, &action, &old_int_);
@@ -669,7 +670,7 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int tools::train(int argc, char** argv) {
     Options options;
     cli::Parser parser = train_args::make_parser(options);
     return cli::run(parser, argc, argv, [&] {
