@@ -14,6 +14,14 @@
 //   custom_model --resume CKPT [FILE]                            continue it, saving back to CKPT
 //   custom_model --generate CKPT                                 load it and sample 200 characters
 //
+// And the tools (examples/tools.h) run in this program, where the kind is known: the trainer's command
+// line with its report page, sampling, the attention heatmap and the figure, as for the built-in kinds:
+//
+//   custom_model train --model learned_scale --data FILE --steps 200 --out run.safetensors --report run.html
+//   custom_model generate run.safetensors --chars 200
+//   custom_model heatmap run.safetensors --prompt ab --svg heads.svg
+//   custom_model figure run.safetensors --prompt ab --out figure.html
+//
 // Shape legend: B batch, T time, C channels, H head width, V vocab.
 #include <cmath>
 #include <cstdio>
@@ -29,6 +37,7 @@
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
 #include <nn/tutorial/tasks.h>
+#include <tools.h>
 
 using namespace autograd;
 
@@ -173,9 +182,20 @@ int generate(const std::string& checkpoint) {
 }
 
 // The command line: the shared layer of the examples (support/cli.h), for --help and clear errors.
+// A first argument naming a tool hands the rest to it: `custom_model heatmap CKPT ...` is heatmap's
+// command line in a program that has registered learned_scale.
 int main(int argc, char** argv) {
+    if (argc > 1) {
+        const std::string tool = argv[1];
+        for (const auto& [name, run] : {std::pair{"train", &tools::train}, std::pair{"generate", &tools::generate},
+                                        std::pair{"heatmap", &tools::heatmap}, std::pair{"figure", &tools::figure}})
+            if (tool == name) return run(argc - 1, argv + 1);
+    }
     Options o;
-    cli::Parser p("custom_model", "[options] [FILE]", "Train a head that learns its own divisor, on FILE or the built-in copy task.");
+    cli::Parser p("custom_model", "[options] [FILE] | train|generate|heatmap|figure ARGS...",
+                  "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
+                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap or figure (their --help)\n"
+                  "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
     p.positional("FILE", "a text file to train on (default: the copy task)", [&](const cli::Value& v) { o.file = v.file(); },
                  /*required=*/false);
     p.option("--out", "CKPT", "train the registered kind with nn::Trainer, saving a checkpoint to CKPT",
