@@ -19,8 +19,8 @@
 //
 //   custom_model train --model learned_scale --data FILE --steps 200 --out run.safetensors --report run.html
 //   custom_model generate run.safetensors --chars 200
-//   custom_model heatmap run.safetensors --prompt ab --svg heads.svg
-//   custom_model figure run.safetensors --prompt ab --out figure.html
+//   custom_model heatmap run.safetensors --prompt ab      (these two draw nn::Heads: this model's own
+//   custom_model figure run.safetensors --prompt ab       head is not one, so they say it has none)
 //
 // Shape legend: B batch, T time, C channels, H head width, V vocab.
 #include <cmath>

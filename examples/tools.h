@@ -4,7 +4,7 @@
 // calls them to give its kind the same tools, as examples/custom_model.cpp does:
 //
 //   custom_model train --model learned_scale --data FILE --out run.safetensors --report run.html
-//   custom_model heatmap run.safetensors --prompt ab --svg heads.svg
+//   custom_model generate run.safetensors --chars 200
 //
 // argv[0] is not read (messages name the tool: "train: ..."); argv[1..] are the tool's arguments.
 // Link the static library tinygpt_tools.
