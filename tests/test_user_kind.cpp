@@ -2,7 +2,7 @@
 // with nn::Trainer, saves and resumes bit-exactly (its dropout generator too), loads for inference,
 // writes the report page, shows its heads to nn::attention_heads (what heatmap and figure read) and
 // samples with the window decoder, as the built-in kinds do; train's model flags (examples/train_args.h)
-// take it too.
+// take it too, and the tool programs (examples/tools.h) train, sample and draw it.
 //
 // Shape legend: B batch, T time, C channels, V vocab.
 #include <bit>
@@ -15,6 +15,7 @@
 #include <nn/train/trainer.h>
 #include <nn/tutorial/tasks.h>
 #include <run_report.h>
+#include <tools.h>
 #include <train_args.h>
 
 #include "helpers.h"
@@ -233,4 +234,40 @@ TEST_CASE("train's model flags take a registered kind by the options it reads", 
     CHECK(o.config.model.n_embd == 16);
     const char* bad[] = {"train", "--model", "dropout_head", "--n-head", "2"};
     CHECK_THROWS_WITH(train_args::parse_args(5, bad), Contains("--n-head does not apply to --model dropout_head"));
+}
+
+// The tool programs themselves (examples/tools.h), run inside this test program, which registered the kind:
+// what a user's own program that registers its kind gets. Each fails with "unknown kind" without it.
+TEST_CASE("The tools train, resume, sample, draw the heatmap and the figure of a registered kind", "[user_kind][tools]") {
+    test::TempDir dir("user-kind-tools");
+    const std::string text = copy_text();
+    const std::string data = dir.write("copy.txt", text).string(), prompt = text.substr(0, 6);
+    const auto run = [](int (*tool)(int, char**), std::vector<std::string> args) {
+        args.insert(args.begin(), "tool");
+        std::vector<char*> argv;
+        for (std::string& a : args) argv.push_back(a.data());
+        return tool(static_cast<int>(argv.size()), argv.data());
+    };
+    const auto train = [&](const fs::path& out, std::vector<std::string> more) {
+        std::vector<std::string> args = {"--model", "dropout_head", "--n-embd", "16", "--block", "8", "--dropout", "0.3",
+                                         "--data", data, "--steps", "12", "--batch", "4", "--eval-every", "6",
+                                         "--eval-iters", "2", "--sample", "10", "--out", out.string()};
+        args.insert(args.end(), more.begin(), more.end());
+        return run(tools::train, args);
+    };
+    const fs::path straight = dir.path / "straight.safetensors", split = dir.path / "split.safetensors";
+    REQUIRE(train(straight, {}) == 0);
+    REQUIRE(train(split, {"--until", "6"}) == 0);
+    REQUIRE(run(tools::train, {"--resume", split.string(), "--data", data}) == 0);
+    CHECK(test::read_bytes(straight) == test::read_bytes(split));
+
+    const fs::path page = dir.path / "run.html";
+    REQUIRE(train(dir.path / "reported.safetensors", {"--report", page.string()}) == 0);
+    CHECK_THAT(test::read_bytes(page), Contains("dropout_head"));
+
+    CHECK(run(tools::generate, {straight.string(), "--chars", "20"}) == 0);
+    CHECK(run(tools::heatmap, {straight.string(), "--prompt", prompt, "--color", "never"}) == 0);
+    const fs::path figure = dir.path / "figure.html";
+    CHECK(run(tools::figure, {straight.string(), "--prompt", prompt, "--out", figure.string()}) == 0);
+    CHECK_THAT(test::read_bytes(figure), Contains("<html"));
 }
