@@ -256,7 +256,7 @@ nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, i
     nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
                                        {"parameters", parameters}};
     for (const nn::ModelField& f : nn::model_fields()) {
-        const std::string name(f.key.substr(f.key.find('.') + 1));  // "model.n_embd" -> "n_embd"
+        const std::string name(f.name());
         std::visit(
             [&](auto member) {
                 if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.model.*member)>, float>)

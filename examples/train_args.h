@@ -68,8 +68,7 @@ inline std::function<void(const cli::Value&)> model_setter(nn::ModelConfig& m) {
 
 // The kinds that read a ModelOption, for --help: "multihead, gpt", or "not bigram" when fewer do not.
 inline std::string kinds_reading(unsigned option) {
-    std::vector<std::string_view> reading, not_reading;
-    for (const nn::ModelKindInfo& kind : nn::model_kinds()) (kind.reads(option) ? reading : not_reading).push_back(kind.name);
+    const std::vector<std::string_view> reading = nn::model_kinds_reading(option), not_reading = nn::model_kinds_reading(option, false);
     if (reading.size() > not_reading.size()) return fmt::format("not {}", fmt::join(not_reading, ", "));
     return fmt::format("{}", fmt::join(reading, ", "));
 }

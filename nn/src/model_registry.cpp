@@ -130,6 +130,13 @@ std::string model_kind_names(std::string_view separator, std::string_view last_s
     return out;
 }
 
+std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads) {
+    std::vector<std::string_view> names;
+    for (const ModelKindInfo& kind : registry().kinds)
+        if (kind.reads(option) == reads) names.push_back(kind.name);
+    return names;
+}
+
 ModelKind register_model_kind(const ModelKindInfo& info) {
     check(is_kind_name(info.name), "model: cannot register the kind {:?}: a name is 1 to 32 letters, digits, '-' or '_'",
           info.name);
@@ -162,12 +169,9 @@ void validate_model_config(const ModelConfig& c) {
     if (info.reads(option_dropout))
         check(c.dropout >= dropout.min && c.dropout < dropout.max, "model: dropout {} must be in [{}, {})", c.dropout, dropout.min,
               dropout.max);
-    if (c.feed_forward && !info.reads(option_feed_forward)) {
-        std::vector<std::string_view> readers;
-        for (const ModelKindInfo& kind : registry().kinds)
-            if (kind.reads(option_feed_forward)) readers.push_back(kind.name);
-        check(false, "model: feed_forward applies to {} only, not {}", fmt::join(readers, ", "), info.name);
-    }
+    if (c.feed_forward && !info.reads(option_feed_forward))  // (the names are listed only when refused)
+        check(false, "model: feed_forward applies to {} only, not {}", fmt::join(model_kinds_reading(option_feed_forward), ", "),
+              info.name);
 }
 
 std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <autograd/random.h>
 #include <fmt/format.h>
@@ -88,6 +89,8 @@ struct ModelField {
     double min;             // the least value validate_model_config accepts (a number: the least whole one)
     double max;             // a number stays below it; a whole number is unbounded there (sizes saturate)
     double flag_max;        // the largest value the flag takes
+
+    std::string_view name() const { return key.substr(key.find('.') + 1); }  // the key without its group: "n_embd"
 };
 std::span<const ModelField> model_fields();
 const ModelField& model_field(std::string_view key);  // by key or by flag; std::invalid_argument if none
@@ -127,6 +130,8 @@ ModelKind register_model_kind(const ModelKindInfo& info);
 std::optional<ModelKind> parse_model_kind(std::string_view name);
 // The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead or gpt".
 std::string model_kind_names(std::string_view separator, std::string_view last_separator);
+// The names of the kinds that read a ModelOption (`reads`), or of those that do not, in registry order.
+std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads = true);
 inline ModelSize model_size(const ModelConfig& config) { return model_kind_info(config.kind).size(config); }
 
 // Checks what the config's kind reads (std::invalid_argument naming the option): vocab, and where the
