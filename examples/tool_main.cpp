@@ -1,4 +1,4 @@
-// The main of the tool programs train, generate, heatmap and figure: built once per tool with
+// The main of the tool programs train, generate, heatmap, figure and evaluate: built once per tool with
 // TINYGPT_TOOL naming its entry point (examples/tools.h), so each program is its function.
 #include "tools.h"
 

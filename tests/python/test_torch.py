@@ -6,6 +6,8 @@ runs one case per CTest test:
                 bit-identical weights, and the saved file gives bit-identical logits in tinygpt
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
+  evaluate      examples/evaluate's loss over consecutive windows of a text file, and of the same ids as a
+                token file, equals PyTorch's mean cross-entropy over the same windows within 1e-5 relative
   ddp           python/train_ddp.py under torch.distributed.run with 2 processes (gloo): the loss falls,
                 both ranks end with the same weights, tinygpt loads the result; each launch runs in its own
                 process group, killed whole if it hangs, and leaves no process behind
@@ -16,6 +18,7 @@ runs one case per CTest test:
 Each prints its figures. A failure raises (exit 1) with what differed.
 """
 import argparse
+import json
 import math
 import os
 import pickle
@@ -197,6 +200,44 @@ def case_torch_trains(c):
     out = run([c.o.train, "--init-from", tuned, "--data", c.data, "--steps", 20, "--lr", "3e-3", "--batch", 8,
                "--eval-iters", 4, "--sample", 0, "--json", "--out", c.path("more.safetensors")])
     print(f"train --init-from the PyTorch checkpoint: {out.strip()}")
+
+
+def case_evaluate(c):
+    """evaluate CKPT --data FILE: window i is tokens [iBT, (i+1)BT + 1), the loss the mean over the windows."""
+    tg = c.tg
+    ckpt = c.path("gpt.safetensors")
+    c.train("gpt", ckpt)
+    model, vocab = tg.load(ckpt)
+    model.eval()
+    ids = torch.tensor([vocab.index(ch) for ch in TEXT])
+    B, T = 3, 5
+    whole = (len(ids) - 1) // (B * T)
+
+    def torch_loss(batches):
+        losses = []
+        with torch.no_grad():
+            for i in range(batches):
+                window = ids[i * B * T:(i + 1) * B * T + 1]
+                x, y = window[:-1].view(B, T), window[1:].view(B, T)
+                losses.append(F.cross_entropy(model(x).view(B * T, -1), y.view(-1)).item())
+        return sum(losses) / len(losses)
+
+    token_file = c.path("text.bin")  # the same ids as nanoGPT writes them: raw uint16
+    with open(token_file, "wb") as f:
+        f.write(ids.to(torch.int16).numpy().tobytes())
+    for data, batches in ((c.data, None), (c.data, 2), (token_file, None)):
+        args = [c.o.evaluate, ckpt, "--data", data, "--batch", B, "--block", T, "--json"]
+        if batches:
+            args += ["--batches", batches]
+        got = json.loads(run(args))
+        n = batches or whole
+        expected = torch_loss(n)
+        rel = abs(got["loss"] - expected) / abs(expected)
+        print(f"evaluate {os.path.basename(data)}, {n} windows of {B} x {T}: loss {got['loss']:.6f}, "
+              f"PyTorch {expected:.6f}, relative difference {rel:.2g}")
+        check(rel <= REL_TOLERANCE, f"evaluate's loss {got['loss']} is not PyTorch's {expected} over {n} windows")
+        check(got["batches"] == n and got["tokens"] == n * B * T, f"evaluate counted {got}, not {n} windows of {B * T}")
+        check(abs(got["perplexity"] - math.exp(got["loss"])) <= 1e-9 * got["perplexity"], f"perplexity {got}")
 
 
 def case_ddp(c):
@@ -439,7 +480,7 @@ def _args(nano, bias):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case")
-    for flag in ("--train", "--generate", "--logits", "--heatmap", "--figure", "--python-dir", "--work"):
+    for flag in ("--train", "--generate", "--logits", "--heatmap", "--figure", "--evaluate", "--python-dir", "--work"):
         p.add_argument(flag, required=True)
     o = p.parse_args()
     torch.set_num_threads(1)
@@ -447,7 +488,7 @@ def main():
     if o.case.startswith("logits_"):
         case_logits(c, o.case[len("logits_"):])
     else:
-        {"torch_trains": case_torch_trains, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
+        {"torch_trains": case_torch_trains, "evaluate": case_evaluate, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
     print(f"{o.case}: passed")
 
 
