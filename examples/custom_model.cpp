@@ -22,6 +22,7 @@
 //   custom_model heatmap run.safetensors --prompt ab      its head's attention (part 1b)
 //   custom_model figure run.safetensors --prompt ab       the tutorial's figure, with its learned divisor
 //   custom_model evaluate run.safetensors --data FILE     its loss and perplexity on a file
+//   custom_model head_scores run.safetensors              what its head does on repeated random tokens
 //
 // Shape legend: B batch, T time, C channels, H head width, V vocab.
 #include <cmath>
@@ -206,13 +207,13 @@ int main(int argc, char** argv) {
         const std::string tool = argv[1];
         for (const auto& [name, run] : {std::pair{"train", &tools::train}, std::pair{"generate", &tools::generate},
                                         std::pair{"heatmap", &tools::heatmap}, std::pair{"figure", &tools::figure},
-                                        std::pair{"evaluate", &tools::evaluate}})
+                                        std::pair{"evaluate", &tools::evaluate}, std::pair{"head_scores", &tools::head_scores}})
             if (tool == name) return run(argc - 1, argv + 1);
     }
     Options o;
-    cli::Parser p("custom_model", "[options] [FILE] | train|generate|heatmap|figure|evaluate ARGS...",
+    cli::Parser p("custom_model", "[options] [FILE] | TOOL ARGS...",
                   "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
-                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure or evaluate (their --help)\n"
+                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate or head_scores\n"
                   "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
     p.positional("FILE", "a text file to train on (default: the copy task; a file named like a tool: ./train)", [&](const cli::Value& v) { o.file = v.file(); },
                  /*required=*/false);

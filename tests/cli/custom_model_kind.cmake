@@ -9,7 +9,7 @@
 # Through custom_model's subcommands (the tools of examples/tools.h, with the kind registered) train takes
 # --model learned_scale, writes a checkpoint and a --report page, resumes byte-exactly (--until, --resume),
 # and generate samples from it; the report page, heatmap and figure show its head (an nn::InspectableHead
-# of its own, not an nn::Head), the figure with the divisor it learned.
+# of its own, not an nn::Head), the figure with the divisor it learned; head_scores scores it.
 cmake_minimum_required(VERSION 3.19)
 foreach(var CUSTOM_MODEL GENERATE HEATMAP WORK_DIR)
   if(NOT ${var})
@@ -118,4 +118,10 @@ string(JSON state_scale GET "${l_out}" states 1 scale)
 if(NOT figure_model STREQUAL "learned_scale" OR NOT figure_divisor MATCHES "^[0-9.]+$" OR figure_divisor STREQUAL "5.656854"
    OR NOT state_divisor STREQUAL figure_divisor OR NOT state_scale STREQUAL "ON")
   message(FATAL_ERROR "custom_model figure did not show the learned divisor (${figure_divisor}, state ${state_divisor}):\n${l_out}")
+endif()
+run(n 0 "${CUSTOM_MODEL}" head_scores "${tool_straight}" --length 4 --json)
+string(JSON scored_head GET "${n_out}" heads 0 name)
+string(JSON scored_induction GET "${n_out}" heads 0 induction)
+if(NOT scored_head STREQUAL "head" OR NOT scored_induction MATCHES "^(0(\\.[0-9]+)?|1)$")
+  message(FATAL_ERROR "custom_model head_scores did not score the learned_scale head:\n${n_out}")
 endif()
