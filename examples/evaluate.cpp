@@ -24,6 +24,7 @@
 #include <cli.h>
 #include <nlohmann/json.hpp>
 #include <nn/train/bpe.h>
+#include <nn/train/text_data.h>
 #include <nn/train/token_ids.h>
 #include <nn/train/tokenizer.h>
 #include <nn/train/trainer.h>
@@ -83,13 +84,10 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
     autograd::NoGradGuard no_grad;
     model.eval();
     const int64_t window = B * T;
-    std::vector<int64_t> tokens(static_cast<size_t>(window + 1));
     double sum = 0;
     for (int64_t i = 0; i < batches; ++i) {
-        ids.copy_to(i * window, window + 1, tokens.data());
-        const std::span<const int64_t> inputs(tokens.data(), static_cast<size_t>(window));
-        const std::span<const int64_t> targets(tokens.data() + 1, static_cast<size_t>(window));
-        const double loss = autograd::cross_entropy(model.forward(inputs, B, T), targets).item();  // (B, T, V) -> ()
+        const nn::Batch batch = nn::consecutive_window(ids, i, B, T);
+        const double loss = autograd::cross_entropy(model.forward(batch.inputs, B, T), batch.targets).item();  // (B, T, V) -> ()
         if (!std::isfinite(loss))
             throw std::runtime_error(fmt::format("{}: the loss of window {} (tokens {} to {}) is {}: the model's weights "
                                                  "or logits are not finite", checkpoint, i, i * window, (i + 1) * window, loss));
@@ -111,7 +109,7 @@ int run(const Options& o) {
         throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, block, o.checkpoint->path));
     const std::string& data = *o.data;
     const nn::TokenIds ids = nn::read_token_ids(data, *trained.tokenizer);
-    const int64_t whole = (ids.size() - 1) / (B * T);  // windows that fit, each needing B T + 1 tokens
+    const int64_t whole = nn::consecutive_windows(ids, B, T);  // each needs B T + 1 tokens
     if (whole == 0)
         throw std::runtime_error(fmt::format("--data {} has {} tokens: one window of --batch {} x --block {} needs {}", data,
                                              ids.size(), B, T, B * T + 1));
