@@ -10,7 +10,6 @@
 // 130 interrupted by SIGINT (143 by SIGTERM, 129 by SIGHUP) after saving a checkpoint to --out. SIGPIPE
 // is ignored: a closed stderr only silences the progress, a closed stdout is an error at the end.
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,29 +17,22 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <cstdlib>
-#include <map>
 #include <optional>
-#include <random>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <autograd/autograd.h>
-#include <nn/train/safetensors.h>
-#include <nn/files/atomic_file.h>
-#include <nn/train/bpe.h>
-#include <nn/train/sample.h>
-#include <nn/train/token_file.h>
-#include <nn/tutorial/tasks.h>
-#include <nn/train/trainer.h>
 #include <nlohmann/json.hpp>
+#include <nn/files/file_names.h>
+#include <nn/train/sample.h>
+#include <nn/train/trainer.h>
 
-#include "run_logs.h"
 #include "run_report.h"
-#include "train_args.h"
 #include "tools.h"
+#include "train_args.h"
+#include "train_logs.h"
+#include "train_progress.h"
+#include "train_start.h"
 
 using namespace autograd;
 using Clock = std::chrono::steady_clock;
@@ -48,62 +40,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 using train_args::Options;
-
-// Progress and notes on stderr. A failed write is ignored: with SIGPIPE ignored (main), a closed pipe
-// (stderr piped into `head -n 1`, say) only stops the notes; training goes on and saves.
-void note(const std::string& text) { (void)!std::fwrite(text.data(), 1, text.size(), stderr); }
-
-// The text to train on: the file, or the copy task (always the same text, so a resume finds it again).
-std::string training_text(const Options& o) {
-    if (o.data) return nn::read_text_file(*o.data);
-    Generator gen(20260);
-    return nn::copy_task_text(5000, gen);
-}
-
-std::string duration(double seconds) {
-    const auto s = static_cast<int64_t>(std::lround(seconds));
-    return s >= 3600 ? fmt::format("{}h{:02}m", s / 3600, s / 60 % 60) : fmt::format("{}m{:02}s", s / 60, s % 60);
-}
-
-// A progress bar on a terminal; on anything else a plain line now and then.
-class Progress {
-public:
-    Progress(int64_t total, int64_t first) : total_(total), first_(first), tty_(isatty(STDERR_FILENO) == 1) {}
-
-    void update(const nn::StepStats& s, double train_seconds, int64_t tokens) {
-        smoothed_ = seen_ ? 0.9 * smoothed_ + 0.1 * s.loss : s.loss;
-        seen_ = true;
-        const double tokens_per_s = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
-        const double eta = s.step > first_ ? train_seconds / double(s.step - first_) * double(total_ - s.step) : 0.0;
-        if (tty_) {
-            line_open_ = true;
-            const int width = 30;
-            const auto filled = static_cast<int>(width * s.step / total_);
-            note(fmt::format("\r[{}{}] {}/{} loss {:.4f} {:.0f} tok/s ETA {}   ", std::string(filled, '#'),
-                             std::string(width - filled, '.'), s.step, total_, smoothed_, tokens_per_s, duration(eta)));
-        } else if (s.step == total_ || s.step % std::max<int64_t>(1, total_ / 20) == 0) {
-            note(fmt::format("step {}/{} loss {:.4f} lr {:.3g} {:.0f} tok/s ETA {}\n", s.step, total_, smoothed_, s.lr,
-                             tokens_per_s, duration(eta)));
-        }
-    }
-    void message(const std::string& line) {
-        note((tty_ ? "\r\x1b[2K" : "") + line + "\n");  // over the bar, which the next update redraws
-        line_open_ = false;
-    }
-    // Ends the bar's line, once; also when an error unwinds past it, so its message starts a line.
-    void finish() {
-        if (line_open_) note("\n");
-        line_open_ = false;
-    }
-    ~Progress() { finish(); }
-
-private:
-    int64_t total_, first_;
-    bool tty_;
-    bool seen_ = false;
-    bool line_open_ = false;  // the bar is on the terminal's current line
-    double smoothed_ = 0;
-};
+using train_progress::note;
 
 // SIGINT and SIGTERM only set this flag; the training loop reads it after each step, saves and stops.
 // A second signal while saving sets it again and changes nothing: the save always completes.
@@ -136,252 +73,17 @@ private:
     struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
 };
 
-// What the run reads and writes, for the checks before any work (support/cli.h): no output may be an
-// input or another output; --out may be the checkpoint it resumes; a resumed run continues its own logs
-// and page (run_logs::continues, open_page).
-struct Files {
-    std::vector<cli::Input> inputs;
-    std::vector<cli::Output> outputs;
-};
-Files files_of(const Options& o) {
-    Files f;
-    if (o.data) f.inputs.push_back({"--data", *o.data});
-    if (o.resume) f.inputs.push_back({"--resume", *o.resume});
-    if (o.init_from) f.inputs.push_back({"--init-from", *o.init_from});
-    if (o.out) f.outputs.push_back({.flag = "--out", .path = *o.out, .may_replace = "--resume"});
-    if (o.csv) f.outputs.push_back({.flag = "--csv", .path = *o.csv, .continues = o.resume.has_value()});
-    if (o.grad_csv) f.outputs.push_back({.flag = "--grad-csv", .path = *o.grad_csv, .continues = o.resume.has_value()});
-    if (o.report) f.outputs.push_back({.flag = "--report", .path = *o.report, .continues = o.resume.has_value()});
-    return f;
-}
-
-// An std::invalid_argument from the library about a flag's value, as "FLAG VALUE: problem".
-template <typename F>
-auto naming_flag(const char* flag, const std::optional<int64_t>& value, F&& f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const std::invalid_argument& e) {
-        if (!value) throw;
-        throw std::runtime_error(fmt::format("{} {}: {}", flag, *value, e.what()));
-    }
-}
-
-// What the command line changes in a run. A fresh run takes everything from it. A resumed one keeps
-// the checkpoint's settings (the parser refuses the flags that would change the run's identity) except
-// the evaluation, log and sample flags given explicitly, and a --steps, which extends the run (the
-// learning-rate schedule is recomputed over the new total: nn::Trainer::extend_to).
-void apply_command_line(nn::Trainer& trainer, const Options& o) {
-    trainer.set_run(o.run_settings(trainer.config().run));
-    if (o.resume && o.steps_given)
-        naming_flag("--steps", std::optional<int64_t>(o.config.steps), [&] { trainer.extend_to(o.config.steps); });
-}
-
-// GPT-2's BPE (--tokenizer) or a token file (--data *.bin): the data the tokenizer reads (and not the
-// character path, which makes its vocabulary from the text).
-bool uses_tokens(const Options& o) { return o.tokenizer || (o.data && nn::is_token_file(*o.data)); }
-
-// --data for a token-id model: a token file mapped (its validation from the val.bin beside a train.bin,
-// or *_val.bin beside *_train.bin, as nanoGPT and llm.c name them; else its last 10%), or a text file
-// tokenized as it is read.
-nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
-    if (!o.data) throw cli::UsageError("--tokenizer needs --data (a text file or a .bin token file)");
-    const std::filesystem::path path = *o.data;
-    if (!nn::is_token_file(path)) {
-        const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&tokenizer);
-        return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path)));
-    }
-    nn::TokenIds train = nn::map_token_file(path, tokenizer.vocab_size());
-    std::string name = path.filename().string();
-    if (const auto at = name.rfind("train"); at != std::string::npos) {
-        const std::filesystem::path val = path.parent_path() / name.replace(at, 5, "val");
-        if (std::filesystem::exists(val)) return nn::TextData(std::move(train), nn::map_token_file(val, tokenizer.vocab_size()));
-    }
-    return nn::TextData(std::move(train));
-}
-
-// The tokenizer of a checkpoint, checked against --tokenizer when both are given (they must be the
-// same vocabulary and merges); a token file needs a BPE tokenizer from one of them.
-void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::string& checkpoint) {
-    const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&saved);
-    if (o.tokenizer) {
-        const nn::BpeTokenizer given = nn::BpeTokenizer::from_directory(*o.tokenizer);
-        if (!bpe || !(*bpe == given))
-            throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
-                                                 *o.tokenizer, checkpoint,
-                                                 bpe ? "another BPE vocabulary or merges" : "characters"));
-    } else if (!bpe) {
-        throw std::runtime_error(fmt::format("--data {} is a token file but the checkpoint {} has a character tokenizer",
-                                             o.data.value_or(""), checkpoint));
-    }
-}
-
-// --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
-// the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights. The
-// checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
-// character outside it is refused, naming the characters and both files.
-nn::Trainer start_from_checkpoint(const Options& o) {
-    const std::string& path = *o.init_from;
-    nn::TrainedModel start = nn::load_trained_model(path);
-    nn::TrainConfig config = o.config;
-    const bool dropout_given = std::find(o.model_flags.begin(), o.model_flags.end(), "--dropout") != o.model_flags.end();
-    if (dropout_given && !train_args::applies("--dropout", start.config.kind))
-        throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
-    config.model = start.config;
-    if (dropout_given) config.model.dropout = o.config.model.dropout;
-    if (uses_tokens(o)) {
-        check_tokenizer(o, *start.tokenizer, path);
-        nn::Trainer trainer(config, start.tokenizer, token_data(o, *start.tokenizer));
-        nn::load_parameters(trainer.model(), start.model->named_parameters());
-        return trainer;
-    }
-    nn::TokenIds tokens = [&] {
-        try {
-            return start.tokenizer->encode_ids(training_text(o));
-        } catch (const std::invalid_argument& e) {
-            throw std::runtime_error(fmt::format("--init-from {}: the text to train on ({}) has characters outside the "
-                                                 "checkpoint's vocabulary: {}",
-                                                 path, o.data.value_or("the built-in copy task"), e.what()));
-        }
-    }();
-    nn::Trainer trainer(config, start.tokenizer, nn::TextData(std::move(tokens)));
-    nn::load_parameters(trainer.model(), start.model->named_parameters());
-    return trainer;
-}
-
-// The run's settings as the report page lists them: the model's (nn::model_fields()), then every training setting
-// (nn::settings()) by its name; floats to 6 digits (0.001, not 0.0010000000474974513), a special value
-// by its meaning ("lr/10", "off").
-double six_digits(float v) { return std::stod(fmt::format("{:.6g}", v)); }
-nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, int64_t parameters) {
-    nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
-                                       {"parameters", parameters}};
-    for (const nn::ModelField& f : nn::model_fields()) {
-        const std::string name(f.name());
-        std::visit(
-            [&](auto member) {
-                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.model.*member)>, float>)
-                    settings[name] = six_digits(c.model.*member);
-                else settings[name] = c.model.*member;
-            },
-            f.member);
-    }
-    settings["data"] = o.data.value_or("(the built-in copy task)");
-    nn::TrainConfig copy = c;  // the table's accessors take a mutable config
-    for (const nn::Setting& s : nn::settings()) {
-        const std::string name(s.name());
-        std::visit(
-            [&](auto* v) {
-                if (s.special && double(*v) == *s.special) settings[name] = s.text(c);
-                else if constexpr (std::is_same_v<std::remove_pointer_t<decltype(v)>, float>) settings[name] = six_digits(*v);
-                else settings[name] = *v;
-            },
-            s.value(copy));
-    }
-    return settings;
-}
-
-constexpr std::string_view kCsvHeader = "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s\n";
-
-// 64 random bits in hex: the id of a run that writes a report page.
-std::string new_run_id() {
-    std::random_device device;
-    return fmt::format("{:08x}{:08x}", device(), device());
-}
-
-// The last step whose rows a resumed run's logs keep: the checkpoint's (its rows are written before it
-// is saved, and the resumed run starts after it), but none for a run stopped at step 0, which logs
-// step 0 again.
-int64_t logged_through(const nn::Trainer& trainer) { return trainer.step_count() > 0 ? trainer.step_count() : -1; }
-
-// The report page of this run. A resumed run continues the page at --report only if it is its own (the
-// page holds the run id its checkpoint holds), without what the page has past the checkpoint's step (a
-// run killed after writing it). A page of another run, one without an id, or a file that is no page is
-// refused, naming both runs; with --force a new page replaces it. A run without an id gets one here,
-// saved with its checkpoints from now on.
-report::RunReport open_page(nn::Trainer& trainer, const Options& o, nlohmann::ordered_json settings) {
-    const std::string& path = *o.report;
-    std::error_code error;
-    if (o.resume && std::filesystem::exists(path, error)) {
-        const char* const advice = "a resumed run continues only its own page: name another file, or add --force to start a new page";
-        std::optional<report::RunReport> old;
-        try {
-            old.emplace(report::RunReport::read(path, settings));
-        } catch (const std::runtime_error& e) {
-            if (!o.force) throw std::runtime_error(fmt::format("{}; {}", e.what(), advice));
-        }
-        const std::string& own = trainer.run_id();
-        if (old && !own.empty() && old->run_id() == own) {
-            old->drop_after(logged_through(trainer));
-            return std::move(*old);
-        }
-        if (old && !o.force) {
-            const std::string theirs = old->run_id();  // (RunReport::read refuses one that is not a run id)
-            throw std::runtime_error(fmt::format("--report {} is {}, and --resume {} is {}; {}", path,
-                                                 theirs.empty() ? "a page without a run id" : "the page of run " + theirs, *o.resume,
-                                                 own.empty() ? "a run without one (it wrote no page)" : "run " + own, advice));
-        }
-    }
-    report::RunReport page(std::move(settings));
-    if (trainer.run_id().empty()) {
-        trainer.set_run_id(new_run_id());
-        // A resumed run's checkpoint gets its id at once, then the page is written: killed at any point
-        // after, the two agree (otherwise a kill before the first save would leave a page of an id no
-        // checkpoint holds, and the next resume would refuse it).
-        if (o.resume) trainer.save(*o.out);
-    }
-    page.set_run_id(trainer.run_id());
-    if (o.resume) page.write(path, "--report");
-    return page;
-}
-
-// Which logs a resumed run continues: only its own, checked before any work (run_logs::continues).
-struct LogsContinued {
-    bool csv = false, grad_csv = false;
-};
-LogsContinued logs_continued(const Options& o) {
-    const auto continues = [&](const std::optional<std::string>& path, const char* flag, std::string_view header) {
-        return o.resume && path && run_logs::continues({flag, *path, header}, o.force);
-    };
-    return {continues(o.csv, "--csv", kCsvHeader), continues(o.grad_csv, "--grad-csv", nn::GradientReport::csv_header())};
-}
-
-// The trainer the command line asks for: resumed from a checkpoint, started from one's weights, or fresh
-// on GPT-2's BPE or on characters.
-nn::Trainer new_trainer(const Options& o) {
-    if (o.resume) {  // the text is needed only until it is tokens
-        if (uses_tokens(o))
-            return nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
-                check_tokenizer(o, saved, *o.resume);
-                return token_data(o, saved);
-            });
-        return nn::Trainer::resume(*o.resume, training_text(o));
-    }
-    if (o.init_from) return start_from_checkpoint(o);
-    nn::TrainConfig config = o.config;
-    if (uses_tokens(o)) {
-        if (!o.tokenizer)
-            throw cli::UsageError(fmt::format("--data {} is a token file: give --tokenizer DIR, the BPE files its ids are of", *o.data));
-        auto tokenizer = std::make_shared<const nn::BpeTokenizer>(nn::BpeTokenizer::from_directory(*o.tokenizer));
-        config.model.vocab = tokenizer->vocab_size();
-        nn::TextData data = token_data(o, *tokenizer);
-        return nn::Trainer(config, std::move(tokenizer), std::move(data));
-    }
-    // a file is read as token ids alone, never held as text
-    auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
-    config.model.vocab = tokenizer.vocab_size();
-    return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
-}
-
 // One run, from its outputs to its results, in steps: the constructor checks the prompt and opens the
 // page and the logs; run() trains (train: evaluate_untrained, take_step, evaluate_and_save), then
 // samples and prints the results. A signal stops the training through interrupted(), which saves.
 class Training {
 public:
-    Training(const Options& o, nn::Trainer trainer, LogsContinued continued);
+    Training(const Options& o, nn::Trainer trainer, train_logs::LogsContinued continued);
     int run();
 
 private:
     const nn::TrainConfig& config() const { return trainer_.config(); }
+    double tokens_per_s() const { return train_seconds_ > 0 ? double(tokens_) / train_seconds_ : 0.0; }
     void open_report();
     bool train();
     void evaluate_untrained();
@@ -405,8 +107,8 @@ private:
     std::optional<report::RunReport> page_;
     std::vector<int64_t> sample_ids_;  // the page's attention maps are of this fixed sample
     std::string sample_text_;
-    std::optional<run_logs::Writer> csv_, grad_csv_;
-    Progress progress_;
+    train_logs::Logs logs_;
+    train_progress::Progress progress_;
     std::optional<StopSignals> stop_signals_;
     Clock::time_point start_;
     double train_seconds_ = 0.0;
@@ -420,22 +122,19 @@ private:
 // Evaluations and the sample ask for the signal flag as they go: a Ctrl-C never waits for them.
 bool stop_requested() { return g_stop_signal != 0; }
 
-Training::Training(const Options& o, nn::Trainer trainer, LogsContinued continued)
+Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContinued continued)
     : o_(o),
       trainer_(std::move(trainer)),
       // The prompt is checked now, not after hours of training.
       prompt_(o.prompt.value_or(nn::default_prompt(trainer_.tokenizer()))),
       prompt_ids_(trainer_.tokenizer().encode(prompt_)),
-      last_(naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
+      last_(train_start::naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
       page_grad_every_(config().run.log_every > 0 ? config().run.log_every : std::max<int64_t>(1, config().run.eval_every / 10)),
       progress_(config().steps, trainer_.step_count()) {
     // The report page first (refusing another run's page changes no file), then the logs; a resumed
     // run's logs lose the rows a killed run wrote past its checkpoint.
     if (o.report) open_report();
-    if (o.csv) csv_.emplace(run_logs::Log{"--csv", *o.csv, kCsvHeader}, continued.csv, logged_through(trainer_));
-    if (o.grad_csv)
-        grad_csv_.emplace(run_logs::Log{"--grad-csv", *o.grad_csv, nn::GradientReport::csv_header()}, continued.grad_csv,
-                          logged_through(trainer_));
+    logs_ = train_logs::open_logs(o, continued, trainer_);
     note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config().model.kind,
                      trainer_.model().parameter_count(), config().model.vocab, trainer_.data().size(nn::Split::train),
                      trainer_.data().size(nn::Split::validation),
@@ -447,7 +146,7 @@ Training::Training(const Options& o, nn::Trainer trainer, LogsContinued continue
 
 // The page and its sample: the validation split's first characters (at most a window, 32).
 void Training::open_report() {
-    page_.emplace(open_page(trainer_, o_, settings_of(config(), o_, trainer_.model().parameter_count())));
+    page_.emplace(train_logs::open_page(trainer_, o_));
     const nn::TextData& data = trainer_.data();
     const int64_t n = std::min({config().model.block, int64_t{32}, data.size(nn::Split::validation)});
     sample_ids_.resize(static_cast<size_t>(n));
@@ -459,8 +158,7 @@ int Training::run() {
     stop_signals_.emplace();
     if (!train()) return interrupted();
     progress_.finish();
-    csv_.reset();  // the logs are complete: closed before the sample
-    grad_csv_.reset();
+    logs_.close();  // the logs are complete: closed before the sample
     const std::string sample = draw_sample();
     const int stopped_by = g_stop_signal;
     stop_signals_.reset();
@@ -476,7 +174,7 @@ int Training::run() {
 // The untrained model's evaluation (where the curves start), the steps with their evaluations and log
 // rows, and the last evaluation. False when a signal stopped the run (interrupted() then saves).
 bool Training::train() {
-    if ((csv_ || page_) && trainer_.step_count() == 0) evaluate_untrained();
+    if ((logs_.csv || page_) && trainer_.step_count() == 0) evaluate_untrained();
     if (g_stop_signal != 0) return false;
     while (trainer_.step_count() < last_ && g_stop_signal == 0) {
         take_step();
@@ -518,7 +216,7 @@ void Training::take_step() {
     if (page_ && reporting && next % page_grad_every_ == 0) page_->add_gradients(report);
     if (printing) {
         progress_.message(report.table());
-        if (grad_csv_) at_step([&] { grad_csv_->append(report.csv_rows()); });
+        if (logs_.grad_csv) at_step([&] { logs_.grad_csv->append(report.csv_rows()); });
     }
 }
 
@@ -551,14 +249,7 @@ void Training::log_row(double train, double val) {
     const double lr = stepped ? stats_.lr : double(trainer_.lr_at(0));
     logged_step_ = stats_.step;
     if (page_) page_->add_log(stats_.step, stepped ? stats_.loss : NAN, train, val, lr);
-    if (!csv_) return;
-    const auto field = [](bool present, double v, const char* format) {
-        return present ? fmt::format(fmt::runtime(format), v) : std::string();
-    };
-    const double tps = train_seconds_ > 0 ? double(tokens_) / train_seconds_ : 0.0;
-    csv_->append(fmt::format("{},{},{},{},{:.6g},{},{}\n", stats_.step, field(stepped, stats_.loss, "{:.6f}"),
-                             field(!std::isnan(train), train, "{:.6f}"), field(!std::isnan(val), val, "{:.6f}"), lr,
-                             field(stepped, stats_.grad_norm, "{:.6g}"), field(stepped, tps, "{:.1f}")));
+    if (logs_.csv) logs_.csv->append(train_logs::csv_row(stats_, train, val, lr, tokens_per_s()));
 }
 
 // A failure to log stops the run naming the step.
@@ -580,8 +271,7 @@ void Training::log_then_save(const F& log) {
     std::optional<std::string> failure;
     try {
         log();
-        if (csv_) csv_->flush(true);
-        if (grad_csv_) grad_csv_->flush(true);
+        logs_.flush(true);
     } catch (const std::runtime_error& e) {
         failure = e.what();
     }
@@ -631,7 +321,6 @@ std::string Training::draw_sample() {
 // The losses, the speed and the sample on stdout, or one JSON line with --json (the sample then on stderr).
 void Training::print_results(const std::string& sample) {
     const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    const double tokens_per_s = train_seconds_ > 0 ? double(tokens_) / train_seconds_ : 0.0;
     if (o_.json) {
         // rounded as they always were (losses to 6 decimals, tokens/s to 0.1, seconds to 0.01); not finite: null
         const auto rounded = [](double v, double per_unit) { return std::round(v * per_unit) / per_unit; };
@@ -640,13 +329,13 @@ void Training::print_results(const std::string& sample) {
                                                 {"steps", trainer_.step_count()},
                                                 {"train_loss", rounded(train_loss_, 1e6)},
                                                 {"val_loss", rounded(val_loss_, 1e6)},
-                                                {"tokens_per_s", rounded(tokens_per_s, 10)},
+                                                {"tokens_per_s", rounded(tokens_per_s(), 10)},
                                                 {"seconds", rounded(seconds, 100)}};
         fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
         if (!sample.empty()) note(fmt::format("sample:\n{}\n", sample));
     } else {
         fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config().model.kind,
-                   trainer_.step_count(), train_loss_, val_loss_, tokens_per_s, seconds);
+                   trainer_.step_count(), train_loss_, val_loss_, tokens_per_s(), seconds);
         if (!sample.empty()) fmt::print("sample:\n{}\n", sample);
     }
     // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
@@ -659,12 +348,10 @@ int run(const Options& o) {
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
     // the last checkpoint written stays as it was.
     set_anomaly_mode(o.detect_anomaly);
-    const Files files = files_of(o);
+    const train_logs::Files files = train_logs::files_of(o);
     const cli::OutputLocks locks = cli::claim_outputs(files.inputs, files.outputs, o.force);  // one run per output
-    const LogsContinued continued = logs_continued(o);
-    nn::Trainer trainer = new_trainer(o);
-    apply_command_line(trainer, o);
-    Training training(o, std::move(trainer), continued);
+    const train_logs::LogsContinued continued = train_logs::logs_continued(o);
+    Training training(o, train_start::new_trainer(o), continued);
     return training.run();
 }
 

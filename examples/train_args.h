@@ -73,17 +73,25 @@ inline std::string kinds_reading(unsigned option) {
     return fmt::format("{}", fmt::join(reading, ", "));
 }
 
+// A flag's --help text and its default ("(default 32)"), which lines up in one column where the help's
+// last line allows.
+inline std::string with_default(std::string_view help, const auto& value) {
+    constexpr size_t kDefaultColumn = 51;
+    const size_t newline = help.rfind('\n');
+    const size_t last_line = help.size() - (newline == std::string_view::npos ? 0 : newline + 1);
+    const std::string gap = last_line < kDefaultColumn ? std::string(kDefaultColumn - last_line, ' ') : " ";
+    return fmt::format("{}{}(default {})", help, gap, value);
+}
+
 // A model flag's help from its nn::model_fields() row: the kinds that read it, its limits, and for a
-// number ModelConfig's default, in train's column.
+// number ModelConfig's default.
 inline std::string model_help(std::string_view flag) {
     const nn::ModelField& f = nn::model_field(flag);
     const std::string help = fmt::format(fmt::runtime(f.help), fmt::arg("kinds", kinds_reading(f.option)), fmt::arg("min", f.min),
                                          fmt::arg("max", f.flag_max));
     const nn::ModelConfig defaults;
-    if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member))
-        return fmt::format("{:<51}(default {})", help, defaults.*(*whole));
-    if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member))
-        return fmt::format("{:<51}(default {})", help, defaults.*(*number));
+    if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member)) return with_default(help, defaults.*(*whole));
+    if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member)) return with_default(help, defaults.*(*number));
     return help;
 }
 
@@ -115,14 +123,8 @@ inline void set_value(const nn::Setting& s, const cli::Value& v, nn::TrainConfig
         s.value(config));
 }
 
-// The --help line of a setting: its help and its default, from TrainConfig{} ("(default 32)").
-inline std::string help_line(const nn::Setting& s) {
-    constexpr size_t kDefaultColumn = 51;  // the defaults line up where the help's last line allows
-    const std::string help(s.help);
-    const size_t last_line = help.size() - (help.rfind('\n') == std::string::npos ? 0 : help.rfind('\n') + 1);
-    const std::string gap = last_line < kDefaultColumn ? std::string(kDefaultColumn - last_line, ' ') : " ";
-    return fmt::format("{}{}(default {})", help, gap, s.text(nn::TrainConfig{}));
-}
+// The --help line of a setting: its help and its default, from TrainConfig{}.
+inline std::string help_line(const nn::Setting& s) { return with_default(s.help, s.text(nn::TrainConfig{})); }
 
 // train's flags for the settings of `section`, made from nn::settings(). A setting the checkpoint fixes is
 // also a model flag (refused with --resume).
@@ -171,7 +173,7 @@ inline cli::Parser make_parser(Options& o) {
         };
     };
     p.section("model (a fresh run; fixed by the checkpoint with --resume)");
-    p.option("--model", "KIND", fmt::format("{}          (default {})", nn::model_kind_names(" | ", " | "), c.model.kind),
+    p.option("--model", "KIND", with_default(nn::model_kind_names(" | ", " | "), c.model.kind),
              fixed([&c](const cli::Value& v) {
                  std::vector<std::string> names;
                  for (const nn::ModelKindInfo& kind : nn::model_kinds()) names.emplace_back(kind.name);
@@ -199,7 +201,7 @@ inline cli::Parser make_parser(Options& o) {
                                    "of characters; --data may then be a token file (.bin: nanoGPT's or llm.c's)",
              [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
     add_settings(p, o, nn::Setting::Section::training);
-    p.option("--threads", "N", "threads for the kernels                            (default 1)",
+    p.option("--threads", "N", with_default("threads for the kernels", Options{}.threads),
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
     p.section(evaluation_title());
@@ -224,7 +226,7 @@ inline cli::Parser make_parser(Options& o) {
     p.flag("--json", "print one JSON line with the final figures on stdout", [&o] { o.json = true; });
     p.section("sampling");
     add_settings(p, o, nn::Setting::Section::sampling);
-    p.option("--prompt", "TEXT", "what the sample starts from                        (default a newline)",
+    p.option("--prompt", "TEXT", with_default("what the sample starts from", "a newline"),  // nn::default_prompt
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     return p;
 }
@@ -244,8 +246,11 @@ inline void check_options(Options& o) {
             throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
     if (c.run.log_every != 0 && !o.csv && !o.report)
         throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
-    if (c.min_lr >= 0.0f && c.min_lr > c.lr)
-        throw cli::UsageError(fmt::format("--min-lr {} is above --lr {}: the rate would rise instead of decaying", c.min_lr, c.lr));
+    try {
+        nn::check_min_lr(c, &nn::Setting::flag);
+    } catch (const std::invalid_argument& e) {
+        throw cli::UsageError(e.what());
+    }
     for (const std::string& flag : o.model_flags)
         if (!o.init_from && !applies(flag, c.model.kind))  // with --init-from, train checks it against the checkpoint's kind
             throw cli::UsageError(fmt::format("{} does not apply to --model {}", flag, c.model.kind));

@@ -12,7 +12,6 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <map>
 
@@ -26,11 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using test::read_bytes;
 using test::TempDir;
-void write_bytes(const fs::path& p, std::string_view bytes) {
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 bool same_bits(const Tensor& a, const Tensor& b) {
     const auto bits = [](float v) { return std::bit_cast<uint32_t>(v); };
@@ -163,7 +158,7 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
             require_same_parameters(resumed.model(), saved);  // the checkpoint loads bit-exactly
             // Saving what was loaded writes the same bytes: every tensor, moment and generator state came back.
             resumed.save(dir.path / "again.safetensors");
-            CHECK(read_bytes(dir.path / "again.safetensors") == read_bytes(path));
+            CHECK(test::read_bytes(dir.path / "again.safetensors") == test::read_bytes(path));
 
             for (int64_t i = N; i < 2 * N; ++i) {
                 const nn::StepStats s = resumed.step();
@@ -384,10 +379,9 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
         CHECK_THAT(resume_error(plain, text), Contains(plain.string()) && Contains("not a tinygpt training checkpoint"));
     }
     SECTION("a truncated checkpoint") {
-        const std::string bytes = read_bytes(good);
+        const std::string bytes = test::read_bytes(good);
         for (size_t keep : {size_t{0}, size_t{5}, size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
-            const fs::path cut = dir.path / fmt::format("cut-{}.safetensors", keep);
-            write_bytes(cut, std::string_view(bytes).substr(0, keep));
+            const fs::path cut = dir.write(fmt::format("cut-{}.safetensors", keep), std::string_view(bytes).substr(0, keep));
             INFO("kept " << keep << " of " << bytes.size() << " bytes");
             CHECK_THAT(resume_error(cut, text), Contains(cut.string()));
         }
@@ -546,7 +540,7 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         trainer.step();
         const fs::path checkpoint = dir.path / "good.safetensors";
         trainer.save(checkpoint);
-        const std::string saved = read_bytes(checkpoint);
+        const std::string saved = test::read_bytes(checkpoint);
         auto* gpt = dynamic_cast<nn::GPT*>(&trainer.model());
         REQUIRE(gpt);
         gpt->blocks[0]->feed_forward.up.weight.data()[3] = std::numeric_limits<float>::quiet_NaN();
@@ -555,7 +549,7 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         // called in nn/src/models.cpp.
         CHECK_THROWS_WITH(trainer.step(), Contains("'linear_gelu'") && Contains("forward") && Contains("models.cpp"));
         CHECK(trainer.step_count() == 1);
-        CHECK(read_bytes(checkpoint) == saved);
+        CHECK(test::read_bytes(checkpoint) == saved);
         CHECK(nn::Trainer::resume(checkpoint, text).step_count() == 1);
     }
 }

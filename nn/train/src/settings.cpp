@@ -120,9 +120,13 @@ const Setting& setting(std::string_view key_or_flag) {
 
 void check_settings(const TrainConfig& config) {
     for (const Setting& s : kSettings) s.check(config);
-    if (config.min_lr > config.lr)
-        throw std::invalid_argument(fmt::format("train.min_lr {} is above train.lr {}: the rate would rise instead of decaying",
-                                                config.min_lr, config.lr));
+    check_min_lr(config);
+}
+
+void check_min_lr(const TrainConfig& config, std::string_view Setting::*name) {
+    if (config.min_lr > config.lr)  // (min_lr -1, lr / 10, never is)
+        throw std::invalid_argument(fmt::format("{} {} is above {} {}: the rate would rise instead of decaying",
+                                                setting("train.min_lr").*name, config.min_lr, setting("train.lr").*name, config.lr));
 }
 
 }  // namespace nn

@@ -66,5 +66,9 @@ std::span<const Setting> settings();
 const Setting& setting(std::string_view key_or_flag);
 // Every setting of `config` against its limits, and min_lr against lr (std::invalid_argument).
 void check_settings(const TrainConfig& config);
+// min_lr against lr: std::invalid_argument "train.min_lr 0.5 is above train.lr 0.001: the rate would
+// rise instead of decaying", naming the two settings by `name`: their key, or their flag (train's
+// command line: "--min-lr 0.5 is above --lr 0.001: ...").
+void check_min_lr(const TrainConfig& config, std::string_view Setting::*name = &Setting::key);
 
 }  // namespace nn

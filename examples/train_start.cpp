@@ -1,0 +1,137 @@
+#include "train_start.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <autograd/autograd.h>
+#include <nn/train/bpe.h>
+#include <nn/train/safetensors.h>
+#include <nn/train/text_file.h>
+#include <nn/train/token_file.h>
+#include <nn/tutorial/tasks.h>
+
+namespace train_start {
+
+namespace {
+
+using train_args::Options;
+
+// The text to train on: the file, or the copy task (always the same text, so a resume finds it again).
+std::string training_text(const Options& o) {
+    if (o.data) return nn::read_text_file(*o.data);
+    autograd::Generator gen(20260);
+    return nn::copy_task_text(5000, gen);
+}
+
+// GPT-2's BPE (--tokenizer) or a token file (--data *.bin): the data the tokenizer reads (and not the
+// character path, which makes its vocabulary from the text).
+bool uses_tokens(const Options& o) { return o.tokenizer || (o.data && nn::is_token_file(*o.data)); }
+
+// --data for a token-id model: a token file mapped (its validation from the val.bin beside a train.bin,
+// or *_val.bin beside *_train.bin, as nanoGPT and llm.c name them; else its last 10%), or a text file
+// tokenized as it is read.
+nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
+    if (!o.data) throw cli::UsageError("--tokenizer needs --data (a text file or a .bin token file)");
+    const std::filesystem::path path = *o.data;
+    if (!nn::is_token_file(path)) {
+        const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&tokenizer);
+        return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path)));
+    }
+    nn::TokenIds train = nn::map_token_file(path, tokenizer.vocab_size());
+    std::string name = path.filename().string();
+    if (const auto at = name.rfind("train"); at != std::string::npos) {
+        const std::filesystem::path val = path.parent_path() / name.replace(at, 5, "val");
+        if (std::filesystem::exists(val)) return nn::TextData(std::move(train), nn::map_token_file(val, tokenizer.vocab_size()));
+    }
+    return nn::TextData(std::move(train));
+}
+
+// The tokenizer of a checkpoint, checked against --tokenizer when both are given (they must be the
+// same vocabulary and merges); a token file needs a BPE tokenizer from one of them.
+void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::string& checkpoint) {
+    const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&saved);
+    if (o.tokenizer) {
+        const nn::BpeTokenizer given = nn::BpeTokenizer::from_directory(*o.tokenizer);
+        if (!bpe || !(*bpe == given))
+            throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
+                                                 *o.tokenizer, checkpoint,
+                                                 bpe ? "another BPE vocabulary or merges" : "characters"));
+    } else if (!bpe) {
+        throw std::runtime_error(fmt::format("--data {} is a token file but the checkpoint {} has a character tokenizer",
+                                             o.data.value_or(""), checkpoint));
+    }
+}
+
+// --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
+// the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights. The
+// checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
+// character outside it is refused, naming the characters and both files.
+nn::Trainer start_from_checkpoint(const Options& o) {
+    const std::string& path = *o.init_from;
+    nn::TrainedModel start = nn::load_trained_model(path);
+    nn::TrainConfig config = o.config;
+    const bool dropout_given = std::find(o.model_flags.begin(), o.model_flags.end(), "--dropout") != o.model_flags.end();
+    if (dropout_given && !train_args::applies("--dropout", start.config.kind))
+        throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
+    config.model = start.config;
+    if (dropout_given) config.model.dropout = o.config.model.dropout;
+    if (uses_tokens(o)) {
+        check_tokenizer(o, *start.tokenizer, path);
+        nn::Trainer trainer(config, start.tokenizer, token_data(o, *start.tokenizer));
+        nn::load_parameters(trainer.model(), start.model->named_parameters());
+        return trainer;
+    }
+    nn::TokenIds tokens = [&] {
+        try {
+            return start.tokenizer->encode_ids(training_text(o));
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(fmt::format("--init-from {}: the text to train on ({}) has characters outside the "
+                                                 "checkpoint's vocabulary: {}",
+                                                 path, o.data.value_or("the built-in copy task"), e.what()));
+        }
+    }();
+    nn::Trainer trainer(config, start.tokenizer, nn::TextData(std::move(tokens)));
+    nn::load_parameters(trainer.model(), start.model->named_parameters());
+    return trainer;
+}
+
+// The trainer the command line asks for, before the command line's changes to a resumed run.
+nn::Trainer trainer_of(const Options& o) {
+    if (o.resume) {  // the text is needed only until it is tokens
+        if (uses_tokens(o))
+            return nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
+                check_tokenizer(o, saved, *o.resume);
+                return token_data(o, saved);
+            });
+        return nn::Trainer::resume(*o.resume, training_text(o));
+    }
+    if (o.init_from) return start_from_checkpoint(o);
+    nn::TrainConfig config = o.config;
+    if (uses_tokens(o)) {
+        if (!o.tokenizer)
+            throw cli::UsageError(fmt::format("--data {} is a token file: give --tokenizer DIR, the BPE files its ids are of", *o.data));
+        auto tokenizer = std::make_shared<const nn::BpeTokenizer>(nn::BpeTokenizer::from_directory(*o.tokenizer));
+        config.model.vocab = tokenizer->vocab_size();
+        nn::TextData data = token_data(o, *tokenizer);
+        return nn::Trainer(config, std::move(tokenizer), std::move(data));
+    }
+    // a file is read as token ids alone, never held as text
+    auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
+    config.model.vocab = tokenizer.vocab_size();
+    return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
+}
+
+}  // namespace
+
+nn::Trainer new_trainer(const Options& o) {
+    nn::Trainer trainer = trainer_of(o);
+    trainer.set_run(o.run_settings(trainer.config().run));
+    if (o.resume && o.steps_given)
+        naming_flag("--steps", std::optional<int64_t>(o.config.steps), [&] { trainer.extend_to(o.config.steps); });
+    return trainer;
+}
+
+}  // namespace train_start
