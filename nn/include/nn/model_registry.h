@@ -133,7 +133,7 @@ const ModelKindInfo& model_kind_info(ModelKind kind);
 // other threads use the registry: at the start of main, or as a namespace-scope constant.
 ModelKind register_model_kind(const ModelKindInfo& info);
 std::optional<ModelKind> parse_model_kind(std::string_view name);
-// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead or gpt".
+// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead, gpt or gpt2".
 std::string model_kind_names(std::string_view separator, std::string_view last_separator);
 // The names of the kinds that read a ModelOption (`reads`), or of those that do not, in registry order.
 std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads = true);
