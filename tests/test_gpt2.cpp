@@ -4,6 +4,7 @@
 // metadata (written for gpt2 only, so other kinds' checkpoints keep their keys). Training and resuming it:
 // tests/cli/gpt2_train.sh.
 #include <autograd/ops.h>
+#include <nn/attention.h>
 #include <nn/gpt2.h>
 #include <nn/model_registry.h>
 
@@ -173,4 +174,22 @@ TEST_CASE("gelu_exact is checkpoint metadata for gpt2 only: other kinds keep the
     CHECK_FALSE(nn::ModelConfig::from_metadata(metadata).gelu_exact);
     metadata["model.gelu_exact"] = "yes";
     CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata), Contains("model.gelu_exact") && Contains("not a whole number"));
+}
+
+TEST_CASE("gpt2's attention from kFlashFrom positions (causal_attention) gives the weights path's logits", "[models][gpt2]") {
+    // causality: the first T0 positions of a longer window see what a window of T0 sees, so a window of
+    // 170 (one fused op per head) must give the logits a window of 150 (the weights op and matmul) gives
+    Generator gen(46);
+    nn::GPT2 model({.vocab = 50, .n_embd = 16, .n_head = 2, .n_layer = 2, .block = 192}, gen);
+    for (Tensor& p : model.parameters())
+        for (float& v : p.data()) v = gen.normal(0.0f, 0.3f);
+    const int64_t longer = 170, shorter = 150;
+    REQUIRE(longer >= nn::HeadOptions::kFlashFrom);
+    REQUIRE(shorter < nn::HeadOptions::kFlashFrom);
+    std::vector<int64_t> ids(longer);
+    for (int64_t& id : ids) id = static_cast<int64_t>(gen.uniform() * 50) % 50;
+    NoGradGuard no_grad;
+    const Tensor all = model.forward(ids, 1, longer);
+    const Tensor prefix = model.forward(std::span<const int64_t>(ids).first(shorter), 1, shorter);
+    CHECK(test::max_abs_diff(slice(all, 1, 0, shorter), prefix) < 1e-4);
 }
