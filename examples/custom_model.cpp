@@ -19,8 +19,10 @@
 //
 //   custom_model train --model learned_scale --data FILE --steps 200 --out run.safetensors --report run.html
 //   custom_model generate run.safetensors --chars 200
-//   custom_model heatmap run.safetensors --prompt ab      (these two draw nn::Heads: this model's own
-//   custom_model figure run.safetensors --prompt ab       head is not one, so they say it has none)
+//   custom_model heatmap run.safetensors --prompt ab      its head's attention (part 1b)
+//   custom_model figure run.safetensors --prompt ab       the tutorial's figure, with its learned divisor
+//   custom_model evaluate run.safetensors --data FILE     its loss and perplexity on a file
+//   custom_model head_scores run.safetensors              what its head does on repeated random tokens
 //
 // Shape legend: B batch, T time, C channels, H head width, V vocab.
 #include <cmath>
@@ -30,6 +32,7 @@
 
 #include <autograd/autograd.h>
 #include <cli.h>
+#include <nn/attention.h>
 #include <nn/layers.h>
 #include <nn/models.h>
 #include <nn/train/optim.h>
@@ -42,7 +45,7 @@
 using namespace autograd;
 
 // 1. A module: register each parameter once, by name, then write forward() with ops.
-struct LearnedScaleHead : nn::Module {
+struct LearnedScaleHead : nn::InspectableHead {
     nn::Linear query, key, value;  // (C, H) each
     Tensor log_scale;              // () the head's own divisor is exp(log_scale); starts at sqrt(H)
 
@@ -56,11 +59,26 @@ struct LearnedScaleHead : nn::Module {
         log_scale = register_parameter("log_scale", scalar(0.5f * std::log(static_cast<float>(H))));
     }
 
-    Tensor forward(const Tensor& x) const {                                  // x: (B, T, C)
+    Tensor forward(const Tensor& x) {                                         // x: (B, T, C)
         const Tensor q = query.forward(x), k = key.forward(x), v = value.forward(x);  // (B, T, H)
         const Tensor scores = matmul(q, k.transpose(1, 2)) / exp(log_scale);  // (B, T, T), () broadcasts
-        return matmul(softmax(causal_mask(scores), -1), v);                   // (B, T, H)
+        const Tensor weights = softmax(causal_mask(scores), -1);              // (B, T, T)
+        input_ = x.detach();  // kept for the inspect tools (1b), off the graph
+        attention_ = weights.detach();
+        return matmul(weights, v);                                             // (B, T, H)
     }
+
+    // 1b. What the inspect tools read (nn::InspectableHead): heatmap and the report page show
+    // last_attention(); the figure rebuilds the journey from the parts and the divisor.
+    const Tensor& last_attention() const override { return attention_; }
+    const Tensor& last_input() const override { return input_; }
+    Tensor queries(const Tensor& x) const override { return query.forward(x); }
+    Tensor keys(const Tensor& x) const override { return key.forward(x); }
+    Tensor values(const Tensor& x) const override { return value.forward(x); }
+    float divisor() const override { return std::exp(log_scale.item()); }
+
+private:
+    Tensor input_, attention_;  // (B, T, C) and (B, T, T) of the last forward
 };
 
 // 2. A model around it: embeddings in, logits out. An nn::LanguageModel (ids in, logits out), so that
@@ -188,15 +206,16 @@ int main(int argc, char** argv) {
     if (argc > 1) {
         const std::string tool = argv[1];
         for (const auto& [name, run] : {std::pair{"train", &tools::train}, std::pair{"generate", &tools::generate},
-                                        std::pair{"heatmap", &tools::heatmap}, std::pair{"figure", &tools::figure}})
+                                        std::pair{"heatmap", &tools::heatmap}, std::pair{"figure", &tools::figure},
+                                        std::pair{"evaluate", &tools::evaluate}, std::pair{"head_scores", &tools::head_scores}})
             if (tool == name) return run(argc - 1, argv + 1);
     }
     Options o;
-    cli::Parser p("custom_model", "[options] [FILE] | train|generate|heatmap|figure ARGS...",
+    cli::Parser p("custom_model", "[options] [FILE] | TOOL ARGS...",
                   "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
-                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap or figure (their --help)\n"
+                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate or head_scores\n"
                   "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
-    p.positional("FILE", "a text file to train on (default: the copy task)", [&](const cli::Value& v) { o.file = v.file(); },
+    p.positional("FILE", "a text file to train on (default: the copy task; a file named like a tool: ./train)", [&](const cli::Value& v) { o.file = v.file(); },
                  /*required=*/false);
     p.option("--out", "CKPT", "train the registered kind with nn::Trainer, saving a checkpoint to CKPT",
              [&](const cli::Value& v) { o.out = v.file(); });

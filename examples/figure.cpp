@@ -7,10 +7,14 @@
 //   figure run.safetensors --prompt "the cat"       a trained model's first head (or --checkpoint run.safetensors)
 //   figure --json                                    print the page's numbers instead
 //
-// Every number on the page is computed here, by nn::Head forwards with the options of each of the four
-// checkbox states, and embedded as JSON; the page's script only displays them. The JSON (`--json`, one
-// line): source, description, seed, checkpoint, model, prompt, window (T), n_embd (C), head_size (H),
-// labels, and states[2 * raw + scale], each with the row's journey (scores, scaled, masked, shares, ...).
+// Every number on the page is computed here, with the library's ops on the head's parts (its queries,
+// keys, values and divisor: nn::InspectableHead), in each of the four checkbox states, and embedded as
+// JSON; the page's script only displays them. With x through Wq and Wk, divided, they are the head's own
+// forward (to float rounding). Any head a model holds can be shown: an nn::Head divides by sqrt(H), a
+// head of your own by whatever it divides by (examples/custom_model's learns it).
+// The JSON (`--json`, one line): source, description, seed, checkpoint, model, prompt, window (T),
+// n_embd (C), head_size (H), head_divisor (null when it is sqrt(H), else the head's own), labels, and
+// states[2 * raw + scale], each with the row's journey (scores, scaled, masked, shares, ...).
 // The state (checkboxes, selected row, journey step) lives in the URL fragment, e.g.
 // figure.html#raw=1&scale=0&row=3&step=2.
 // The page loads nothing: inline CSS and JS, system fonts.
@@ -82,7 +86,7 @@ void check_options(const Options& o) {
 // The window the figure shows: the rows x, the head whose weights are used, and the axis labels.
 struct Window {
     Tensor x;                              // (1, T, C)
-    const nn::Head* head = nullptr;        // its weights and sizes; the options come from the checkboxes
+    const nn::InspectableHead* head = nullptr;  // its parts: queries, keys, values, divisor
     std::vector<std::string> labels;       // one per position
     std::string source;                    // "random" or "checkpoint"
     std::string description;               // one line for the page's header
@@ -148,22 +152,7 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
     return w;
 }
 
-// --- the numbers, computed by nn::Head ------------------------------------------------------------------
-
-// A head with the given options and the weights of `source`.
-std::unique_ptr<nn::Head> head_like(const nn::Head& source, bool compare_raw, bool scaled, bool causal) {
-    Generator unused(0);  // every weight is overwritten below
-    auto head = std::make_unique<nn::Head>(nn::HeadOptions{.n_embd = source.options.n_embd,
-                                                           .head_size = source.options.head_size,
-                                                           .scaled = scaled,
-                                                           .compare_raw = compare_raw,
-                                                           .causal = causal},
-                                           unused);
-    std::ranges::copy(source.query.weight.data(), head->query.weight.data().begin());
-    std::ranges::copy(source.key.weight.data(), head->key.weight.data().begin());
-    std::ranges::copy(source.value.weight.data(), head->value.weight.data().begin());
-    return head;
-}
+// --- the numbers, from the head's parts --------------------------------------------------------------
 
 // The page's numbers as JSON. Numbers are held as floats, as the tensors hold them, so each is written
 // in its shortest form; keys stay in the order written; a value that is not finite (-inf, a masked
@@ -186,23 +175,32 @@ double max_abs(const Tensor& t) {
     return m;
 }
 
-// One checkbox state: the row's journey for every row at once, each stage a Head forward.
+// The divisor of "compare x with x": the square root of the width compared, as the tutorial has it.
+float raw_divisor(const Window& w) { return std::sqrt(static_cast<float>(w.x.size(-1))); }
+
+int64_t head_width(const Window& w) { return w.head->values(w.x).size(-1); }  // H
+
+// The head's own divisor when it is not sqrt(H), which the page then names as the head's.
+std::optional<float> own_divisor(const Window& w) {
+    const float d = w.head->divisor();
+    if (d == std::sqrt(static_cast<float>(head_width(w)))) return std::nullopt;
+    return d;
+}
+
+// One checkbox state: the row's journey for every row at once, by the ops of the tutorial's head.
 Json state_json(const Window& w, bool raw, bool scale) {
     NoGradGuard no_grad;
     const int64_t T = w.x.size(1);
-    // 1. raw scores, neither scaled nor masked; 2. scaled (or not); 3. masked, softmax and the blend
-    const auto plain = head_like(*w.head, raw, false, false);
-    plain->forward(w.x);
-    const Tensor scores = plain->last_scores();  // (1, T, T)
-    const auto scaled_head = head_like(*w.head, raw, scale, false);
-    scaled_head->forward(w.x);
-    const Tensor scaled = scaled_head->last_scores();  // (1, T, T)
-    const auto head = head_like(*w.head, raw, scale, true);
-    const Tensor output = head->forward(w.x);   // (1, T, H)
-    const Tensor masked = head->last_scores();  // (1, T, T), -inf above the diagonal
-    const Tensor shares = head->last_attention();  // (1, T, T)
-    const Tensor values = head->value.forward(w.x);  // (1, T, H)
-    const Tensor row_sums = sum(shares, -1);         // (1, T)
+    const Tensor q = raw ? w.x : w.head->queries(w.x);  // (1, T, H), or (1, T, C) compared with itself
+    const Tensor k = raw ? w.x : w.head->keys(w.x);     // likewise
+    const Tensor values = w.head->values(w.x);          // (1, T, H)
+    const float divisor = raw ? raw_divisor(w) : w.head->divisor();
+    const Tensor scores = matmul(q, k.transpose(1, 2));                 // (1, T, T)
+    const Tensor scaled = scale ? autograd::scale(scores, 1.0f / divisor) : scores;  // (1, T, T)
+    const Tensor masked = causal_mask(scaled);          // (1, T, T), -inf above the diagonal
+    const Tensor shares = softmax(masked, -1);          // (1, T, T)
+    const Tensor output = matmul(shares, values);       // (1, T, H)
+    const Tensor row_sums = sum(shares, -1);            // (1, T)
 
     // The tutorial's two measurements over the looking rows (1..T-1; row 0 can only see itself).
     std::vector<double> self, largest;
@@ -220,12 +218,11 @@ Json state_json(const Window& w, bool raw, bool scale) {
     const auto front = [](const std::vector<double>& v) { return v.empty() ? none : v.front(); };
     const auto back = [](const std::vector<double>& v) { return v.empty() ? none : v.back(); };
 
-    const int64_t width = raw ? w.head->options.n_embd : w.head->options.head_size;  // the vectors compared
     const auto data = row_sums.data();
     return {{"raw", raw},
             {"scale", scale},
-            {"width", width},
-            {"divisor", std::sqrt(double(width))},
+            {"width", q.size(-1)},  // of the vectors compared
+            {"divisor", divisor},
             {"scores", rows_of(scores)},
             {"scaled", rows_of(scaled)},
             {"masked", rows_of(masked)},
@@ -251,8 +248,9 @@ Json figure_json(const Window& w) {
             {"model", optional_string(w.model)},
             {"prompt", optional_string(w.prompt)},
             {"window", w.x.size(1)},
-            {"n_embd", w.head->options.n_embd},
-            {"head_size", w.head->options.head_size},
+            {"n_embd", w.x.size(-1)},
+            {"head_size", head_width(w)},
+            {"head_divisor", own_divisor(w) ? Json(*own_divisor(w)) : Json()},
             {"labels", w.labels},
             {"states", states}};
 }

@@ -127,7 +127,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
 <script>
 "use strict";
 (function () {
-  // Everything below only displays the numbers above: each was computed by nn::Head (examples/figure).
+  // Everything below only displays the numbers above: each was computed by tinygpt (examples/figure).
   const data = JSON.parse(document.getElementById("figure-data").textContent);
   const T = data.window;
   const STAGES = ["scores", "scaled", "masked", "shares", "blend"];
@@ -195,10 +195,13 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     if (masked) c.classList.add("masked");
     else tint(c, v, st.scores_range, stage >= 3);
   }
+  // The divisor of a state: √width, or the head's own when it divides by something else (data.head_divisor).
+  const ownDivisor = (st) => !st.raw && data.head_divisor !== null;
+  const divisorName = (st) => (ownDivisor(st) ? short(st.divisor) : `√${st.width}`);
   function stageName(st, stage) {
     return [
       st.raw ? "x·x scores" : "Q·K scores",
-      st.scale ? `÷ √${st.width}` : "not divided",
+      st.scale ? `÷ ${divisorName(st)}` : "not divided",
       "masked",
       "softmax shares",
       "blend of values",
@@ -324,14 +327,16 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     const W = st.width, d = short(st.divisor);
     const titles = [
       st.raw ? "Compare x with x" : "Every query against every key",
-      st.scale ? `Divide by √${W}` : "Not divided",
+      st.scale ? (ownDivisor(st) ? "Divide by the head's own divisor" : `Divide by √${W}`) : "Not divided",
       "The future is off limits",
       "Softmax: shares that add to 100%",
       "What comes out: a blend of values",
     ];
     const formulas = [
       st.raw ? "scores = x @ x.T" : "scores = Q @ K.T",
-      st.scale ? `scores = scores / √${W}   (÷ ${d})` : "scores = scores   (no divisor)",
+      st.scale
+        ? ownDivisor(st) ? `scores = scores / ${d}   (√${W} = ${short(Math.sqrt(W))})` : `scores = scores / √${W}   (÷ ${d})`
+        : "scores = scores   (no divisor)",
       "scores[i, j] = −∞ where j > i",
       "shares = softmax(scores, dim=-1)",
       "out = shares @ V",
@@ -344,7 +349,11 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
         : `One cell: row ${i}, column j holds position ${i}'s query dotted with position j's key, one number for ` +
           `how strongly what ${i} is looking for matches what j offers. The whole square is a single ` +
           `multiplication; the .T lays the keys on their side so every query-row meets every key-row.`,
-      st.scale
+      st.scale && ownDivisor(st)
+        ? `This head does not divide by √${W}: it divides by its own divisor, ${d}. A dot product adds up as ` +
+          `many products as the vectors are wide, and √${W} = ${short(Math.sqrt(W))} would cancel that growth; ` +
+          `a smaller divisor leaves the scores bigger and the shares sharper, a larger one fades them.`
+        : st.scale
         ? `A dot product adds up as many products as the vectors are wide, so wider heads mean bigger scores. ` +
           `The spread grows exactly like the square root of the width, so dividing by exactly that, √${W} = ${d}, ` +
           `cancels it. The colours fade: same range as the raw scores.`
@@ -381,7 +390,9 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     raw.toggleAttribute("checked", raw.checked);
     scale.checked = state.scale === 1;
     scale.toggleAttribute("checked", scale.checked);
-    $("scale-label").textContent = `divide by √width (√${st.width} = ${short(st.divisor)})`;
+    $("scale-label").textContent = ownDivisor(st)
+      ? `divide by the head's divisor (${short(st.divisor)})`
+      : `divide by √width (√${st.width} = ${short(st.divisor)})`;
     $("back").disabled = state.step === 0;
     const play = $("play");
     play.textContent = state.step === 4 ? "↺" : "▶";
@@ -390,7 +401,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     stages.replaceChildren();
     STAGES.forEach((name, s) => {
       const b = el("button", s === state.step ? "now" : s < state.step ? "done" : "",
-        `${s + 1} ${s === 1 ? (st.scale ? "÷ √" + st.width : "no ÷") : name}`);
+        `${s + 1} ${s === 1 ? (st.scale ? "÷ " + divisorName(st) : "no ÷") : name}`);
       b.addEventListener("click", () => go({ step: s }));
       stages.append(b);
     });
@@ -420,7 +431,8 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
         `the triangle, the rows adding to one and what the divisor does are true of every head.`
       : `tinygpt · ${data.description} “${data.prompt}” (${T} characters; x has width ${data.n_embd}, the head ${data.head_size}).`;
   $("footer").textContent =
-    `Every number on this page was computed by tinygpt's nn::Head (examples/figure) for each of the four ` +
+    `Every number on this page was computed by tinygpt (examples/figure, from the head's queries, keys, values ` +
+    `and divisor) for each of the four ` +
     `checkbox states and embedded in the page; the script only displays them. ` +
     (data.source === "random" ? `Seed ${data.seed}.` : `Checkpoint ${data.checkpoint}, model ${data.model}.`) +
     ` The state is in the address: link it, reload it.`;

@@ -6,6 +6,10 @@
 //   gradflow --steps 0 --json         the measured table (and no training) as one JSON object
 //   gradflow --svg grad.svg --train-svg train.svg --csv grad.csv --dot head.dot
 //
+// And for any trained model, on your own data (examples/gradflow_checkpoint.h):
+//
+//   gradflow run.safetensors --data FILE [--batch B --block T --batches N] [--json] [--csv FILE]
+//
 // Every random draw is seeded (--seed). Each row of the table has a generator of its own, seeded with
 // the "stream" number the JSON shows, so nn::study::saturation(width, divided, window, trials,
 // Generator(stream)) reproduces a row exactly. Exit status: 0 done, 1 failed, 2 bad arguments.
@@ -29,6 +33,7 @@
 #include <nn/train/text.h>
 #include <nlohmann/json.hpp>
 
+#include "gradflow_checkpoint.h"
 #include "svg_chart.h"
 
 using namespace autograd;
@@ -40,10 +45,18 @@ struct Options {
     int64_t trials = 50, window = 8, steps = 300;
     std::optional<std::string> csv, svg, train_svg, dot;
     bool json = false, force = false;
+    // a checkpoint's gradient on --data instead of the study
+    std::optional<cli::Input> checkpoint;
+    std::optional<std::string> data;
+    int64_t batch = 4, batches = 1;
+    std::optional<int64_t> block;
 };
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p("gradflow", "[options]", "The saturation study: what the 1/sqrt(width) divisor does to a head's gradient.");
+    cli::Parser p("gradflow", "[options] | CKPT --data FILE [options]",
+                  "The saturation study: what the 1/sqrt(width) divisor does to a head's gradient;\n"
+                  "or, with a checkpoint, every parameter's gradient norm on your data.");
+    p.section("the study");
     p.option("--seed", "S", "seed for every random draw                          (default 1)",
              [&o](const cli::Value& v) { o.seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); });
     p.option("--trials", "N", "random heads per width in the study                 (default 50)",
@@ -52,11 +65,23 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.window = v.integer(2, 4096); });
     p.option("--steps", "N", "training steps per run, with and without the divisor;\n0 skips the training run (default 300)",
              [&o](const cli::Value& v) { o.steps = v.integer(0, 1000000); });
-    p.option("--csv", "FILE", "write the study's table as CSV", [&o](const cli::Value& v) { o.csv = v.file(); });
+    p.option("--csv", "FILE", "write the study's table as CSV (with CKPT: the gradient report,\nas train --grad-csv)",
+             [&o](const cli::Value& v) { o.csv = v.file(); });
     p.option("--svg", "FILE", "chart the gradient against width (log-log)", [&o](const cli::Value& v) { o.svg = v.file(); });
     p.option("--train-svg", "FILE", "chart the training runs' validation loss", [&o](const cli::Value& v) { o.train_svg = v.file(); });
     p.option("--dot", "FILE", "write the graph of one small head's forward and backward (Graphviz DOT)",
              [&o](const cli::Value& v) { o.dot = v.file(); });
+    p.section("a checkpoint on your data");
+    cli::checkpoint_argument(p, o.checkpoint, "a checkpoint saved by train --out: its gradient on --data", false);
+    p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
+             [&o](const cli::Value& v) { o.data = v.file(); });
+    p.option("--batch", "B", "rows of a window                                    (default 4)",
+             [&o](const cli::Value& v) { o.batch = v.integer(1, 1 << 16); });
+    p.option("--block", "T", "tokens of a row, at most the model's block          (default its block)",
+             [&o](const cli::Value& v) { o.block = v.integer(1, 1 << 20); });
+    p.option("--batches", "N", "consecutive windows from the start of the file      (default 1)",
+             [&o](const cli::Value& v) { o.batches = v.integer(1, 1 << 20); });
+    p.section("output");
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print the measured values as one JSON object instead of tables", [&o] { o.json = true; });
     return p;
@@ -410,4 +435,22 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }
+int main(int argc, char** argv) {
+    Options o;
+    cli::Parser parser = make_parser(o);
+    return cli::run(parser, argc, argv, [&] {
+        if (!o.checkpoint) {
+            for (const char* flag : {"--data", "--batch", "--block", "--batches"})
+                if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint (give CKPT)", flag));
+            return run(o);
+        }
+        for (const char* flag : {"--seed", "--trials", "--window", "--steps", "--svg", "--train-svg", "--dot"})
+            if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to the study, not to a checkpoint", flag));
+        if (!o.data) throw cli::UsageError("a checkpoint needs --data FILE: the text or token file to take the gradient on");
+        std::vector<cli::Output> outputs;
+        if (o.csv) outputs.push_back({.flag = "--csv", .path = *o.csv});
+        const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint, {"--data", *o.data}}, outputs, o.force);
+        return gradflow::checkpoint_flow({.checkpoint = o.checkpoint->path, .data = *o.data, .batch = o.batch,
+                                          .batches = o.batches, .block = o.block, .csv = o.csv, .json = o.json});
+    });
+}

@@ -127,7 +127,7 @@ Map trained(const Options& o) {
                                              o.checkpoint->path, o.head, o.layer, config.kind, layers, layers == 1 ? "" : "s",
                                              per_layer, per_layer == 1 ? "" : "s"));
     }
-    const nn::Head* head = &chosen->module;
+    const nn::InspectableHead* head = &chosen->module;
     if (T > loaded.model->block_size())
         throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
                                              loaded.model->block_size()));

@@ -1,5 +1,5 @@
-// The main of the tool programs train, generate, heatmap and figure: built once per tool with
-// TINYGPT_TOOL naming its entry point (examples/tools.h), so each program is its function.
+// The main of the tool programs (train, generate, heatmap, figure, evaluate, head_scores): built once per
+// tool with TINYGPT_TOOL naming its entry point (examples/tools.h), so each program is its function.
 #include "tools.h"
 
 int main(int argc, char** argv) { return tools::TINYGPT_TOOL(argc, argv); }

@@ -1,4 +1,4 @@
-// The tool programs as functions: train, generate, heatmap and figure, each the whole program (its
+// The tool programs as functions: train, generate, heatmap, figure, evaluate and head_scores, each the whole program (its
 // command line, messages and exit status) behind one entry point. Their executables are a one-line main
 // each (tool_main.cpp); a program of your own that registers a model kind (nn::register_model_kind)
 // calls them to give its kind the same tools, as examples/custom_model.cpp does:
@@ -16,5 +16,7 @@ int train(int argc, char** argv);     // examples/train.cpp
 int generate(int argc, char** argv);  // examples/generate.cpp
 int heatmap(int argc, char** argv);   // examples/heatmap.cpp
 int figure(int argc, char** argv);    // examples/figure.cpp
+int evaluate(int argc, char** argv);  // examples/evaluate.cpp
+int head_scores(int argc, char** argv);  // examples/head_scores.cpp
 
 }  // namespace tools

@@ -7,6 +7,7 @@
 
 #include <autograd/autograd.h>
 #include <nn/attention_only.h>
+#include <nn/train/optim.h>
 #include <nn/tutorial/induction.h>
 
 using autograd::Tensor;
@@ -136,4 +137,84 @@ TEST_CASE("AttentionOnly: embeddings, layers of heads adding to the residual str
     CHECK(model.layers[1]->heads[1]->last_attention().shape() == autograd::Shape{2, 6, 6});
     for (const auto& [name, p] : model.named_parameters()) CHECK(name.find("feed_forward") == std::string::npos);
     CHECK_THROWS(nn::AttentionOnly({.vocab = 11, .n_embd = 8, .n_head = 3, .n_layer = 1, .block = 6}, gen));
+}
+
+TEST_CASE("TransformerLens's probe: random tokens repeated, and its duplicate-token and induction scores", "[induction]") {
+    autograd::Generator gen(4);
+    const nn::RepeatedTokens probe = nn::make_repeated_tokens(7, 5, 30, gen);
+    REQUIRE(probe.ids.size() == 30 * 10);
+    std::set<std::vector<int64_t>> halves;
+    for (int64_t b = 0; b < probe.B; ++b) {
+        const auto row = probe.ids.begin() + b * 10;
+        CHECK(std::equal(row, row + 5, row + 5));
+        CHECK(std::all_of(row, row + 10, [](int64_t id) { return id >= 0 && id < 7; }));
+        halves.emplace(row, row + 5);
+    }
+    CHECK(halves.size() > 25);  // drawn, not fixed
+
+    const int64_t B = 3, half = 6, T = 12;
+    const Tensor duplicate = one_hot_attention(B, T, [&](int64_t, int64_t i) { return i >= half ? i - half : -1; });
+    const Tensor induction = one_hot_attention(B, T, [&](int64_t, int64_t i) { return i >= half ? i - half + 1 : -1; });
+    CHECK(nn::duplicate_token_score(duplicate, half) == Approx(1.0));
+    CHECK(nn::induction_score(duplicate, half) == Approx(0.0));
+    CHECK(nn::induction_score(induction, half) == Approx(1.0));
+    CHECK(nn::duplicate_token_score(induction, half) == Approx(0.0));
+    // uniform causal rows: position i gives 1 / (i + 1) to every earlier one
+    std::vector<float> uniform(static_cast<size_t>(B * T * T), 0.0f);
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < T; ++i)
+            for (int64_t j = 0; j <= i; ++j) uniform[(b * T + i) * T + j] = 1.0f / float(i + 1);
+    double expected = 0.0;
+    for (int64_t i = half; i < T; ++i) expected += 1.0 / double(i + 1) / double(half);
+    CHECK(nn::induction_score(autograd::tensor(uniform, {B, T, T}), half) == Approx(expected));
+    CHECK_THROWS_WITH(nn::induction_score(duplicate, 5), Contains("not a probe of 2 x 5 tokens"));
+}
+
+// The induction lab's two-layer model (examples/induction's defaults, trained past its phase change near
+// step 950): the probe finds its previous-token head in layer 0 and its induction head in layer 1, and the
+// one-layer control has no induction head.
+TEST_CASE("head_scores finds the induction lab's previous-token and induction heads, and none in one layer", "[induction][slow]") {
+    const nn::InductionDataOptions data{.vocab = 24, .block = 40, .min_segment = 10, .max_segment = 20};
+    const auto trained = [&](int64_t n_layer, int64_t n_embd) {
+        autograd::Generator init(13), stream(14);
+        auto model = std::make_unique<nn::AttentionOnly>(
+            nn::AttentionOnlyOptions{.vocab = 24, .n_embd = n_embd, .n_head = 4, .n_layer = n_layer, .block = 40}, init);
+        nn::AdamW optimizer(*model, {.lr = 3e-3f, .weight_decay = 0.0f});
+        for (int64_t step = 1; step <= 1400; ++step) {
+            const nn::InductionBatch batch = nn::make_induction_batch(data, 32, stream);
+            optimizer.zero_grad();
+            autograd::cross_entropy(model->forward(batch.inputs, batch.B, batch.T), batch.targets).backward();
+            nn::clip_grad_norm(model->parameters(), 1.0f);
+            optimizer.step();
+        }
+        return model;
+    };
+    autograd::Generator gen(5);
+    const nn::RepeatedTokens probe = nn::make_repeated_tokens(24, 20, 16, gen);
+    const auto best = [](const std::vector<nn::HeadScores>& scores, double nn::HeadScores::*score) {
+        return *std::max_element(scores.begin(), scores.end(), [&](const auto& a, const auto& b) { return a.*score < b.*score; });
+    };
+
+    auto two = trained(2, 32);
+    const std::vector<nn::HeadScores> scores = nn::head_scores(*two, probe);
+    REQUIRE(scores.size() == 8);
+    for (const nn::HeadScores& s : scores)
+        UNSCOPED_INFO(s.name << ": previous " << s.previous_token << ", duplicate " << s.duplicate_token << ", induction " << s.induction);
+    const nn::HeadScores induction = best(scores, &nn::HeadScores::induction);
+    const nn::HeadScores previous = best(scores, &nn::HeadScores::previous_token);
+    INFO("induction head " << induction.name << " " << induction.induction << ", previous-token head " << previous.name << " "
+                           << previous.previous_token);
+    CHECK(induction.layer == 1);
+    CHECK(induction.induction > 0.4);
+    CHECK(previous.layer == 0);
+    CHECK(previous.previous_token > 0.4);
+    CHECK(scores[0].name == "layers.0.heads.0");
+
+    auto one = trained(1, 40);
+    const nn::HeadScores control = best(nn::head_scores(*one, probe), &nn::HeadScores::induction);
+    INFO("the one-layer control's best induction score " << control.induction);
+    CHECK(control.induction < 0.5 * induction.induction);
+
+    const nn::RepeatedTokens too_long = nn::make_repeated_tokens(24, 21, 1, gen);
+    CHECK_THROWS_WITH(nn::head_scores(*two, too_long), Contains("2 x 21 tokens is longer than the model's block of 40"));
 }

@@ -58,6 +58,7 @@ TEST_CASE("gradient report: gradient norm, update ratio and head statistics by h
 
     const std::string table = report.table();
     CHECK_THAT(table, Catch::Contains("linear.weight") && Catch::Contains("5.000e+00") && Catch::Contains("head"));
+    CHECK_THAT(table, Catch::Contains("1.000e+00\n") && !Catch::Contains("nan"));  // not updated: "-"
     CHECK(nn::GradientReport::csv_header().starts_with("step,kind,name,"));
     CHECK_THAT(report.csv_rows(), Catch::Contains("7,parameter,linear.weight,5,0.5,1,,"));
 }

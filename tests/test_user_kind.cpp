@@ -1,6 +1,7 @@
-// A model kind the library does not know, defined and registered in this file only: it then trains
-// with nn::Trainer, saves and resumes bit-exactly (its dropout generator too), loads for inference,
-// writes the report page, shows its heads to nn::attention_heads (what heatmap and figure read) and
+// A model kind the library does not know, defined and registered in this file only, with a head of its
+// own (not an nn::Head): it then trains with nn::Trainer, saves and resumes bit-exactly (its dropout
+// generator too), loads for inference, writes the report page, shows its head to nn::attention_heads
+// (what heatmap, figure and the report page read) and
 // samples with the window decoder, as the built-in kinds do; train's model flags (examples/train_args.h)
 // take it too, and the tool programs (examples/tools.h) train, sample and draw it.
 //
@@ -14,6 +15,7 @@
 #include <nn/train/sample.h>
 #include <nn/train/trainer.h>
 #include <nn/tutorial/tasks.h>
+#include <figure_page.h>
 #include <run_report.h>
 #include <tools.h>
 #include <train_args.h>
@@ -27,13 +29,46 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The kind: token and position embeddings, one causal nn::Head, dropout on what the head says (drawn
-// from the model's own generator, registered so that checkpoints keep it), a linear map to V.
+// The kind's head: causal attention that divides Q K^T by the width H itself, not its square root. Its
+// parts and its last forward are what the inspect tools read (nn::InspectableHead).
+class WidthDividedHead : public nn::InspectableHead {
+public:
+    WidthDividedHead(int64_t C, Generator& gen)
+        : query({.in = C, .out = C, .bias = false}, gen),
+          key({.in = C, .out = C, .bias = false}, gen),
+          value({.in = C, .out = C, .bias = false}, gen) {
+        register_module("query", query);
+        register_module("key", key);
+        register_module("value", value);
+    }
+
+    Tensor forward(const Tensor& x) {  // x: (B, T, C) -> (B, T, H)
+        const Tensor scores = matmul(queries(x), keys(x).transpose(1, 2)) / divisor();  // (B, T, T)
+        const Tensor weights = softmax(causal_mask(scores), -1);                           // (B, T, T)
+        input_ = x.detach();
+        attention_ = weights.detach();
+        return matmul(weights, values(x));
+    }
+
+    const Tensor& last_attention() const override { return attention_; }
+    const Tensor& last_input() const override { return input_; }
+    Tensor queries(const Tensor& x) const override { return query.forward(x); }
+    Tensor keys(const Tensor& x) const override { return key.forward(x); }
+    Tensor values(const Tensor& x) const override { return value.forward(x); }
+    float divisor() const override { return static_cast<float>(query.options.out); }
+
+private:
+    nn::Linear query, key, value;  // (C, H) each
+    Tensor input_, attention_;
+};
+
+// The kind: token and position embeddings, that head, dropout on what the head says (drawn from the
+// model's own generator, registered so that checkpoints keep it), a linear map to V.
 class DropoutHead : public nn::PositionalModel {
 public:
     DropoutHead(const nn::ModelConfig& c, Generator& gen)
         : PositionalModel(c.vocab, c.n_embd, c.block, gen),
-          head({.n_embd = c.n_embd, .head_size = c.n_embd, .record_scores = false}, gen),
+          head(c.n_embd, gen),
           lm_head({.in = c.n_embd, .out = c.vocab}, gen),
           p(c.dropout),
           dropout_gen(gen.next_u64()) {
@@ -48,7 +83,7 @@ public:
         return lm_head.forward(dropout(head.forward(x), p, is_training(), dropout_gen));  // (B, T, V)
     }
 
-    nn::Head head;
+    WidthDividedHead head;
     nn::Linear lm_head;
     float p;
     Generator dropout_gen;
@@ -268,6 +303,29 @@ TEST_CASE("The tools train, resume, sample, draw the heatmap and the figure of a
     CHECK(run(tools::generate, {straight.string(), "--chars", "20"}) == 0);
     CHECK(run(tools::heatmap, {straight.string(), "--prompt", prompt, "--color", "never"}) == 0);
     const fs::path figure = dir.path / "figure.html";
-    CHECK(run(tools::figure, {straight.string(), "--prompt", prompt, "--out", figure.string()}) == 0);
-    CHECK_THAT(test::read_bytes(figure), Contains("<html"));
+    REQUIRE(run(tools::figure, {straight.string(), "--prompt", prompt, "--out", figure.string()}) == 0);
+
+    // The figure's numbers are the head's: with x through Wq and Wk, divided, its shares are the weights
+    // of the head's own forward (dividing by 16 and multiplying by 1/16 are the same bits), and the page
+    // names the head's divisor, H = 16, not sqrt(16).
+    const std::string html = test::read_bytes(figure);
+    REQUIRE(html.starts_with(figure::kPageBeforeData));
+    const size_t end = html.find(figure::kPageAfterData);
+    REQUIRE(end != std::string::npos);
+    const auto numbers = nlohmann::json::parse(html.substr(figure::kPageBeforeData.size(), end - figure::kPageBeforeData.size()));
+    CHECK(numbers["head_divisor"] == 16.0);
+    const nlohmann::json& divided = numbers["states"][1];  // raw 0, scale 1
+    CHECK((divided["raw"] == false && divided["scale"] == true && divided["divisor"] == 16.0));
+
+    nn::TrainedModel trained = nn::load_trained_model(straight);
+    const std::vector<int64_t> ids = trained.tokenizer->encode(prompt);
+    NoGradGuard no_grad;
+    trained.model->eval();
+    (void)trained.model->forward(ids, 1, 6);
+    const Tensor& weights = nn::attention_heads(*trained.model).at(0).module.last_attention();  // (1, 6, 6)
+    for (int64_t i = 0; i < 6; ++i)
+        for (int64_t j = 0; j < 6; ++j) {
+            INFO("share " << i << ", " << j);
+            CHECK(divided["shares"][i][j].get<float>() == weights.at({0, i, j}));
+        }
 }

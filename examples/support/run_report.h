@@ -39,7 +39,7 @@ public:
 
     void add_log(int64_t step, double batch_loss, double train_loss, double val_loss, double lr);
     void add_gradients(const nn::GradientReport& gradients);
-    // Runs `model` on the sample (eval mode, no graph) and keeps every nn::Head's attention map (rounded
+    // Runs `model` on the sample (eval mode, no graph) and keeps every head's attention map (rounded
     // to 3 decimals), mean row entropy (nats) and mean largest share. Leaves the model in training mode.
     void add_attention(int64_t step, nn::LanguageModel& model, std::span<const int64_t> sample_ids,
                        const std::string& sample_text);

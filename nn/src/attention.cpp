@@ -25,10 +25,10 @@ Head::Head(HeadOptions opts, Generator& gen)
 Tensor Head::forward(const Tensor& x) {
     check(x.dim() == 3 && x.size(2) == options.n_embd, "Head: input must be (B, T, {}), got {}", options.n_embd,
           shape_str(x.shape()));
-    const Tensor q = options.compare_raw ? x : query.forward(x);  // (B, T, H), or (B, T, C) raw
-    const Tensor k = options.compare_raw ? x : key.forward(x);    // (B, T, H), or (B, T, C) raw
-    const Tensor v = value.forward(x);                            // (B, T, H)
-    const float factor = options.scaled ? 1.0f / std::sqrt(static_cast<float>(q.size(-1))) : 1.0f;
+    const Tensor q = queries(x);  // (B, T, H), or (B, T, C) raw
+    const Tensor k = keys(x);     // (B, T, H), or (B, T, C) raw
+    const Tensor v = values(x);   // (B, T, H)
+    const float factor = 1.0f / divisor();
     input_ = x.detach();  // the rows, not the graph: holding x would keep the whole forward alive
     attention_ = Tensor();
     scores_ = Tensor();
@@ -55,6 +55,15 @@ Tensor Head::forward(const Tensor& x) {
     }
     attention_ = weights.detach();
     return output(matmul(weights, v));                            // (B, T, H)
+}
+
+Tensor Head::queries(const Tensor& x) const { return options.compare_raw ? x : query.forward(x); }
+Tensor Head::keys(const Tensor& x) const { return options.compare_raw ? x : key.forward(x); }
+Tensor Head::values(const Tensor& x) const { return value.forward(x); }
+
+float Head::divisor() const {
+    const int64_t compared = options.compare_raw ? options.n_embd : options.head_size;  // the width of q and k
+    return options.scaled ? std::sqrt(static_cast<float>(compared)) : 1.0f;
 }
 
 const Tensor& Head::last_attention() const {
@@ -103,7 +112,7 @@ std::vector<AttentionHead> attention_heads(const Module& model) {
     std::vector<AttentionHead> out;
     std::vector<std::string> layers;  // the module holding each layer's heads, by name
     for (const auto& [name, module] : modules) {
-        const auto* head = dynamic_cast<const Head*>(module);
+        const auto* head = dynamic_cast<const InspectableHead*>(module);
         if (!head) continue;
         // the holder: the module with the longest name that contains this one
         std::string holder;

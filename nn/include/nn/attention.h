@@ -39,12 +39,31 @@ struct HeadOptions {
     static constexpr int64_t kFlashFrom = 160;
 };
 
+// What the inspect tools read from a head, whatever its maths: heatmap, the report page, induction and
+// study read last_attention(); the tutorial's figure rebuilds the head's journey from its parts,
+// weights = softmax(causal_mask(Q K^T / divisor)), out = weights V. nn::Head is one; a head of your own
+// (examples/custom_model.cpp's learns its divisor) derives from this, and nn::attention_heads() finds it
+// in any model, so the tools show it as they show the built-in heads.
+class InspectableHead : public Module {
+public:
+    // The attention weights of the last forward, (B, T, T), detached from the graph; rows sum to 1.
+    // Undefined before the first forward.
+    virtual const Tensor& last_attention() const = 0;
+    // The rows the last forward read, (B, T, C), detached from the graph.
+    virtual const Tensor& last_input() const = 0;
+    // The head's parts, applied to rows x: (B, T, C) -> (B, T, H) each, and what it divides Q K^T by.
+    virtual Tensor queries(const Tensor& x) const = 0;
+    virtual Tensor keys(const Tensor& x) const = 0;
+    virtual Tensor values(const Tensor& x) const = 0;
+    virtual float divisor() const = 0;
+};
+
 // One head, exactly the tutorial's composition of ops:
 //   Q = x Wq, K = x Wk, V = x Wv;  scores = Q K^T;  scale by 1/sqrt(H);  causal mask;  softmax;  out = w V
 // (with record_scores off, Q K^T, scale, mask and softmax are the one fused op causal_attention_weights,
 // and from flash_from positions on, everything after Q, K and V is the one op causal_attention).
 // With compare_raw, Q = K = x (the self-matching failure) and the divisor is 1/sqrt(C).
-class Head : public Module {
+class Head : public InspectableHead {
 public:
     explicit Head(HeadOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(const Tensor& x);  // x: (B, T, C) -> (B, T, H)
@@ -52,14 +71,19 @@ public:
     // The attention weights of the last forward, (B, T, T), detached from the graph; rows sum to 1.
     // After a forward through causal_attention (see flash_from), made on the first call from that
     // forward's queries and keys (the same bits as the path that keeps them).
-    const Tensor& last_attention() const;
+    const Tensor& last_attention() const override;
     // The scores of the last forward as softmax received them (scaled and masked), (B, T, T), still in
     // the graph: after backward(), last_scores().grad() is the gradient that came back through the softmax.
     // Undefined when options.record_scores is off and the head is causal (the fused path).
     const Tensor& last_scores() const { return scores_; }
     // The rows the last forward read, (B, T, C), detached from the graph (the same storage): inside a
     // model, what reached this head (for a GPT, the block's LayerNorm of the residual stream).
-    const Tensor& last_input() const { return input_; }
+    const Tensor& last_input() const override { return input_; }
+    // x itself with compare_raw, else x Wq and x Wk; x Wv; sqrt of the compared width, or 1 unscaled.
+    Tensor queries(const Tensor& x) const override;
+    Tensor keys(const Tensor& x) const override;
+    Tensor values(const Tensor& x) const override;
+    float divisor() const override;
 
     HeadOptions options;
     Linear query, key, value;  // each (C, H), no bias; query and key unused with compare_raw
@@ -83,14 +107,14 @@ AttentionStats attention_row_stats(std::span<const float> row);
 // The means over every row of (..., T, T) weights (Head::last_attention()).
 AttentionStats attention_stats(const Tensor& weights);
 
-// Every attention head of a model, whatever its kind, in registration order: a layer is the module
-// that holds heads side by side (a MultiHeadAttention; the model itself for a SingleHead), numbered
+// Every attention head of a model (every InspectableHead in it), whatever its kind, in registration
+// order: a layer is the module that holds heads side by side (a MultiHeadAttention; the model itself for a SingleHead), numbered
 // from 0 in the order they appear, and `head` counts within it. `name` is the head's dotted module
 // name ("blocks.1.attention.heads.0"). The model must outlive the references.
 struct AttentionHead {
     int64_t layer = 0, head = 0;
     std::string name;
-    const Head& module;
+    const InspectableHead& module;
 };
 std::vector<AttentionHead> attention_heads(const Module& model);
 

@@ -43,9 +43,12 @@ std::string GradientReport::table() const {
     for (const auto& h : heads) width = std::max(width, h.name.size());
     std::string out = fmt::format("gradient flow at step {}\n{:<{}}  {:>14}  {:>10}  {:>10}  {:>12}\n", step, "parameter",
                                   width, "shape", "|grad|", "|param|", "update/param");
-    for (const auto& p : parameters)
-        out += fmt::format("{:<{}}  {:>14}  {:10.3e}  {:10.3e}  {:12.3e}\n", p.name, width, autograd::shape_str(p.shape), p.grad_norm,
-                           p.param_norm, p.update_ratio);
+    for (const auto& p : parameters) {
+        // not updated (no optimizer step, or no gradient): a dash, not "nan"
+        const std::string update = std::isnan(p.update_ratio) ? "-" : fmt::format("{:.3e}", p.update_ratio);
+        out += fmt::format("{:<{}}  {:>14}  {:10.3e}  {:10.3e}  {:>12}\n", p.name, width, autograd::shape_str(p.shape), p.grad_norm,
+                           p.param_norm, update);
+    }
     if (!heads.empty()) {
         out += fmt::format("{:<{}}  {:>14}  {:>13}\n", "head", width, "entropy (nats)", "largest share");
         for (const auto& h : heads) out += fmt::format("{:<{}}  {:14.3f}  {:13.3f}\n", h.name, width, h.entropy, h.largest_share);

@@ -43,6 +43,21 @@ void TextData::copy(Split split, int64_t first, int64_t count, int64_t* out) con
     else tokens_.copy_to(split == Split::train ? first : n_train_ + first, count, out);
 }
 
+int64_t consecutive_windows(const TokenIds& ids, int64_t B, int64_t T) {
+    check(B > 0 && T > 0 && B <= kMaxBatchTokens / T, "consecutive_windows: a window of B x T = {} x {} tokens", B, T);
+    return ids.empty() ? 0 : (ids.size() - 1) / (B * T);
+}
+
+Batch consecutive_window(const TokenIds& ids, int64_t i, int64_t B, int64_t T) {
+    check(i >= 0 && i < consecutive_windows(ids, B, T), "consecutive_window: window {} of {} x {} tokens is not inside {} tokens",
+          i, B, T, ids.size());
+    const int64_t n = B * T;
+    Batch out{std::vector<int64_t>(static_cast<size_t>(n)), std::vector<int64_t>(static_cast<size_t>(n)), B, T};
+    ids.copy_to(i * n, n, out.inputs.data());
+    ids.copy_to(i * n + 1, n, out.targets.data());
+    return out;
+}
+
 Batch TextData::batch(Split split, int64_t B, int64_t T, autograd::Generator& gen) const {
     check(B > 0, "batch: batch size B must be positive, got {}", B);
     check(T > 0, "batch: block size T must be positive, got {}", T);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <autograd/check.h>
+#include <nn/attention.h>
 
 namespace nn {
 
@@ -108,6 +109,58 @@ double prefix_matching_score(const Tensor& attention, const InductionBatch& batc
                 ++count;
             }
     return count > 0 ? total / double(count) : NAN;
+}
+
+RepeatedTokens make_repeated_tokens(int64_t vocab, int64_t half, int64_t B, autograd::Generator& gen) {
+    check(vocab > 0 && half > 0 && B > 0, "make_repeated_tokens: vocab ({}), half ({}) and B ({}) must be positive", vocab,
+          half, B);
+    RepeatedTokens probe{.B = B, .half = half};
+    probe.ids.resize(static_cast<size_t>(B * 2 * half));
+    for (int64_t b = 0; b < B; ++b) {
+        int64_t* row = probe.ids.data() + b * 2 * half;
+        for (int64_t i = 0; i < half; ++i) row[i] = row[half + i] = gen.randint(vocab);
+    }
+    return probe;
+}
+
+namespace {
+
+// Mean attention from each position i of the second half to i - back.
+double second_half_score(const Tensor& attention, int64_t half, int64_t back, const char* op) {
+    check_attention(attention, op);
+    const int64_t B = attention.size(0), T = attention.size(1);
+    check(half > 0 && T == 2 * half, "{}: attention over {} positions is not a probe of 2 x {} tokens", op, T, half);
+    const auto w = attention.data();
+    double total = 0.0;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = half; i < T; ++i) total += w[(b * T + i) * T + i - back];
+    return total / double(B * half);
+}
+
+}  // namespace
+
+double duplicate_token_score(const Tensor& attention, int64_t half) {
+    return second_half_score(attention, half, half, "duplicate_token_score");
+}
+double induction_score(const Tensor& attention, int64_t half) {
+    return second_half_score(attention, half, half - 1, "induction_score");
+}
+
+std::vector<HeadScores> head_scores(LanguageModel& model, const RepeatedTokens& probe) {
+    check(probe.T() <= model.block_size(), "head_scores: a probe of 2 x {} tokens is longer than the model's block of {}",
+          probe.half, model.block_size());
+    autograd::NoGradGuard no_grad;
+    model.eval();
+    (void)model.forward(probe.ids, probe.B, probe.T());
+    std::vector<HeadScores> scores;
+    for (const AttentionHead& head : attention_heads(model)) {
+        const Tensor& w = head.module.last_attention();  // (B, 2 half, 2 half)
+        scores.push_back({.layer = head.layer, .head = head.head, .name = head.name,
+                          .previous_token = previous_token_score(w),
+                          .duplicate_token = duplicate_token_score(w, probe.half),
+                          .induction = induction_score(w, probe.half)});
+    }
+    return scores;
 }
 
 std::optional<int64_t> phase_change_step(std::span<const int64_t> steps, std::span<const double> losses, double min_drop) {

@@ -43,7 +43,7 @@ struct GradientReport {
 };
 
 // The report for a module after backward (and, if given, after the optimizer's step). Heads are the
-// nn::Head modules inside it, read from their last forward.
+// nn::attention_heads() of it (every nn::InspectableHead), read from their last forward.
 GradientReport gradient_report(const Module& model, const Optimizer* optimizer = nullptr, int64_t step = 0);
 
 }  // namespace nn

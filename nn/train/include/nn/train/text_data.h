@@ -19,6 +19,12 @@ struct Batch {
     int64_t B = 0, T = 0;
 };
 
+// A token stream read in order, as llm.c's validation and `evaluate` read it: window i is tokens
+// [iBT, (i+1)BT + 1), its first B T as (B, T) inputs and the same shifted by one as targets.
+// consecutive_windows is how many whole ones the stream holds; window i must be one of them.
+int64_t consecutive_windows(const TokenIds& ids, int64_t B, int64_t T);
+Batch consecutive_window(const TokenIds& ids, int64_t i, int64_t B, int64_t T);
+
 // A token stream split in two: the first `train_fraction` (floor) for training, the rest for
 // validation, as in Karpathy's "Let's build GPT" lecture. The ids are kept as given (one copy, no
 // separate split copies).

@@ -9,15 +9,22 @@
 //     logits = model.forward(batch.inputs, 32, 48);
 //     nn::previous_token_score(head.last_attention());           // 1 for a head that looks at i - 1
 //     nn::prefix_matching_score(head.last_attention(), batch);   // 1 for an induction head
+//
+// And for any model, TransformerLens's probe (random tokens repeated twice) and its three head scores:
+//
+//     nn::RepeatedTokens probe = nn::make_repeated_tokens(model.vocab_size(), 20, 16, gen);
+//     for (const nn::HeadScores& h : nn::head_scores(model, probe)) ...   // previous-token, duplicate, induction
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <autograd/random.h>
 #include <autograd/tensor.h>
+#include <nn/models.h>
 
 namespace nn {
 
@@ -64,6 +71,34 @@ double previous_token_score(const autograd::Tensor& attention);
 // Mean attention from each copied input token i to the token after its earlier occurrence
 // (source[i] + 1): 1 for an induction head, which finds [A] earlier and looks at the [B] that followed.
 double prefix_matching_score(const autograd::Tensor& attention, const InductionBatch& batch);
+
+// --- any model's heads: TransformerLens's probe ---------------------------------------------------------
+
+// The standard probe of what a head does: B sequences of `half` tokens drawn uniformly from [0, vocab),
+// each followed by itself again: ids (B, 2 half), row-major.
+struct RepeatedTokens {
+    int64_t B = 0, half = 0;
+    std::vector<int64_t> ids = {};
+    int64_t T() const { return 2 * half; }
+};
+RepeatedTokens make_repeated_tokens(int64_t vocab, int64_t half, int64_t B, autograd::Generator& gen);
+
+// Over a head's (B, 2 half, 2 half) attention on that probe, the mean attention from each position i of
+// the second half (i >= half) to its token's earlier occurrence, i - half (duplicate-token), and to the
+// token after it, i - half + 1 (induction: [A][B] ... [A] looks at [B]). 1 for a head that always does.
+double duplicate_token_score(const autograd::Tensor& attention, int64_t half);
+double induction_score(const autograd::Tensor& attention, int64_t half);
+
+// The three scores of every head of a model (nn::attention_heads), in its order; previous-token as
+// previous_token_score over the whole probe.
+struct HeadScores {
+    int64_t layer = 0, head = 0;
+    std::string name;
+    double previous_token = 0, duplicate_token = 0, induction = 0;
+};
+// Runs the model on the probe (eval mode, no graph; it is left in eval mode). The probe's 2 half
+// positions must fit the model's block.
+std::vector<HeadScores> head_scores(LanguageModel& model, const RepeatedTokens& probe);
 
 // The step of the phase change: the first evaluation at which the repeated-token loss has fallen below
 // halfway between its starting value and its last, if it fell by at least `min_drop` nats in all;

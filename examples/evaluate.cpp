@@ -1,0 +1,133 @@
+// A checkpoint's loss on a data file: the mean cross-entropy over the first N consecutive windows of B x T
+// tokens, window i being tokens [iBT, (i+1)BT + 1) (inputs the first BT, targets the same shifted by one),
+// as llm.c measures its validation loss, and the perplexity exp(loss). Any model kind.
+//
+//   evaluate run.safetensors --data ../shared/data/tinyshakespeare.txt
+//   evaluate run.safetensors --data val.bin --batch 4 --block 64 --batches 20 --json
+//   evaluate gpt2.safetensors --data input.txt --tokenizer gpt2/    (a checkpoint's BPE checked against DIR)
+//
+// --data is a text file, encoded with the checkpoint's tokenizer (GPT-2's BPE as it is read), or a token
+// file (.bin, nanoGPT's or llm.c's) whose ids must be below the model's vocabulary. The whole file is
+// read: it is the text to measure, not split. --json prints one line: {"loss","perplexity","tokens","batches"}.
+//
+// Exit status: 0 done, 1 a bad checkpoint or data file, or a loss that is not finite; 2 bad arguments.
+//
+// Shape legend: B batch (rows of a window), T time (tokens per row), V vocab.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <autograd/autograd.h>
+#include <cli.h>
+#include <nlohmann/json.hpp>
+#include <nn/train/bpe.h>
+#include <nn/train/text_data.h>
+#include <nn/train/token_ids.h>
+#include <nn/train/tokenizer.h>
+#include <nn/train/trainer.h>
+
+#include "tools.h"
+
+namespace {
+
+struct Options {
+    std::optional<cli::Input> checkpoint;  // given: the parser requires it
+    std::optional<std::string> data;
+    std::optional<std::string> tokenizer;
+    std::optional<int64_t> block, batches;
+    int64_t batch = 4, threads = 1;
+    bool json = false;
+};
+
+cli::Parser make_parser(Options& o) {
+    cli::Parser p("evaluate", "CKPT --data FILE [options]",
+                  "A checkpoint's mean loss and perplexity over the first consecutive windows of a data file.");
+    cli::checkpoint_argument(p, o.checkpoint, "a checkpoint saved by train --out", true);
+    p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
+             [&o](const cli::Value& v) { o.data = v.file(); });
+    p.option("--tokenizer", "DIR", "GPT-2's BPE files; the checkpoint's own tokenizer must be the same",
+             [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
+    p.option("--batch", "B", "rows of a window                                  (default 4)",
+             [&o](const cli::Value& v) { o.batch = v.integer(1, 1 << 16); });
+    p.option("--block", "T", "tokens of a row, at most the model's block        (default its block)",
+             [&o](const cli::Value& v) { o.block = v.integer(1, 1 << 20); });
+    p.option("--batches", "N", "windows measured, from the start of the file      (default every whole one)",
+             [&o](const cli::Value& v) { o.batches = v.integer(1, int64_t{1} << 40); });
+    p.option("--threads", "N", "threads for the kernels                           (default 1)",
+             [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
+    p.flag("--json", "print one JSON line instead: {\"loss\",\"perplexity\",\"tokens\",\"batches\"}",
+           [&o] { o.json = true; });
+    return p;
+}
+
+// The checkpoint's tokenizer, checked against --tokenizer: the same BPE vocabulary and merges.
+void check_tokenizer(const Options& o, const nn::Tokenizer& saved) {
+    if (!o.tokenizer) return;
+    const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&saved);
+    if (!bpe || !(*bpe == nn::BpeTokenizer::from_directory(*o.tokenizer)))
+        throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
+                                             *o.tokenizer, o.checkpoint->path,
+                                             bpe ? "another BPE vocabulary or merges" : "characters"));
+}
+
+struct Result {
+    double loss = 0;
+    int64_t tokens = 0, batches = 0;
+};
+
+// The mean of the windows' mean losses (every window has B x T targets: the mean over all of them).
+Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, int64_t T, int64_t batches,
+                const std::string& checkpoint) {
+    autograd::NoGradGuard no_grad;
+    model.eval();
+    const int64_t window = B * T;
+    double sum = 0;
+    for (int64_t i = 0; i < batches; ++i) {
+        const nn::Batch batch = nn::consecutive_window(ids, i, B, T);
+        const double loss = autograd::cross_entropy(model.forward(batch.inputs, B, T), batch.targets).item();  // (B, T, V) -> ()
+        if (!std::isfinite(loss))
+            throw std::runtime_error(fmt::format("{}: the loss of window {} (tokens {} to {}) is {}: the model's weights "
+                                                 "or logits are not finite", checkpoint, i, i * window, (i + 1) * window, loss));
+        sum += loss;
+    }
+    return {sum / double(batches), batches * window, batches};
+}
+
+int run(const Options& o) {
+    if (!o.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
+    autograd::set_num_threads(static_cast<int>(o.threads));
+    nn::TrainedModel trained = nn::load_trained_model(o.checkpoint->path);
+    check_tokenizer(o, *trained.tokenizer);
+    nn::LanguageModel& model = *trained.model;
+    // the windows it trained on (a bigram reads one token at a time from windows of any length)
+    const int64_t block = std::max(trained.config.block, model.block_size());
+    const int64_t B = o.batch, T = o.block.value_or(block);
+    if (T > block)
+        throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, block, o.checkpoint->path));
+    const std::string& data = *o.data;
+    const nn::TokenIds ids = nn::read_token_ids(data, *trained.tokenizer);
+    const int64_t whole = nn::consecutive_windows(ids, B, T);  // each needs B T + 1 tokens
+    if (whole == 0)
+        throw std::runtime_error(fmt::format("--data {} has {} tokens: one window of --batch {} x --block {} needs {}", data,
+                                             ids.size(), B, T, B * T + 1));
+    if (o.batches && *o.batches > whole)
+        throw std::runtime_error(fmt::format("--data {} holds {} whole window{} of {} x {} tokens ({} tokens), fewer than "
+                                             "--batches {}", data, whole, whole == 1 ? "" : "s", B, T, ids.size(), *o.batches));
+    const Result r = evaluate(model, ids, B, T, o.batches.value_or(whole), o.checkpoint->path);
+    const double perplexity = std::exp(r.loss);
+    if (o.json)
+        fmt::print("{}\n", nlohmann::ordered_json{
+                               {"loss", r.loss}, {"perplexity", perplexity}, {"tokens", r.tokens}, {"batches", r.batches}}
+                               .dump());
+    else
+        fmt::print("loss {:.4f}, perplexity {:.2f}: {} tokens, the first {} window{} of {} x {} in {} ({} tokens)\n", r.loss,
+                   perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, data, ids.size());
+    return 0;
+}
+
+}  // namespace
+
+int tools::evaluate(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

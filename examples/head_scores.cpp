@@ -1,0 +1,98 @@
+// What every head of a checkpoint does, by TransformerLens's standard probe: sequences of random tokens,
+// each followed by itself again. Per layer and head, the mean attention
+//   previous-token   from each position to the one before it;
+//   duplicate-token  from each position of the second half to its token's earlier occurrence;
+//   induction        from each position of the second half to the token after that occurrence
+//                    ([A][B] ... [A] looks at [B]: the head that continues a repeat).
+// Any model kind; its heads are the ones nn::attention_heads finds.
+//
+//   head_scores run.safetensors
+//   head_scores run.safetensors --length 20 --batch 32 --seed 3 --json
+//
+// Exit status: 0 done, 1 a bad checkpoint or a model without heads, 2 bad arguments.
+//
+// Shape legend: B batch (probe sequences), T = 2 x length positions.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <autograd/autograd.h>
+#include <cli.h>
+#include <nlohmann/json.hpp>
+#include <nn/train/trainer.h>
+#include <nn/tutorial/induction.h>
+
+#include "tools.h"
+
+namespace {
+
+constexpr int64_t kLength = 50;  // TransformerLens's probe: 50 random tokens, then the same 50
+
+struct Options {
+    std::optional<cli::Input> checkpoint;  // given: the parser requires it
+    std::optional<int64_t> length;
+    int64_t batch = 16, seed = 1, threads = 1;
+    bool json = false;
+};
+
+cli::Parser make_parser(Options& o) {
+    cli::Parser p("head_scores", "CKPT [options]",
+                  "Previous-token, duplicate-token and induction scores of every head, on random tokens repeated.");
+    cli::checkpoint_argument(p, o.checkpoint, "a checkpoint saved by train --out", true);
+    p.option("--length", "N", "random tokens before their repeat             (default 50, or half the block)",
+             [&o](const cli::Value& v) { o.length = v.integer(1, 1 << 20); });
+    p.option("--batch", "B", "probe sequences                                (default 16)",
+             [&o](const cli::Value& v) { o.batch = v.integer(1, 1 << 16); });
+    p.option("--seed", "S", "the random tokens                              (default 1)",
+             [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
+    p.option("--threads", "N", "threads for the kernels                        (default 1)",
+             [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
+    p.flag("--json", "print one JSON line instead, every head with its three scores", [&o] { o.json = true; });
+    return p;
+}
+
+int run(const Options& o) {
+    autograd::set_num_threads(static_cast<int>(o.threads));
+    const std::string& path = o.checkpoint->path;
+    nn::TrainedModel trained = nn::load_trained_model(path);
+    nn::LanguageModel& model = *trained.model;
+    const std::string kind = fmt::format("{}", trained.config.kind);
+    if (nn::attention_heads(model).empty()) throw std::runtime_error(fmt::format("{}: a {} model has no attention head to score", path, kind));
+    const int64_t length = o.length.value_or(std::min(kLength, model.block_size() / 2));
+    if (2 * length > model.block_size())
+        throw std::runtime_error(fmt::format("--length {}: the probe's 2 x {} tokens are longer than the model's block of {} ({})",
+                                             length, length, model.block_size(), path));
+    autograd::Generator gen(static_cast<uint64_t>(o.seed));
+    const nn::RepeatedTokens probe = nn::make_repeated_tokens(model.vocab_size(), length, o.batch, gen);
+    const std::vector<nn::HeadScores> scores = nn::head_scores(model, probe);
+
+    const auto round = [](double v) { return std::round(v * 1e4) / 1e4; };
+    if (o.json) {
+        nlohmann::ordered_json heads = nlohmann::ordered_json::array();
+        for (const nn::HeadScores& s : scores)
+            heads.push_back({{"layer", s.layer}, {"head", s.head}, {"name", s.name}, {"previous_token", round(s.previous_token)},
+                             {"duplicate_token", round(s.duplicate_token)}, {"induction", round(s.induction)}});
+        fmt::print("{}\n", nlohmann::ordered_json{{"checkpoint", path}, {"model", kind}, {"length", length}, {"batch", o.batch},
+                                                  {"seed", o.seed}, {"heads", heads}}
+                               .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+        return 0;
+    }
+    fmt::print("heads of {} ({} model), on {} sequences of {} random tokens, each followed by itself again\n", path, kind, o.batch, length);
+    fmt::print("layer  head  previous-token  duplicate-token  induction\n");
+    for (const nn::HeadScores& s : scores)
+        fmt::print("{:>5}  {:>4}  {:>14.3f}  {:>15.3f}  {:>9.3f}\n", s.layer, s.head, s.previous_token, s.duplicate_token, s.induction);
+    const auto best = [&](double nn::HeadScores::*score, const char* what) {
+        const auto top = std::max_element(scores.begin(), scores.end(), [&](const auto& a, const auto& b) { return a.*score < b.*score; });
+        return fmt::format("{} {}.{} ({:.2f})", what, top->layer, top->head, (*top).*score);
+    };
+    fmt::print("highest: {}, {}, {} (layer.head; 1 would be every time)\n", best(&nn::HeadScores::previous_token, "previous-token"),
+               best(&nn::HeadScores::duplicate_token, "duplicate-token"), best(&nn::HeadScores::induction, "induction"));
+    return 0;
+}
+
+}  // namespace
+
+int tools::head_scores(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }
