@@ -193,3 +193,42 @@ TEST_CASE("gpt2's attention from kFlashFrom positions (causal_attention) gives t
     const Tensor prefix = model.forward(std::span<const int64_t>(ids).first(shorter), 1, shorter);
     CHECK(test::max_abs_diff(slice(all, 1, 0, shorter), prefix) < 1e-4);
 }
+
+TEST_CASE("gpt2's heads are where the inspect tools look: one per head, its slice of c_attn, its weights", "[models][gpt2][attention]") {
+    Generator gen(47);
+    nn::GPT2 model({.vocab = 7, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6}, gen);
+    for (Tensor& p : model.parameters())
+        for (float& v : p.data()) v = gen.normal(0.0f, 0.5f);
+    const std::vector<nn::AttentionHead> heads = nn::attention_heads(model);
+    REQUIRE(heads.size() == 4);
+    CHECK((heads[3].layer == 1 && heads[3].head == 1 && heads[3].name == "h.1.attn.heads.1"));
+    CHECK(&heads[2].module == model.h[1]->attn.heads[0].get());
+    CHECK_FALSE(heads[0].module.last_attention().defined());  // before any forward
+
+    // the heads add no parameters: the names and the count stay Hugging Face's
+    for (const auto& [name, p] : model.named_parameters()) CHECK(name.find("heads") == std::string::npos);
+
+    const std::vector<int64_t> ids = {0, 3, 1, 4, 2, 6, 5, 2, 2, 4, 0, 1};  // (2, 6)
+    NoGradGuard no_grad;
+    (void)model.forward(ids, 2, 6);
+    for (const nn::AttentionHead& head : heads) {
+        INFO(head.name);
+        const nn::InspectableHead& h = head.module;
+        const Tensor& x = h.last_input();  // (2, 6, 8): ln_1 of the residual stream
+        REQUIRE(x.shape() == Shape{2, 6, 8});
+        CHECK(h.divisor() == 2.0f);  // sqrt(8 / 2)
+        // the weights are the tutorial's composition on the head's own q and k
+        const Tensor q = h.queries(x), k = h.keys(x);  // (2, 6, 4)
+        const Tensor expected = softmax(causal_mask(scale(matmul(q, k.transpose(1, 2)), 1.0f / h.divisor())), -1);
+        CHECK(test::max_abs_diff(h.last_attention(), expected) < 1e-6);
+        CHECK(h.values(x).shape() == Shape{2, 6, 4});
+    }
+    // the two heads of a layer read different columns of c_attn
+    CHECK(test::max_abs_diff(heads[0].module.queries(heads[0].module.last_input()),
+                             heads[1].module.queries(heads[1].module.last_input())) > 1e-3);
+    // a new forward makes new weights
+    const Tensor before = heads[2].module.last_attention().clone();
+    (void)model.forward(std::span<const int64_t>(ids).first(6), 1, 6);
+    CHECK(heads[2].module.last_attention().shape() == Shape{1, 6, 6});
+    CHECK(test::max_abs_diff(slice(before, 0, 1, 2), heads[2].module.last_attention()) > 1e-4);
+}

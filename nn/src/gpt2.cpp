@@ -18,22 +18,55 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
     check(opts.n_head > 0 && opts.n_embd % opts.n_head == 0, "GPT2: n_head {} must divide n_embd {}", opts.n_head, opts.n_embd);
     register_module("c_attn", c_attn);
     register_module("c_proj", c_proj);
+    for (int64_t h = 0; h < opts.n_head; ++h) {  // no parameters: checkpoints are unchanged
+        heads.push_back(std::make_unique<GPT2Head>(*this, h));
+        register_module(fmt::format("heads.{}", h), *heads.back());
+    }
 }
 
 Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     const int64_t C = c_proj.options.in, H = C / n_head;
     const std::vector<Tensor> qkv = split(c_attn.forward(x), C, 2);  // q, k, v: each (B, T, C)
+    input_ = x.detach();  // handles on storage the step holds anyway; the heads make their weights when asked
+    queries_ = qkv[0].detach();
+    keys_ = qkv[1].detach();
+    ++forwards_;
     const float factor = 1.0f / std::sqrt(static_cast<float>(H));
-    std::vector<Tensor> heads;
+    std::vector<Tensor> outputs;  // (B, T, H) per head
     for (int64_t h = 0; h < n_head; ++h) {
         const Tensor q = slice(qkv[0], 2, h * H, (h + 1) * H), k = slice(qkv[1], 2, h * H, (h + 1) * H),
                      v = slice(qkv[2], 2, h * H, (h + 1) * H);  // each (B, T, H)
         // as nn::Head with record_scores off: the weights op, or from kFlashFrom positions the one op
         // that keeps no (B, T, T) weights
-        heads.push_back(x.size(1) >= HeadOptions::kFlashFrom ? causal_attention(q, k, v, factor)
-                                                             : matmul(causal_attention_weights(q, k, factor), v));
+        outputs.push_back(x.size(1) >= HeadOptions::kFlashFrom ? causal_attention(q, k, v, factor)
+                                                               : matmul(causal_attention_weights(q, k, factor), v));
     }
-    return output(dropout(c_proj.forward(concat(heads, 2)), dropout_p, is_training(), dropout_gen));  // (B, T, C)
+    return output(dropout(c_proj.forward(concat(outputs, 2)), dropout_p, is_training(), dropout_gen));  // (B, T, C)
+}
+
+Tensor GPT2Head::part(const Tensor& qkv_part) const {
+    const int64_t H = qkv_part.size(2) / attention_.n_head;
+    return slice(qkv_part, 2, index_ * H, (index_ + 1) * H);
+}
+Tensor GPT2Head::queries(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[0]); }
+Tensor GPT2Head::keys(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[1]); }
+Tensor GPT2Head::values(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[2]); }
+float GPT2Head::divisor() const {
+    return std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head));
+}
+const Tensor& GPT2Head::last_input() const { return attention_.input_; }
+
+const Tensor& GPT2Head::last_attention() const {
+    if (made_at_ != attention_.forwards_) {
+        weights_ = Tensor();
+        if (attention_.queries_.defined()) {
+            // the op the forward's weights path runs, on this head's q and k: the same bits
+            NoGradGuard no_grad;
+            weights_ = causal_attention_weights(part(attention_.queries_), part(attention_.keys_), 1.0f / divisor());
+        }
+        made_at_ = attention_.forwards_;
+    }
+    return weights_;
 }
 
 GPT2MLP::GPT2MLP(const GPT2Options& opts, Generator& gen)

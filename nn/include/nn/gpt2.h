@@ -28,6 +28,7 @@
 
 #include <autograd/random.h>
 
+#include "nn/attention.h"
 #include "nn/layers.h"
 #include "nn/models.h"
 
@@ -44,6 +45,29 @@ struct GPT2Options {
     bool gelu_exact = false;  // the erf GELU instead of GPT-2's tanh approximation
 };
 
+class GPT2Attention;
+
+// One head of a GPT2Attention as the inspect tools read it (nn::InspectableHead: heatmap, figure, the
+// report page, head_scores): its slice of c_attn's q, k and v, and the weights of the attention's last
+// forward, made from that forward's q and k when first asked. No parameters of its own.
+class GPT2Head : public InspectableHead {
+public:
+    GPT2Head(const GPT2Attention& attention, int64_t index) : attention_(attention), index_(index) {}
+    const Tensor& last_attention() const override;  // (B, T, T)
+    const Tensor& last_input() const override;      // (B, T, C): what reached c_attn (ln_1 of the residual)
+    Tensor queries(const Tensor& x) const override;  // x: (B, T, C) -> (B, T, H), each
+    Tensor keys(const Tensor& x) const override;
+    Tensor values(const Tensor& x) const override;
+    float divisor() const override;  // sqrt(H)
+
+private:
+    Tensor part(const Tensor& qkv_part) const;  // (B, T, C) -> this head's (B, T, H)
+    const GPT2Attention& attention_;
+    int64_t index_;
+    mutable Tensor weights_;         // made by last_attention()
+    mutable int64_t made_at_ = -1;   // the attention's forward count they were made from
+};
+
 // q, k, v from one c_attn projection, causal attention per head, c_proj: (B, T, C) -> (B, T, C).
 class GPT2Attention : public Module {
 public:
@@ -53,6 +77,13 @@ public:
     int64_t n_head;
     float dropout_p;  // on the output, in training mode
     Linear c_attn, c_proj;  // (C, 3C), (C, C)
+    std::vector<std::unique_ptr<GPT2Head>> heads;  // "heads.N": views for the inspect tools
+
+private:
+    friend class GPT2Head;
+    // the last forward's input and q, k (B, T, C), detached: what the heads show
+    Tensor input_, queries_, keys_;
+    int64_t forwards_ = 0;
 };
 
 // c_fc, GELU (tanh, or exact), c_proj: (B, T, C) -> (B, T, C).
