@@ -97,7 +97,8 @@ inline std::string model_help(std::string_view flag) {
 
 // The flags that set the model's kind or sizes: refused with --init-from, whose checkpoint fixes them.
 inline const std::set<std::string, std::less<>> kModelShapeFlags = {"--model",   "--block",        "--n-embd", "--n-head",
-                                                                    "--n-layer", "--feed-forward", "--init"};
+                                                                    "--n-layer", "--feed-forward", "--init",
+                                                                    "--gelu"};
 
 // `s`'s value from `v`, within the limits nn::settings() gives it (which a checkpoint's value gets too),
 // written into `config`. A value out of them is cli::UsageError "--beta1 needs a number at least 0 and
@@ -189,6 +190,7 @@ inline cli::Parser make_parser(Options& o) {
     });
     model_option("--dropout", model_setter(c.model));
     model_option("--init", [&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; });
+    model_option("--gelu", [&c](const cli::Value& v) { c.model.gelu_exact = v.choice({"tanh", "exact"}) == "exact"; });
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
                                     "model kind, sizes and vocabulary; --data may use only its characters",
              [&o](const cli::Value& v) { o.init_from = v.file(); });

@@ -43,6 +43,7 @@ nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, i
     nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
                                        {"parameters", parameters}};
     for (const nn::ModelField& f : nn::model_fields()) {
+        if (f.only_when_read && !nn::model_kind_info(c.model.kind).reads(f.option)) continue;  // (as in the checkpoint)
         const std::string name(f.name());
         std::visit(
             [&](auto member) {

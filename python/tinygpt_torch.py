@@ -16,6 +16,10 @@ Linear(C, 4C) and Linear(4C, C), LayerNorm with eps 1e-5 (biased variance), resi
 x + attention(norm1(x)) and x + feed_forward(norm2(x)), a final LayerNorm and lm_head with a bias. Dropout
 (gpt only) is on the embeddings and on each residual branch in training mode, as tinygpt's.
 
+The gpt2 kind is Hugging Face's GPT-2 maths instead (class GPT2 below): one c_attn projection, biases in
+every layer, the tanh GELU (or the exact one, gelu_exact), the output tied to the token table; its layers are
+Conv1D, whose weights are (in, out) as tinygpt's, so they are copied without a transpose.
+
 The modules carry tinygpt's own parameter names ("blocks.0.attention.heads.1.query.weight"), so the
 mapping to a checkpoint is one rule each way: a Linear weight is stored (in, out) by tinygpt (x @ W) and
 (out, in) by torch.nn.Linear, so it is transposed; a LayerNorm's scale is "gain" in tinygpt and "weight" in
@@ -38,7 +42,7 @@ import torch.nn as tnn
 import torch.nn.functional as F
 
 FORMAT = "tinygpt-checkpoint-1"
-KINDS = ("bigram", "average", "head", "multihead", "gpt")
+KINDS = ("bigram", "average", "head", "multihead", "gpt", "gpt2")
 LAYER_NORM_EPS = 1e-5
 
 
@@ -54,12 +58,14 @@ class ModelConfig:
     dropout: float = 0.0
     feed_forward: bool = False  # multihead only
     gpt2_init: bool = True      # gpt only; recorded, the weights come from the file
+    gelu_exact: bool = False    # gpt2 only: the erf GELU instead of GPT-2's tanh; stored for gpt2 only
 
     def to_metadata(self):
         return {"model.kind": self.kind, "model.vocab": str(self.vocab), "model.n_embd": str(self.n_embd),
                 "model.n_head": str(self.n_head), "model.n_layer": str(self.n_layer), "model.block": str(self.block),
                 "model.dropout": _float_text(self.dropout), "model.feed_forward": "1" if self.feed_forward else "0",
-                "model.gpt2_init": "1" if self.gpt2_init else "0"}
+                "model.gpt2_init": "1" if self.gpt2_init else "0",
+                **({"model.gelu_exact": "1" if self.gelu_exact else "0"} if self.kind == "gpt2" else {})}
 
     @staticmethod
     def from_metadata(metadata, where="checkpoint"):
@@ -84,6 +90,7 @@ class ModelConfig:
         config.dropout = _strtof(field("model.dropout"), "model.dropout", where)
         config.feed_forward = integer("model.feed_forward") != 0
         config.gpt2_init = integer("model.gpt2_init") != 0
+        config.gelu_exact = "model.gelu_exact" in metadata and integer("model.gelu_exact") != 0  # absent: tanh
         return config
 
     def parameters(self):
@@ -94,7 +101,8 @@ class ModelConfig:
         attention, feed_forward = 4 * C * C + C, 8 * C * C + 5 * C
         return {"bigram": V * V, "average": embeddings + lm_head, "head": embeddings + 3 * C * C + lm_head,
                 "multihead": embeddings + attention + (feed_forward if self.feed_forward else 0) + lm_head,
-                "gpt": embeddings + L * (4 * C + attention + feed_forward) + 2 * C + lm_head}[self.kind]
+                "gpt": embeddings + L * (4 * C + attention + feed_forward) + 2 * C + lm_head,
+                "gpt2": embeddings + L * (12 * C * C + 13 * C) + 2 * C}[self.kind]  # (tied: no lm_head)
 
     def validate(self):
         """nn::validate_model_config's checks, so a model tinygpt would refuse is refused here first."""
@@ -104,11 +112,11 @@ class ModelConfig:
             raise ValueError(f"model: vocab must be positive, got {self.vocab}")
         if self.kind != "bigram" and (self.n_embd <= 0 or self.block <= 0):
             raise ValueError(f"model: n_embd ({self.n_embd}) and block ({self.block}) must be positive")
-        if self.kind in ("multihead", "gpt") and (self.n_head <= 0 or self.n_embd % self.n_head != 0):
+        if self.kind in ("multihead", "gpt", "gpt2") and (self.n_head <= 0 or self.n_embd % self.n_head != 0):
             raise ValueError(f"model: n_head {self.n_head} must divide n_embd {self.n_embd}")
-        if self.kind == "gpt" and self.n_layer <= 0:
+        if self.kind in ("gpt", "gpt2") and self.n_layer <= 0:
             raise ValueError(f"model: n_layer must be positive, got {self.n_layer}")
-        if self.kind == "gpt" and not 0.0 <= self.dropout < 1.0:
+        if self.kind in ("gpt", "gpt2") and not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"model: dropout {self.dropout} must be in [0, 1)")
         if self.feed_forward and self.kind != "multihead":
             raise ValueError(f"model: feed_forward applies to multihead only, not {self.kind}")
@@ -289,7 +297,95 @@ class GPT(Positional):
         return self.lm_head(self.final_norm(x))
 
 
-_MODELS = {"bigram": Bigram, "average": AverageModel, "head": SingleHead, "multihead": MultiHead, "gpt": GPT}
+# --- GPT-2 (nn/gpt2.h), written from Hugging Face's modeling_gpt2.py: Conv1D layers, tanh GELU, tied head --------
+
+class Conv1D(tnn.Module):
+    """Hugging Face's Conv1D: a linear layer whose weight is stored (in, out), y = x @ W + b, the layout
+    tinygpt's Linear stores too (so its tensors map to tinygpt's without a transpose)."""
+
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.weight = tnn.Parameter(torch.empty(n_in, n_out).normal_(std=0.02))
+        self.bias = tnn.Parameter(torch.zeros(n_out))
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight).reshape(*x.shape[:-1], -1)
+
+
+class GPT2Attention(tnn.Module):
+    """c_attn (C, 3C) gives q, k, v; heads of C / n_head; causal softmax(q k^T / sqrt(head width)) v; c_proj."""
+
+    def __init__(self, config):
+        super().__init__()
+        C = config.n_embd
+        self.n_head, self.dropout = config.n_head, config.dropout
+        self.c_attn = Conv1D(C, 3 * C)
+        self.c_proj = Conv1D(C, C)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)                                              # each (B, T, C)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, H)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.n_head)                      # (B, nh, T, T)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        y = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v                    # (B, nh, T, H)
+        y = y.transpose(1, 2).reshape(B, T, C)
+        return F.dropout(self.c_proj(y), self.dropout, self.training)
+
+
+class GPT2MLP(tnn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_fc = Conv1D(config.n_embd, 4 * config.n_embd)
+        self.c_proj = Conv1D(4 * config.n_embd, config.n_embd)
+        self.approximate = "none" if config.gelu_exact else "tanh"  # Hugging Face's gelu_new is the tanh one
+        self.dropout = config.dropout
+
+    def forward(self, x):
+        return F.dropout(self.c_proj(F.gelu(self.c_fc(x), approximate=self.approximate)), self.dropout, self.training)
+
+
+class GPT2Block(tnn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = tnn.LayerNorm(config.n_embd, eps=LAYER_NORM_EPS)
+        self.attn = GPT2Attention(config)
+        self.ln_2 = tnn.LayerNorm(config.n_embd, eps=LAYER_NORM_EPS)
+        self.mlp = GPT2MLP(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2(LanguageModel):
+    """GPT2LMHeadModel's maths under its names (without "transformer."): wte, wpe, h.N.ln_1, h.N.attn.c_attn,
+    h.N.attn.c_proj, h.N.ln_2, h.N.mlp.c_fc, h.N.mlp.c_proj, ln_f; lm_head is wte (tied): logits = x @ wte^T.
+    Initialized as GPT-2 (N(0, 0.02); the c_proj weights 0.02 / sqrt(2 n_layer); biases 0)."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.wte = tnn.Embedding(config.vocab, config.n_embd)   # (V, C)
+        self.wpe = tnn.Embedding(config.block, config.n_embd)   # (block, C)
+        self.h = tnn.ModuleList(GPT2Block(config) for _ in range(config.n_layer))
+        self.ln_f = tnn.LayerNorm(config.n_embd, eps=LAYER_NORM_EPS)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith("c_proj.weight"):
+                    p.normal_(std=0.02 / math.sqrt(2 * config.n_layer))
+                elif name in ("wte.weight", "wpe.weight"):
+                    p.normal_(std=0.02)
+
+    def forward(self, ids):
+        self.check_ids(ids)
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
+        x = F.dropout(x, self.config.dropout, self.training)
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()  # (B, T, V): the head tied to the token table
+
+
+_MODELS = {"bigram": Bigram, "average": AverageModel, "head": SingleHead, "multihead": MultiHead, "gpt": GPT, "gpt2": GPT2}
 
 
 def make_model(config):

@@ -68,7 +68,8 @@ TEST_CASE("cached and uncached logits agree at every position of a generation of
             auto model = make_spread(c, g);
             const int64_t block = model->block_size();
             nn::GenerationWindow cached(model->cached_decoder()), reference(nn::window_decoder(*model));
-            CHECK(cached.decoder().cached() == true);
+            // (gpt2 has no cache yet, issue 28's next slice: it gets the window decoder, checked all the same)
+            CHECK(cached.decoder().cached() == (c.name != "gpt2"));
             CHECK_FALSE(reference.decoder().cached());
             const std::vector<int64_t> prompt = {3, 1, 4};
             double worst = relative_difference(cached.start(prompt), reference.start(prompt));

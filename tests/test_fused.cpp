@@ -1,4 +1,5 @@
-// The fused ops (causal_softmax, causal_attention_weights, causal_attention, layer_norm, linear, linear_gelu)
+// The fused ops (causal_softmax, causal_attention_weights, causal_attention, layer_norm, linear, linear_gelu,
+// linear_gelu_tanh, matmul_transposed) and gelu_tanh's fast loop
 // against the compositions they replace, values and gradients with a random upstream gradient; gradcheck;
 // bad input. And the accuracy of fast_math.h's exp and erf, which the fused ops, softmax, cross_entropy and
 // gelu are built on.
@@ -344,6 +345,85 @@ TEST_CASE("linear rejects mismatched input, weight and bias", "[fused][errors]")
     REQUIRE_THROWS_WITH(linear(zeros({2, 4}), zeros({4, 5}), zeros({4})),
                         Contains("linear") && Contains("bias (4)") && Contains("(4, 5)"));
     REQUIRE_THROWS_WITH(linear(zeros({2, 4}), zeros({4, 5}), zeros({1, 5})), Contains("linear") && Contains("(1, 5)"));
+}
+
+// --- gelu_tanh, linear_gelu_tanh, matmul_transposed (the gpt2 kind's) --------------------------------------
+
+namespace {
+// GPT-2's formula as written, in double with std::tanh: the naive reference for gelu_tanh's loop
+double reference_gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double reference_gelu_tanh_slope(double x) {
+    const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x), t = std::tanh(u);
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * std::sqrt(2.0 / M_PI) * (1.0 + 3.0 * 0.044715 * x * x);
+}
+}  // namespace
+
+TEST_CASE("gelu_tanh is GPT-2's 0.5 x (1 + tanh(...)) and its slope, densely, with saturated tails", "[fused][numerics]") {
+    std::vector<float> xs;
+    for (double x = -12.0; x <= 12.0; x += 1.0 / 512) xs.push_back(float(x));
+    for (const float far : {-1e4f, -100.0f, 100.0f, 1e4f}) xs.push_back(far);
+    const Tensor x = tensor(xs, {int64_t(xs.size())}).requires_grad_();
+    const Tensor y = gelu_tanh(x);
+    y.backward(ones(y.shape()));
+    double worst_value = 0, worst_slope = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+        worst_value = std::max(worst_value, std::abs(y.data()[i] - reference_gelu_tanh(xs[i])) / std::max(1.0, std::abs(double(xs[i]))));
+        worst_slope = std::max(worst_slope, std::abs(x.grad().data()[i] - reference_gelu_tanh_slope(xs[i])));
+    }
+    INFO("value " << worst_value << ", slope " << worst_slope);
+    CHECK(worst_value < 3e-7);
+    CHECK(worst_slope < 4e-6);
+    // it is the approximation, not the exact gelu: they differ by 4.4e-4 at x = 2.5
+    CHECK(std::abs(gelu_tanh(scalar(2.5f)).item() - gelu(scalar(2.5f)).item()) > 4e-4);
+}
+
+TEST_CASE("gelu_tanh, linear_gelu_tanh and matmul_transposed pass gradcheck", "[fused][gradcheck]") {
+    Generator gen(25);
+    const Tensor y = test::uniform_param({3, 7}, gen, -3.0f, 3.0f);
+    REQUIRE_GRADCHECK([](const Inputs& in) { return gelu_tanh(in[0]); }, {y});
+    const Tensor x = test::uniform_param({2, 3, 4}, gen, -2.0f, 2.0f), w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f),
+                 b = test::uniform_param({5}, gen, -1.0f, 1.0f);
+    REQUIRE_GRADCHECK([](const Inputs& in) { return linear_gelu_tanh(in[0], in[1], in[2]); }, {x, w, b});
+    const Tensor table = test::uniform_param({6, 4}, gen, -1.0f, 1.0f);  // (N, K), as a (V, C) token table
+    REQUIRE_GRADCHECK([](const Inputs& in) { return matmul_transposed(in[0], in[1]); }, {x, table});
+}
+
+TEST_CASE("linear_gelu_tanh equals gelu_tanh(linear(x, w, b)) bit for bit, values and gradients", "[fused]") {
+    Generator gen(26);
+    for (const auto& [x_shape, N] : std::vector<std::pair<Shape, int64_t>>{{{1, 3}, 1}, {{4, 5, 7}, 65}, {{12, 64, 128}, 512}}) {
+        INFO(shape_str(x_shape) << " -> " << N);
+        const int64_t K = x_shape.back();
+        const Inputs inputs = {randn(x_shape, gen), randn({K, N}, gen), randn({N}, gen)};
+        for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            CHECK(disagreement([](const Inputs& in) { return linear_gelu_tanh(in[0], in[1], in[2]); },
+                               [](const Inputs& in) { return gelu_tanh(linear(in[0], in[1], in[2])); }, inputs, gen) == 0.0);
+        }
+        set_num_threads(1);
+    }
+    const Tensor x = randn({3, 4}, gen), w = randn({4, 6}, gen), b = randn({6}, gen);
+    NoGradGuard no_grad;
+    CHECK(linear_gelu_tanh(x, w, b).to_vector() == gelu_tanh(linear(x, w, b)).to_vector());
+    REQUIRE_THROWS_WITH(linear_gelu_tanh(zeros({2, 4}), zeros({4, 5}), zeros({4})), Contains("linear_gelu_tanh") && Contains("bias (4)"));
+}
+
+TEST_CASE("matmul_transposed equals matmul(x, transpose(w)), values and gradients, and names bad shapes", "[fused]") {
+    Generator gen(27);
+    for (const auto& [x_shape, N] : std::vector<std::pair<Shape, int64_t>>{{{1, 3}, 1}, {{4, 5, 7}, 65}, {{2, 64, 32}, 300}}) {
+        INFO(shape_str(x_shape) << " -> " << N);
+        const int64_t K = x_shape.back();
+        const Inputs inputs = {randn(x_shape, gen), randn({N, K}, gen)};
+        for (int threads : {1, 2}) {
+            set_num_threads(threads);
+            CHECK(disagreement([](const Inputs& in) { return matmul_transposed(in[0], in[1]); },
+                               [](const Inputs& in) { return matmul(in[0], transpose(in[1], 0, 1)); }, inputs, gen) < 1e-5);
+        }
+        set_num_threads(1);
+    }
+    REQUIRE_THROWS_WITH(matmul_transposed(zeros({2, 3}), zeros({3, 4})),
+                        Contains("matmul_transposed") && Contains("(2, 3)") && Contains("(3, 4)"));
 }
 
 // --- linear_gelu -------------------------------------------------------------------------------------------

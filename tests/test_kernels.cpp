@@ -618,6 +618,16 @@ TEST_CASE("every instruction set's gelu, layer_norm, attention gradient, AdamW a
                 L.gelu_in_place(y.data(), out.data(), begin, n);
                 out.insert(out.end(), y.begin(), y.end());
             });
+            compare("gelu_tanh_forward", seed, [&](const auto& L, auto& out) { L.gelu_tanh_forward(x.data(), out.data(), begin, n); });
+            for (const bool overwrite : {true, false})
+                compare("gelu_tanh_backward", seed, [&](const auto& L, auto& out) {
+                    L.gelu_tanh_backward(x.data(), dy.data(), out.data(), begin, n, overwrite);
+                });
+            compare("gelu_tanh_in_place's slope", seed, [&](const auto& L, auto& out) {
+                std::vector<float> y = x;
+                L.gelu_tanh_in_place(y.data(), out.data(), begin, n);
+                out.insert(out.end(), y.begin(), y.end());
+            });
             compare("times_slope", seed, [&](const auto& L, auto& out) { L.times_slope(dy.data(), x.data(), out.data(), begin, n); });
             // layer_norm: one row of n channels (with the mean and rstd it keeps), then its input gradient
             compare("normalize_rows", seed, [&](const auto& L, auto& out) {

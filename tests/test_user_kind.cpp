@@ -140,7 +140,7 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     CHECK(nn::parse_model_kind("dropout_head") == kDropoutHead);
     CHECK(fmt::format("{}", kDropoutHead) == "dropout_head");
     CHECK(nn::model_kind_info(kDropoutHead).title == "single-head with dropout");
-    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead, gpt or dropout_head");
+    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead, gpt, gpt2 or dropout_head");
     CHECK(nn::model_kind_info(nn::ModelKind::gpt).name == "gpt");  // the ladder keeps its places
 
     nn::ModelConfig config = kConfig.model;
@@ -162,10 +162,10 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     CHECK(nn::ModelConfig::from_metadata(metadata) == config);
     metadata["model.kind"] = "dropout-head";
     CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata),
-                      Contains("unknown kind 'dropout-head' (bigram, average, head, multihead, gpt, dropout_head)"));
+                      Contains("unknown kind 'dropout-head' (bigram, average, head, multihead, gpt, gpt2, dropout_head)"));
 
     const nn::ModelKindInfo& info = nn::model_kind_info(kDropoutHead);
-    CHECK_THROWS_WITH(nn::register_model_kind(info), Contains("the name is taken") && Contains("gpt, dropout_head"));
+    CHECK_THROWS_WITH(nn::register_model_kind(info), Contains("the name is taken") && Contains("gpt, gpt2, dropout_head"));
     nn::ModelKindInfo bad = info;
     bad.name = "two words";
     CHECK_THROWS_WITH(nn::register_model_kind(bad), Contains("\"two words\": a name is"));
@@ -259,7 +259,7 @@ TEST_CASE("train's model flags take a registered kind by the options it reads", 
     CHECK(train_args::applies("--n-embd", kDropoutHead));
     CHECK_FALSE(train_args::applies("--n-head", kDropoutHead));
     CHECK_FALSE(train_args::applies("--n-layer", kDropoutHead));
-    CHECK_THAT(train_args::model_help("--dropout"), Contains("[0, 0.99] (gpt, dropout_head)"));
+    CHECK_THAT(train_args::model_help("--dropout"), Contains("[0, 0.99] (gpt, gpt2, dropout_head)"));
     CHECK_THAT(train_args::model_help("--n-embd"), Contains("(not bigram)"));
 
     const char* good[] = {"train", "--model", "dropout_head", "--dropout", "0.25", "--n-embd", "16"};

@@ -96,6 +96,20 @@ inline void write_or_add(bool overwrite, int64_t begin, int64_t end, float* dst,
 inline float normal_cdf(float x) { return 0.5f * (1.0f + fast_erf(x * 0.70710678118654752f)); }
 inline float gelu_slope(float x, float cdf) { return cdf + x * 0.39894228040143268f * fast_exp(-0.5f * x * x); }
 
+// GPT-2's GELU, the tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). As
+// 0.5 (1 + tanh(u)) = sigmoid(2u) = s, it is x * s with no tanh call, and its slope is
+// s + x s (1 - s) 2 du/dx (since 1 - tanh(u)^2 = 4 s (1 - s)). For large |x| exp(-2u) is 0 or inf, so
+// s is 1 or 0 (no NaN). tests/test_fused.cpp checks both against std::tanh's formula.
+inline float gelu_tanh_sigmoid(float x) {
+    constexpr float kSqrt2OverPi = 0.79788456080286536f;
+    const float u = kSqrt2OverPi * (x + 0.044715f * x * x * x);
+    return 1.0f / (1.0f + fast_exp(-2.0f * u));
+}
+inline float gelu_tanh_slope(float x, float s) {
+    constexpr float kSqrt2OverPi = 0.79788456080286536f;
+    return s + x * s * (1.0f - s) * 2.0f * kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 // Reductions over a row, written as independent lanes combined in a fixed order at the end. A single
 // running sum or max is a chain of dependent adds (4 cycles each) that gcc may not reorder, so it stays
 // scalar; lanes vectorize, and their fixed order keeps the result the same on every run and thread count.

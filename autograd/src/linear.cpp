@@ -1,4 +1,5 @@
-// linear: x @ weight + bias in one op, and linear_gelu: gelu of that (see ops.h). The forwards and
+// linear: x @ weight + bias in one op; linear_gelu and linear_gelu_tanh: an activation of that; and
+// matmul_transposed: x @ weight^T without the transposed copy (see ops.h). The forwards and
 // backwards do exactly what matmul, the broadcast add and gelu do, in the same order, so the results are
 // the compositions' bits.
 #include <algorithm>
@@ -64,24 +65,56 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceL
                        [R, N, K](const GradContext& g) { linear_backward(g, g.dout.data(), R, N, K); }, where);
 }
 
-Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceLocation where) {
-    Shape out_shape = linear_shape("linear_gelu", x, weight, bias);  // (..., N)
+namespace {
+// An activation of linear's result (R, N), in place through `in_place` (a VectorLoops gelu_*_in_place), as one op
+// named `op` with linear's inputs: the backward multiplies by the slope the forward kept.
+Tensor linear_activation(const char* op, void (*in_place)(float*, float*, int64_t, int64_t), const Tensor& x,
+                         const Tensor& weight, const Tensor& bias, SourceLocation where) {
+    Shape out_shape = linear_shape(op, x, weight, bias);  // (..., N)
     const int64_t K = weight.size(0), N = weight.size(1);
     const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);
-    Buffer out = linear_forward(x, weight, bias, R);  // the pre-activation, then gelu of it in place
+    Buffer out = linear_forward(x, weight, bias, R);  // the pre-activation, then the activation of it in place
     const bool record = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
-    Buffer slope(record ? out.size() : 0);  // gelu'(pre) (R, N): the backward needs neither pre nor an erf
+    Buffer slope(record ? out.size() : 0);  // the activation's slope at pre (R, N): the backward needs neither pre nor an erf
     float* const slope_out = record ? slope.data() : nullptr;
-    const auto gelu_in_place = detail::vector_loops().gelu_in_place;
-    parallel_for(R * N, kMinElementsPerThread,
-                 [&](int64_t begin, int64_t end) { gelu_in_place(out.data(), slope_out, begin, end); });
-    return make_result("linear_gelu", std::move(out_shape), std::move(out), {x, weight, bias},
+    parallel_for(R * N, kMinElementsPerThread, [&](int64_t begin, int64_t end) { in_place(out.data(), slope_out, begin, end); });
+    return make_result(op, std::move(out_shape), std::move(out), {x, weight, bias},
                        [R, N, K, slope = std::move(slope)](const GradContext& g) {
-        Buffer dpre(slope.size());  // dLoss/d(pre) (R, N): gelu's backward, then linear's
+        Buffer dpre(slope.size());  // dLoss/d(pre) (R, N): the activation's backward, then linear's
         const auto times_slope = detail::vector_loops().times_slope;
         parallel_for(R * N, kMinElementsPerThread,
                      [&](int64_t begin, int64_t end) { times_slope(g.dout.data(), slope.data(), dpre.data(), begin, end); });
         linear_backward(g, dpre.data(), R, N, K);
+    }, where);
+}
+}  // namespace
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceLocation where) {
+    return linear_activation("linear_gelu", detail::vector_loops().gelu_in_place, x, weight, bias, where);
+}
+
+Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceLocation where) {
+    return linear_activation("linear_gelu_tanh", detail::vector_loops().gelu_tanh_in_place, x, weight, bias, where);
+}
+
+Tensor matmul_transposed(const Tensor& x, const Tensor& weight, SourceLocation where) {
+    const Shape& xs = x.shape();
+    check(xs.size() >= 1 && weight.dim() == 2 && xs.back() == weight.size(1),
+          "matmul_transposed: input {} and weight {} cannot be multiplied (need (..., K) and (N, K))", shape_str(xs),
+          shape_str(weight.shape()));
+    const int64_t N = weight.size(0), K = weight.size(1);
+    Shape out_shape = xs;
+    out_shape.back() = N;
+    const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);  // rows: all leading dims
+    Buffer out(static_cast<size_t>(R * N));
+    kernels::gemm(false, true, R, N, K, x.data().data(), weight.data().data(), out.data(), false);  // (R, K) @ (N, K)^T
+    return make_result("matmul_transposed", std::move(out_shape), std::move(out), {x, weight}, [R, N, K](const GradContext& g) {
+        // dx (R, K) += dy (R, N) @ weight (N, K);  dweight (N, K) += dy^T (N, R) @ x (R, K)
+        if (g.needs(0)) {
+            const auto dx = g.grad_target(0);
+            kernels::gemm(false, false, R, K, N, g.dout.data(), g.inputs[1].data().data(), dx.values.data(), !dx.fresh);
+        }
+        if (g.needs(1)) kernels::gemm(true, false, N, K, R, g.dout.data(), g.inputs[0].data().data(), g.grad(1).data(), true);
     }, where);
 }
 

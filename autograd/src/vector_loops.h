@@ -34,6 +34,10 @@ struct VectorLoops {
     // linear_gelu: y = gelu(y) in place, and gelu'(pre) into slope unless it is null; dpre = dy * slope.
     void (*gelu_in_place)(float* y, float* slope, int64_t begin, int64_t end);
     void (*times_slope)(const float* dy, const float* slope, float* dpre, int64_t begin, int64_t end);
+    // The same three for GPT-2's tanh approximation (gelu_tanh, linear_gelu_tanh).
+    void (*gelu_tanh_forward)(const float* x, float* y, int64_t begin, int64_t end);
+    void (*gelu_tanh_backward)(const float* x, const float* dy, float* dx, int64_t begin, int64_t end, bool overwrite);
+    void (*gelu_tanh_in_place)(float* y, float* slope, int64_t begin, int64_t end);
     // layer_norm over rows [begin, end) of x (rows, C): y = (x - mean) * rstd * gain + bias, keeping mean
     // and rstd per row; and its input gradient dx (+)= rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
     void (*normalize_rows)(const float* x, const float* gain, const float* bias, int64_t C, float eps, int64_t begin,

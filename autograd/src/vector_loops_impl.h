@@ -37,6 +37,27 @@ void gelu_in_place(float* __restrict y, float* __restrict slope, int64_t begin, 
     }
 }
 
+// GPT-2's GELU (fast_math.h: x * sigmoid(2u), no tanh call), in the three shapes above.
+void gelu_tanh_forward(const float* x, float* y, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = x[i] * gelu_tanh_sigmoid(x[i]);
+}
+
+void gelu_tanh_backward(const float* x, const float* dy, float* dx, int64_t begin, int64_t end, bool overwrite) {
+    write_or_add(overwrite, begin, end, dx, [&](int64_t i) { return dy[i] * gelu_tanh_slope(x[i], gelu_tanh_sigmoid(x[i])); });
+}
+
+void gelu_tanh_in_place(float* __restrict y, float* __restrict slope, int64_t begin, int64_t end) {
+    if (slope == nullptr) {
+        for (int64_t i = begin; i < end; ++i) y[i] = y[i] * gelu_tanh_sigmoid(y[i]);
+        return;
+    }
+    for (int64_t i = begin; i < end; ++i) {
+        const float pre = y[i], s = gelu_tanh_sigmoid(pre);
+        slope[i] = gelu_tanh_slope(pre, s);
+        y[i] = pre * s;
+    }
+}
+
 void times_slope(const float* dy, const float* slope, float* dpre, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) dpre[i] = dy[i] * slope[i];
 }
@@ -131,7 +152,8 @@ double sum_of_squares(const float* g, int64_t begin, int64_t end) {
 constexpr VectorLoops loops_with(decltype(VectorLoops::softmax_row) row,
                                  decltype(VectorLoops::softmax_backward_row) backward_row,
                                  decltype(VectorLoops::exp_shifted_row) exp_row = exp_shifted_row) {
-    return {gelu_forward, gelu_backward, gelu_in_place, times_slope, normalize_rows, input_gradient_rows,
+    return {gelu_forward, gelu_backward, gelu_in_place, times_slope, gelu_tanh_forward, gelu_tanh_backward,
+            gelu_tanh_in_place, normalize_rows, input_gradient_rows,
             row, backward_row, exp_row, scores_gradient_row, adamw_update, sum_of_squares};
 }
 

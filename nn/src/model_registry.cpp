@@ -8,6 +8,7 @@
 
 #include <fmt/ranges.h>
 
+#include "nn/gpt2.h"
 #include "nn/models.h"
 
 namespace nn {
@@ -50,6 +51,13 @@ ModelSize gpt_size(const ModelConfig& c) {
     return {.parameters = d.embeddings() + d.L * block + 2 * d.C + d.lm_head(), .layers = d.L, .heads_per_layer = d.H};
 }
 
+// GPT-2 (nn/gpt2.h): the tied output layer adds no parameter; every Linear and LayerNorm has a bias.
+ModelSize gpt2_size(const ModelConfig& c) {
+    const Dims d(c);
+    const double block = 2 * d.C + (3 * d.C * d.C + 3 * d.C) + (d.C * d.C + d.C) + 2 * d.C + d.feed_forward();
+    return {.parameters = d.embeddings() + d.L * block + 2 * d.C, .layers = d.L, .heads_per_layer = d.H};
+}
+
 // --- each kind's model, from a validated config ---------------------------------------------------------
 
 std::unique_ptr<LanguageModel> make_bigram(const ModelConfig& c, Generator& gen) {
@@ -73,9 +81,16 @@ std::unique_ptr<LanguageModel> make_gpt(const ModelConfig& c, Generator& gen) {
                                  gen);
 }
 
+std::unique_ptr<LanguageModel> make_gpt2(const ModelConfig& c, Generator& gen) {
+    return std::make_unique<GPT2>(GPT2Options{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
+                                              .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64(),
+                                              .gelu_exact = c.gelu_exact},
+                                  gen);
+}
+
 constexpr unsigned kPositional = option_n_embd | option_block;
 constexpr unsigned kAllOptions =
-    option_n_embd | option_block | option_n_head | option_n_layer | option_dropout | option_feed_forward | option_init;
+    option_n_embd | option_block | option_n_head | option_n_layer | option_dropout | option_feed_forward | option_init | option_gelu;
 
 // The table: the ladder first, then the registered kinds (a deque keeps every entry where it is, so the
 // references model_kind_info hands out stay valid), with the names and titles it owns.
@@ -92,7 +107,9 @@ Registry& registry() {
                   {ModelKind::multihead, "multihead", "multi-head", kPositional | option_n_head | option_feed_forward,
                    make_multihead, multihead_size},
                   {ModelKind::gpt, "gpt", "GPT", kPositional | option_n_head | option_n_layer | option_dropout | option_init,
-                   make_gpt, gpt_size}},
+                   make_gpt, gpt_size},
+                  {ModelKind::gpt2, "gpt2", "GPT-2", kPositional | option_n_head | option_n_layer | option_dropout | option_gelu,
+                   make_gpt2, gpt2_size}},
         .owned_text = {}};
     return r;
 }
@@ -197,6 +214,8 @@ const ModelField kFields[] = {
      0, 1, 1},
     {"model.gpt2_init", &ModelConfig::gpt2_init, option_init, "--init", "KIND",
      "gpt2 (normal, std 0.02) or default (the layers' own) ({kinds}; default gpt2)", 0, 1, 1},
+    {"model.gelu_exact", &ModelConfig::gelu_exact, option_gelu, "--gelu", "KIND",
+     "tanh (GPT-2's approximation) or exact (erf, as nanoGPT's) ({kinds}; default tanh)", 0, 1, 1, /*only_when_read=*/true},
 };
 
 }  // namespace
@@ -217,7 +236,8 @@ std::map<std::string, std::string> ModelConfig::to_metadata() const {
         if (const auto* number = std::get_if<float ModelConfig::*>(&field.member)) return fmt::format("{}", this->*(*number));
         return std::string(1, this->*std::get<bool ModelConfig::*>(field.member) ? '1' : '0');
     };
-    for (const ModelField& field : kFields) out.emplace(field.key, text_of(field));
+    for (const ModelField& field : kFields)
+        if (!field.only_when_read || model_kind_info(kind).reads(field.option)) out.emplace(field.key, text_of(field));
     return out;
 }
 
@@ -240,6 +260,7 @@ ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>&
     check(parsed.has_value(), "model: unknown kind '{}' ({})", kind, model_kind_names(", ", ", "));
     c.kind = *parsed;
     for (const ModelField& field : kFields) {
+        if (field.only_when_read && !metadata.contains(std::string(field.key))) continue;  // its default
         if (const auto* whole = std::get_if<int64_t ModelConfig::*>(&field.member)) {
             c.*(*whole) = integer(field.key);
         } else if (const auto* number = std::get_if<float ModelConfig::*>(&field.member)) {

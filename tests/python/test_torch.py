@@ -4,6 +4,9 @@ runs one case per CTest test:
   logits_KIND   train a small KIND with tinygpt; PyTorch's logits equal tinygpt's (tinygpt_logits) within
                 1e-5 relative (max |difference| / max |logit|); tinygpt -> PyTorch -> tinygpt gives
                 bit-identical weights, and the saved file gives bit-identical logits in tinygpt
+  gpt2_full_vocab  a random gpt2 (2 layers, 64 wide, GPT-2's 50,257 tokens as characters) made in PyTorch
+                from Hugging Face's maths: tinygpt's logits within 1e-5 relative, with either GELU; one AdamW
+                step on the same batch (tinygpt_step) gives the same weights within 1e-5
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
   evaluate      examples/evaluate's loss over consecutive windows of a text file, and of the same ids as a
@@ -42,6 +45,7 @@ KIND_ARGS = {  # small models of every rung, with what each reads
     "head": ["--model", "head", "--n-embd", "16", "--block", "6"],
     "multihead": ["--model", "multihead", "--n-embd", "16", "--n-head", "4", "--block", "6", "--feed-forward"],
     "gpt": ["--model", "gpt", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "6", "--dropout", "0.1"],
+    "gpt2": ["--model", "gpt2", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "6", "--dropout", "0.1"],
 }
 REL_TOLERANCE = 1e-5
 
@@ -116,7 +120,7 @@ def case_logits(c, kind):
     model, vocab = tg.load(ckpt)
     check(vocab == sorted(set(TEXT)), f"vocab {vocab!r} is not the text's characters")
     check(type(model).__name__ == {"bigram": "Bigram", "average": "AverageModel", "head": "SingleHead",
-                                   "multihead": "MultiHead", "gpt": "GPT"}[kind], f"{kind} loaded as {type(model)}")
+                                   "multihead": "MultiHead", "gpt": "GPT", "gpt2": "GPT2"}[kind], f"{kind} loaded as {type(model)}")
     _, ids, theirs = c.compare_logits(ckpt, model, kind)
 
     # tinygpt -> PyTorch -> tinygpt: every weight bit-identical, and so tinygpt's logits
@@ -144,6 +148,58 @@ def case_logits(c, kind):
         f.write(blob)
     e = refusal(lambda: tg.load(again), "a flipped bit")
     check("CRC32C" in str(e), f"the refusal does not name the checksum: {e}")
+
+
+def case_gpt2_full_vocab(c):
+    tg = c.tg
+    V = 50257
+    vocab = [chr(0x100 + i) for i in range(V)]  # GPT-2's vocabulary size, as distinct characters sorted by code point
+    for exact in (False, True):
+        gelu = "exact" if exact else "tanh"
+        model = tg.make_model(tg.ModelConfig(kind="gpt2", vocab=V, n_embd=64, n_head=2, n_layer=2, block=32, gelu_exact=exact))
+        with torch.no_grad():  # beyond GPT-2's N(0, 0.02), so that every layer moves the logits
+            for name, p in model.named_parameters():
+                p.add_(torch.randn_like(p) * 0.1)
+        path = c.path(f"gpt2_{gelu}.safetensors")
+        tg.save(model, vocab, path)
+        c.compare_logits(path, model, f"gpt2 V {V}, {gelu} GELU, saved by PyTorch")
+
+    # one AdamW step in each on the same batch (the last model: exact GELU); weight decay on the Linear
+    # (Conv1D) weights only, as tinygpt's
+    # eps 1e-4, not AdamW's 1e-8. The first step moves each weight by lr g / (|g| + eps), about lr times g's
+    # sign: where |g| is near eps, two float32 computations of g (their sums in another order) give steps
+    # up to lr |dg| / (4 eps) apart. A wte row's gradient sums terms of ~3e-2 to a few 1e-6, with |dg| ~3e-8
+    # between torch and tinygpt: at eps 1e-8 and 1e-6 that made 1.2e-5 and 2.6e-5 relative; at 1e-4 it is
+    # below 1e-7. (c_attn's key bias has a gradient of pure rounding noise, since the softmax cancels q . b_k;
+    # eps keeps its step negligible on both sides too.) Decay (lr wd |w|: 1e-4 relative) and the step stay far
+    # above the tolerance.
+    B, T, lr, weight_decay, eps = 2, 16, 1e-3, 0.1, 1e-4
+    ids, targets = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
+    out = c.path("stepped.bin")
+    listing = run([c.o.step, path, out, lr, weight_decay, eps, B, T, *ids.reshape(-1).tolist(), *targets.reshape(-1).tolist()])
+    with open(out, "rb") as f:
+        stepped = torch.frombuffer(bytearray(f.read()), dtype=torch.float32)
+    decayed = [p for n, p in model.named_parameters() if n.endswith(".weight") and isinstance(
+        model.get_submodule(n.rpartition(".")[0]), tg.Conv1D)]
+    decayed_ids = {id(p) for p in decayed}
+    others = [p for p in model.parameters() if id(p) not in decayed_ids]
+    optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": weight_decay}, {"params": others, "weight_decay": 0.0}],
+                                  lr=lr, eps=eps)
+    model.train()
+    F.cross_entropy(model(ids).reshape(-1, V), targets.reshape(-1)).backward()
+    optimizer.step()
+    ours = tg.tinygpt_state(model)
+    offset, worst = 0, 0.0
+    for line in listing.splitlines():
+        name, numel = line.split()
+        theirs = stepped[offset:offset + int(numel)]
+        offset += int(numel)
+        mine = ours[name].reshape(-1)
+        check(mine.numel() == theirs.numel(), f"{name}: {theirs.numel()} values from tinygpt, {mine.numel()} in torch")
+        worst = max(worst, ((mine - theirs).abs().max() / theirs.abs().max()).item())
+    check(offset == stepped.numel() and len(listing.splitlines()) == len(ours), "tinygpt_step wrote other parameters")
+    print(f"gpt2: one AdamW step, {len(ours)} tensors: max |torch - tinygpt| / max |weight| per tensor = {worst:.3g}")
+    check(worst <= REL_TOLERANCE, f"gpt2: weights after one AdamW step differ by {worst:.3g} relative, over {REL_TOLERANCE}")
 
 
 def case_torch_trains(c):
@@ -513,8 +569,8 @@ def _args(nano, bias):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case")
-    for flag in ("--train", "--generate", "--logits", "--heatmap", "--figure", "--evaluate", "--gradflow", "--python-dir",
-                 "--work"):
+    for flag in ("--train", "--generate", "--logits", "--step", "--heatmap", "--figure", "--evaluate", "--gradflow",
+                 "--python-dir", "--work"):
         p.add_argument(flag, required=True)
     o = p.parse_args()
     torch.set_num_threads(1)
@@ -522,7 +578,8 @@ def main():
     if o.case.startswith("logits_"):
         case_logits(c, o.case[len("logits_"):])
     else:
-        {"torch_trains": case_torch_trains, "evaluate": case_evaluate, "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
+        {"gpt2_full_vocab": case_gpt2_full_vocab, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
+         "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
     print(f"{o.case}: passed")
 
 

@@ -1,6 +1,6 @@
 // The ops. Each is one function in autograd/src/ that computes its result and attaches its backward
 // beside it. Composite ops (mean, sub-expressions, causal_mask, split) are built from the others.
-// Fused ops (linear, linear_gelu, layer_norm, causal_softmax, causal_attention_weights, causal_attention)
+// Fused ops (linear, linear_gelu, linear_gelu_tanh, matmul_transposed, layer_norm, causal_softmax, causal_attention_weights, causal_attention)
 // do in one op what the models run thousands of times a step; each is tested equal to its composition
 // (values, and gradients under a random upstream gradient; linear and linear_gelu bit for bit) and passes
 // gradcheck.
@@ -51,6 +51,9 @@ Tensor tanh(const Tensor& x, SourceLocation where = SourceLocation::current());
 Tensor relu(const Tensor& x, SourceLocation where = SourceLocation::current());
 // exact: x * Phi(x), with the erf (as torch.nn.GELU())
 Tensor gelu(const Tensor& x, SourceLocation where = SourceLocation::current());
+// GPT-2's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as
+// torch.nn.GELU(approximate="tanh"); within 1e-3 of the exact one
+Tensor gelu_tanh(const Tensor& x, SourceLocation where = SourceLocation::current());
 
 // --- matrix product ----------------------------------------------------------------------------
 // a: (..., M, K)  b: (..., K, N)  ->  (broadcast(...), M, N). Leading dims broadcast, so both
@@ -66,6 +69,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
 // gradients as the composition, bit for bit.
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    SourceLocation where = SourceLocation::current());
+// gelu_tanh(linear(x, weight, bias)) as one op, as linear_gelu (the gpt2 kind's MLP).
+Tensor linear_gelu_tanh(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        SourceLocation where = SourceLocation::current());
+// x: (..., K)  weight: (N, K)  ->  (..., N): matmul(x, transpose(weight, 0, 1)) as one gemm that reads
+// weight in place (no transposed copy): the gpt2 kind's output layer tied to its (V, C) token table.
+// Equal to the composition up to float rounding.
+Tensor matmul_transposed(const Tensor& x, const Tensor& weight, SourceLocation where = SourceLocation::current());
 
 // --- shape ---------------------------------------------------------------------------------------
 // same numel; one dim may be -1

@@ -36,7 +36,7 @@ struct ModelKindInfo;
 // in order; register_model_kind makes a new kind. A default ModelKind is no kind (model_kind_info refuses it).
 class ModelKind {
 public:
-    static const ModelKind bigram, average, head, multihead, gpt;
+    static const ModelKind bigram, average, head, multihead, gpt, gpt2;
 
     constexpr ModelKind() = default;
     constexpr size_t index() const { return index_; }  // in model_kinds()
@@ -48,7 +48,7 @@ private:
     size_t index_ = std::numeric_limits<size_t>::max();
 };
 inline constexpr ModelKind ModelKind::bigram{0}, ModelKind::average{1}, ModelKind::head{2}, ModelKind::multihead{3},
-    ModelKind::gpt{4};
+    ModelKind::gpt{4}, ModelKind::gpt2{5};
 
 // The ModelConfig options beyond vocab, one bit each; a kind lists those its model reads.
 enum ModelOption : unsigned {
@@ -59,6 +59,7 @@ enum ModelOption : unsigned {
     option_dropout = 1u << 4,
     option_feed_forward = 1u << 5,
     option_init = 1u << 6,  // gpt2_init
+    option_gelu = 1u << 7,  // gelu_exact
 };
 
 struct ModelConfig {
@@ -71,6 +72,7 @@ struct ModelConfig {
     float dropout = 0.0f;
     bool feed_forward = false;  // multihead only
     bool gpt2_init = true;      // gpt only
+    bool gelu_exact = false;    // gpt2 only: the exact (erf) GELU, as nanoGPT's model, instead of GPT-2's tanh
 
     // Every field under its model_fields() key, and the kind's name as "model.kind".
     std::map<std::string, std::string> to_metadata() const;
@@ -89,6 +91,9 @@ struct ModelField {
     double min;             // the least value validate_model_config accepts (a number: the least whole one)
     double max;             // a number stays below it; a whole number is unbounded there (sizes saturate)
     double flag_max;        // the largest value the flag takes
+    // Written only for the kinds that read it, and its default when a checkpoint lacks it: a field added
+    // after checkpoints of the other kinds existed, whose bytes and loading it leaves as they were.
+    bool only_when_read = false;
 
     std::string_view name() const { return key.substr(key.find('.') + 1); }  // the key without its group: "n_embd"
 };
@@ -128,7 +133,7 @@ const ModelKindInfo& model_kind_info(ModelKind kind);
 // other threads use the registry: at the start of main, or as a namespace-scope constant.
 ModelKind register_model_kind(const ModelKindInfo& info);
 std::optional<ModelKind> parse_model_kind(std::string_view name);
-// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead or gpt".
+// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead, gpt or gpt2".
 std::string model_kind_names(std::string_view separator, std::string_view last_separator);
 // The names of the kinds that read a ModelOption (`reads`), or of those that do not, in registry order.
 std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads = true);

@@ -1,0 +1,138 @@
+#include "nn/gpt2.h"
+
+#include <autograd/ops.h>
+
+#include <cmath>
+
+#include "nn/attention.h"  // HeadOptions::kFlashFrom
+
+namespace nn {
+
+using namespace autograd;
+
+GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
+    : n_head(opts.n_head),
+      dropout_p(opts.dropout),
+      c_attn({.in = opts.n_embd, .out = 3 * opts.n_embd}, gen),
+      c_proj({.in = opts.n_embd, .out = opts.n_embd}, gen) {
+    check(opts.n_head > 0 && opts.n_embd % opts.n_head == 0, "GPT2: n_head {} must divide n_embd {}", opts.n_head, opts.n_embd);
+    register_module("c_attn", c_attn);
+    register_module("c_proj", c_proj);
+    for (int64_t h = 0; h < opts.n_head; ++h) {  // no parameters: checkpoints are unchanged
+        heads.push_back(std::make_unique<GPT2Head>(*this, h));
+        register_module(fmt::format("heads.{}", h), *heads.back());
+    }
+}
+
+Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
+    const int64_t C = c_proj.options.in, H = C / n_head;
+    const std::vector<Tensor> qkv = split(c_attn.forward(x), C, 2);  // q, k, v: each (B, T, C)
+    input_ = x.detach();  // handles on storage the step holds anyway; the heads make their weights when asked
+    queries_ = qkv[0].detach();
+    keys_ = qkv[1].detach();
+    ++forwards_;
+    const float factor = 1.0f / std::sqrt(static_cast<float>(H));
+    std::vector<Tensor> outputs;  // (B, T, H) per head
+    for (int64_t h = 0; h < n_head; ++h) {
+        const Tensor q = slice(qkv[0], 2, h * H, (h + 1) * H), k = slice(qkv[1], 2, h * H, (h + 1) * H),
+                     v = slice(qkv[2], 2, h * H, (h + 1) * H);  // each (B, T, H)
+        // as nn::Head with record_scores off: the weights op, or from kFlashFrom positions the one op
+        // that keeps no (B, T, T) weights
+        outputs.push_back(x.size(1) >= HeadOptions::kFlashFrom ? causal_attention(q, k, v, factor)
+                                                               : matmul(causal_attention_weights(q, k, factor), v));
+    }
+    return output(dropout(c_proj.forward(concat(outputs, 2)), dropout_p, is_training(), dropout_gen));  // (B, T, C)
+}
+
+Tensor GPT2Head::part(const Tensor& qkv_part) const {
+    const int64_t H = qkv_part.size(2) / attention_.n_head;
+    return slice(qkv_part, 2, index_ * H, (index_ + 1) * H);
+}
+Tensor GPT2Head::queries(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[0]); }
+Tensor GPT2Head::keys(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[1]); }
+Tensor GPT2Head::values(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[2]); }
+float GPT2Head::divisor() const {
+    return std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head));
+}
+const Tensor& GPT2Head::last_input() const { return attention_.input_; }
+
+const Tensor& GPT2Head::last_attention() const {
+    if (made_at_ != attention_.forwards_) {
+        weights_ = Tensor();
+        if (attention_.queries_.defined()) {
+            // the op the forward's weights path runs, on this head's q and k: the same bits
+            NoGradGuard no_grad;
+            weights_ = causal_attention_weights(part(attention_.queries_), part(attention_.keys_), 1.0f / divisor());
+        }
+        made_at_ = attention_.forwards_;
+    }
+    return weights_;
+}
+
+GPT2MLP::GPT2MLP(const GPT2Options& opts, Generator& gen)
+    : dropout_p(opts.dropout),
+      gelu_exact(opts.gelu_exact),
+      c_fc({.in = opts.n_embd, .out = 4 * opts.n_embd}, gen),
+      c_proj({.in = 4 * opts.n_embd, .out = opts.n_embd}, gen) {
+    register_module("c_fc", c_fc);
+    register_module("c_proj", c_proj);
+}
+
+Tensor GPT2MLP::forward(const Tensor& x, Generator& dropout_gen) {
+    // c_fc and the GELU as one op, unless a forward hook on c_fc must be shown its output (as nn::FeedForward)
+    Tensor hidden;  // (B, T, 4C)
+    if (c_fc.has_forward_hooks()) hidden = gelu_exact ? gelu(c_fc.forward(x)) : gelu_tanh(c_fc.forward(x));
+    else hidden = gelu_exact ? linear_gelu(x, c_fc.weight, c_fc.bias) : linear_gelu_tanh(x, c_fc.weight, c_fc.bias);
+    return output(dropout(c_proj.forward(hidden), dropout_p, is_training(), dropout_gen));  // (B, T, C)
+}
+
+GPT2Block::GPT2Block(const GPT2Options& opts, Generator& gen)
+    : ln_1({.dim = opts.n_embd}), attn(opts, gen), ln_2({.dim = opts.n_embd}), mlp(opts, gen) {
+    register_module("ln_1", ln_1);
+    register_module("attn", attn);
+    register_module("ln_2", ln_2);
+    register_module("mlp", mlp);
+}
+
+Tensor GPT2Block::forward(const Tensor& x, Generator& dropout_gen) {
+    const Tensor residual = x + attn.forward(ln_1.forward(x), dropout_gen);               // (B, T, C)
+    return output(residual + mlp.forward(ln_2.forward(residual), dropout_gen));           // (B, T, C)
+}
+
+GPT2::GPT2(GPT2Options opts, Generator& gen)
+    : options(opts),
+      wte({.num = opts.vocab, .dim = opts.n_embd}, gen),
+      wpe({.num = opts.block, .dim = opts.n_embd}, gen),
+      ln_f({.dim = opts.n_embd}),
+      dropout_gen_(opts.dropout_seed) {
+    check(opts.n_layer > 0, "GPT2: n_layer must be positive, got {}", opts.n_layer);
+    register_module("wte", wte);
+    register_module("wpe", wpe);
+    for (int64_t l = 0; l < opts.n_layer; ++l) {
+        h.push_back(std::make_unique<GPT2Block>(opts, gen));
+        register_module(fmt::format("h.{}", l), *h.back());
+    }
+    register_module("ln_f", ln_f);
+    register_generator("dropout", dropout_gen_);  // checkpoints save it as "train.rng.dropout"
+
+    // GPT-2's initialization (Hugging Face's _init_weights, nanoGPT's): N(0, 0.02) for the weights and both
+    // tables, the projections into the residual stream scaled by 1 / sqrt(2 n_layer), biases 0; norms stay 1, 0
+    const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(opts.n_layer));
+    for (auto& [name, p] : named_parameters()) {
+        if (name.find(".ln_") != std::string::npos || name.starts_with("ln_f.")) continue;
+        const bool bias = name.ends_with(".bias"), residual = name.ends_with("c_proj.weight");
+        for (float& v : p.data()) v = bias ? 0.0f : gen.normal(0.0f, residual ? residual_std : 0.02f);
+    }
+}
+
+Tensor GPT2::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    check_ids(ids, B, T, "GPT2");
+    std::vector<int64_t> positions(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) positions[t] = t;
+    Tensor x = wte.forward(ids, {B, T}) + wpe.forward(positions, {T});  // (B, T, C) + (T, C)
+    x = dropout(x, options.dropout, is_training(), dropout_gen_);
+    for (auto& block : h) x = block->forward(x, dropout_gen_);
+    return output(matmul_transposed(ln_f.forward(x), wte.weight));  // (B, T, C) @ (V, C)^T -> (B, T, V)
+}
+
+}  // namespace nn
