@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 #include <nn/train/text_data.h>
-#include <nn/train/tokenizer.h>
+#include <nn/train/data_file.h>
 #include <nn/train/trainer.h>
 
 struct CheckpointData {
