@@ -173,6 +173,30 @@ TEST_CASE("the same seed samples the same text with and without the cache, for e
     }
 }
 
+TEST_CASE("generate over a caller's window: one window serves every sample, and its decoder says whether a cache ran", "[decoder][gpt2]") {
+    Generator g(13);
+    nn::GPT2 model({.vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = kBlock}, g);
+    spread(model, g);
+    nn::GenerationWindow window(model.cached_decoder());
+    CHECK(window.decoder().cached());
+    Generator a(5), b(5);
+    for (const std::vector<int64_t>& context : {std::vector<int64_t>{1, 2}, std::vector<int64_t>{9}}) {
+        const auto reused = nn::generate(model, window, context, 3 * kBlock, {.top_k = 4}, a);
+        const auto fresh = nn::generate(model, context, 3 * kBlock, {.top_k = 4, .cache = false}, b);
+        CHECK(reused == fresh);
+    }
+    // a model without a cached decoder of its own (the default LanguageModel::cached_decoder) reruns the window
+    struct WithoutCache : nn::Bigram {
+        using nn::Bigram::Bigram;
+        std::unique_ptr<nn::Decoder> cached_decoder() override { return nn::LanguageModel::cached_decoder(); }
+    } plain({.vocab = kVocab}, g);
+    nn::GenerationWindow plain_window(plain.cached_decoder());
+    CHECK_FALSE(plain_window.decoder().cached());
+    CHECK(nn::generate(plain, plain_window, {1}, 5, {}, a).size() == 5);
+    nn::GPT2 longer({.vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 1, .block = 2 * kBlock}, g);
+    CHECK_THROWS_WITH(nn::generate(longer, window, {1}, 2, {}, a), Contains("the window holds 8 tokens, the model's block is 16"));
+}
+
 TEST_CASE("generate's emit sees each token as it is drawn and can stop the generation", "[decoder]") {
     Generator g(9);
     nn::GPT model({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = kBlock}, g);
