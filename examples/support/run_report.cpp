@@ -1,5 +1,6 @@
 // The report page: the data as JSON inside a <script type="application/json">, and a small inline script
-// that draws it (SVG line charts, attention maps with a slider over the evaluations). Nothing is fetched.
+// that draws it (SVG line charts, or heatmaps when there are more series than colours; attention maps with
+// a slider over the evaluations and a layer and head picker). Nothing is fetched.
 #include "run_report.h"
 
 #include <algorithm>
@@ -51,6 +52,7 @@ table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bot
 .charts{display:flex;flex-wrap:wrap;gap:16px}.maps{display:flex;flex-wrap:wrap;gap:12px}
 .head-map{font-size:12px}svg text{font:11px system-ui,sans-serif}
 .legend{max-width:560px}.legend span{margin-right:12px;white-space:nowrap}
+.heatmap svg text{font:9px system-ui,sans-serif}
 </style></head><body>
 <h1>tinygpt run report</h1>
 <table id="summary"><tr><th>last step</th><td id="summary-step"></td></tr>
@@ -60,10 +62,15 @@ table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bot
 <tr><th>logged rows</th><td id="summary-rows"></td></tr>
 <tr><th>evaluations</th><td id="summary-evals"></td></tr></table>
 <h2>Loss and learning rate</h2><div class="charts" id="loss-charts"></div>
-<h2>Gradient norms per parameter</h2><div class="charts" id="grad-charts"></div>
+<h2>Gradient norms per parameter</h2>
+<p id="grad-scale-choice" hidden><label><input type="checkbox" id="grad-own-scale"> each parameter on its own scale
+(how its norm changes over the run), not one scale for all (which parameters get the largest)</label></p>
+<div class="charts" id="grad-charts"></div>
 <h2>Attention on a fixed sample</h2>
 <p><input type="range" id="eval-slider" min="0" max="0" value="0"> evaluation at step <b id="eval-step"></b>
 (drag to step back through earlier evaluations)</p>
+<p><label>layer <select id="layer-select"></select></label> <label>head <select id="head-select"></select></label>
+<span id="maps-shown"></span></p>
 <div class="maps" id="maps"></div>
 <h2>Heads over training: entropy and largest share</h2><div class="charts" id="head-charts"></div>
 <h2>Settings</h2><table id="settings"></table>
@@ -102,6 +109,48 @@ function chart(title, series, logY) {
   svg += `</svg><div class="legend">${series.map((s, i) => `<span style="color:${colors[i % colors.length]}">&#9632; ${esc(s.name)}</span>`).join(" ")}</div></div>`;
   return svg;
 }
+// More series than colours read badly as lines (148 for GPT-2 small): a heatmap instead, one row per
+// series and one column per step (at most 240, evenly picked), its colour the value (log10 when logY) on
+// one scale for every row, or with ownScale each row from its own smallest to its largest.
+function heatmap(kind, title, names, steps, value, logY, ownScale) {
+  const cols = steps.length > 240 ? Array.from({length: 240}, (_, k) => Math.round(k * (steps.length - 1) / 239)) : steps.map((_, c) => c);
+  const f = v => (v === null || v === undefined || (logY && !(v > 0))) ? null : logY ? Math.log10(v) : v;
+  const grid = names.map((_, r) => cols.map(c => f(value(r, c))));
+  const range = vs => { const p = vs.filter(v => v !== null); return p.length ? [Math.min(...p), Math.max(...p)] : [0, 1]; };
+  const all = range(grid.flat());
+  const cellW = Math.max(2, Math.min(24, Math.floor(640 / Math.max(cols.length, 1)))), cellH = 9;
+  const L = Math.min(220, 10 + 5 * Math.max(0, ...names.map(n => n.length))), T = 22, B = 16;
+  const W = Math.max(L + cols.length * cellW + 10, L + 7 * title.length), H = T + names.length * cellH + B;
+  const shade = t => `hsl(215,65%,${(96 - 72 * t).toFixed(1)}%)`;
+  const lab = v => logY ? fmtNum(Math.pow(10, v)) : fmtNum(v);
+  let svg = `<div class="heatmap" data-kind="${kind}"><svg width="${W}" height="${H}" role="img"><text x="${L}" y="12">${esc(title)}</text>`;
+  names.forEach((name, r) => {
+    const [lo, hi] = ownScale ? range(grid[r]) : all, y = T + r * cellH;
+    svg += `<g class="${kind}-row" data-name="${esc(name)}"><text x="${L - 4}" y="${y + cellH - 1}" text-anchor="end">${esc(name)}</text>`;
+    grid[r].forEach((v, c) => {
+      if (v === null) return;
+      const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+      svg += `<rect x="${L + c * cellW}" y="${y}" width="${cellW}" height="${cellH}" fill="${shade(t)}"><title>${esc(name)}, step ${steps[cols[c]]}: ${fmtNum(value(r, cols[c]))}</title></rect>`;
+    });
+    svg += "</g>";
+  });
+  const yEnd = T + names.length * cellH + 12;
+  if (cols.length) svg += `<text x="${L}" y="${yEnd}">step ${steps[cols[0]]}</text><text x="${L + cols.length * cellW}" y="${yEnd}" text-anchor="end">step ${steps[cols[cols.length - 1]]}</text>`;
+  svg += "</svg>";
+  const key = [0, 0.25, 0.5, 0.75, 1].map(t => `<span style="background:${shade(t)}">&nbsp;&nbsp;&nbsp;&nbsp;</span>`).join("");
+  svg += `<div class="legend">${key} ${ownScale ? "each row from its own smallest (light) to its largest (dark)" : `${esc(lab(all[0]))} (light) to ${esc(lab(all[1]))} (dark)${logY ? ", log scale" : ""}`}${cols.length < steps.length ? `; ${cols.length} of ${steps.length} steps shown` : ""}</div></div>`;
+  return svg;
+}
+// Lines when the colours tell the series apart, else a heatmap. series: names; columns: steps; value(r, c).
+const manySeries = n => n > colors.length;
+function seriesView(kind, title, names, steps, value, logY, ownScale) {
+  return manySeries(names.length)
+    ? heatmap(kind, title, names, steps, value, logY, ownScale)
+    : chart(title, names.map((name, r) => ({name, points: steps.map((s, c) => [s, value(r, c)])})), logY);
+}
+// The page's state in the URL fragment (#eval=1&layer=11&head=3&scale=own), so that a view can be linked.
+const state = new URLSearchParams(location.hash.replace(/^#/, ""));
+const saveState = () => history.replaceState(null, "", "#" + state.toString());
 const column = k => D.log.map(r => [r[0], r[k]]);
 const lastWith = k => { for (let i = D.log.length - 1; i >= 0; --i) if (D.log[i][k] !== null) return D.log[i]; return null; };
 const trainRow = lastWith(2), valRow = lastWith(3), last = D.log.length ? D.log[D.log.length - 1] : null;
@@ -114,23 +163,54 @@ document.getElementById("summary-evals").textContent = D.evals.length;
 document.getElementById("loss-charts").innerHTML =
   chart("loss", [{name: "batch loss", points: column(1)}, {name: "train loss", points: column(2)}, {name: "val loss", points: column(3)}], false) +
   chart("learning rate", [{name: "lr", points: column(4)}], false);
-document.getElementById("grad-charts").innerHTML = D.grads.length
-  ? chart("gradient norm (log scale)", D.parameters.map((name, i) => ({name, points: D.grads.map(g => [g.step, g.norms[i]])})), true)
-  : "<p>no gradient norms recorded</p>";
+const ownScale = document.getElementById("grad-own-scale");
+ownScale.checked = state.get("scale") === "own";
+function drawGrads() {
+  document.getElementById("grad-scale-choice").hidden = !(D.grads.length && manySeries(D.parameters.length));
+  document.getElementById("grad-charts").innerHTML = D.grads.length
+    ? seriesView("grad", "gradient norm (log scale)", D.parameters, D.grads.map(g => g.step), (i, c) => D.grads[c].norms[i], true, ownScale.checked)
+    : "<p>no gradient norms recorded</p>";
+}
+ownScale.addEventListener("change", () => { if (ownScale.checked) state.set("scale", "own"); else state.delete("scale"); saveState(); drawGrads(); });
+drawGrads();
+const evalSteps = D.evals.map(e => e.step);
 document.getElementById("head-charts").innerHTML = D.heads.length
-  ? chart("mean row entropy (nats)", D.heads.map((name, i) => ({name, points: D.evals.map(e => [e.step, e.entropy[i]])})), false) +
-    chart("mean largest share", D.heads.map((name, i) => ({name, points: D.evals.map(e => [e.step, e.largest[i]])})), false)
+  ? seriesView("entropy", "mean row entropy (nats)", D.heads, evalSteps, (h, c) => D.evals[c].entropy[h], false, false) +
+    seriesView("largest", "mean largest share", D.heads, evalSteps, (h, c) => D.evals[c].largest[h], false, false)
   : "<p>this model has no attention heads</p>";
 document.getElementById("settings").innerHTML =
   Object.entries(D.settings).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(typeof v === "object" ? JSON.stringify(v) : v)}</td></tr>`).join("");
 const chars = Array.from(D.sample);
+// The heads by layer: a head's name without its last number ("h.11.attn.heads" of "h.11.attn.heads.3").
+const layers = [];
+D.heads.forEach((name, h) => {
+  const group = name.replace(/\.?\d+$/, "");
+  let layer = layers.find(l => l.name === group);
+  if (!layer) layers.push(layer = {name: group, heads: []});
+  layer.heads.push(h);
+});
+const widest = Math.max(0, ...layers.map(l => l.heads.length));
+const layerSelect = document.getElementById("layer-select"), headSelect = document.getElementById("head-select");
+layerSelect.innerHTML = `<option value="all">all layers</option>` + layers.map((l, i) => `<option value="${i}">${esc(l.name || "heads")}</option>`).join("");
+headSelect.innerHTML = `<option value="all">all heads</option>` + Array.from({length: widest}, (_, i) => `<option value="${i}">${i}</option>`).join("");
+// A few heads are all drawn; many (GPT-2 small's 144) start at the first layer's.
+const picked = (key, count, fallback) => { const v = state.get(key); return v === "all" || (/^\d+$/.test(v || "") && Number(v) < count) ? v : fallback; };
+layerSelect.value = picked("layer", layers.length, D.heads.length > 16 ? "0" : "all");
+headSelect.value = picked("head", widest, "all");
+const shownHeads = () => {
+  const inLayers = layerSelect.value === "all" ? layers : [layers[Number(layerSelect.value)]];
+  return inLayers.flatMap(l => headSelect.value === "all" ? l.heads : l.heads.slice(Number(headSelect.value), Number(headSelect.value) + 1));
+};
 function drawMaps(k) {
   const e = D.evals[k];
   document.getElementById("eval-step").textContent = e ? e.step : "";
   if (!e) { document.getElementById("maps").innerHTML = "<p>no evaluation yet</p>"; return; }
+  const heads = shownHeads();
+  document.getElementById("maps-shown").textContent = `${heads.length} of ${D.heads.length} heads`;
   const n = chars.length, cell = Math.max(6, Math.min(14, Math.floor(240 / Math.max(n, 1)))), pad = 14;
   const shown = c => c === "\n" ? "\u21b5" : c === " " ? "\u2423" : c;
-  document.getElementById("maps").innerHTML = D.heads.map((name, h) => {
+  document.getElementById("maps").innerHTML = heads.map(h => {
+    const name = D.heads[h];
     let s = `<div class="head-map" data-head="${esc(name)}"><div>${esc(name)}</div><svg width="${pad + n * cell}" height="${pad + n * cell}">`;
     for (let i = 0; i < n; ++i) {
       s += `<text x="${pad + i * cell + cell / 2}" y="10" text-anchor="middle">${esc(shown(chars[i]))}</text>`;
@@ -145,9 +225,12 @@ function drawMaps(k) {
 }
 const slider = document.getElementById("eval-slider");
 slider.max = Math.max(0, D.evals.length - 1);
-const asked = /(?:^#|&)eval=(\d+)/.exec(location.hash);
-slider.value = asked ? Math.min(Number(asked[1]), D.evals.length - 1) : D.evals.length - 1;
-slider.addEventListener("input", () => drawMaps(Number(slider.value)));
+const asked = state.get("eval");
+slider.value = asked !== null && /^\d+$/.test(asked) ? Math.min(Number(asked), D.evals.length - 1) : D.evals.length - 1;
+const redraw = key => () => { state.set(key, key === "eval" ? slider.value : (key === "layer" ? layerSelect : headSelect).value); saveState(); drawMaps(Number(slider.value)); };
+slider.addEventListener("input", redraw("eval"));
+layerSelect.addEventListener("change", redraw("layer"));
+headSelect.addEventListener("change", redraw("head"));
 drawMaps(Number(slider.value));
 </script>
 </body></html>
