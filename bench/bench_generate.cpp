@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
         nn::LanguageModel& model = *made;
         const int64_t V = model.vocab_size();
         std::vector<int64_t> prompt;
-        for (int64_t i = 0; i < model.block_size(); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * V) % V);
+        for (int64_t i = 0; i < model.block_size(); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * static_cast<float>(V)) % V);
         for (const std::string& t : threads) {
             autograd::set_num_threads(std::atoi(t.c_str()));
             std::vector<int64_t> cached_text;
