@@ -125,6 +125,10 @@ struct TrainedModel {
     std::shared_ptr<const Tokenizer> tokenizer;  // a CharTokenizer, or the BpeTokenizer a BPE run saved
     std::unique_ptr<LanguageModel> model;
 };
-TrainedModel load_trained_model(const std::filesystem::path& path);
+// Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/train/gpt2_weights.h), as
+// the `gpt2` kind, with GPT-2's BPE from `tokenizer_dir` or from vocab.json + merges.txt beside the file;
+// for a tinygpt checkpoint `tokenizer_dir` is not read (its own tokenizer is in it).
+TrainedModel load_trained_model(const std::filesystem::path& path,
+                                const std::optional<std::filesystem::path>& tokenizer_dir = std::nullopt);
 
 }  // namespace nn
