@@ -1,23 +1,28 @@
 // Characters per second of nn::generate, cached and uncached (SampleOptions::cache), for the baby GPT
 // (4 layers, 128 wide, block 64) and nanoGPT's shakespeare_char model (6 layers, 6 heads, 384 wide,
-// block 256), untrained (GPT-2 init), vocabulary 65. Every sample starts from a prompt of a whole block,
+// block 256), untrained (GPT-2 init), vocabulary 65; and, by name only, the gpt2 kind at the baby's sizes
+// (gpt2-baby) and GPT-2 small (gpt2-small: 124M, V 50,257, block 1024; a "char" is then a token). Every sample starts from a prompt of a whole block,
 // so that a short run already reads the windows of a long one (between block/2 + 1 and block characters).
 // One round times every case once, in turn, so the load of a shared machine falls on all of them;
 // bench/generate.sh runs rounds beside PyTorch's sampling.
 //
 //     build/release/bench/bench_generate [CHARS [UNCACHED_CHARS [CONFIGS [THREADS]]]]
 //     build/release/bench/bench_generate 2000 300 baby,shakespeare 1,2
+//     build/release/bench/bench_generate 200 20 gpt2-baby,gpt2-small 1     # the gpt2 kind, cached vs the window decoder
 //
 // Prints one JSON line per case: {"config", "threads", "cache", "chars", "seconds", "chars_per_s",
 // "same_text"}; same_text: the uncached text equals the cached text's first characters (same seed).
 #include <autograd/threads.h>
+#include <nn/gpt2.h>
 #include <nn/models.h>
 #include <nn/train/sample.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,15 +43,26 @@ int main(int argc, char** argv) {
     const int64_t uncached_chars = argc > 2 ? std::atoll(argv[2]) : chars;
     const auto configs = split(argc > 3 ? argv[3] : "baby,shakespeare");
     const auto threads = split(argc > 4 ? argv[4] : "1,2");
-    const std::map<std::string, nn::GPTOptions> models = {
-        {"baby", {.vocab = 65, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64}},
-        {"shakespeare", {.vocab = 65, .n_embd = 384, .n_head = 6, .n_layer = 6, .block = 256}},
+    using Make = std::function<std::unique_ptr<nn::LanguageModel>(autograd::Generator&)>;
+    const auto gpt = [](nn::GPTOptions o) -> Make { return [o](autograd::Generator& g) { return std::make_unique<nn::GPT>(o, g); }; };
+    const auto gpt2 = [](nn::GPT2Options o) -> Make { return [o](autograd::Generator& g) { return std::make_unique<nn::GPT2>(o, g); }; };
+    const std::map<std::string, Make> models = {
+        {"baby", gpt({.vocab = 65, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64})},
+        {"shakespeare", gpt({.vocab = 65, .n_embd = 384, .n_head = 6, .n_layer = 6, .block = 256})},
+        {"gpt2-baby", gpt2({.vocab = 65, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64})},
+        {"gpt2-small", gpt2({.vocab = 50257, .n_embd = 768, .n_head = 12, .n_layer = 12, .block = 1024})},
     };
     for (const std::string& name : configs) {
+        if (!models.contains(name)) {
+            std::fprintf(stderr, "bench_generate: unknown config '%s' (baby, shakespeare, gpt2-baby, gpt2-small)\n", name.c_str());
+            return 2;
+        }
         autograd::Generator init(1337);
-        nn::GPT model(models.at(name), init);
+        const std::unique_ptr<nn::LanguageModel> made = models.at(name)(init);
+        nn::LanguageModel& model = *made;
+        const int64_t V = model.vocab_size();
         std::vector<int64_t> prompt;
-        for (int64_t i = 0; i < model.block_size(); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * 65) % 65);
+        for (int64_t i = 0; i < model.block_size(); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * V) % V);
         for (const std::string& t : threads) {
             autograd::set_num_threads(std::atoi(t.c_str()));
             std::vector<int64_t> cached_text;

@@ -13,7 +13,6 @@
 // Exit status: 0 done, 1 a bad checkpoint or data file, or a loss that is not finite; 2 bad arguments.
 //
 // Shape legend: B batch (rows of a window), T time (tokens per row), V vocab.
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -29,6 +28,7 @@
 #include <nn/train/tokenizer.h>
 #include <nn/train/trainer.h>
 
+#include "checkpoint_data.h"
 #include "tools.h"
 
 namespace {
@@ -101,22 +101,9 @@ int run(const Options& o) {
     autograd::set_num_threads(static_cast<int>(o.threads));
     nn::TrainedModel trained = nn::load_trained_model(o.checkpoint->path);
     check_tokenizer(o, *trained.tokenizer);
-    nn::LanguageModel& model = *trained.model;
-    // the windows it trained on (a bigram reads one token at a time from windows of any length)
-    const int64_t block = std::max(trained.config.block, model.block_size());
-    const int64_t B = o.batch, T = o.block.value_or(block);
-    if (T > block)
-        throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, block, o.checkpoint->path));
-    const std::string& data = *o.data;
-    const nn::TokenIds ids = nn::read_token_ids(data, *trained.tokenizer);
-    const int64_t whole = nn::consecutive_windows(ids, B, T);  // each needs B T + 1 tokens
-    if (whole == 0)
-        throw std::runtime_error(fmt::format("--data {} has {} tokens: one window of --batch {} x --block {} needs {}", data,
-                                             ids.size(), B, T, B * T + 1));
-    if (o.batches && *o.batches > whole)
-        throw std::runtime_error(fmt::format("--data {} holds {} whole window{} of {} x {} tokens ({} tokens), fewer than "
-                                             "--batches {}", data, whole, whole == 1 ? "" : "s", B, T, ids.size(), *o.batches));
-    const Result r = evaluate(model, ids, B, T, o.batches.value_or(whole), o.checkpoint->path);
+    const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches);
+    const int64_t B = d.B, T = d.T;
+    const Result r = evaluate(*trained.model, d.ids, B, T, d.windows, o.checkpoint->path);
     const double perplexity = std::exp(r.loss);
     if (o.json)
         fmt::print("{}\n", nlohmann::ordered_json{
@@ -124,7 +111,7 @@ int run(const Options& o) {
                                .dump());
     else
         fmt::print("loss {:.4f}, perplexity {:.2f}: {} tokens, the first {} window{} of {} x {} in {} ({} tokens)\n", r.loss,
-                   perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, data, ids.size());
+                   perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, *o.data, d.ids.size());
     return 0;
 }
 

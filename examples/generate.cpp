@@ -100,6 +100,8 @@ int run(const Options& o) {
     // characters are out (at most 4 tokens a character: one a byte).
     const bool characters = dynamic_cast<const nn::CharTokenizer*>(trained.tokenizer.get()) != nullptr;
     const int64_t steps = o.tokens ? *o.tokens : characters ? o.chars : 4 * o.chars;
+    // one window for every sample; its decoder says whether a cache ran (a kind without one reruns the window)
+    nn::GenerationWindow window(o.cache ? trained.model->cached_decoder() : nn::window_decoder(*trained.model));
     for (int64_t sample = 0; sample < o.samples && g_stop_signal == 0; ++sample) {
         if (sample > 0) std::fputs("---------------\n", stdout);  // between samples, as nanoGPT's sample.py
         std::fputs(start.c_str(), stdout);
@@ -107,7 +109,7 @@ int run(const Options& o) {
         const auto t0 = Clock::now();
         // each character as it comes; a failed write (a closed pipe) stops here, cli::run reports it
         CharacterPrinter printer(o.tokens ? INT64_MAX : o.chars);
-        nn::generate(*trained.model, context, steps, {.temperature = o.temperature, .top_k = o.top_k, .cache = o.cache}, gen,
+        nn::generate(*trained.model, window, context, steps, {.temperature = o.temperature, .top_k = o.top_k}, gen,
                      [&](int64_t id) {
                          ++tokens;
                          const bool more = printer.add(trained.tokenizer->decode(std::span(&id, 1)));
@@ -121,7 +123,8 @@ int run(const Options& o) {
     if (o.json) {
         const nlohmann::ordered_json line = {{"chars", produced}, {"tokens", tokens}, {"seconds", seconds},
                                      {"chars_per_s", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
-                                     {"cache", o.cache}};
+                                     {"tokens_per_s", seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0},
+                                     {"cache", window.decoder().cached()}};
         std::fputs((line.dump() + "\n").c_str(), stdout);
     }
     if (g_stop_signal != 0) {
@@ -156,7 +159,7 @@ int tools::generate(int argc, char** argv) {
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.flag("--no-cache", "rerun the whole window for every character (the reference the cache must equal)",
            [&o] { o.cache = false; });
-    p.flag("--json", "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"cache\"}", [&o] { o.json = true; });
+    p.flag("--json", "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\", \"cache\"}", [&o] { o.json = true; });
     return cli::run(p, argc, argv, [&o, &p] {
         if (p.given("--prompt") && p.given("--prompt-file")) throw cli::UsageError("--prompt and --prompt-file are one or the other");
         if (p.given("--tokens") && p.given("--chars")) throw cli::UsageError("--tokens and --chars are one or the other");

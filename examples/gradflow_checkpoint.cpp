@@ -1,6 +1,5 @@
 #include "gradflow_checkpoint.h"
 
-#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -9,29 +8,23 @@
 #include <nn/files/atomic_file.h>
 #include <nn/train/report.h>
 #include <nn/train/text_data.h>
-#include <nn/train/tokenizer.h>
 #include <nn/train/trainer.h>
+
+#include "checkpoint_data.h"
 
 namespace gradflow {
 
 int checkpoint_flow(const CheckpointOptions& o) {
     nn::TrainedModel trained = nn::load_trained_model(o.checkpoint);
     nn::LanguageModel& model = *trained.model;
-    const int64_t block = std::max(trained.config.block, model.block_size());  // as evaluate: a bigram reads any window
-    const int64_t B = o.batch, T = o.block.value_or(block);
-    if (T > block)
-        throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, block, o.checkpoint));
-    const nn::TokenIds ids = nn::read_token_ids(o.data, *trained.tokenizer);
-    const int64_t whole = nn::consecutive_windows(ids, B, T);
-    if (whole < o.batches)
-        throw std::runtime_error(fmt::format("--data {} holds {} whole window{} of {} x {} tokens ({} tokens), fewer than --batches {}",
-                                             o.data, whole, whole == 1 ? "" : "s", B, T, ids.size(), o.batches));
+    const CheckpointData d = checkpoint_data(trained, o.checkpoint, o.data, o.batch, o.block, o.batches);
+    const int64_t B = d.B, T = d.T;
 
     model.eval();  // no dropout: the gradient of the model as it predicts
     model.zero_grad();
     double loss = 0;
     for (int64_t i = 0; i < o.batches; ++i) {
-        const nn::Batch batch = nn::consecutive_window(ids, i, B, T);
+        const nn::Batch batch = nn::consecutive_window(d.ids, i, B, T);
         const autograd::Tensor window_loss = autograd::cross_entropy(model.forward(batch.inputs, B, T), batch.targets);  // ()
         autograd::scale(window_loss, 1.0f / float(o.batches)).backward();  // the gradient of the mean over the windows
         loss += window_loss.item() / double(o.batches);

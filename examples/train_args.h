@@ -61,8 +61,11 @@ inline std::function<void(const cli::Value&)> model_setter(nn::ModelConfig& m) {
         const nn::ModelField& f = nn::model_field(v.flag());
         if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member))
             m.*(*whole) = v.integer(static_cast<int64_t>(f.min), static_cast<int64_t>(f.flag_max));
-        else
-            m.*std::get<float nn::ModelConfig::*>(f.member) = v.number(f.min, f.flag_max);
+        else if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member))
+            m.*(*number) = v.number(f.min, f.flag_max);
+        else  // one of its two words
+            m.*std::get<bool nn::ModelConfig::*>(f.member) =
+                v.choice({std::string(f.choices[0]), std::string(f.choices[1])}) == f.choices[1];
     };
 }
 
@@ -95,10 +98,13 @@ inline std::string model_help(std::string_view flag) {
     return help;
 }
 
-// The flags that set the model's kind or sizes: refused with --init-from, whose checkpoint fixes them.
-inline const std::set<std::string, std::less<>> kModelShapeFlags = {"--model",   "--block",        "--n-embd", "--n-head",
-                                                                    "--n-layer", "--feed-forward", "--init",
-                                                                    "--gelu"};
+// The flags refused with --init-from, whose checkpoint fixes the model: its kind, sizes and the rest.
+inline bool fixed_by_init_from(std::string_view flag) {
+    if (flag == "--model") return true;
+    for (const nn::ModelField& f : nn::model_fields())
+        if (f.flag == flag) return f.fixed_by_init_from;
+    return false;  // a training setting
+}
 
 // `s`'s value from `v`, within the limits nn::settings() gives it (which a checkpoint's value gets too),
 // written into `config`. A value out of them is cli::UsageError "--beta1 needs a number at least 0 and
@@ -180,17 +186,18 @@ inline cli::Parser make_parser(Options& o) {
                  for (const nn::ModelKindInfo& kind : nn::model_kinds()) names.emplace_back(kind.name);
                  c.model.kind = *nn::parse_model_kind(v.choice(names));
              }));
-    const auto model_option = [&](std::string_view flag, std::function<void(const cli::Value&)> on) {
-        p.option(std::string(flag), std::string(nn::model_field(flag).value_name), model_help(flag), fixed(std::move(on)));
-    };
-    for (const std::string_view flag : {"--block", "--n-embd", "--n-head", "--n-layer"}) model_option(flag, model_setter(c.model));
-    p.flag("--feed-forward", model_help("--feed-forward"), [&o] {
-        o.config.model.feed_forward = true;
-        o.model_flags.push_back("--feed-forward");
-    });
-    model_option("--dropout", model_setter(c.model));
-    model_option("--init", [&c](const cli::Value& v) { c.model.gpt2_init = v.choice({"gpt2", "default"}) == "gpt2"; });
-    model_option("--gelu", [&c](const cli::Value& v) { c.model.gelu_exact = v.choice({"tanh", "exact"}) == "exact"; });
+    for (const nn::ModelField& f : nn::model_fields()) {  // every field with a flag, from its row
+        if (f.flag.empty()) continue;
+        const std::string flag(f.flag);
+        const auto* on_off = std::get_if<bool nn::ModelConfig::*>(&f.member);
+        if (on_off && f.choices[0].empty())  // a switch
+            p.flag(flag, model_help(flag), [&o, on_off = *on_off, flag] {
+                o.config.model.*on_off = true;
+                o.model_flags.push_back(flag);
+            });
+        else
+            p.option(flag, std::string(f.value_name), model_help(flag), fixed(model_setter(c.model)));
+    }
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
                                     "model kind, sizes and vocabulary; --data may use only its characters",
              [&o](const cli::Value& v) { o.init_from = v.file(); });
@@ -244,7 +251,7 @@ inline void check_options(Options& o) {
         throw cli::UsageError("--init-from starts a new run and --resume continues one: give one of them");
     // --init-from: the checkpoint fixes the model (its kind and sizes); --dropout may still change
     for (const std::string& flag : o.model_flags)
-        if (o.init_from && kModelShapeFlags.contains(flag))
+        if (o.init_from && fixed_by_init_from(flag))
             throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
     if (c.run.log_every != 0 && !o.csv && !o.report)
         throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");

@@ -3,6 +3,7 @@
 // (which sizes gemm's reused packing buffers), hundreds of tokens, refills included, must allocate nothing.
 // The window decoder, which builds tensors for every token, must allocate: the count works.
 #include <nn/decoder.h>
+#include <nn/gpt2.h>
 #include <nn/models.h>
 
 #include <atomic>
@@ -58,10 +59,12 @@ int main() {
     };
     autograd::Generator gen(1);
     nn::GPT gpt({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
+    nn::GPT2 gpt2({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
     nn::MultiHead multihead({.vocab = 7, .n_embd = 16, .n_head = 2, .block = 16, .feed_forward = true}, gen);
     nn::SingleHead head({.vocab = 7, .n_embd = 16, .block = 16}, gen);
     nn::AverageModel average({.vocab = 7, .n_embd = 16, .block = 16}, gen);
     for (auto [name, model] : {std::pair<const char*, nn::LanguageModel*>{"gpt cached, 300 tokens", &gpt},
+                               {"gpt2 cached, 300 tokens", &gpt2},
                                {"multihead cached, 300 tokens", &multihead},
                                {"head cached, 300 tokens", &head},
                                {"average cached, 300 tokens", &average}}) {

@@ -2,6 +2,7 @@
 // every model kind, over generations longer than three blocks (so the full-window policy refills several
 // times); the policy itself by hand; the same sampled text with and without the cache; the errors.
 #include <nn/decoder.h>
+#include <nn/gpt2.h>
 #include <nn/models.h>
 #include <nn/train/sample.h>
 #include <nn/tutorial/study.h>
@@ -26,6 +27,10 @@ std::vector<Case> all_models() {
         nn::ModelConfig config{.kind = info.kind, .vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = kBlock};
         cases.push_back({std::string(info.name), [config](Generator& g) { return nn::make_model(config, g); }});
     }
+    cases.push_back({"gpt2 with the exact GELU", [](Generator& g) {
+                         return nn::make_model({.kind = nn::ModelKind::gpt2, .vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2,
+                                                .block = kBlock, .gelu_exact = true}, g);
+                     }});
     cases.push_back({"multihead with feed-forward", [](Generator& g) {
                          return std::make_unique<nn::MultiHead>(
                              nn::MultiHeadOptions{.vocab = kVocab, .n_embd = 12, .n_head = 2, .block = kBlock, .feed_forward = true}, g);
@@ -68,8 +73,7 @@ TEST_CASE("cached and uncached logits agree at every position of a generation of
             auto model = make_spread(c, g);
             const int64_t block = model->block_size();
             nn::GenerationWindow cached(model->cached_decoder()), reference(nn::window_decoder(*model));
-            // (gpt2 has no cache yet, issue 28's next slice: it gets the window decoder, checked all the same)
-            CHECK(cached.decoder().cached() == (c.name != "gpt2"));
+            CHECK(cached.decoder().cached());
             CHECK_FALSE(reference.decoder().cached());
             const std::vector<int64_t> prompt = {3, 1, 4};
             double worst = relative_difference(cached.start(prompt), reference.start(prompt));
@@ -87,6 +91,35 @@ TEST_CASE("cached and uncached logits agree at every position of a generation of
             CHECK(worst <= 1e-5);
             CHECK(cached.refills() >= 3);  // the window filled and was refilled more than three times
             CHECK(cached.refills() == reference.refills());
+        }
+    }
+}
+
+TEST_CASE("gpt2's cached logits are forward()'s last row at every token, across refills, with either GELU", "[decoder][gpt2]") {
+    for (const bool exact : {false, true}) {
+        SECTION(exact ? "exact GELU" : "tanh GELU") {
+            Generator g(29);
+            constexpr int64_t V = 300, block = 12;  // heads of 8 over c_attn's (24, 72); a vocabulary wider than C
+            nn::GPT2 model({.vocab = V, .n_embd = 24, .n_head = 3, .n_layer = 3, .block = block, .gelu_exact = exact}, g);
+            spread(model, g);
+            nn::GenerationWindow window(model.cached_decoder());
+            REQUIRE(window.decoder().cached());
+            const std::vector<int64_t> prompt = {7, 250, 3, 99, 1};
+            std::span<const float> logits = window.start(prompt);
+            double worst = 0.0;
+            for (int64_t i = 0; i < 3 * block; ++i) {
+                const std::vector<int64_t> ids(window.window().begin(), window.window().end());
+                const auto T = static_cast<int64_t>(ids.size());
+                NoGradGuard no_grad;
+                const Tensor all = model.forward(ids, 1, T);  // (1, T, V)
+                const auto last = all.data().subspan(static_cast<size_t>((T - 1) * V));
+                INFO("token " << i << " window " << fmt::format("{}", ids));
+                worst = std::max(worst, relative_difference(logits, last));
+                REQUIRE(relative_difference(logits, last) <= 1e-5);
+                logits = window.push((i * 37 + 11) % V);
+            }
+            INFO("worst relative difference " << worst);
+            CHECK(window.refills() >= 4);  // refilled from its last half (block / 2 positions) several times
         }
     }
 }
@@ -138,6 +171,30 @@ TEST_CASE("the same seed samples the same text with and without the cache, for e
             }
         }
     }
+}
+
+TEST_CASE("generate over a caller's window: one window serves every sample, and its decoder says whether a cache ran", "[decoder][gpt2]") {
+    Generator g(13);
+    nn::GPT2 model({.vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = kBlock}, g);
+    spread(model, g);
+    nn::GenerationWindow window(model.cached_decoder());
+    CHECK(window.decoder().cached());
+    Generator a(5), b(5);
+    for (const std::vector<int64_t>& context : {std::vector<int64_t>{1, 2}, std::vector<int64_t>{9}}) {
+        const auto reused = nn::generate(model, window, context, 3 * kBlock, {.top_k = 4}, a);
+        const auto fresh = nn::generate(model, context, 3 * kBlock, {.top_k = 4, .cache = false}, b);
+        CHECK(reused == fresh);
+    }
+    // a model without a cached decoder of its own (the default LanguageModel::cached_decoder) reruns the window
+    struct WithoutCache : nn::Bigram {
+        using nn::Bigram::Bigram;
+        std::unique_ptr<nn::Decoder> cached_decoder() override { return nn::LanguageModel::cached_decoder(); }
+    } plain({.vocab = kVocab}, g);
+    nn::GenerationWindow plain_window(plain.cached_decoder());
+    CHECK_FALSE(plain_window.decoder().cached());
+    CHECK(nn::generate(plain, plain_window, {1}, 5, {}, a).size() == 5);
+    nn::GPT2 longer({.vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 1, .block = 2 * kBlock}, g);
+    CHECK_THROWS_WITH(nn::generate(longer, window, {1}, 2, {}, a), Contains("the window holds 8 tokens, the model's block is 16"));
 }
 
 TEST_CASE("generate's emit sees each token as it is drawn and can stop the generation", "[decoder]") {

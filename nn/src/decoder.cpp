@@ -1,6 +1,6 @@
 // The decoders of nn/decoder.h. The cached ones run the models' arithmetic one row at a time on raw
 // float buffers made at construction (autograd::kernels' small gemm path for the products): no tensor, no graph and
-// no allocation per token. Each step mirrors its model's forward() in nn/src/models.cpp; the tests
+// no allocation per token. Each step mirrors its model's forward() in nn/src/models.cpp (gpt2: nn/src/gpt2.cpp); the tests
 // (tests/test_decoder.cpp) hold the two to float rounding at every position.
 //
 // Shape legend: T time (position t, window length t + 1), C n_embd, H head width, Hk query/key width
@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/gpt2.h"
 #include "nn/models.h"
 
 namespace nn {
@@ -28,11 +29,39 @@ void gelu_in_place(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
+// GPT-2's GELU, 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), in place over n values (the gpt2
+// kind's MLP), written as x sigmoid(2u) = x / (1 + exp(-2u)) as autograd's gelu_tanh does: an exp is
+// several times cheaper than a tanh (which took a third of a small model's token)
+void gelu_tanh_in_place(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        x[i] = v / (1.0f + std::exp(-1.5957691216057308f * (v + 0.044715f * v * v * v)));
+    }
+}
+
 // C (1, N) = a (1, K) @ B (K, N), or B^T when trans_b: the products of one row. gemm's automatic choice
 // sends a large product to the blocked path, whose packing of B costs as much as the product itself when
 // A is one row; the unpacked small path reads B once. Both give the same bits.
 void row_product(bool trans_b, int64_t N, int64_t K, const float* a, const float* B, float* C) {
     kernels::gemm_with(kernels::active_isa(), false, trans_b, 1, N, K, a, B, C, false, kernels::GemmPath::small);
+}
+
+// out (N) = x (K) @ table (N, K)^T: a dot product with each row of the table, read once and in place.
+// row_product(true, ...) would first copy the whole table transposed: for gpt2's tied output (V, C) that
+// is GPT-2 small's 154 MB token table, every token; for a head's scores, its cached keys.
+void dot_rows(const float* x, const float* table, int64_t N, int64_t K, float* out) {
+    constexpr int64_t kLanes = 16;  // independent sums, which the compiler keeps in vector registers
+    for (int64_t n = 0; n < N; ++n) {
+        const float* row = table + n * K;
+        float partial[kLanes] = {};
+        int64_t k = 0;
+        for (; k + kLanes <= K; k += kLanes)
+            for (int64_t j = 0; j < kLanes; ++j) partial[j] += x[k + j] * row[k + j];
+        float total = 0.0f;
+        for (; k < K; ++k) total += x[k] * row[k];
+        for (const float p : partial) total += p;
+        out[n] = total;
+    }
 }
 
 // y (K) = x (C) @ weight (C, K) + bias
@@ -349,6 +378,97 @@ private:
     std::vector<float> x_rows_, normed_rows_, branch_rows_, hidden_rows_;  // the same for a refill's rows, (block, C or 4C)
 };
 
+// GPT-2 (nn/gpt2.h): per layer, the keys and values of every head, (block, H) each. One code path for one
+// row (a new token: the products read each weight once, gemm's small path) and for M rows (a prompt or a
+// refill: gemm's blocked path, every weight read once per layer for all of them).
+class GPT2Decoder final : public CachedDecoder {
+public:
+    explicit GPT2Decoder(const GPT2& m)
+        : CachedDecoder(m.block_size(), m.vocab_size(), "GPT2"), m_(m), C_(m.options.n_embd),
+          H_(m.options.n_embd / m.options.n_head) {
+        const auto rows = static_cast<size_t>(m.block_size() * C_);  // (block, C)
+        x_.resize(rows);
+        normed_.resize(rows);
+        branch_.resize(rows);
+        heads_out_.resize(rows);
+        qkv_.resize(3 * rows);
+        hidden_.resize(4 * rows);
+        weights_.resize(static_cast<size_t>(m.block_size()));
+        const auto cache = static_cast<size_t>(m.options.n_layer * m.block_size() * C_);  // (L, n_head, block, H)
+        keys_.resize(cache);
+        values_.resize(cache);
+    }
+
+private:
+    void step(int64_t id, int64_t t, float* logits) override { rows(std::span<const int64_t>(&id, 1), t, logits); }
+
+    // ids at positions t0 .. t0 + M - 1 -> the caches, and the logits after the last (when logits is not null)
+    void rows(std::span<const int64_t> ids, int64_t t0, float* logits) override {
+        const auto M = static_cast<int64_t>(ids.size());
+        const int64_t C = C_, block = m_.block_size();
+        float *x = x_.data(), *normed = normed_.data(), *branch = branch_.data();
+        const float *wte = values(m_.wte.weight), *wpe = values(m_.wpe.weight);
+        for (int64_t r = 0; r < M; ++r)
+            for (int64_t c = 0; c < C; ++c) x[r * C + c] = wte[ids[static_cast<size_t>(r)] * C + c] + wpe[(t0 + r) * C + c];
+        for (size_t l = 0; l < m_.h.size(); ++l) {
+            const GPT2Block& layer = *m_.h[l];
+            for (int64_t r = 0; r < M; ++r) layer_norm_row(layer.ln_1, x + r * C, normed + r * C);
+            product(layer.attn.c_attn, normed, M, qkv_.data());  // (M, 3C): q, k, v
+            attend(l, M, t0, block);                              // -> heads_out_ (M, C)
+            product(layer.attn.c_proj, heads_out_.data(), M, branch);
+            for (int64_t i = 0; i < M * C; ++i) x[i] += branch[i];  // x + attn(ln_1(x))
+            for (int64_t r = 0; r < M; ++r) layer_norm_row(layer.ln_2, x + r * C, normed + r * C);
+            product(layer.mlp.c_fc, normed, M, hidden_.data());  // (M, 4C)
+            if (layer.mlp.gelu_exact) gelu_in_place(hidden_.data(), M * 4 * C);
+            else gelu_tanh_in_place(hidden_.data(), M * 4 * C);
+            product(layer.mlp.c_proj, hidden_.data(), M, branch);
+            for (int64_t i = 0; i < M * C; ++i) x[i] += branch[i];  // x + mlp(ln_2(x))
+        }
+        if (!logits) return;
+        layer_norm_row(m_.ln_f, x + (M - 1) * C, normed);
+        dot_rows(normed, wte, m_.options.vocab, C, logits);  // the tied output: x @ wte^T
+    }
+
+    static void product(const Linear& layer, const float* in, int64_t M, float* out) {
+        if (M == 1) linear_row(layer, in, out);
+        else linear_rows(layer, in, M, out);
+    }
+
+    // Layer l's heads for rows at t0 .. t0 + M - 1: their keys and values into the cache, then row by row
+    // the attention over positions 0 .. t (the causal mask is the loop bound), into heads_out_ (M, C).
+    void attend(size_t l, int64_t M, int64_t t0, int64_t block) {
+        const int64_t C = C_, H = H_, n_head = C / H;
+        const float factor = 1.0f / std::sqrt(static_cast<float>(H));
+        float* w = weights_.data();
+        for (int64_t h = 0; h < n_head; ++h) {
+            float* keys = keys_.data() + (static_cast<int64_t>(l) * n_head + h) * block * H;    // (block, H)
+            float* vals = values_.data() + (static_cast<int64_t>(l) * n_head + h) * block * H;  // (block, H)
+            for (int64_t r = 0; r < M; ++r) {
+                const float* row = qkv_.data() + r * 3 * C;
+                std::copy_n(row + C + h * H, H, keys + (t0 + r) * H);
+                std::copy_n(row + 2 * C + h * H, H, vals + (t0 + r) * H);
+            }
+            for (int64_t r = 0; r < M; ++r) {
+                const int64_t t = t0 + r;
+                dot_rows(qkv_.data() + r * 3 * C + h * H, keys, t + 1, H, w);  // scores (t + 1) = q K^T
+                float top = -INFINITY;
+                for (int64_t j = 0; j <= t; ++j) top = std::max(top, w[j] *= factor);
+                double total = 0.0;
+                for (int64_t j = 0; j <= t; ++j) total += w[j] = std::exp(w[j] - top);
+                const auto inverse = static_cast<float>(1.0 / total);
+                for (int64_t j = 0; j <= t; ++j) w[j] *= inverse;
+                row_product(false, H, t + 1, w, vals, heads_out_.data() + r * C + h * H);  // (t + 1) @ (t + 1, H)
+            }
+        }
+    }
+
+    const GPT2& m_;
+    int64_t C_, H_;
+    std::vector<float> x_, normed_, branch_, heads_out_;  // (block, C) each: the residual stream, a norm, a branch, the heads side by side
+    std::vector<float> qkv_, hidden_, weights_;           // (block, 3C), (block, 4C), (block): one row's attention
+    std::vector<float> keys_, values_;                    // (n_layer, n_head, block, H) each: the cache
+};
+
 // The reference: the whole window through forward() at every append.
 class WindowDecoder final : public Decoder {
 public:
@@ -399,6 +519,7 @@ std::unique_ptr<Decoder> AverageModel::cached_decoder() { return std::make_uniqu
 std::unique_ptr<Decoder> SingleHead::cached_decoder() { return std::make_unique<SingleHeadDecoder>(*this); }
 std::unique_ptr<Decoder> MultiHead::cached_decoder() { return std::make_unique<MultiHeadDecoder>(*this); }
 std::unique_ptr<Decoder> GPT::cached_decoder() { return std::make_unique<GPTDecoder>(*this); }
+std::unique_ptr<Decoder> GPT2::cached_decoder() { return std::make_unique<GPT2Decoder>(*this); }
 
 // --- GenerationWindow ----------------------------------------------------------------------------------
 

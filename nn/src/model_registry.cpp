@@ -209,13 +209,14 @@ const ModelField kFields[] = {
     {"model.n_layer", &ModelConfig::n_layer, option_n_layer, "--n-layer", "L", "transformer blocks ({kinds})", 1, kUnbounded, 1 << 10},
     {"model.block", &ModelConfig::block, option_block, "--block", "T", "window length", 1, kUnbounded, 1 << 20},
     {"model.dropout", &ModelConfig::dropout, option_dropout, "--dropout", "P", "dropout probability in [{min}, {max}] ({kinds})", 0, 1,
-     0.99},
+     0.99, false, {}, /*fixed_by_init_from=*/false},
     {"model.feed_forward", &ModelConfig::feed_forward, option_feed_forward, "--feed-forward", "", "add a feed-forward layer ({kinds})",
      0, 1, 1},
     {"model.gpt2_init", &ModelConfig::gpt2_init, option_init, "--init", "KIND",
-     "gpt2 (normal, std 0.02) or default (the layers' own) ({kinds}; default gpt2)", 0, 1, 1},
+     "gpt2 (normal, std 0.02) or default (the layers' own) ({kinds}; default gpt2)", 0, 1, 1, false, {"default", "gpt2"}},
     {"model.gelu_exact", &ModelConfig::gelu_exact, option_gelu, "--gelu", "KIND",
-     "tanh (GPT-2's approximation) or exact (erf, as nanoGPT's) ({kinds}; default tanh)", 0, 1, 1, /*only_when_read=*/true},
+     "tanh (GPT-2's approximation) or exact (erf, as nanoGPT's) ({kinds}; default tanh)", 0, 1, 1, /*only_when_read=*/true,
+     {"tanh", "exact"}},
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The gpt2 kind through the programs (issue 28's first slice): train on characters, a run stopped at step
 # 10 and resumed ends byte-identical to a straight run (dropout 0.1: its generator must resume too), with
-# the exact parameter count; --gelu exact is recorded in the checkpoint, generate samples from it, and --gelu is refused for another kind.
+# the exact parameter count; --gelu exact is recorded in the checkpoint, generate samples from it (with the key-value cache the
+# same text as without), and --gelu is refused for another kind.
 #
 #   gpt2_train.sh TRAIN GENERATE WORK_DIR
 set -euo pipefail
@@ -29,6 +30,17 @@ grep -aq '"model.gelu_exact":"0"' straight.st || fail "straight.st does not reco
 
 sample=$("$generate" straight.st --chars 40 --seed 3)
 [ "${#sample}" -ge 30 ] || fail "generate gave '$sample'"
+# the key-value cache: the same text as rerunning the window, over several windows (block 32), with either
+# GELU; --json says which decoder ran
+for st in straight.st exact.st; do
+  cached=$("$generate" $st --tokens 150 --seed 5 --samples 2 --json)
+  uncached=$("$generate" $st --tokens 150 --seed 5 --samples 2 --json --no-cache)
+  number='[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
+  [[ $cached =~ \{\"chars\":[0-9]+,\"tokens\":300,\"seconds\":$number,\"chars_per_s\":$number,\"tokens_per_s\":$number,\"cache\":true\}$ ]] ||
+    fail "$st: generate --json did not report the cache: ${cached##*$'\n'}"
+  [[ ${uncached##*$'\n'} == *'"cache":false}' ]] || fail "$st: --no-cache reported: ${uncached##*$'\n'}"
+  [[ ${cached%$'\n'*} == "${uncached%$'\n'*}" ]] || fail "$st: --no-cache sampled other text"
+done
 
 if "$train" --model gpt --gelu exact --data small.txt --steps 1 2> refused.txt; then fail "--gelu was taken for --model gpt"; fi
 grep -q -- "--gelu does not apply to --model gpt" refused.txt || fail "refusal: $(cat refused.txt)"

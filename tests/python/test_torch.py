@@ -260,25 +260,31 @@ def case_torch_trains(c):
     print(f"train --init-from the PyTorch checkpoint: {out.strip()}")
 
 
-def case_evaluate(c):
-    """evaluate CKPT --data FILE: window i is tokens [iBT, (i+1)BT + 1), the loss the mean over the windows."""
-    tg = c.tg
+def trained_gpt_and_ids(c):
+    """A small trained GPT in eval mode, its checkpoint, and TEXT as its ids."""
     ckpt = c.path("gpt.safetensors")
     c.train("gpt", ckpt)
-    model, vocab = tg.load(ckpt)
-    model.eval()
-    ids = torch.tensor([vocab.index(ch) for ch in TEXT])
+    model, vocab = c.tg.load(ckpt)
+    return model.eval(), ckpt, torch.tensor([vocab.index(ch) for ch in TEXT])
+
+
+def window_losses(model, ids, B, T, n):
+    """The losses of the first n consecutive windows: window i is tokens [iBT, (i+1)BT + 1)."""
+    for i in range(n):
+        window = ids[i * B * T:(i + 1) * B * T + 1]
+        x, y = window[:-1].view(B, T), window[1:].view(B, T)
+        yield F.cross_entropy(model(x).view(B * T, -1), y.view(-1))
+
+
+def case_evaluate(c):
+    """evaluate CKPT --data FILE: the loss is the mean over the windows."""
+    model, ckpt, ids = trained_gpt_and_ids(c)
     B, T = 3, 5
     whole = (len(ids) - 1) // (B * T)
 
     def torch_loss(batches):
-        losses = []
         with torch.no_grad():
-            for i in range(batches):
-                window = ids[i * B * T:(i + 1) * B * T + 1]
-                x, y = window[:-1].view(B, T), window[1:].view(B, T)
-                losses.append(F.cross_entropy(model(x).view(B * T, -1), y.view(-1)).item())
-        return sum(losses) / len(losses)
+            return sum(loss.item() for loss in window_losses(model, ids, B, T, batches)) / batches
 
     token_file = c.path("text.bin")  # the same ids as nanoGPT writes them: raw uint16
     with open(token_file, "wb") as f:
@@ -299,19 +305,12 @@ def case_evaluate(c):
 
 
 def case_gradflow(c):
-    tg = c.tg
-    ckpt = c.path("gpt.safetensors")
-    c.train("gpt", ckpt)
-    model, vocab = tg.load(ckpt)
-    model.eval()
-    ids = torch.tensor([vocab.index(ch) for ch in TEXT])
+    model, ckpt, ids = trained_gpt_and_ids(c)
     B, T, N = 3, 6, 4
     model.zero_grad()
-    for i in range(N):
-        window = ids[i * B * T:(i + 1) * B * T + 1]
-        x, y = window[:-1].view(B, T), window[1:].view(B, T)
-        (F.cross_entropy(model(x).view(B * T, -1), y.view(-1)) / N).backward()
-    norms = tg._norm_names(model)
+    for loss in window_losses(model, ids, B, T, N):
+        (loss / N).backward()
+    norms = c.tg._norm_names(model)
     expected = {}
     for name, p in model.named_parameters():
         owner, _, leaf = name.rpartition(".")

@@ -117,6 +117,7 @@ public:
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
     int64_t block_size() const override { return options.block; }
     int64_t vocab_size() const override { return options.vocab; }
+    std::unique_ptr<Decoder> cached_decoder() override;  // keys and values per layer and head (nn/decoder.h)
 
     GPT2Options options;
     Embedding wte, wpe;  // (V, C), (block, C)

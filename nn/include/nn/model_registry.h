@@ -12,6 +12,7 @@
 //     const nn::ModelKind mine = nn::register_model_kind({.name = "mine", .title = "my", ...});
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -94,6 +95,12 @@ struct ModelField {
     // Written only for the kinds that read it, and its default when a checkpoint lacks it: a field added
     // after checkpoints of the other kinds existed, whose bytes and loading it leaves as they were.
     bool only_when_read = false;
+    // A true/false field set by a flag with a value: the words for false and for true ("tanh", "exact");
+    // none: the flag is a switch that sets it (--feed-forward).
+    std::array<std::string_view, 2> choices = {};
+    // train --init-from takes the model from its checkpoint: the flag is refused there, unless it may
+    // change a model already made (dropout).
+    bool fixed_by_init_from = true;
 
     std::string_view name() const { return key.substr(key.find('.') + 1); }  // the key without its group: "n_embd"
 };

@@ -13,6 +13,14 @@ using namespace autograd;
 
 std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& context, int64_t n,
                               const SampleOptions& options, Generator& gen, const std::function<bool(int64_t)>& emit) {
+    GenerationWindow window(options.cache ? model.cached_decoder() : window_decoder(model));
+    return generate(model, window, context, n, options, gen, emit);
+}
+
+std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, const std::vector<int64_t>& context,
+                              int64_t n, const SampleOptions& options, Generator& gen, const std::function<bool(int64_t)>& emit) {
+    check(window.decoder().capacity() == model.block_size(), "generate: the window holds {} tokens, the model's block is {}",
+          window.decoder().capacity(), model.block_size());
     const int64_t V = model.vocab_size();
     check(!context.empty(), "generate: the context is empty; give at least one character to start from");
     check(n >= 0, "generate: cannot sample {} tokens", n);
@@ -34,7 +42,6 @@ std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& 
         ~RestoreMode() { model.train(training); }
     } restore{model, was_training};
 
-    GenerationWindow window(options.cache ? model.cached_decoder() : window_decoder(model));
     std::vector<double> probs(static_cast<size_t>(V));
     std::vector<float> sorted(static_cast<size_t>(V));
     std::span<const float> last = window.start(context);  // (V), the logits of the next token

@@ -6,6 +6,7 @@
 
 #include <autograd/random.h>
 
+#include "nn/decoder.h"
 #include "nn/models.h"
 #include "nn/train/tokenizer.h"
 
@@ -24,6 +25,12 @@ struct SampleOptions {
 // `emit`, when given, sees each new id as it is drawn; returning false stops there (that id is kept).
 std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& context, int64_t n,
                               const SampleOptions& options, autograd::Generator& gen,
+                              const std::function<bool(int64_t)>& emit = {});
+// The same through a window the caller made over a decoder of `model` (options.cache is not read): one
+// window serves sample after sample, and window.decoder().cached() says which decoder ran (a kind without
+// a cache of its own gets the window decoder from model.cached_decoder()).
+std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, const std::vector<int64_t>& context,
+                              int64_t n, const SampleOptions& options, autograd::Generator& gen,
                               const std::function<bool(int64_t)>& emit = {});
 
 // Where a sample starts when the user gives no prompt: a newline if the vocabulary has one (a fresh

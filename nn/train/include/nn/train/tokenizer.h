@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <span>
 #include <string>
@@ -29,11 +28,5 @@ public:
     // What a checkpoint keeps to rebuild the tokenizer with no other file (keys begin "tokenizer.").
     virtual std::map<std::string, std::string> checkpoint_metadata() const = 0;
 };
-
-// The ids of a data file for this tokenizer: a token file (.bin, nanoGPT's or llm.c's) mapped in place,
-// each id checked below vocab_size(); a text file encoded (by a BPE tokenizer as it is read, never held
-// whole). Throws std::runtime_error naming the path when it cannot be read or holds what the tokenizer
-// cannot encode (a character outside a character vocabulary, listed).
-TokenIds read_token_ids(const std::filesystem::path& path, const Tokenizer& tokenizer);
 
 }  // namespace nn

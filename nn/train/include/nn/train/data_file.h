@@ -1,0 +1,18 @@
+// A data file's token ids for any tokenizer, whatever the file holds: what `evaluate` and
+// `gradflow CKPT --data FILE` read.
+#pragma once
+
+#include <filesystem>
+
+#include <nn/train/token_ids.h>
+#include <nn/train/tokenizer.h>
+
+namespace nn {
+
+// A token file (.bin, nanoGPT's or llm.c's) mapped in place, each id checked below vocab_size(); a text
+// file encoded (by a BPE tokenizer as it is read, never held whole). Throws std::runtime_error naming the
+// path when it cannot be read or holds what the tokenizer cannot encode (a character outside a character
+// vocabulary, listed).
+TokenIds read_token_ids(const std::filesystem::path& path, const Tokenizer& tokenizer);
+
+}  // namespace nn

@@ -1,0 +1,25 @@
+#include "nn/train/data_file.h"
+
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "nn/train/bpe.h"
+#include "nn/train/text_file.h"
+#include "nn/train/token_file.h"
+
+namespace nn {
+
+TokenIds read_token_ids(const std::filesystem::path& path, const Tokenizer& tokenizer) {
+    if (is_token_file(path)) return map_token_file(path, tokenizer.vocab_size());
+    if (const auto* bpe = dynamic_cast<const BpeTokenizer*>(&tokenizer)) return bpe->encode_file(path);
+    const std::string text = read_text_file(path);
+    try {
+        return tokenizer.encode_ids(text);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+    }
+}
+
+}  // namespace nn
