@@ -1,10 +1,6 @@
 // Hugging Face's and llm.c's GPT-2 files, read into and written from the `gpt2` kind's names and layouts.
 #include "nn/train/gpt2_weights.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -12,9 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <optional>
 #include <map>
-#include <set>
+#include <optional>
 #include <span>
 #include <stdexcept>
 
@@ -97,18 +92,14 @@ std::vector<Param> llmc_params(const ModelConfig& c) {
 
 // Every parameter in Hugging Face's (and tinygpt's) order: by layer.
 std::vector<Param> hf_order(const ModelConfig& c) {
-    std::vector<Param> all = llmc_params(c), out;
-    const auto take = [&](const std::string& name) {
-        for (const Param& p : all)
-            if (p.name == name) out.push_back(p);
-    };
-    take("wte.weight");
-    take("wpe.weight");
-    for (int64_t l = 0; l < c.n_layer; ++l)
-        for (const Group& g : llmc_groups())
-            if (g.per_layer) take(fmt::format("h.{}.{}", l, g.suffix));
-    take("ln_f.gain");
-    take("ln_f.bias");
+    std::vector<Param> out;
+    for (const bool per_layer : {false, true})
+        for (int64_t l = 0; l < (per_layer ? c.n_layer : 1); ++l)
+            for (const Group& g : llmc_groups())
+                if (g.per_layer == per_layer && !g.suffix.starts_with("ln_f"))
+                    out.push_back({per_layer ? fmt::format("h.{}.{}", l, g.suffix) : g.suffix, shape_of(g.suffix, c), g.transposed});
+    for (const Group& g : llmc_groups())
+        if (g.suffix.starts_with("ln_f")) out.push_back({g.suffix, shape_of(g.suffix, c), g.transposed});
     return out;
 }
 
@@ -154,41 +145,47 @@ void check_config(const std::filesystem::path& path, const ModelConfig& c) {
 
 // --- llm.c ---------------------------------------------------------------------------------------
 
-struct FileCloser {
-    int fd = -1;
-    ~FileCloser() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-
-void read_exact(int fd, void* out, size_t size, const std::filesystem::path& path, uint64_t& position) {
-    auto* p = static_cast<char*>(out);
-    while (size > 0) {
-        const ssize_t n = ::read(fd, p, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) refuse(path, fmt::format("read failed at byte {} ({})", position, std::strerror(errno)));
-        if (n == 0) refuse(path, fmt::format("the file ends at byte {} (truncated while being read?)", position));
-        p += n;
-        size -= static_cast<size_t>(n);
-        position += static_cast<uint64_t>(n);
-    }
-}
-
 uint32_t le32(const unsigned char* b) { return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24; }
-float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
-
-// Reads `count` values of llm.c's dtype (4-byte fp32 or 2-byte bf16, little-endian) as floats.
-void read_values(int fd, std::span<float> out, int bytes_per_value, const std::filesystem::path& path, uint64_t& position) {
-    std::vector<unsigned char> buffer(out.size() * static_cast<size_t>(bytes_per_value));
-    read_exact(fd, buffer.data(), buffer.size(), path, position);
-    for (size_t i = 0; i < out.size(); ++i) {
-        const unsigned char* b = buffer.data() + i * static_cast<size_t>(bytes_per_value);
-        out[i] = bytes_per_value == 4 ? std::bit_cast<float>(le32(b)) : bf16_to_float(static_cast<uint16_t>(b[0] | b[1] << 8));
-    }
-}
 
 void put_le32(std::vector<unsigned char>& out, uint32_t v) {
     for (int i = 0; i < 4; ++i) out.push_back(static_cast<unsigned char>(v >> (8 * i)));
+}
+
+// The bytes of a llm.c file of config `c` (its wte with `padded` rows), or nothing past 64 bits: the
+// header's numbers are the file's, not to be trusted.
+std::optional<uint64_t> llmc_file_bytes(const ModelConfig& c, int64_t padded, int bytes_per_value) {
+    uint64_t values = 0;
+    for (const Param& p : llmc_params(c)) {
+        uint64_t n = p.name == "wte.weight" ? static_cast<uint64_t>(padded) : 1;
+        for (size_t d = p.name == "wte.weight" ? 1 : 0; d < p.shape.size(); ++d)
+            if (__builtin_mul_overflow(n, static_cast<uint64_t>(p.shape[d]), &n)) return std::nullopt;
+        if (__builtin_add_overflow(values, n, &values)) return std::nullopt;
+    }
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(values, static_cast<uint64_t>(bytes_per_value), &bytes) ||
+        __builtin_add_overflow(bytes, uint64_t{kLlmcHeaderInts * 4}, &bytes))
+        return std::nullopt;
+    return bytes;
+}
+
+// Reads `out.size()` values of llm.c's dtype (4-byte fp32 or 2-byte bf16, little-endian) into `out`:
+// fp32 straight into place, bf16 through one tensor's bytes.
+void read_values(std::ifstream& in, std::span<float> out, int bytes_per_value, const std::filesystem::path& path) {
+    const auto position = static_cast<int64_t>(in.tellg());
+    const auto check = [&](size_t bytes) {
+        if (!in) refuse(path, fmt::format("the file ends before byte {} (truncated while being read?)", position + static_cast<int64_t>(bytes)));
+    };
+    if (bytes_per_value == 4) {
+        in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size_bytes()));
+        check(out.size_bytes());
+        if constexpr (std::endian::native == std::endian::big)
+            for (float& v : out) v = std::bit_cast<float>(le32(reinterpret_cast<const unsigned char*>(&v)));
+        return;
+    }
+    std::vector<unsigned char> halves(2 * out.size());
+    in.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(halves.size()));
+    check(halves.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8));
 }
 
 }  // namespace
@@ -303,16 +300,16 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path) {
 }
 
 ForeignWeights read_llmc_gpt2(const std::filesystem::path& path) {
-    FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-    if (file.fd < 0) refuse(path, fmt::format("cannot open ({})", std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) refuse(path, "not a regular file");
-    const auto file_size = static_cast<uint64_t>(st.st_size);
+    // (a named pipe is refused here rather than waited on)
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) refuse(path, "not a regular file");
+    const uint64_t file_size = std::filesystem::file_size(path, error);
+    std::ifstream in(path, std::ios::binary);
+    if (!in || error) refuse(path, fmt::format("cannot open ({})", std::strerror(errno)));
     if (file_size < kLlmcHeaderInts * 4)
         refuse(path, fmt::format("the file is {} bytes, shorter than llm.c's header of 256 int32", file_size));
-    uint64_t position = 0;
     std::array<unsigned char, kLlmcHeaderInts * 4> raw{};
-    read_exact(file.fd, raw.data(), raw.size(), path, position);
+    in.read(reinterpret_cast<char*>(raw.data()), raw.size());
     const auto field = [&](int i) { return static_cast<int32_t>(le32(raw.data() + 4 * i)); };
     static constexpr const char* kNames[8] = {"magic", "version", "maxT", "V", "L", "NH", "C", "padded V"};
     if (field(0) != kLlmcMagic)
@@ -334,28 +331,13 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path) {
     if (c.n_embd % c.n_head != 0)
         refuse(path, fmt::format("llm.c header field 'C' (int32 6) {} is not a multiple of 'NH' {}", c.n_embd, c.n_head));
     const int bytes = field(1) == 3 ? 4 : 2;
-    // (in double first: the header's numbers can ask for more than 64 bits)
-    double approx = static_cast<double>(padded - c.vocab) * static_cast<double>(c.n_embd);
-    for (const Param& p : llmc_params(c)) {
-        double n = 1;
-        for (int64_t d : p.shape) n *= static_cast<double>(d);
-        approx += n;
-    }
-    uint64_t needed = 0;
-    if (approx * bytes < 1e18) {
-        uint64_t values = static_cast<uint64_t>(padded - c.vocab) * static_cast<uint64_t>(c.n_embd);
-        for (const Param& p : llmc_params(c)) {
-            uint64_t n = 1;
-            for (int64_t d : p.shape) n *= static_cast<uint64_t>(d);
-            values += n;
-        }
-        needed = kLlmcHeaderInts * 4 + values * static_cast<uint64_t>(bytes);
-    }
+    const std::optional<uint64_t> needed = llmc_file_bytes(c, padded, bytes);
     if (needed != file_size)
         refuse(path, fmt::format("the file is {} bytes, but its header (version {}, maxT {}, V {}, L {}, NH {}, C {}, padded V {}) "
-                                 "needs {:.0f} ({})",
+                                 "needs {} ({})",
                                  file_size, field(1), c.block, c.vocab, c.n_layer, c.n_head, c.n_embd, padded,
-                                 kLlmcHeaderInts * 4 + approx * bytes, needed > file_size || needed == 0 ? "the file is short" : "the file is longer"));
+                                 needed ? fmt::to_string(*needed) : std::string("more than 2^64"),
+                                 !needed || *needed > file_size ? "the file is short" : "the file is longer"));
 
     ForeignWeights out;
     out.config = c;
@@ -363,19 +345,16 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path) {
     for (const Param& p : llmc_params(c)) {
         Tensor t = autograd::zeros(p.shape);
         if (p.transposed) {  // stored (out, in): ours is (in, out)
-            const int64_t in = p.shape[0], outs = p.shape[1];
-            std::vector<float> stored(static_cast<size_t>(in * outs));
-            read_values(file.fd, stored, bytes, path, position);
+            const int64_t ins = p.shape[0], outs = p.shape[1];
+            std::vector<float> stored(static_cast<size_t>(ins * outs));
+            read_values(in, stored, bytes, path);
             auto d = t.data();
             for (int64_t o = 0; o < outs; ++o)
-                for (int64_t i = 0; i < in; ++i) d[static_cast<size_t>(i * outs + o)] = stored[static_cast<size_t>(o * in + i)];
+                for (int64_t i = 0; i < ins; ++i) d[static_cast<size_t>(i * outs + o)] = stored[static_cast<size_t>(o * ins + i)];
         } else {
-            read_values(file.fd, t.data(), bytes, path, position);
+            read_values(in, t.data(), bytes, path);
         }
-        if (p.name == "wte.weight" && padded > c.vocab) {  // the padding rows: read past
-            std::vector<float> pad(static_cast<size_t>((padded - c.vocab) * c.n_embd));
-            read_values(file.fd, pad, bytes, path, position);
-        }
+        if (p.name == "wte.weight") in.seekg((padded - c.vocab) * c.n_embd * bytes, std::ios::cur);  // the padding rows
         tensors.emplace(p.name, std::move(t));
     }
     out.weights = check_against(path, c, std::move(tensors), same_name);

@@ -135,16 +135,6 @@ struct Entry {
     bool bf16 = false;
 };
 
-// IEEE half (F16) and bfloat16 (BF16) bits to float32, exactly.
-float half_to_float(uint16_t h) {
-    const uint32_t sign = uint32_t{h & 0x8000u} << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
-    if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | mantissa << 13);  // inf, NaN
-    if (exponent != 0) return std::bit_cast<float>(sign | (exponent + 112) << 23 | mantissa << 13);
-    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
-    return sign ? -magnitude : magnitude;
-}
-float bf16_to_float(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
-
 class Reader {
 public:
     Reader(const std::filesystem::path& path, bool widen_half = false) : path_(path), widen_half_(widen_half) {}
@@ -413,7 +403,7 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
             auto d = t.data();
             for (size_t i = 0; i < d.size(); ++i) {
                 const auto bits = static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8);
-                d[i] = e.bf16 ? bf16_to_float(bits) : half_to_float(bits);
+                d[i] = e.bf16 ? bf16_to_float(bits) : f16_to_float(bits);
             }
         } else {
             to_or_from_little_endian(t.data());
@@ -499,5 +489,14 @@ void load_parameters(Module& module, const NamedTensors& tensors) {
         std::copy(src.begin(), src.end(), p.data().begin());
     }
 }
+
+float f16_to_float(uint16_t bits) {
+    const uint32_t sign = uint32_t{bits & 0x8000u} << 16, exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ffu;
+    if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | mantissa << 13);  // inf, NaN
+    if (exponent != 0) return std::bit_cast<float>(sign | (exponent + 112) << 23 | mantissa << 13);
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
+    return sign ? -magnitude : magnitude;
+}
+float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
 }  // namespace nn

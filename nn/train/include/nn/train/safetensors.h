@@ -52,6 +52,10 @@ struct SafetensorsLimits {
     bool warn_without_checksums = true;  // the warning for a file without checksums
 };
 
+// IEEE half (F16) and bfloat16 (BF16) bits, as other writers store them, widened to float32 exactly.
+float f16_to_float(uint16_t bits);
+float bf16_to_float(uint16_t bits);
+
 // Writes `tensors` in the given order with contiguous offsets, and their checksums. Names must be
 // non-empty, distinct and not "__metadata__", and metadata keys must not start with "crc32c."
 // (std::invalid_argument). I/O failures throw std::runtime_error naming the path and the
