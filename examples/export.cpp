@@ -30,6 +30,7 @@ struct Options {
 int run(const Options& o) {
     const std::string& path = o.checkpoint->path;
     const std::string out = o.hf.empty() ? o.llmc : (std::filesystem::path(o.hf) / "model.safetensors").string();
+    if (!o.hf.empty()) std::filesystem::create_directories(o.hf);  // (the output checks need its directory)
     const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint}, {{o.hf.empty() ? "--llmc" : "--hf", out}}, o.force);
     nn::ModelConfig config;
     nn::NamedTensors weights;

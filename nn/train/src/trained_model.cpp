@@ -41,6 +41,13 @@ TrainedModel load_foreign(const std::filesystem::path& path, const std::optional
 
 }  // namespace
 
+void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
+    const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
+    if (!bpe || !(*bpe == BpeTokenizer::from_directory(dir)))
+        throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
+                                             printable_name(dir.string()), printable_name(checkpoint), bpe ? "another BPE vocabulary or merges" : "characters"));
+}
+
 TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
     if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, tokenizer_dir);
     const Safetensors file = load_safetensors(path);
@@ -52,6 +59,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const std::op
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: its vocabulary has {} tokens but its model's vocab is {}",
                                              printable_name(path.string()), out.tokenizer->vocab_size(), out.config.vocab));
+    if (tokenizer_dir) check_tokenizer_dir(*tokenizer_dir, *out.tokenizer, path.string());
     const NamedTensors weights = split(file.tensors).weights;
     check_sizes_against_weights(out.config, weights, path);
     autograd::Generator unused_init;  // every weight is overwritten by the file's

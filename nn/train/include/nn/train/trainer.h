@@ -127,8 +127,13 @@ struct TrainedModel {
 };
 // Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/train/gpt2_weights.h), as
 // the `gpt2` kind, with GPT-2's BPE from `tokenizer_dir` or from vocab.json + merges.txt beside the file;
-// for a tinygpt checkpoint `tokenizer_dir` is not read (its own tokenizer is in it).
+// a tinygpt checkpoint keeps its own tokenizer, which must then be the one in `tokenizer_dir`
+// (check_tokenizer_dir).
 TrainedModel load_trained_model(const std::filesystem::path& path,
                                 const std::optional<std::filesystem::path>& tokenizer_dir = std::nullopt);
+
+// Throws std::runtime_error when `saved` (the tokenizer of `checkpoint`) is not GPT-2's BPE in `dir`, the
+// same vocabulary and merges: "--tokenizer DIR and the checkpoint CKPT disagree: ...".
+void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint);
 
 }  // namespace nn
