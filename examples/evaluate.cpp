@@ -22,7 +22,6 @@
 #include <autograd/autograd.h>
 #include <cli.h>
 #include <nlohmann/json.hpp>
-#include <nn/train/bpe.h>
 #include <nn/train/text_data.h>
 #include <nn/train/token_ids.h>
 #include <nn/train/tokenizer.h>
@@ -45,11 +44,9 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("evaluate", "CKPT --data FILE [options]",
                   "A checkpoint's mean loss and perplexity over the first consecutive windows of a data file.");
-    cli::checkpoint_argument(p, o.checkpoint, "a checkpoint saved by train --out", true);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
              [&o](const cli::Value& v) { o.data = v.file(); });
-    p.option("--tokenizer", "DIR", "GPT-2's BPE files; the checkpoint's own tokenizer must be the same",
-             [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
     p.option("--batch", "B", "rows of a window                                  (default 4)",
              [&o](const cli::Value& v) { o.batch = v.integer(1, 1 << 16); });
     p.option("--block", "T", "tokens of a row, at most the model's block        (default its block)",
@@ -61,16 +58,6 @@ cli::Parser make_parser(Options& o) {
     p.flag("--json", "print one JSON line instead: {\"loss\",\"perplexity\",\"tokens\",\"batches\"}",
            [&o] { o.json = true; });
     return p;
-}
-
-// The checkpoint's tokenizer, checked against --tokenizer: the same BPE vocabulary and merges.
-void check_tokenizer(const Options& o, const nn::Tokenizer& saved) {
-    if (!o.tokenizer) return;
-    const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&saved);
-    if (!bpe || !(*bpe == nn::BpeTokenizer::from_directory(*o.tokenizer)))
-        throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
-                                             *o.tokenizer, o.checkpoint->path,
-                                             bpe ? "another BPE vocabulary or merges" : "characters"));
 }
 
 struct Result {
@@ -99,8 +86,7 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
 int run(const Options& o) {
     if (!o.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
     autograd::set_num_threads(static_cast<int>(o.threads));
-    nn::TrainedModel trained = nn::load_trained_model(o.checkpoint->path);
-    check_tokenizer(o, *trained.tokenizer);
+    nn::TrainedModel trained = nn::load_trained_model(o.checkpoint->path, o.tokenizer);
     const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches);
     const int64_t B = d.B, T = d.T;
     const Result r = evaluate(*trained.model, d.ids, B, T, d.windows, o.checkpoint->path);

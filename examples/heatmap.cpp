@@ -39,6 +39,7 @@ constexpr std::string_view kRamp = " .:-=+*#%@";  // ASCII shades; ' ' is kept f
 struct Options {
     std::optional<std::string> prompt;
     std::optional<cli::Input> checkpoint;
+    std::optional<std::string> tokenizer;
     int64_t layer = 0, head = 0, width = 16;
     uint64_t seed = 1;
     std::string color = "auto";
@@ -47,7 +48,7 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("heatmap", "[CKPT] --prompt TEXT [options]", "An attention heatmap in the terminal.");
     p.option("--prompt", "TEXT", "the characters to look at (both axes)", [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
-    cli::checkpoint_argument(p, o.checkpoint, "a trained model (from train --out); without it, an untrained head", false);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "a trained model (from train --out, or GPT-2 weights); without it, an\nuntrained head", false);
     p.option("--layer", "L", "which block, for a GPT                                   (default 0)",
              [&o](const cli::Value& v) { o.layer = v.integer(0, 1 << 20); });
     p.option("--head", "N", "which head of that layer                                 (default 0)",
@@ -112,7 +113,7 @@ Map untrained(const Options& o) {
 }
 
 Map trained(const Options& o) {
-    nn::TrainedModel loaded = nn::load_trained_model(o.checkpoint->path);
+    nn::TrainedModel loaded = nn::load_trained_model(o.checkpoint->path, o.tokenizer);
     const nn::ModelConfig& config = loaded.config;
     const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
@@ -192,8 +193,8 @@ int tools::heatmap(int argc, char** argv) {
         if (!o.prompt) throw cli::UsageError("--prompt is required");
         if (o.checkpoint && parser.given("--width"))
             throw cli::UsageError("--width applies to the untrained head only (a checkpoint fixes it)");
-        if (!o.checkpoint && (parser.given("--layer") || parser.given("--head")))
-            throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", parser.given("--layer") ? "--layer" : "--head"));
+        for (const char* flag : {"--layer", "--head", "--tokenizer"})
+            if (!o.checkpoint && parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
         const Map m = o.checkpoint ? trained(o) : untrained(o);
         const char* no_colour = std::getenv("NO_COLOR");
         const bool colour = o.color == "always" ||

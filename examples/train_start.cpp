@@ -52,26 +52,22 @@ nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
 // The tokenizer of a checkpoint, checked against --tokenizer when both are given (they must be the
 // same vocabulary and merges); a token file needs a BPE tokenizer from one of them.
 void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::string& checkpoint) {
-    const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&saved);
     if (o.tokenizer) {
-        const nn::BpeTokenizer given = nn::BpeTokenizer::from_directory(*o.tokenizer);
-        if (!bpe || !(*bpe == given))
-            throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
-                                                 *o.tokenizer, checkpoint,
-                                                 bpe ? "another BPE vocabulary or merges" : "characters"));
-    } else if (!bpe) {
+        nn::check_tokenizer_dir(*o.tokenizer, saved, checkpoint);
+    } else if (!dynamic_cast<const nn::BpeTokenizer*>(&saved)) {
         throw std::runtime_error(fmt::format("--data {} is a token file but the checkpoint {} has a character tokenizer",
                                              o.data.value_or(""), checkpoint));
     }
 }
 
 // --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
-// the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights. The
+// the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights (GPT-2
+// weights too, Hugging Face's or llm.c's, with --tokenizer or the BPE files beside them). The
 // checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
 // character outside it is refused, naming the characters and both files.
 nn::Trainer start_from_checkpoint(const Options& o) {
     const std::string& path = *o.init_from;
-    nn::TrainedModel start = nn::load_trained_model(path);
+    nn::TrainedModel start = nn::load_trained_model(path, o.tokenizer);
     nn::TrainConfig config = o.config;
     const bool dropout_given = std::find(o.model_flags.begin(), o.model_flags.end(), "--dropout") != o.model_flags.end();
     if (dropout_given && !train_args::applies("--dropout", start.config.kind))

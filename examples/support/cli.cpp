@@ -198,6 +198,14 @@ void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::strin
     }, required);
 }
 
+void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer, std::string help,
+                         bool required) {
+    checkpoint_argument(p, checkpoint, std::move(help), required);
+    p.option("--tokenizer", "DIR", "GPT-2's BPE files (vocab.json + merges.txt, or encoder.json + vocab.bpe) for\n"
+             "GPT-2 weights without them beside; a checkpoint's own must be the same",
+             [&tokenizer](const Value& v) { tokenizer = v.nonempty(); });
+}
+
 std::string version_line(std::string_view program) { return fmt::format("{} (tinygpt) {}", program, TINYGPT_VERSION); }
 
 // --- running a program ---------------------------------------------------------------------------

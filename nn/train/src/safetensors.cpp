@@ -131,11 +131,13 @@ struct Entry {
     std::string name;
     autograd::Shape shape;
     uint64_t begin = 0, end = 0;
+    uint64_t value_bytes = 4;  // 2: F16 or BF16 (SafetensorsLimits::widen_half)
+    bool bf16 = false;
 };
 
 class Reader {
 public:
-    Reader(const std::filesystem::path& path) : path_(path) {}
+    Reader(const std::filesystem::path& path, bool widen_half = false) : path_(path), widen_half_(widen_half) {}
 
     [[noreturn]] void fail(const std::string& what) const {
         throw std::runtime_error(fmt::format("load_safetensors: {}: {}", path_str(path_), what));
@@ -178,10 +180,12 @@ public:
             if (!value.contains(field)) fail(fmt::format("{} has no \"{}\"", who, field));
         const auto& dtype = value.at("dtype");
         if (!dtype.is_string()) fail(fmt::format("{}: \"dtype\" must be a string, got {}", who, dtype.type_name()));
-        if (dtype.get<std::string>() != "F32")
-            fail(fmt::format("{} has dtype {}; only F32 is supported", who, quoted_name(dtype.get<std::string>())));
-
+        const std::string& type = dtype.get<std::string>();
         Entry e{name, {}, 0, 0};
+        if (widen_half_ && (type == "F16" || type == "BF16")) e.value_bytes = 2, e.bf16 = type == "BF16";
+        else if (type != "F32")
+            fail(fmt::format("{} has dtype {}; only F32{} is supported", who, quoted_name(type), widen_half_ ? ", F16 and BF16" : ""));
+
         uint64_t numel = 1;
         for (uint64_t d : unsigned_array(value.at("shape"), who + ": \"shape\"")) {
             constexpr auto kMaxDim = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
@@ -196,14 +200,15 @@ public:
                              value.at("data_offsets").dump()));
         e.begin = offsets[0];
         e.end = offsets[1];
-        if (e.end - e.begin != 4 * numel)
-            fail(fmt::format("{}: data_offsets [{}, {}] hold {} bytes, but shape {} of F32 needs {}", who, e.begin,
-                             e.end, e.end - e.begin, shape_str(e.shape), 4 * numel));
+        if (e.end - e.begin != e.value_bytes * numel)
+            fail(fmt::format("{}: data_offsets [{}, {}] hold {} bytes, but shape {} of {} needs {}", who, e.begin,
+                             e.end, e.end - e.begin, shape_str(e.shape), type, e.value_bytes * numel));
         return e;
     }
 
 private:
     std::filesystem::path path_;
+    bool widen_half_;
     uint64_t position_ = 0;
 };
 
@@ -293,7 +298,7 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 }
 
 Safetensors load_safetensors(const std::filesystem::path& path, const SafetensorsLimits& limits) {
-    Reader reader(path);
+    Reader reader(path, limits.widen_half);
     // (O_NONBLOCK: a named pipe is refused below instead of waiting for a writer)
     FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (file.fd < 0) reader.fail(fmt::format("cannot open ({})", std::strerror(errno)));
@@ -383,15 +388,26 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
     // Every number is now checked against the file size (at most limits.max_file_bytes): allocate and read.
     for (const Entry& e : entries) {
         Tensor t = autograd::zeros(e.shape);
-        reader.read_exact(file.fd, t.data().data(), t.data().size_bytes());
+        std::vector<unsigned char> halves(e.value_bytes == 2 ? e.end - e.begin : 0);
+        if (e.value_bytes == 2) reader.read_exact(file.fd, halves.data(), halves.size());
+        else reader.read_exact(file.fd, t.data().data(), t.data().size_bytes());
         if (out.checksummed) {
             Crc32c crc;
-            crc.add(t.data().data(), t.data().size_bytes());  // the bytes as stored (little-endian)
+            if (e.value_bytes == 2) crc.add(halves.data(), halves.size());
+            else crc.add(t.data().data(), t.data().size_bytes());  // the bytes as stored (little-endian)
             if (checksum_text(crc.value()) != checksums.at(e.name))
                 reader.fail(fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
                                         "is corrupt", quoted_name(e.name), checksums.at(e.name), checksum_text(crc.value())));
         }
-        to_or_from_little_endian(t.data());
+        if (e.value_bytes == 2) {
+            auto d = t.data();
+            for (size_t i = 0; i < d.size(); ++i) {
+                const auto bits = static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8);
+                d[i] = e.bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+            }
+        } else {
+            to_or_from_little_endian(t.data());
+        }
         out.tensors.emplace_back(e.name, std::move(t));
     }
     char extra = 0;
@@ -399,7 +415,7 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
     do n = ::read(file.fd, &extra, 1);
     while (n < 0 && errno == EINTR);
     if (n != 0) reader.fail("the file grew or failed while being read");
-    if (!out.checksummed && !entries.empty())
+    if (!out.checksummed && !entries.empty() && limits.warn_without_checksums)
         warning_handler()(fmt::format("{} carries no checksums (written before tinygpt stored them): its bytes are not "
                                       "verified; saving it again adds them", path_str(path)));
     return out;
@@ -473,5 +489,14 @@ void load_parameters(Module& module, const NamedTensors& tensors) {
         std::copy(src.begin(), src.end(), p.data().begin());
     }
 }
+
+float f16_to_float(uint16_t bits) {
+    const uint32_t sign = uint32_t{bits & 0x8000u} << 16, exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ffu;
+    if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | mantissa << 13);  // inf, NaN
+    if (exponent != 0) return std::bit_cast<float>(sign | (exponent + 112) << 23 | mantissa << 13);
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
+    return sign ? -magnitude : magnitude;
+}
+float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
 }  // namespace nn

@@ -1,11 +1,55 @@
 // A training checkpoint read for inference: config, vocabulary and weights; the training state is ignored.
 #include "checkpoint_fields.h"
 
+#include "nn/train/bpe.h"
+#include "nn/train/gpt2_weights.h"
+
 namespace nn {
 
 using namespace detail;
 
-TrainedModel load_trained_model(const std::filesystem::path& path) {
+namespace {
+
+bool has_bpe_files(const std::filesystem::path& dir) {
+    namespace fs = std::filesystem;
+    return (fs::is_regular_file(dir / "vocab.json") && fs::is_regular_file(dir / "merges.txt")) ||
+           (fs::is_regular_file(dir / "encoder.json") && fs::is_regular_file(dir / "vocab.bpe"));
+}
+
+// Hugging Face's or llm.c's GPT-2 weights: the tokenizer comes from `tokenizer_dir`, or from the files
+// beside the weights (a Hugging Face download keeps them together).
+TrainedModel load_foreign(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
+    ForeignWeights w = read_gpt2_weights(path);
+    check_finite(w.weights, printable_name(path.string()));
+    for (const std::string& note : w.notes) fmt::print(stderr, "note: {}: {}\n", printable_name(path.string()), note);
+    const std::filesystem::path beside = path.parent_path().empty() ? "." : path.parent_path();
+    const std::optional<std::filesystem::path> dir = tokenizer_dir ? tokenizer_dir : has_bpe_files(beside) ? std::optional(beside) : std::nullopt;
+    if (!dir)
+        throw std::runtime_error(fmt::format("{}: GPT-2 weights without a tokenizer: give --tokenizer DIR (vocab.json and "
+                                             "merges.txt, or encoder.json and vocab.bpe), or put those files beside it",
+                                             printable_name(path.string())));
+    TrainedModel out{w.config, std::make_shared<const BpeTokenizer>(BpeTokenizer::from_directory(*dir)), nullptr};
+    if (out.tokenizer->vocab_size() != out.config.vocab)
+        throw std::runtime_error(fmt::format("{}: the tokenizer in {} has {} tokens but the model's vocab is {}",
+                                             printable_name(path.string()), path_str(*dir), out.tokenizer->vocab_size(), out.config.vocab));
+    autograd::Generator unused_init;  // every weight is overwritten by the file's
+    out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
+    naming_path(path, [&] { load_parameters(*out.model, w.weights); });
+    out.model->eval();
+    return out;
+}
+
+}  // namespace
+
+void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
+    const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
+    if (!bpe || !(*bpe == BpeTokenizer::from_directory(dir)))
+        throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
+                                             printable_name(dir.string()), printable_name(checkpoint), bpe ? "another BPE vocabulary or merges" : "characters"));
+}
+
+TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
+    if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, tokenizer_dir);
     const Safetensors file = load_safetensors(path);
     check_format(file.metadata, path);
     check_finite(file.tensors, printable_name(path.string()));
@@ -15,6 +59,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path) {
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: its vocabulary has {} tokens but its model's vocab is {}",
                                              printable_name(path.string()), out.tokenizer->vocab_size(), out.config.vocab));
+    if (tokenizer_dir) check_tokenizer_dir(*tokenizer_dir, *out.tokenizer, path.string());
     const NamedTensors weights = split(file.tensors).weights;
     check_sizes_against_weights(out.config, weights, path);
     autograd::Generator unused_init;  // every weight is overwritten by the file's

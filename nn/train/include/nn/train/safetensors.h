@@ -47,7 +47,14 @@ struct Safetensors {
 struct SafetensorsLimits {
     uint64_t max_header_bytes = 100 << 20;      // as the reference implementation's 100 MB
     uint64_t max_file_bytes = 16ull << 30;
+    // Beyond limits, how other writers' files are read (Hugging Face's, nn/train/gpt2_weights.h):
+    bool widen_half = false;  // F16 and BF16 tensors too, widened to float32 (else only F32)
+    bool warn_without_checksums = true;  // the warning for a file without checksums
 };
+
+// IEEE half (F16) and bfloat16 (BF16) bits, as other writers store them, widened to float32 exactly.
+float f16_to_float(uint16_t bits);
+float bf16_to_float(uint16_t bits);
 
 // Writes `tensors` in the given order with contiguous offsets, and their checksums. Names must be
 // non-empty, distinct and not "__metadata__", and metadata keys must not start with "crc32c."

@@ -125,6 +125,15 @@ struct TrainedModel {
     std::shared_ptr<const Tokenizer> tokenizer;  // a CharTokenizer, or the BpeTokenizer a BPE run saved
     std::unique_ptr<LanguageModel> model;
 };
-TrainedModel load_trained_model(const std::filesystem::path& path);
+// Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/train/gpt2_weights.h), as
+// the `gpt2` kind, with GPT-2's BPE from `tokenizer_dir` or from vocab.json + merges.txt beside the file;
+// a tinygpt checkpoint keeps its own tokenizer, which must then be the one in `tokenizer_dir`
+// (check_tokenizer_dir).
+TrainedModel load_trained_model(const std::filesystem::path& path,
+                                const std::optional<std::filesystem::path>& tokenizer_dir = std::nullopt);
+
+// Throws std::runtime_error when `saved` (the tokenizer of `checkpoint`) is not GPT-2's BPE in `dir`, the
+// same vocabulary and merges: "--tokenizer DIR and the checkpoint CKPT disagree: ...".
+void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint);
 
 }  // namespace nn

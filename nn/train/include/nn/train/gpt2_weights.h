@@ -1,0 +1,52 @@
+// GPT-2 weights in the two formats they are published in, read into and written from the `gpt2` kind
+// (nn/gpt2.h; the formats' details: docs/gpt2_weights.md).
+//
+//   - Hugging Face's model.safetensors: wte.weight (V, C), wpe.weight (n_ctx, C), h.N.ln_1.weight,
+//     h.N.attn.c_attn.weight (C, 3C) (Conv1D's (in, out), as ours) ..., ln_f.{weight,bias}; with or
+//     without a "transformer." prefix; lm_head.weight absent or equal to wte; the causal-mask buffers
+//     h.N.attn.bias and h.N.attn.masked_bias skipped. F32, or F16 / BF16 widened.
+//     n_head is not in the tensors: a config.json beside the file gives it, otherwise C / 64 (the rule
+//     of the four published sizes), and a note says so.
+//   - llm.c's model file (train_gpt2.c): 256 int32 (magic 20240326, version 3 = fp32 or 5 = bf16, maxT,
+//     V, L, NH, C, padded V), then 16 arrays, each all layers' of one kind, in nn.Linear's (out, in)
+//     layout, wte with padded-V rows.
+//
+//     nn::ForeignWeights w = nn::read_gpt2_weights("gpt2/model.safetensors");   // or "gpt2_124M.bin"
+//     nn::write_hf_gpt2("out/", config, model.named_parameters());   // out/model.safetensors + config.json
+//     nn::write_llmc_gpt2("out.bin", config, model.named_parameters());
+//
+// Errors are std::runtime_error naming the file and the tensor or header field.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nn/model_registry.h"
+#include "nn/train/safetensors.h"
+
+namespace nn {
+
+enum class WeightsFormat { tinygpt, hugging_face, llmc };
+
+// What a file holds, from its first bytes (llm.c's magic) and a safetensors header's names and metadata.
+// A file that is neither llm.c's nor a safetensors file is `tinygpt` (its loader then says what is wrong).
+WeightsFormat weights_format(const std::filesystem::path& path);
+
+struct ForeignWeights {
+    ModelConfig config;           // kind gpt2, sizes from the shapes (and the header / config.json)
+    NamedTensors weights;         // under tinygpt's names (GPT2::named_parameters), in its layouts
+    std::vector<std::string> notes;  // what was assumed (n_head by rule) or skipped, for the user
+};
+ForeignWeights read_hf_gpt2(const std::filesystem::path& path);
+ForeignWeights read_llmc_gpt2(const std::filesystem::path& path);
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path);  // either, by weights_format
+
+// `weights` under tinygpt's names for a `gpt2` config. write_hf_gpt2 makes `directory` if needed and
+// writes model.safetensors (names with the "transformer." prefix, as save_pretrained writes them, and
+// metadata format "pt", which from_pretrained requires) and config.json; write_llmc_gpt2 writes version 3
+// (fp32) with the vocabulary padded to a multiple of 128 by zero rows. Both write atomically.
+void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& config, const NamedTensors& weights);
+void write_llmc_gpt2(const std::filesystem::path& path, const ModelConfig& config, const NamedTensors& weights);
+
+}  // namespace nn

@@ -1,0 +1,320 @@
+// GPT-2's published formats (nn/train/gpt2_weights.h): tinygpt -> Hugging Face -> tinygpt and
+// tinygpt -> llm.c -> tinygpt bit for bit, the files' layouts checked byte by byte against the formats
+// (not through our own reader), the two files of the same weights giving identical logits, Hugging
+// Face's variants (the "transformer." prefix, mask buffers, lm_head, BF16 / F16) and the refusals, each
+// naming the file and the tensor or header field. From the command line: tests/cli/gpt2_weights.sh.
+#include <nn/gpt2.h>
+#include <nn/model_registry.h>
+#include <nn/train/gpt2_weights.h>
+#include <nn/train/trainer.h>
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+#include "temp_dir.h"
+
+using Catch::Matchers::Contains;
+using namespace autograd;
+
+namespace {
+
+// vocab 300: not a multiple of 128, so llm.c's file pads it (to 384); C 128: two heads of 64 by the rule
+nn::ModelConfig small_config() {
+    nn::ModelConfig c;
+    c.kind = nn::ModelKind::gpt2;
+    c.vocab = 300;
+    c.n_embd = 128;
+    c.n_head = 4;  // not the rule's 2: config.json must carry it
+    c.n_layer = 2;
+    c.block = 16;
+    return c;
+}
+
+// Every parameter random (the LayerNorms' 1 and 0 and the zero biases would hide a swap).
+std::unique_ptr<nn::LanguageModel> random_model(const nn::ModelConfig& c, uint64_t seed = 7) {
+    Generator gen(seed);
+    auto model = nn::make_model(c, gen);
+    for (Tensor& p : model->parameters())
+        for (float& v : p.data()) v = gen.uniform(-1.0f, 1.0f);
+    return model;
+}
+
+void require_same_bits(const nn::NamedTensors& a, const nn::NamedTensors& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        INFO(a[i].first);
+        REQUIRE(a[i].first == b[i].first);
+        REQUIRE(a[i].second.shape() == b[i].second.shape());
+        const auto x = a[i].second.data(), y = b[i].second.data();
+        REQUIRE(std::memcmp(x.data(), y.data(), x.size_bytes()) == 0);
+    }
+}
+
+std::vector<unsigned char> file_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+int32_t int_at(const std::vector<unsigned char>& b, size_t i) {
+    int32_t v;
+    std::memcpy(&v, b.data() + 4 * i, 4);
+    return v;
+}
+float float_at(const std::vector<unsigned char>& b, size_t byte) {
+    float v;
+    std::memcpy(&v, b.data() + byte, 4);
+    return v;
+}
+
+const Tensor& param(const nn::NamedTensors& ts, const std::string& name) {
+    for (const auto& [n, t] : ts)
+        if (n == name) return t;
+    FAIL("no tensor " << name);
+    throw;
+}
+
+// A safetensors file written by hand: (name, dtype, shape, raw bytes), in order.
+struct RawTensor {
+    std::string name, dtype;
+    std::vector<int64_t> shape;
+    std::vector<unsigned char> bytes;
+};
+void write_raw_safetensors(const std::filesystem::path& path, const std::vector<RawTensor>& tensors) {
+    nlohmann::ordered_json header = nlohmann::ordered_json::object();
+    header["__metadata__"] = {{"format", "pt"}};
+    uint64_t offset = 0;
+    for (const RawTensor& t : tensors) {
+        header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+        offset += t.bytes.size();
+    }
+    std::string json = header.dump();
+    json.append((8 - json.size() % 8) % 8, ' ');
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t n = json.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << json;
+    for (const RawTensor& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+}
+std::vector<unsigned char> f32_bytes(const Tensor& t) {
+    const auto d = t.data();
+    std::vector<unsigned char> out(d.size_bytes());
+    std::memcpy(out.data(), d.data(), out.size());
+    return out;
+}
+
+// Hugging Face's names for tinygpt's (without a prefix), as GPT-2's published file spells them.
+std::string hf_name(std::string name) {
+    if (name.ends_with(".gain")) name = name.substr(0, name.size() - 4) + "weight";
+    return name;
+}
+
+}  // namespace
+
+TEST_CASE("gpt2 weights: tinygpt -> Hugging Face -> tinygpt is bit for bit, in HF's names, shapes and config.json",
+          "[gpt2][gpt2_weights]") {
+    test::TempDir dir("gpt2-hf-roundtrip");
+    const nn::ModelConfig c = small_config();
+    const auto model = random_model(c);
+    nn::write_hf_gpt2(dir.path / "hf", c, model->named_parameters());
+
+    // the file itself, read as a plain safetensors file
+    const nn::Safetensors raw = nn::load_safetensors(dir.path / "hf" / "model.safetensors");
+    REQUIRE(raw.metadata.at("format") == "pt");  // from_pretrained refuses a file without it
+    REQUIRE(raw.tensors.size() == 2 + 12 * 2 + 2);
+    REQUIRE(raw.tensors[0].first == "transformer.wte.weight");
+    const Tensor& c_attn = param(raw.tensors, "transformer.h.1.attn.c_attn.weight");
+    REQUIRE(c_attn.shape() == Shape{128, 384});  // Conv1D: (C, 3C)
+    REQUIRE(param(raw.tensors, "transformer.h.0.ln_1.weight").shape() == Shape{128});
+    REQUIRE(param(raw.tensors, "transformer.ln_f.weight").shape() == Shape{128});
+    for (const auto& [name, t] : raw.tensors) REQUIRE_FALSE(name.ends_with(".gain"));
+
+    std::ifstream config_file(dir.path / "hf" / "config.json");
+    const nlohmann::json config = nlohmann::json::parse(config_file);
+    CHECK(config.at("model_type") == "gpt2");
+    CHECK(config.at("architectures") == nlohmann::json::array({"GPT2LMHeadModel"}));
+    CHECK(config.at("n_embd") == 128);
+    CHECK(config.at("n_layer") == 2);
+    CHECK(config.at("n_head") == 4);
+    CHECK(config.at("n_positions") == 16);
+    CHECK(config.at("n_ctx") == 16);
+    CHECK(config.at("vocab_size") == 300);
+    CHECK(config.at("activation_function") == "gelu_new");
+    CHECK(config.at("layer_norm_epsilon") == 1e-5);
+
+    const nn::ForeignWeights back = nn::read_hf_gpt2(dir.path / "hf" / "model.safetensors");
+    CHECK(back.config == c);
+    require_same_bits(back.weights, model->named_parameters());
+}
+
+TEST_CASE("gpt2 weights: tinygpt -> llm.c -> tinygpt is bit for bit, in llm.c's header, order and (out, in) layout",
+          "[gpt2][gpt2_weights]") {
+    test::TempDir dir("gpt2-llmc-roundtrip");
+    const nn::ModelConfig c = small_config();
+    const auto model = random_model(c);
+    const nn::NamedTensors params = model->named_parameters();
+    const auto path = dir.path / "model.bin";
+    nn::write_llmc_gpt2(path, c, params);
+
+    const std::vector<unsigned char> b = file_bytes(path);
+    REQUIRE(int_at(b, 0) == 20240326);
+    REQUIRE(int_at(b, 1) == 3);
+    REQUIRE(int_at(b, 2) == 16);   // maxT
+    REQUIRE(int_at(b, 3) == 300);  // V
+    REQUIRE(int_at(b, 4) == 2);    // L
+    REQUIRE(int_at(b, 5) == 4);    // NH
+    REQUIRE(int_at(b, 6) == 128);  // C
+    REQUIRE(int_at(b, 7) == 384);  // padded V
+    const size_t C = 128, L = 2, Vp = 384, T = 16;
+    const size_t params_count = Vp * C + T * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 4 * C * C + 4 * C + 4 * C * C + C) + 2 * C;
+    REQUIRE(b.size() == 1024 + 4 * params_count);
+    // wte first, its padding rows zero; then wpe; then ln_1 of all layers, ...; qkvw of layer 0 row 1
+    // (output column 1 of c_attn) holds c_attn.weight[:, 1]
+    const auto wte = param(params, "wte.weight").data();
+    CHECK(float_at(b, 1024 + 4 * (299 * C + 5)) == wte[299 * C + 5]);
+    CHECK(float_at(b, 1024 + 4 * (300 * C + 5)) == 0.0f);
+    const size_t qkvw = 1024 + 4 * (Vp * C + T * C + 2 * L * C);
+    const auto w0 = param(params, "h.0.attn.c_attn.weight").data();  // (C, 3C)
+    CHECK(float_at(b, qkvw + 4 * (1 * C + 7)) == w0[7 * 3 * C + 1]);
+    const auto w1 = param(params, "h.1.attn.c_attn.weight").data();  // layer 1 follows layer 0's (3C, C)
+    CHECK(float_at(b, qkvw + 4 * (3 * C * C + 2 * C + 3)) == w1[3 * 3 * C + 2]);
+    CHECK(float_at(b, b.size() - 4) == param(params, "ln_f.bias").data()[C - 1]);
+
+    const nn::ForeignWeights back = nn::read_llmc_gpt2(path);
+    CHECK(back.config == c);
+    require_same_bits(back.weights, params);
+}
+
+TEST_CASE("gpt2 weights: the Hugging Face and llm.c files of the same weights give identical logits", "[gpt2][gpt2_weights]") {
+    test::TempDir dir("gpt2-same-logits");
+    const nn::ModelConfig c = small_config();
+    const auto model = random_model(c, 11);
+    nn::write_hf_gpt2(dir.path / "hf", c, model->named_parameters());
+    nn::write_llmc_gpt2(dir.path / "m.bin", c, model->named_parameters());
+    const std::vector<int64_t> ids = {1, 299, 5, 7, 0, 42, 100, 3};
+    std::vector<std::vector<float>> logits;
+    for (const auto& path : {dir.path / "hf" / "model.safetensors", dir.path / "m.bin"}) {
+        const nn::ForeignWeights w = nn::read_gpt2_weights(path);
+        Generator gen(99);  // a different init: every weight must come from the file
+        auto loaded = nn::make_model(w.config, gen);
+        nn::load_parameters(*loaded, w.weights);
+        loaded->eval();
+        logits.push_back(loaded->forward(ids, 2, 4).to_vector());
+    }
+    model->eval();
+    const std::vector<float> original = model->forward(ids, 2, 4).to_vector();
+    REQUIRE(logits[0].size() == 2 * 4 * 300);
+    REQUIRE(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * 4) == 0);
+    REQUIRE(std::memcmp(logits[0].data(), original.data(), original.size() * 4) == 0);
+}
+
+TEST_CASE("gpt2 weights: a Hugging Face file with the transformer. prefix, mask buffers, lm_head and BF16 loads",
+          "[gpt2][gpt2_weights]") {
+    test::TempDir dir("gpt2-hf-variants");
+    nn::ModelConfig c = small_config();
+    c.n_head = 2;  // no config.json: C / 64
+    const auto model = random_model(c, 3);
+    const nn::NamedTensors params = model->named_parameters();
+    for (const bool prefix : {true, false}) {
+        INFO("prefix " << prefix);
+        std::vector<RawTensor> raw;
+        const std::string p = prefix ? "transformer." : "";
+        for (const auto& [name, t] : params) raw.push_back({p + hf_name(name), "F32", t.shape(), f32_bytes(t)});
+        for (int l = 0; l < 2; ++l) {  // the causal-mask buffers older files carry
+            raw.push_back({fmt::format("{}h.{}.attn.bias", p, l), "F32", {1, 1, 16, 16}, std::vector<unsigned char>(16 * 16 * 4)});
+            raw.push_back({fmt::format("{}h.{}.attn.masked_bias", p, l), "F32", {}, std::vector<unsigned char>(4)});
+        }
+        raw.push_back({"lm_head.weight", "F32", {300, 128}, f32_bytes(param(params, "wte.weight"))});
+        const auto path = dir.path / (prefix ? "prefixed.safetensors" : "plain.safetensors");
+        write_raw_safetensors(path, raw);
+        REQUIRE(nn::weights_format(path) == nn::WeightsFormat::hugging_face);
+        const nn::ForeignWeights w = nn::read_hf_gpt2(path);
+        CHECK(w.config == c);
+        require_same_bits(w.weights, params);
+        REQUIRE(w.notes.size() == 2);
+        CHECK_THAT(w.notes[0], Contains("no config.json") && Contains("n_head 2"));
+        CHECK_THAT(w.notes[1], Contains("skipped 4"));
+    }
+
+    // BF16: every weight's top 16 bits, widened back exactly
+    std::vector<RawTensor> raw;
+    nn::NamedTensors expected;
+    for (const auto& [name, t] : params) {
+        std::vector<unsigned char> bytes;
+        Tensor widened = zeros(t.shape());
+        for (size_t i = 0; i < t.data().size(); ++i) {
+            const uint32_t bits = std::bit_cast<uint32_t>(t.data()[i]) >> 16;
+            bytes.push_back(static_cast<unsigned char>(bits));
+            bytes.push_back(static_cast<unsigned char>(bits >> 8));
+            widened.data()[i] = std::bit_cast<float>(bits << 16);
+        }
+        raw.push_back({hf_name(name), "BF16", t.shape(), bytes});
+        expected.emplace_back(name, widened);
+    }
+    write_raw_safetensors(dir.path / "bf16.safetensors", raw);
+    require_same_bits(nn::read_hf_gpt2(dir.path / "bf16.safetensors").weights, expected);
+}
+
+TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor", "[gpt2][gpt2_weights][errors]") {
+    test::TempDir dir("gpt2-weights-refusals");
+    const nn::ModelConfig c = small_config();
+    const auto model = random_model(c);
+    const nn::NamedTensors params = model->named_parameters();
+    const auto good = dir.path / "good.bin";
+    nn::write_llmc_gpt2(good, c, params);
+    const std::vector<unsigned char> bytes = file_bytes(good);
+    const auto variant = [&](const std::string& name, const std::function<void(std::vector<unsigned char>&)>& edit) {
+        std::vector<unsigned char> b = bytes;
+        edit(b);
+        const auto path = dir.path / name;
+        std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+        return path;
+    };
+    const auto set_int = [](std::vector<unsigned char>& b, size_t i, int32_t v) { std::memcpy(b.data() + 4 * i, &v, 4); };
+
+    // (wrong magic: not recognised as llm.c's, so read_llmc_gpt2 is asked directly)
+    CHECK_THROWS_WITH(nn::read_llmc_gpt2(variant("magic.bin", [&](auto& b) { set_int(b, 0, 20240327); })),
+                      Contains("magic.bin") && Contains("'magic'") && Contains("20240327"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(variant("version.bin", [&](auto& b) { set_int(b, 1, 4); })),
+                      Contains("version.bin") && Contains("'version'") && Contains("only 3 (fp32) and 5 (bf16)"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(variant("short.bin", [&](auto& b) { b.resize(b.size() - 4); })),
+                      Contains("short.bin") && Contains("the file is short"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(variant("header.bin", [&](auto& b) { b.resize(1000); })),
+                      Contains("header.bin") && Contains("shorter than llm.c's header"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(variant("heads.bin", [&](auto& b) { set_int(b, 5, 0); })),
+                      Contains("heads.bin") && Contains("'NH'"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(variant("padded.bin", [&](auto& b) { set_int(b, 7, 299); })),
+                      Contains("padded.bin") && Contains("'padded V'"));
+
+    const auto hf = [&](const std::string& name, const std::function<void(std::vector<RawTensor>&)>& edit) {
+        std::vector<RawTensor> raw;
+        for (const auto& [n, t] : params) raw.push_back({hf_name(n), "F32", t.shape(), f32_bytes(t)});
+        edit(raw);
+        write_raw_safetensors(dir.path / name, raw);
+        return dir.path / name;
+    };
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("missing.safetensors", [](auto& raw) {
+                          std::erase_if(raw, [](const RawTensor& t) { return t.name == "h.1.mlp.c_fc.bias"; });
+                      })),
+                      Contains("missing.safetensors") && Contains("'h.1.mlp.c_fc.bias'") && Contains("missing"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("shape.safetensors", [](auto& raw) {
+                          for (RawTensor& t : raw)
+                              if (t.name == "h.0.attn.c_proj.weight") t.shape = {64, 256};
+                      })),
+                      Contains("shape.safetensors") && Contains("'h.0.attn.c_proj.weight'") && Contains("(64, 256)"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("untied.safetensors", [&](auto& raw) {
+                          raw.push_back({"lm_head.weight", "F32", {300, 128}, std::vector<unsigned char>(300 * 128 * 4)});
+                      })),
+                      Contains("untied.safetensors") && Contains("'lm_head.weight'"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("extra.safetensors", [](auto& raw) {
+                          raw.push_back({"h.0.attn.rotary", "F32", {2}, std::vector<unsigned char>(8)});
+                      })),
+                      Contains("extra.safetensors") && Contains("'h.0.attn.rotary'"));
+    // weights without a tokenizer: the programs need --tokenizer DIR
+    CHECK_THROWS_WITH(nn::load_trained_model(good), Contains("good.bin") && Contains("--tokenizer DIR"));
+    // exporting a model of another kind
+    nn::ModelConfig gpt = c;
+    gpt.kind = nn::ModelKind::gpt;
+    CHECK_THROWS_WITH(nn::write_llmc_gpt2(dir.path / "x.bin", gpt, params), Contains("only a gpt2 model"));
+}
