@@ -24,8 +24,8 @@
 //   goes through log-sum-exp, so extreme logits give finite losses; a fully masked (all -inf) row is
 //   defined and passes no gradient (ops.h). log of a negative number is NaN, as in every library.
 // - Memory: values live in a Buffer (autograd/detail/buffer.h); freed buffers, tensor records and graph nodes go to a
-//   per-thread cache by size, reused by the next step (up to 256 MiB per thread;
-//   release_cached_buffers() empties it). Debug builds fill every new buffer with NaN.
+//   per-thread cache by size, reused by the next step (up to as many bytes as the thread ever had in use
+//   at once, at least 256 MiB; release_cached_buffers() empties it). Debug builds fill every new buffer with NaN.
 // - Threads (threads.h): set_num_threads(n) splits the kernels; a step gives the same bits on any count.
 // - Inspecting: to_dot() draws the graph (graph.h), register_hook() sees or edits a gradient during
 //   backward, anomaly mode (anomaly.h) names the op that made a NaN, gradcheck() (gradcheck.h) compares
@@ -34,6 +34,7 @@
 // Your own op: <autograd/op.h> (make_result, GradContext, grad_target), with a worked example.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -134,8 +135,11 @@ private:
 };
 
 // --- memory ----------------------------------------------------------------------------------
-// The buffers cached for reuse on this thread go back to the system (after a large model, say).
+// The buffers cached for reuse on this thread go back to the system (after a large model, say), and the
+// cache's limit falls back to what is in use now.
 void release_cached_buffers();
+// The bytes this thread holds in its cache, freed and kept for reuse.
+size_t cached_buffer_bytes();
 
 }  // namespace autograd
 
