@@ -610,8 +610,11 @@ def _parse_header(raw, where):
     return header
 
 
-def _tensor_entry(name, value, where):
-    """(shape, begin, end) of a header entry, checked as nn::load_safetensors checks it."""
+_HALF_DTYPES = {"F16": torch.float16, "BF16": torch.bfloat16}  # read with widen_half, widened to float32
+
+
+def _tensor_entry(name, value, where, widen_half=False):
+    """(shape, begin, end, dtype) of a header entry, checked as nn::load_safetensors checks it."""
     who = f"{where}: tensor {_short(name)}"
     if not isinstance(value, dict):
         raise ValueError(f"{who} must be an object, got {_json_type(value)}")
@@ -621,8 +624,9 @@ def _tensor_entry(name, value, where):
     dtype = value["dtype"]
     if not isinstance(dtype, str):
         raise ValueError(f'{who}: "dtype" must be a string, got {_json_type(dtype)}')
-    if dtype != "F32":
-        raise ValueError(f"{who} has dtype {_short(dtype)}; only F32 is supported")
+    if dtype != "F32" and not (widen_half and dtype in _HALF_DTYPES):
+        raise ValueError(f"{who} has dtype {_short(dtype)}; only F32{', F16 and BF16' if widen_half else ''} is supported")
+    size = 4 if dtype == "F32" else 2
 
     def unsigned_array(field):
         array = value[field]
@@ -640,16 +644,17 @@ def _tensor_entry(name, value, where):
     if len(offsets) != 2 or offsets[0] > offsets[1]:
         raise ValueError(f'{who}: "data_offsets" must be [begin, end] with begin <= end, got {_short(offsets)}')
     begin, end = offsets
-    if end - begin != 4 * numel:
-        raise ValueError(f"{who}: data_offsets [{begin}, {end}] hold {end - begin} bytes, but shape {shape} of F32 "
-                         f"needs {4 * numel}")
-    return shape, begin, end
+    if end - begin != size * numel:
+        raise ValueError(f"{who}: data_offsets [{begin}, {end}] hold {end - begin} bytes, but shape {shape} of {dtype} "
+                         f"needs {size * numel}")
+    return shape, begin, end, dtype
 
 
-def read_safetensors(path, verify=True):
+def read_safetensors(path, verify=True, widen_half=False):
     """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
     ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
-    "crc32c.NAME" must match it (verify=False skips only that comparison)."""
+    "crc32c.NAME" must match it (verify=False skips only that comparison). widen_half: F16 and BF16 tensors
+    too, widened to float32 exactly (as other writers' files may hold them)."""
     where = str(path)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (a FIFO is refused, not waited on)
     with os.fdopen(fd, "rb") as f:
@@ -682,13 +687,13 @@ def read_safetensors(path, verify=True):
         elif not name:  # as tinygpt's loader and save_safetensors: no parameter is nameless
             raise ValueError(f"{where}: a tensor has an empty name")
         else:
-            entries.append((name, *_tensor_entry(name, value, where)))
+            entries.append((name, *_tensor_entry(name, value, where, widen_half)))
 
     # Sorted by begin, the tensors must tile the data section exactly: no overlap, no gap, no tail.
     entries.sort(key=lambda e: (e[2], e[3]))
     data = memoryview(blob)[8 + n:]
     expected = 0
-    for i, (name, _, begin, end) in enumerate(entries):
+    for i, (name, _, begin, end, _) in enumerate(entries):
         if begin < expected:
             before = entries[i - 1]
             raise ValueError(f"{where}: tensor {_short(name)} (data_offsets [{begin}, {end}]) overlaps tensor "
@@ -715,14 +720,19 @@ def read_safetensors(path, verify=True):
         for name in names - set(checksums):
             raise ValueError(f"{where}: tensor {_short(name)} has no checksum while the file's other tensors have theirs")
     tensors = {}
-    for name, shape, begin, end in entries:
+    for name, shape, begin, end, dtype in entries:
         raw = data[begin:end]
         if verify and checksums:
             found = f"{crc32c(raw):08x}"
             if found != checksums[name]:
                 raise ValueError(f"{where}: tensor {_short(name)} does not match its checksum (CRC32C {checksums[name]} "
                                  f"stored, {found} computed): the file is corrupt")
-        t = torch.frombuffer(bytearray(raw), dtype=torch.float32) if end > begin else torch.zeros(0)
+        if end == begin:
+            t = torch.zeros(0)
+        elif dtype == "F32":
+            t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
+        else:
+            t = torch.frombuffer(bytearray(raw), dtype=_HALF_DTYPES[dtype]).to(torch.float32)
         tensors[name] = t.reshape(shape)
     return tensors, metadata
 
@@ -921,9 +931,10 @@ def load_hf_folder(directory, verify=True):
     """The GPT2 model (eval mode, CPU) of a Hugging Face folder, read as GPT2LMHeadModel.from_pretrained
     reads it: DIR/config.json gives n_embd, n_layer, n_head, n_positions, vocab_size, layer_norm_epsilon and
     activation_function (gelu_new or gelu_pytorch_tanh: the tanh GELU; gelu: the exact one), GPT2Config's
-    default for a field left out; DIR/model.safetensors holds F32 tensors named wte.weight, wpe.weight,
-    h.N.ln_1.weight, h.N.attn.c_attn.weight (C, 3C), ... with or without "transformer.", lm_head.weight absent
-    or equal to wte (tied), the causal-mask buffers (h.N.attn.bias, h.N.attn.masked_bias) skipped. The
+    default for a field left out; DIR/model.safetensors holds tensors (F32; F16 and BF16 are widened) named
+    wte.weight, wpe.weight, h.N.ln_1.weight, h.N.attn.c_attn.weight (C, 3C), ... with or without
+    "transformer.", lm_head.weight absent or equal to wte (tied), the causal-mask buffers (h.N.attn.bias,
+    h.N.attn.masked_bias) skipped. The
     tokenizer files are not read: ids in, logits out. What from_pretrained would fill with random weights (a
     missing tensor), and what GPT-2's maths here cannot follow (another activation, epsilon or inner width,
     untied output), is a ValueError naming the file."""
@@ -961,7 +972,7 @@ def load_hf_folder(directory, verify=True):
     except ValueError as e:
         raise ValueError(f"{config_path}: {e}") from None
 
-    tensors, _ = read_safetensors(weights_path, verify)
+    tensors, _ = read_safetensors(weights_path, verify, widen_half=True)
     state, lm_head = {}, None
     for name, t in tensors.items():
         short = name[len("transformer."):] if name.startswith("transformer.") else name

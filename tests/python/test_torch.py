@@ -9,7 +9,8 @@ runs one case per CTest test:
                 step on the same batch (tinygpt_step) gives the same weights within 1e-5
   gpt2_hf       export CKPT --hf DIR of random gpt2 models (either GELU): model.safetensors has the names and
                 shapes GPT2LMHeadModel.from_pretrained looks for, config.json its fields, and
-                tinygpt_torch.load_hf_folder reads the folder with logits equal to tinygpt's within 1e-5
+                tinygpt_torch.load_hf_folder reads the folder with logits equal to tinygpt's within 1e-5 (also
+                without "transformer.", with lm_head and the mask buffers, in F16 and BF16); refusals
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
   evaluate      examples/evaluate's loss over consecutive windows of a text file, and of the same ids as a
@@ -33,6 +34,7 @@ import os
 import pickle
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -220,6 +222,19 @@ def hf_gpt2_shapes(C, L, V, n_positions):
     return shapes
 
 
+def write_half_safetensors(path, tensors, dtype_name, dtype):
+    """A safetensors file of 2-byte floats (F16 or BF16), as Hugging Face's half-precision files are written."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, t in tensors.items():
+        raw = t.to(dtype).contiguous().view(torch.int16).numpy().astype("<i2").tobytes()
+        header[name] = {"dtype": dtype_name, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
 def case_gpt2_hf(c):
     """export CKPT --hf DIR read back as from_pretrained reads it: the names, shapes and config fields it
     looks for, and tinygpt_torch.load_hf_folder's logits equal to tinygpt's."""
@@ -262,6 +277,21 @@ def case_gpt2_hf(c):
     renamed["h.0.attn.masked_bias"] = torch.tensor(-1e4)
     tg.write_safetensors(os.path.join(variant, "model.safetensors"), renamed, {"format": "pt"})
     c.compare_logits(ckpt, tg.load_hf_folder(variant), "the same weights without 'transformer.', with lm_head and mask buffers")
+
+    # F16 and BF16 files (as other writers store them) are widened: the logits of the rounded weights exactly
+    half = c.path("hf_half")
+    os.makedirs(half)
+    shutil.copy(os.path.join(hf, "config.json"), half)
+    for dtype_name, dtype in (("F16", torch.float16), ("BF16", torch.bfloat16)):
+        write_half_safetensors(os.path.join(half, "model.safetensors"), renamed, dtype_name, dtype)
+        rounded = tg.load_hf_folder(variant)
+        with torch.no_grad():
+            for p in rounded.parameters():
+                p.copy_(p.to(dtype).to(torch.float32))
+        ids = torch.randint(0, len(vocab), (2, T))
+        with torch.no_grad():
+            check(torch.equal(tg.load_hf_folder(half)(ids), rounded(ids)), f"the {dtype_name} file's logits are not its weights'")
+        print(f"model.safetensors in {dtype_name}: the logits of its weights widened to float32, bit for bit")
 
     # what GPT-2's maths here cannot follow is refused, naming the file
     def refused(label, config_change=None, tensor_change=None):
