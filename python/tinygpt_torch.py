@@ -937,7 +937,7 @@ def load_hf_folder(directory, verify=True):
     h.N.attn.masked_bias) skipped. The
     tokenizer files are not read: ids in, logits out. What from_pretrained would fill with random weights (a
     missing tensor), and what GPT-2's maths here cannot follow (another activation, epsilon or inner width,
-    untied output), is a ValueError naming the file."""
+    untied output), is a ValueError naming the file (an OSError when one cannot be read)."""
     config_path, weights_path = os.path.join(directory, "config.json"), os.path.join(directory, "model.safetensors")
     try:
         with open(config_path, "rb") as f:
