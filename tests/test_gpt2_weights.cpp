@@ -311,8 +311,15 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
                           raw.push_back({"h.0.attn.rotary", "F32", {2}, std::vector<unsigned char>(8)});
                       })),
                       Contains("extra.safetensors") && Contains("'h.0.attn.rotary'"));
-    // weights without a tokenizer: the programs need --tokenizer DIR
-    CHECK_THROWS_WITH(nn::load_trained_model(good), Contains("good.bin") && Contains("--tokenizer DIR"));
+    // weights without a tokenizer: token ids only; text is refused naming the file and --tokenizer DIR
+    const nn::TrainedModel ids_only = nn::load_trained_model(good);
+    REQUIRE(nn::as_ids_only(*ids_only.tokenizer) != nullptr);
+    CHECK(ids_only.tokenizer->vocab_size() == c.vocab);
+    CHECK(ids_only.tokenizer->encode(" 3\t1 299 ") == std::vector<int64_t>{3, 1, 299});
+    CHECK(ids_only.tokenizer->decode(std::vector<int64_t>{3, 1, 299}) == " 3 1 299");
+    CHECK_THROWS_WITH(ids_only.tokenizer->encode("3 hello"), Contains("good.bin") && Contains("'hello'") && Contains("--tokenizer DIR"));
+    CHECK_THROWS_WITH(ids_only.tokenizer->encode("300"), Contains("'300'") && Contains("ids from 0 to 299"));
+    CHECK_THROWS_WITH(ids_only.tokenizer->decode(std::vector<int64_t>{1, 300}), Contains("300 at position 1"));
     // exporting a model of another kind
     nn::ModelConfig gpt = c;
     gpt.kind = nn::ModelKind::gpt;
