@@ -199,7 +199,8 @@ inline cli::Parser make_parser(Options& o) {
             p.option(flag, std::string(f.value_name), model_help(flag), fixed(model_setter(c.model)));
     }
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
-                                    "model kind, sizes and vocabulary; --data may use only its characters.\n"
+                                    "model kind, sizes and vocabulary (--block may shorten its window);\n"
+                                    "--data may use only its characters.\n"
                                     "Or GPT-2 weights: Hugging Face's model.safetensors or llm.c's .bin\n"
                                     "(with --tokenizer DIR unless its BPE files are beside it; with neither,\n"
                                     "token ids only: --data a token file, the sample printed as ids)",

@@ -86,20 +86,46 @@ void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::st
     }
 }
 
+// The checkpoint's parameters for `model`, whose window is shorter: a table of positions, (block, ...)
+// in the checkpoint and (T, ...) in the model, keeps its first T rows, as nanoGPT's crop_block_size
+// does. Every other parameter is the checkpoint's own; load_parameters refuses any other difference.
+nn::NamedTensors cropped_to_window(nn::NamedTensors params, const nn::Module& model, int64_t T) {
+    autograd::NoGradGuard no_grad;
+    for (auto& [name, wanted] : model.named_parameters())
+        for (auto& [given_name, given] : params) {
+            const autograd::Shape& from = given.shape();
+            const autograd::Shape& to = wanted.shape();
+            if (given_name != name || from == to || from.size() != to.size() || to[0] != T || from[0] < T) continue;
+            if (std::equal(from.begin() + 1, from.end(), to.begin() + 1)) given = given.slice(0, 0, T);
+        }
+    return params;
+}
+
 // --init-from: a fresh run (step 0, a new AdamW, the command line's training settings) whose model is
 // the checkpoint's: its kind, sizes and dropout (unless --dropout is given), and its weights (GPT-2
-// weights too, Hugging Face's or llm.c's, with --tokenizer or the BPE files beside them). The
+// weights too, Hugging Face's or llm.c's, with --tokenizer or the BPE files beside them). A shorter
+// --block crops the window (GPT-2's 1024 positions to llm.c's T 64; see cropped_to_window). The
 // checkpoint's vocabulary stays, since the model's rows are its ids: the text is encoded with it, and a
 // character outside it is refused, naming the characters and both files.
 nn::Trainer start_from_checkpoint(const Options& o) {
     const std::string& path = *o.init_from;
     nn::TrainedModel start = nn::load_trained_model(path, o.tokenizer);
     nn::TrainConfig config = o.config;
-    const bool dropout_given = std::find(o.model_flags.begin(), o.model_flags.end(), "--dropout") != o.model_flags.end();
+    const auto given = [&](const char* flag) {
+        return std::find(o.model_flags.begin(), o.model_flags.end(), flag) != o.model_flags.end();
+    };
+    const bool dropout_given = given("--dropout");
     if (dropout_given && !train_args::applies("--dropout", start.config.kind))
         throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
+    if (given("--block") && o.config.model.block > start.config.block)
+        throw cli::UsageError(fmt::format("--block {} is longer than the --init-from checkpoint's window {}: it may only shorten it",
+                                          o.config.model.block, start.config.block));
     config.model = start.config;
     if (dropout_given) config.model.dropout = o.config.model.dropout;
+    if (given("--block")) config.model.block = o.config.model.block;
+    const auto start_weights = [&](nn::Trainer& trainer) {
+        nn::load_parameters(trainer.model(), cropped_to_window(start.model->named_parameters(), trainer.model(), config.model.block));
+    };
     if (const nn::IdTokenizer* ids = nn::as_ids_only(*start.tokenizer); ids && !uses_tokens(o)) {
         if (!o.data)
             throw cli::UsageError(fmt::format("--init-from {} has no tokenizer (token ids only): give --data a token file (.bin), "
@@ -109,7 +135,7 @@ nn::Trainer start_from_checkpoint(const Options& o) {
     if (uses_tokens(o)) {
         check_tokenizer(o, *start.tokenizer, path);
         nn::Trainer trainer(config, start.tokenizer, token_data(o, *start.tokenizer));
-        nn::load_parameters(trainer.model(), start.model->named_parameters());
+        start_weights(trainer);
         return trainer;
     }
     nn::TokenIds tokens = [&] {
@@ -122,7 +148,7 @@ nn::Trainer start_from_checkpoint(const Options& o) {
         }
     }();
     nn::Trainer trainer(config, start.tokenizer, nn::TextData(std::move(tokens)));
-    nn::load_parameters(trainer.model(), start.model->named_parameters());
+    start_weights(trainer);
     return trainer;
 }
 

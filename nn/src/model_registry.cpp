@@ -207,7 +207,8 @@ const ModelField kFields[] = {
     {"model.n_head", &ModelConfig::n_head, option_n_head, "--n-head", "N", "attention heads ({kinds}); must divide C", 1, kUnbounded,
      1 << 12},
     {"model.n_layer", &ModelConfig::n_layer, option_n_layer, "--n-layer", "L", "transformer blocks ({kinds})", 1, kUnbounded, 1 << 10},
-    {"model.block", &ModelConfig::block, option_block, "--block", "T", "window length", 1, kUnbounded, 1 << 20},
+    {"model.block", &ModelConfig::block, option_block, "--block", "T", "window length", 1, kUnbounded, 1 << 20, false, {},
+     /*fixed_by_init_from=*/false},  // train --init-from may shorten it
     {"model.dropout", &ModelConfig::dropout, option_dropout, "--dropout", "P", "dropout probability in [{min}, {max}] ({kinds})", 0, 1,
      0.99, false, {}, /*fixed_by_init_from=*/false},
     {"model.feed_forward", &ModelConfig::feed_forward, option_feed_forward, "--feed-forward", "", "add a feed-forward layer ({kinds})",

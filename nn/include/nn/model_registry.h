@@ -99,7 +99,7 @@ struct ModelField {
     // none: the flag is a switch that sets it (--feed-forward).
     std::array<std::string_view, 2> choices = {};
     // train --init-from takes the model from its checkpoint: the flag is refused there, unless it may
-    // change a model already made (dropout).
+    // change a model already made (dropout; block, which may only shorten the window).
     bool fixed_by_init_from = true;
 
     std::string_view name() const { return key.substr(key.find('.') + 1); }  // the key without its group: "n_embd"
