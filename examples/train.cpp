@@ -111,6 +111,7 @@ private:
     std::optional<report::RunReport> page_;
     std::vector<int64_t> sample_ids_;  // the page's attention maps are of this fixed sample
     std::string sample_text_;
+    std::vector<std::string> sample_tokens_;  // each token's text, the maps' labels
     train_logs::Logs logs_;
     train_progress::Progress progress_;
     std::optional<StopSignals> stop_signals_;
@@ -149,7 +150,7 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
     start_ = Clock::now();
 }
 
-// The page and its sample: the validation split's first characters (at most a window, 32).
+// The page and its sample: the validation split's first tokens (at most a window, 32), each token's text its label.
 void Training::open_report() {
     page_.emplace(train_logs::open_page(trainer_, o_));
     const nn::TextData& data = trainer_.data();
@@ -157,6 +158,7 @@ void Training::open_report() {
     sample_ids_.resize(static_cast<size_t>(n));
     data.copy(nn::Split::validation, 0, n, sample_ids_.data());
     sample_text_ = trainer_.tokenizer().decode(sample_ids_);
+    for (const int64_t id : sample_ids_) sample_tokens_.push_back(trainer_.tokenizer().decode(std::span(&id, 1)));
 }
 
 int Training::run() {
@@ -298,7 +300,7 @@ void Training::log_then_save(const F& log) {
 // At step 0 and every evaluation: the attention maps on the sample, and the page rewritten.
 void Training::write_page(int64_t step) {
     if (!page_) return;
-    page_->add_attention(step, trainer_.model(), sample_ids_, sample_text_);
+    page_->add_attention(step, trainer_.model(), sample_ids_, sample_text_, sample_tokens_);
     page_->write(*o_.report, "--report");
 }
 

@@ -180,7 +180,9 @@ document.getElementById("head-charts").innerHTML = D.heads.length
   : "<p>this model has no attention heads</p>";
 document.getElementById("settings").innerHTML =
   Object.entries(D.settings).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(typeof v === "object" ? JSON.stringify(v) : v)}</td></tr>`).join("");
-const chars = Array.from(D.sample);
+// The sample's tokens as text: GPT-2's BPE tokens are words and pieces; a page without "tokens" has one
+// character a token.
+const chars = D.tokens || Array.from(D.sample);
 // The heads by layer: a head's name without its last number ("h.11.attn.heads" of "h.11.attn.heads.3").
 const layers = [];
 D.heads.forEach((name, h) => {
@@ -207,14 +209,19 @@ function drawMaps(k) {
   if (!e) { document.getElementById("maps").innerHTML = "<p>no evaluation yet</p>"; return; }
   const heads = shownHeads();
   document.getElementById("maps-shown").textContent = `${heads.length} of ${D.heads.length} heads`;
-  const n = chars.length, cell = Math.max(6, Math.min(14, Math.floor(240 / Math.max(n, 1)))), pad = 14;
-  const shown = c => c === "\n" ? "\u21b5" : c === " " ? "\u2423" : c;
+  const n = chars.length, cell = Math.max(6, Math.min(14, Math.floor(240 / Math.max(n, 1))));
+  const shown = c => c.replace(/\n/g, "\u21b5").replace(/ /g, "\u2423");
+  // tokens longer than a character: the column labels stand upright, and the margins fit the longest
+  const longest = Math.min(12, Math.max(1, ...chars.map(c => Array.from(shown(c)).length)));
+  const pad = longest > 1 ? 8 * longest + 6 : 14;
   document.getElementById("maps").innerHTML = heads.map(h => {
     const name = D.heads[h];
     let s = `<div class="head-map" data-head="${esc(name)}"><div>${esc(name)}</div><svg width="${pad + n * cell}" height="${pad + n * cell}">`;
     for (let i = 0; i < n; ++i) {
-      s += `<text x="${pad + i * cell + cell / 2}" y="10" text-anchor="middle">${esc(shown(chars[i]))}</text>`;
-      if (cell >= 10) s += `<text x="2" y="${pad + i * cell + cell - 2}">${esc(shown(chars[i]))}</text>`;
+      const x = pad + i * cell + cell / 2;
+      s += longest > 1 ? `<text transform="translate(${x + 4},${pad - 2}) rotate(-90)">${esc(shown(chars[i]))}</text>`
+                       : `<text x="${x}" y="10" text-anchor="middle">${esc(shown(chars[i]))}</text>`;
+      if (cell >= 10) s += `<text x="${pad - 2}" y="${pad + i * cell + cell - 2}" text-anchor="end">${esc(shown(chars[i]))}</text>`;
       for (let j = 0; j <= i; ++j) {
         const w = e.maps[h][i][j];
         s += `<rect x="${pad + j * cell}" y="${pad + i * cell}" width="${cell}" height="${cell}" fill="#1f4e9c" fill-opacity="${w}"><title>${esc(shown(chars[i]))} \u2192 ${esc(shown(chars[j]))}: ${w}</title></rect>`;
@@ -261,6 +268,7 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
     try {
         nlohmann::ordered_json old = nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
         for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"}) report.data_[key] = old.at(key);
+        if (old.contains("tokens")) report.data_["tokens"] = old["tokens"];
         if (old.contains("run_id")) {
             const auto id = old["run_id"].get<std::string>();
             if (!nn::is_run_id(id))  // (not shown: it may hold anything)
@@ -308,7 +316,9 @@ void RunReport::add_gradients(const nn::GradientReport& gradients) {
 }
 
 void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<const int64_t> sample_ids,
-                              const std::string& sample_text) {
+                              const std::string& sample_text, const std::vector<std::string>& token_texts) {
+    autograd::check(token_texts.empty() || token_texts.size() == sample_ids.size(),
+          "RunReport::add_attention: {} token texts for a sample of {} tokens", token_texts.size(), sample_ids.size());
     const auto T = static_cast<int64_t>(sample_ids.size());
     {
         autograd::NoGradGuard no_grad;
@@ -317,6 +327,7 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
         model.train();
     }
     data_["sample"] = sample_text;
+    if (!token_texts.empty()) data_["tokens"] = token_texts;
     auto& names = data_["heads"];
     const bool naming = names.empty();
     nlohmann::ordered_json maps = nlohmann::ordered_json::array(), entropy = maps, largest = maps;

@@ -4,7 +4,9 @@
 # - the gradient norms are a heatmap with one row per parameter (4 + 12 per layer), the head
 #   statistics one row per head;
 # - the page has rows often enough that the warmup shows (the peak rate inside the run, not at an end);
-# - the layer and head picker, set from the URL fragment, draws the maps asked for.
+# - the layer and head picker, set from the URL fragment, draws the maps asked for;
+# - the maps are labelled by token, not by character: GPT-2's tokens are words and pieces (here a token
+#   file's ids, " 20").
 #
 #   gpt2_page_test.sh TRAIN WORK_DIR
 #
@@ -71,8 +73,18 @@ own() { grep -o '</span> each row from its own smallest' "$1" | wc -l; }  # own 
 check "heatmaps on each row's own scale from #scale=own" "$(own "$work/dom-own.html")" 1
 check "heatmaps on each row's own scale without it" "$(own "$work/dom.html")" 0
 
+# A model of token ids: the sample's text (" 20 27 34 ...") is longer than its 16 tokens. The page once
+# labelled the maps with its characters, read past the maps' rows and drew none.
+perl -e 'print pack("v*", map { $_ * 7 % 40 } 0 .. 2999)' >"$work/train.bin"
+"$train" --model gpt2 --n-embd 16 --n-head 2 --n-layer 1 --block 16 --steps 2 --eval-iters 1 --sample 0 \
+  --data "$work/train.bin" --report "$work/ids.html" >/dev/null 2>"$work/ids.log"
+dump "file://$work/ids.html" >"$work/ids-dom.html"
+check "maps drawn for a model of token ids" "$(count "$work/ids-dom.html" 'class="head-map" data-head="h\.[^"]*"')" 2
+first_map=$(perl -0ne 'print $1 if /(class="head-map".*?<\/svg>)/s' "$work/ids-dom.html")
+check "the first map's column labels, one a token" "$(grep -o 'rotate(-90)">␣[0-9]*<' <<<"$first_map" | wc -l)" 16
+
 if ((failed)); then
   echo "chromium's messages: $work/chromium.log"
   exit 1
 fi
-echo "the report page at GPT-2's counts: one heatmap row per parameter and per head, the schedule's rows, the picker"
+echo "the report page at GPT-2's counts: one heatmap row per parameter and per head, the schedule's rows, the picker, maps by token"
