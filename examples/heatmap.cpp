@@ -64,19 +64,29 @@ cli::Parser make_parser(Options& o) {
 
 // What the heatmap shows: (T, T) shares, the characters, and a line saying whose attention it is.
 struct Map {
-    std::vector<std::string> labels;  // one per position, one terminal column each
+    std::vector<std::string> labels;  // one per position: a character, or a BPE token's text
     std::vector<float> shares;        // (T, T) row-major
     int64_t T = 0;
     std::string title;
 };
 
-// A character as one visible terminal column.
-std::string visible(const std::string& c) {
-    if (c == " ") return "␣";
-    if (c == "\n") return "↵";
-    if (c == "\t") return "⇥";
-    if (c.size() == 1 && (static_cast<unsigned char>(c[0]) < 0x20 || c[0] == 0x7f)) return "?";
-    return c;
+// A token's text made visible: a character as one terminal column, GPT-2's pieces of words (" the") as
+// several, their spaces and line breaks shown.
+std::string visible(const std::string& token) {
+    std::string out;
+    for (const char c : token) {
+        if (c == ' ') out += "␣";
+        else if (c == '\n') out += "↵";
+        else if (c == '\t') out += "⇥";
+        else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += '?';
+        else out += c;
+    }
+    return out;
+}
+
+// Terminal columns of a label: one a code point.
+size_t columns(const std::string& label) {
+    return static_cast<size_t>(std::count_if(label.begin(), label.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::vector<std::string> labels_of(const nn::Tokenizer& tokenizer, const std::vector<int64_t>& ids) {
@@ -158,17 +168,22 @@ char shade(double share) {
 void show(const Map& m, bool colour) {
     fmt::print("attention of {}\nrow = the position looking, column = the position looked at; each row sums to 1\n\n",
                m.title);
-    std::string header = "    ";
-    for (const auto& l : m.labels) header += l + " ";
+    // A column is as wide as the longest label and a space: two for characters, more for BPE tokens.
+    size_t label_width = 1;
+    for (const auto& l : m.labels) label_width = std::max(label_width, columns(l));
+    const size_t cell = label_width + 1;
+    std::string header(label_width + 3, ' ');
+    for (const auto& l : m.labels) header += l + std::string(cell - columns(l), ' ');
     while (!header.empty() && header.back() == ' ') header.pop_back();
     fmt::print("{}\n", header);
     for (int64_t i = 0; i < m.T; ++i) {
-        fmt::print("  {} ", m.labels[i]);
+        const std::string& l = m.labels[static_cast<size_t>(i)];
+        fmt::print("  {}{} ", std::string(label_width - columns(l), ' '), l);
         for (int64_t j = 0; j < m.T; ++j) {
             const double p = m.shares[i * m.T + j];
-            if (j > i) fmt::print("  ");  // masked: the future
-            else if (colour) fmt::print(fmt::bg(ramp_colour(p)), "  ");
-            else fmt::print("{0}{0}", shade(p));
+            if (j > i) fmt::print("{}", std::string(cell, ' '));  // masked: the future
+            else if (colour) fmt::print(fmt::bg(ramp_colour(p)), "{}", std::string(cell, ' '));
+            else fmt::print("{}", std::string(cell, shade(p)));
         }
         fmt::print("\n");
     }
