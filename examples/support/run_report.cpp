@@ -180,9 +180,9 @@ document.getElementById("head-charts").innerHTML = D.heads.length
   : "<p>this model has no attention heads</p>";
 document.getElementById("settings").innerHTML =
   Object.entries(D.settings).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(typeof v === "object" ? JSON.stringify(v) : v)}</td></tr>`).join("");
-// The sample's tokens as text: GPT-2's BPE tokens are words and pieces; a page without "tokens" has one
-// character a token.
-const chars = D.tokens || Array.from(D.sample);
+// The sample's tokens as text: GPT-2's BPE tokens are words and pieces; without "tokens", one character
+// a token.
+const chars = D.tokens && D.tokens.length ? D.tokens : Array.from(D.sample);
 // The heads by layer: a head's name without its last number ("h.11.attn.heads" of "h.11.attn.heads.3").
 const layers = [];
 D.heads.forEach((name, h) => {
@@ -248,6 +248,7 @@ drawMaps(Number(slider.value));
 RunReport::RunReport(nlohmann::ordered_json settings) {
     data_ = {{"settings", std::move(settings)},
              {"sample", ""},
+             {"tokens", nlohmann::ordered_json::array()},
              {"heads", nlohmann::ordered_json::array()},
              {"parameters", nlohmann::ordered_json::array()},
              {"log", nlohmann::ordered_json::array()},
@@ -268,7 +269,7 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
     try {
         nlohmann::ordered_json old = nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
         for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"}) report.data_[key] = old.at(key);
-        if (old.contains("tokens")) report.data_["tokens"] = old["tokens"];
+        if (old.contains("tokens")) report.data_["tokens"] = old["tokens"];  // (pages before it have none)
         if (old.contains("run_id")) {
             const auto id = old["run_id"].get<std::string>();
             if (!nn::is_run_id(id))  // (not shown: it may hold anything)
@@ -327,7 +328,7 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
         model.train();
     }
     data_["sample"] = sample_text;
-    if (!token_texts.empty()) data_["tokens"] = token_texts;
+    data_["tokens"] = token_texts;
     auto& names = data_["heads"];
     const bool naming = names.empty();
     nlohmann::ordered_json maps = nlohmann::ordered_json::array(), entropy = maps, largest = maps;
