@@ -17,7 +17,8 @@
 // items are score elements.
 //
 // peak/fma/threads:N is the machine's FP32 FMA peak on N threads (chains of vector FMAs, nothing else):
-// what the gemm GFLOP/s and the training steps' are a share of.
+// what the gemm GFLOP/s and the training steps' are a share of. peak/bandwidth/threads:N is the rate at
+// which N threads read memory: what sampling from a large model is a share of.
 //
 //     build-bench/bench/bench_autograd                          # everything (535 benchmarks with all four
 //                                                                 # libraries), about 5 minutes
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -131,6 +133,48 @@ void BM_fma_peak(benchmark::State& state) {
     set_gflops(state, double(threads) * double(kIterations) * 12.0 * (wide ? 16.0 : 8.0) * 2.0);
 #else
     state.SkipWithError("the FMA peak is measured on x86-64 only");
+#endif
+}
+
+// --- the machine's memory bandwidth: what sampling with the cache is a share of -------------------------
+
+#if defined(__x86_64__)
+// Sums floats [begin, end) with eight independent AVX accumulators: loads, nothing else that could limit.
+__attribute__((target("avx2"))) float sum_stream_avx2(const float* x, int64_t begin, int64_t end) {
+    __m256 acc[8];
+    for (__m256& a : acc) a = _mm256_setzero_ps();
+    for (int64_t i = begin; i + 64 <= end; i += 64)
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_load_ps(x + i + 8 * j));
+    for (int j = 1; j < 8; ++j) acc[0] = _mm256_add_ps(acc[0], acc[j]);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[0]);
+    return lanes[0] + lanes[7];
+}
+#endif
+
+// peak/bandwidth/threads:N: N threads read 1 GiB (each its share, once per iteration), far past every
+// cache, as sampling reads every weight once per token; counter GB_per_s (1e9 bytes a second). A
+// sampler's ceiling is this divided by the bytes of its weights (bench/generate.sh).
+void BM_bandwidth(benchmark::State& state) {
+#if defined(__x86_64__)
+    const int threads = static_cast<int>(state.range(0));
+    constexpr int64_t kFloats = int64_t(1) << 28;  // 1 GiB
+    std::unique_ptr<float[], void (*)(float*)> data(static_cast<float*>(std::aligned_alloc(64, kFloats * sizeof(float))),
+                                                    [](float* p) { std::free(p); });
+    std::fill_n(data.get(), kFloats, 1.0f);  // touched, so no read meets an unmapped page
+    std::vector<float> sink(static_cast<size_t>(threads));
+    const auto read = [&](int t) { sink[t] = sum_stream_avx2(data.get(), kFloats * t / threads, kFloats * (t + 1) / threads); };
+    for (auto _ : state) {
+        std::vector<std::thread> team;
+        for (int t = 1; t < threads; ++t) team.emplace_back(read, t);
+        read(0);
+        for (std::thread& member : team) member.join();
+        benchmark::DoNotOptimize(sink.data());
+    }
+    state.counters["GB_per_s"] = benchmark::Counter(double(kFloats) * sizeof(float) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+#else
+    state.SkipWithError("the bandwidth is measured on x86-64 only");
 #endif
 }
 
@@ -718,6 +762,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("gemm_peers", about_peers);
     if (kernels::available_isas().back() != kernels::Isa::portable)
         benchmark::RegisterBenchmark("peak/fma", BM_fma_peak)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+    if (kernels::available_isas().back() != kernels::Isa::portable)
+        benchmark::RegisterBenchmark("peak/bandwidth", BM_bandwidth)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
     register_step_benchmarks();  // first: a step shape's gemm benchmarks carry its calls per step
     register_kernel_benchmarks();
     register_op_benchmarks();

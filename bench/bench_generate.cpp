@@ -6,12 +6,19 @@
 // One round times every case once, in turn, so the load of a shared machine falls on all of them;
 // bench/generate.sh runs rounds beside PyTorch's sampling.
 //
-//     build/release/bench/bench_generate [CHARS [UNCACHED_CHARS [CONFIGS [THREADS]]]]
+//     build/release/bench/bench_generate [CHARS [UNCACHED_CHARS [CONFIGS [THREADS [PROMPT]]]]]
 //     build/release/bench/bench_generate 2000 300 baby,shakespeare 1,2
 //     build/release/bench/bench_generate 200 20 gpt2-baby,gpt2-small 1     # the gpt2 kind, cached vs the window decoder
+//     build/release/bench/bench_generate 200 0 gpt2-small 1,2 16           # GPT-2 small's decoding alone
 //
 // Prints one JSON line per case: {"config", "threads", "cache", "chars", "seconds", "chars_per_s",
-// "same_text"}; same_text: the uncached text equals the cached text's first characters (same seed).
+// "same_text", "weight_bytes"}; same_text: the uncached text equals the cached text's first characters
+// (same seed); weight_bytes: the model's parameters, which a cached token reads once each. With PROMPT,
+// samples start from PROMPT tokens instead of a whole block, and a line also gives "decode_ms_per_token":
+// the time of CHARS tokens less that of one (the prompt's forward), over CHARS - 1: decoding alone, the
+// figure bench/generate.sh sets against the memory bandwidth. UNCACHED_CHARS 0 skips the uncached runs.
+#include <fmt/core.h>
+
 #include <autograd/threads.h>
 #include <nn/gpt2.h>
 #include <nn/models.h>
@@ -43,6 +50,7 @@ int main(int argc, char** argv) {
     const int64_t uncached_chars = argc > 2 ? std::atoll(argv[2]) : chars;
     const auto configs = split(argc > 3 ? argv[3] : "baby,shakespeare");
     const auto threads = split(argc > 4 ? argv[4] : "1,2");
+    const int64_t prompt_tokens = argc > 5 ? std::atoll(argv[5]) : 0;  // 0: a whole block
     using Make = std::function<std::unique_ptr<nn::LanguageModel>(autograd::Generator&)>;
     const auto gpt = [](nn::GPTOptions o) -> Make { return [o](autograd::Generator& g) { return std::make_unique<nn::GPT>(o, g); }; };
     const auto gpt2 = [](nn::GPT2Options o) -> Make { return [o](autograd::Generator& g) { return std::make_unique<nn::GPT2>(o, g); }; };
@@ -62,22 +70,33 @@ int main(int argc, char** argv) {
         nn::LanguageModel& model = *made;
         const int64_t V = model.vocab_size();
         std::vector<int64_t> prompt;
-        for (int64_t i = 0; i < model.block_size(); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * static_cast<float>(V)) % V);
+        for (int64_t i = 0; i < (prompt_tokens > 0 ? prompt_tokens : model.block_size()); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * static_cast<float>(V)) % V);
         for (const std::string& t : threads) {
             autograd::set_num_threads(std::atoi(t.c_str()));
             std::vector<int64_t> cached_text;
             for (const bool cache : {true, false}) {
                 const int64_t n = cache ? chars : uncached_chars;
-                autograd::Generator gen(42);
-                const auto t0 = std::chrono::steady_clock::now();  // the prompt's refill included
-                const auto text = nn::generate(model, prompt, n, {.temperature = 1.0f, .cache = cache}, gen);
-                const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (n <= 0) continue;
+                const auto timed = [&](int64_t tokens, std::vector<int64_t>* out) {
+                    autograd::Generator gen(42);
+                    const auto t0 = std::chrono::steady_clock::now();  // the prompt's refill included
+                    auto text = nn::generate(model, prompt, tokens, {.temperature = 1.0f, .cache = cache}, gen);
+                    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    if (out) *out = std::move(text);
+                    return s;
+                };
+                std::vector<int64_t> text;
+                const double seconds = timed(n, &text);
+                std::string decode;
+                if (prompt_tokens > 0 && n > 1)
+                    decode = fmt::format(",\"decode_ms_per_token\":{:.3f}", (seconds - timed(1, nullptr)) / double(n - 1) * 1e3);
                 if (cache) cached_text = text;
                 const bool same = cache || std::equal(text.begin(), text.end(), cached_text.begin(),
                                                       cached_text.begin() + std::min(text.size(), cached_text.size()));
-                std::printf("{\"config\":\"%s\",\"threads\":%s,\"cache\":%s,\"chars\":%lld,\"seconds\":%.4f,\"chars_per_s\":%.2f,\"same_text\":%s}\n",
+                std::printf("{\"config\":\"%s\",\"threads\":%s,\"cache\":%s,\"chars\":%lld,\"seconds\":%.4f,\"chars_per_s\":%.2f,\"same_text\":%s,\"weight_bytes\":%lld%s}\n",
                             name.c_str(), t.c_str(), cache ? "true" : "false", static_cast<long long>(n), seconds,
-                            static_cast<double>(n) / seconds, same ? "true" : "false");
+                            static_cast<double>(n) / seconds, same ? "true" : "false",
+                            static_cast<long long>(model.parameter_count() * int64_t(sizeof(float))), decode.c_str());
                 std::fflush(stdout);
             }
         }

@@ -21,11 +21,14 @@
 // scaling/nano/T:.. nanoGPT's shakespeare_char model with the window from 64 to 1,024 (bench/compare.sh's
 // window table, beside PyTorch's step time and both sides' peak memory).
 // head/<composed|fused|flash>/H:../T:../B:.. times one attention head's forward and backward (BM_head).
+// gpt2_step/gpt2 and gpt2_step/gpt2-T1024: GPT-2 small (124M, V 50,257) at B 4, T 64 (llm.c's CPU demo)
+// and at B 1, T 1024, five steps each (not in check_steps: a step takes seconds).
 //
 //     build/bench/bench_train_step --benchmark_filter=train_step     # the eight, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=scaling/baby   # the scaling table, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=scaling/nano   # the window table, about 1 minute
 //     build/bench/bench_train_step --benchmark_filter=head           # the head, about 30 s
+//     build/bench/bench_train_step --benchmark_filter=gpt2_step      # GPT-2 small, T 64 and 1024, 1-2 min
 //     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
 #include <benchmark/benchmark.h>
 
@@ -53,18 +56,14 @@ void BM_train_step(benchmark::State& state, const bench::StepConfig* config) {
     autograd::set_num_threads(threads);
     bench::TrainStep step(*config);
     for (int i = 0; i < 2; ++i) step.step();  // warm up: allocator, optimizer state, caches
-    bench::TrainStep fresh(*config);          // the timed run starts from the seed's weights
-    step.model.swap(fresh.model);
-    step.optimizer.swap(fresh.optimizer);
+    step.restart();                           // the timed run starts from the seed's weights
 
     std::vector<double> seconds;
     double first_loss = 0;
     for (auto _ : state) {
         if (!seconds.empty() && seconds.size() % bench::kStepsPerRun == 0) {  // back to the seed's weights
             state.PauseTiming();
-            bench::TrainStep again(*config);
-            step.model.swap(again.model);
-            step.optimizer.swap(again.optimizer);
+            step.restart();
             state.ResumeTiming();
         }
         const auto start = std::chrono::steady_clock::now();
@@ -155,6 +154,15 @@ int main(int argc, char** argv) {
             ->ArgName("threads")
             ->Arg(1)
             ->Arg(2)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    // GPT-2 small: five timed steps (a step takes seconds), one and two threads
+    for (const auto& config : bench::gpt2_configs())
+        benchmark::RegisterBenchmark(fmt::format("gpt2_step/{}", config.name).c_str(), BM_train_step, &config)
+            ->ArgName("threads")
+            ->Arg(1)
+            ->Arg(2)
+            ->Iterations(5)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
     // How the baby GPT's step time scales, one thread: batch B, window T (= block) and width C = n_embd

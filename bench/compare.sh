@@ -2,10 +2,14 @@
 # Our training step beside PyTorch's, for 1 and 2 threads, in one run, with the machine's FMA peak measured
 # before and after; the peak resident memory of a short baby-GPT training run on each side; and nanoGPT's
 # shakespeare_char model with its window T from 64 to 1,024 (step time, one thread, and peak memory of a
-# short training run). Builds nothing: give it a Release build directory.
+# short training run); then GPT-2 small (124M, V 50,257, random weights): B 4, T 64 on 1 and 2 threads,
+# and B 1, T 1024 with each side's peak memory; with LLMC=<an llm.c checkout with train_gpt2 built
+# (make train_gpt2)>, llm.c's CPU trainer on the same weights, B 4, T 64, too. Builds nothing: give it a
+# Release build directory.
 #
-#     bench/compare.sh build/release            # about 8 minutes
-#     MIN_TIME=5 MEM_STEPS=50 WINDOWS=64,256 bench/compare.sh build/release
+#     bench/compare.sh build/release            # about 8 minutes, and 10 more for GPT-2 (GPT2=0 skips it)
+#     MIN_TIME=5 MEM_STEPS=50 WINDOWS=64,256 GPT2=0 bench/compare.sh build/release
+#     LLMC=~/llm.c bench/compare.sh build/release   # llm.c's train_gpt2 beside them (15 minutes more)
 #
 # Needs Debian's python3-torch (run with /usr/bin/python3), OpenBLAS under it (libopenblas0-pthread: without
 # it torch multiplies with the reference BLAS, 25x slower, and the ratios mean nothing; the script stops)
@@ -22,9 +26,12 @@ root=$(dirname "$here")
 min_time=${MIN_TIME:-2}
 mem_steps=${MEM_STEPS:-20}
 windows=${WINDOWS:-64,128,256,512,1024}
+gpt2=${GPT2:-1}
+llmc=${LLMC:-}
+[[ -z $llmc || -x $llmc/train_gpt2 ]] || { echo "compare.sh: LLMC=$llmc has no train_gpt2: make train_gpt2 there first" >&2; exit 1; }
 python=/usr/bin/python3
 for f in "$build/bench/bench_train_step" "$build/bench/export_weights" "$build/bench/bench_autograd" \
-         "$build/examples/train"; do
+         "$build/examples/train" "$build/examples/export"; do
   [[ -x $f ]] || { echo "compare.sh: $f is missing: build $build first (Release)" >&2; exit 1; }
 done
 "$python" -c "import torch" 2>/dev/null || { echo "compare.sh: $python has no torch: apt-get install python3-torch" >&2; exit 1; }
@@ -91,8 +98,46 @@ for T in ${windows//,/ }; do
       --block "$T" --steps 3 > /dev/null 2> "$tmp/torch_T$T.time"
 done
 
+# GPT-2 small, random weights (GPT-2's init): B 4, T 64 (llm.c's demo) on 1 and 2 threads, both sides from
+# our weights and batch (the losses checked); then B 1, T 1024, each side in its own process for its peak
+# memory (ours: bench_train_step; PyTorch: its own init, a random batch)
+if [[ $gpt2 != 0 ]]; then
+  echo "GPT-2 small: exporting its weights, then B 4, T 64 on each side ..." >&2
+  "$build/bench/export_weights" "$tmp/weights" gpt2 >> "$tmp/export.txt"
+  "$build/bench/bench_train_step" --benchmark_filter='^gpt2_step/gpt2/' --benchmark_format=json > "$tmp/ours_gpt2.json"
+  for threads in 1 2; do
+    "${torch_env[@]}" "$python" "$here/pytorch_reference.py" --weights "$tmp/weights" --configs gpt2 \
+        --threads "$threads" >> "$tmp/torch_gpt2.jsonl" 2>> "$tmp/check_gpt2.txt"
+  done
+  sort -u "$tmp/check_gpt2.txt"
+  echo "GPT-2 small at B 1, T 1024 ..." >&2
+  /usr/bin/time -v "$build/bench/bench_train_step" --benchmark_filter='^gpt2_step/gpt2-T1024/threads:1' \
+      --benchmark_format=json > "$tmp/ours_gpt2_T1024.json" 2> "$tmp/ours_gpt2_T1024.time"
+  /usr/bin/time -v "${torch_env[@]}" "$python" "$here/pytorch_reference.py" --windows gpt2-T1024 --blocks 1024 \
+      > "$tmp/torch_gpt2_T1024.jsonl" 2> "$tmp/torch_gpt2_T1024.time"
+  if [[ -n $llmc ]]; then
+    # llm.c's train_gpt2 reads gpt2_124M.bin and dev/data/tinyshakespeare/*.bin from where it runs: our weights
+    # as llm.c's version-3 file, random tokens in its token-file format; it prints "step N: ... (took X ms)"
+    echo "llm.c's train_gpt2 on the same weights, 1 and 2 threads ..." >&2
+    mkdir -p "$tmp/llmc/dev/data/tinyshakespeare"
+    "$build/examples/export" "$tmp/weights/gpt2.safetensors" --llmc "$tmp/llmc/gpt2_124M.bin" > /dev/null
+    "$python" - "$tmp/llmc/dev/data/tinyshakespeare" <<'PY'
+import random, struct, sys
+random.seed(1)
+for split, n in (("train", 65536), ("val", 8192)):
+    with open(f"{sys.argv[1]}/tiny_shakespeare_{split}.bin", "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+        f.write(struct.pack(f"<{n}H", *(random.randrange(50257) for _ in range(n))))
+PY
+    for threads in 1 2; do  # its first six steps (the first is cold), then it is stopped
+      (cd "$tmp/llmc" && OMP_NUM_THREADS=$threads stdbuf -oL "$llmc/train_gpt2" | grep --line-buffered -m 6 took) \
+          > "$tmp/llmc_$threads.txt" || true
+    done
+  fi
+fi
+
 "$python" - "$tmp" "$windows" <<'PY'
-import json, re, sys
+import json, os, re, statistics, sys
 tmp, windows = sys.argv[1], [int(t) for t in sys.argv[2].split(",")]
 def peaks(path):  # GFLOP/s on 1 and 2 threads, medians of 3
     return {int(re.search(r"threads:(\d+)", b["name"])[1]): b["GFLOP"]
@@ -148,4 +193,43 @@ for T in windows:
     om, tm = rss(f"{tmp}/ours_T{T}.time"), rss(f"{tmp}/torch_T{T}.time")
     print(f"| {T} | {o['median_ms']:.1f} | {t['median_ms']:.1f} | {t['median_ms'] / o['median_ms']:.2f}x | "
           f"{gflops:.1f} | {gflops / peak[1]:.0%} | {om:.0f} | {tm:.0f} | {om / tm:.0%} |")
+
+if os.path.exists(f"{tmp}/ours_gpt2.json"):
+    ours_g = {int(re.search(r"threads:(\d+)", b["name"])[1]): b for b in json.load(open(f"{tmp}/ours_gpt2.json"))["benchmarks"]}
+    torch_g = {r["threads"]: r for r in map(json.loads, open(f"{tmp}/torch_gpt2.jsonl"))}
+    llmc_g = {}
+    for threads in (1, 2):
+        path = f"{tmp}/llmc_{threads}.txt"
+        if os.path.exists(path):
+            took = [float(x) for x in re.findall(r"took ([0-9.]+) ms", open(path).read())][1:]  # the first is cold
+            if took:
+                llmc_g[threads] = statistics.median(took)
+    step_gflop = ours_g[1]["step_gflop"]
+    print()
+    print(f"GPT-2 small (124M, V 50,257, random weights), B 4, T 64: forward, backward, AdamW; "
+          f"{step_gflop:.1f} GFLOP a step; medians of 5 steps{' (llm.c: of its steps 1-5)' if llmc_g else ''}")
+    print()
+    print("| threads | ours s/step | PyTorch s/step | PyTorch / ours | llm.c s/step | llm.c / ours | ours GFLOP/s | of peak |")
+    print("|---|---|---|---|---|---|---|---|")
+    for threads in (1, 2):
+        o, t = ours_g[threads]["median_ms"], torch_g[threads]["median_ms"]
+        l = llmc_g.get(threads)
+        gflops = step_gflop / o * 1e3
+        print(f"| {threads} | {o / 1e3:.2f} | {t / 1e3:.2f} | {t / o:.2f}x | {f'{l / 1e3:.2f}' if l else '-'} | "
+              f"{f'{l / o:.2f}x' if l else '-'} | {gflops:.1f} | {gflops / peak[threads]:.0%} |")
+    print(f"two threads over one: ours {ours_g[1]['median_ms'] / ours_g[2]['median_ms']:.2f}x, PyTorch "
+          f"{torch_g[1]['median_ms'] / torch_g[2]['median_ms']:.2f}x"
+          + (f", llm.c {llmc_g[1] / llmc_g[2]:.2f}x" if len(llmc_g) == 2 else ""))
+    (o,) = json.load(open(f"{tmp}/ours_gpt2_T1024.json"))["benchmarks"]
+    (t,) = map(json.loads, open(f"{tmp}/torch_gpt2_T1024.jsonl"))
+    om, tm = rss(f"{tmp}/ours_gpt2_T1024.time"), rss(f"{tmp}/torch_gpt2_T1024.time")
+    gflops = o["step_gflop"] / o["median_ms"] * 1e3
+    print()
+    print("GPT-2 small at B 1, T 1024, one thread: step time, and the peak memory of the process (parameters, "
+          "gradients and AdamW's moments are 1.98 GB)")
+    print()
+    print("| ours s/step | PyTorch s/step | PyTorch / ours | ours GFLOP/s | of peak | ours peak MiB | PyTorch peak MiB |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {o['median_ms'] / 1e3:.2f} | {t['median_ms'] / 1e3:.2f} | {t['median_ms'] / o['median_ms']:.2f}x | "
+          f"{gflops:.1f} | {gflops / peak[1]:.0%} | {om:.0f} | {tm:.0f} |")
 PY

@@ -1,5 +1,6 @@
 // Writes what bench/pytorch_reference.py needs to check that it does the same work as bench_train_step:
-// for each configuration of bench/train_step.h, in the directory given,
+// for each configuration of bench/train_step.h named (the four character models when none is), in the
+// directory given,
 //   <name>.safetensors        the model's parameters as built from the seed (nn::save_module; Linear
 //                             weights stored (in, out)), with the config in the metadata
 //   <name>.batch.safetensors  "ids" and "targets", (B, T) token ids stored as float32 (exact below 2^24),
@@ -7,6 +8,7 @@
 //                             of the first three training steps ("step_losses", comma-separated)
 //
 //     build/bench/export_weights /tmp/weights && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/weights
+//     build/bench/export_weights /tmp/weights gpt2      # GPT-2 small: 500 MB, and a minute for its three steps
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -20,14 +22,17 @@
 #include "train_step.h"
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        fmt::print(stderr, "usage: {} DIR\n", argv[0]);
+    if (argc < 2) {
+        fmt::print(stderr, "usage: {} DIR [CONFIG...]\n", argv[0]);
         return 2;
     }
     try {
         const std::filesystem::path dir = argv[1];
+        std::vector<bench::StepConfig> configs;
+        for (int i = 2; i < argc; ++i) configs.push_back(bench::step_config(argv[i]));
+        if (configs.empty()) configs.assign(bench::step_configs().begin(), bench::step_configs().end());
         std::filesystem::create_directories(dir);
-        for (const auto& config : bench::step_configs()) {
+        for (const auto& config : configs) {
             bench::TrainStep step(config);
             const std::string name(config.name);
             auto metadata = config.model.to_metadata();

@@ -4,10 +4,16 @@
 # the medians over the rounds. Builds nothing: give it a Release build directory.
 #
 #     bench/generate.sh build/release                  # ROUNDS=2 CHARS=2000 SHORT_CHARS=200: about 8 minutes
+#     GPT2=0 bench/generate.sh build/release           # without GPT-2 small's part (GPT2_TOKENS=200: 3 minutes)
 #
 # Every sampler starts from a whole block of prompt, so a short run reads the windows of a long one. The
 # uncached ones rerun the window for every character (a tenth of a second each at block 256), so they
 # time SHORT_CHARS characters; the cached one times CHARS.
+#
+# Then GPT-2 small (124M, random weights), cached, from a 16-token prompt: its decoding alone per token
+# (bench_generate's decode_ms_per_token) on 1 and 2 threads, against the ceiling the memory sets: a token
+# reads every weight once, so at most peak/bandwidth (bench_autograd, before and after, the better kept)
+# divided by the weights' bytes tokens a second.
 set -euo pipefail
 build=${1:?usage: bench/generate.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,3 +45,38 @@ for config in ("baby", "shakespeare"):
         c, u, p = (statistics.median(med[(config, threads, s)]) for s in ("cached", "uncached", "pytorch"))
         print(f"| {config} | {threads} | {c:.0f} | {u:.1f} | {p:.1f} | {c / u:.1f}x | {c / p:.0f}x |")
 PY
+
+if [[ ${GPT2:-1} != 0 ]]; then
+  [[ -x $build/bench/bench_autograd ]] || { echo "generate.sh: build $build/bench/bench_autograd first" >&2; exit 1; }
+  glog=$(mktemp)
+  trap 'rm -f "$log" "$glog" "$glog".bw*' EXIT
+  bandwidth() {
+    "$build/bench/bench_autograd" --benchmark_filter='^peak/bandwidth' --benchmark_repetitions=3 \
+        --benchmark_report_aggregates_only=true --benchmark_format=json 2>/dev/null > "$1"
+  }
+  bandwidth "$glog.bw1"
+  for ((round = 1; round <= rounds; ++round)); do
+    "$build/bench/bench_generate" "${GPT2_TOKENS:-200}" 0 gpt2-small 1,2 16 | tee -a "$glog"
+  done
+  bandwidth "$glog.bw2"
+  "$python" - "$glog" <<'PY'
+import json, re, statistics, sys
+log = sys.argv[1]
+def bandwidth(path):
+    return {int(re.search(r"threads:(\d+)", b["name"])[1]): b["GB_per_s"]
+            for b in json.load(open(path))["benchmarks"] if b["name"].endswith("_median")}
+before, after = bandwidth(log + ".bw1"), bandwidth(log + ".bw2")
+rows = [json.loads(line) for line in open(log)]
+print(f"\nGPT-2 small, cached decoding from a 16-token prompt; memory bandwidth (peak/bandwidth) "
+      f"{max(before[1], after[1]):.1f} GB/s on one thread, {max(before[2], after[2]):.1f} on two "
+      f"(before {before[1]:.1f}/{before[2]:.1f}, after {after[1]:.1f}/{after[2]:.1f})")
+print("\n| threads | ms/token | tokens/s | ceiling (bandwidth / weight bytes) | of the ceiling |")
+print("|---|---|---|---|---|")
+for threads in (1, 2):
+    mine = [r for r in rows if r["threads"] == threads]
+    ms = statistics.median(r["decode_ms_per_token"] for r in mine)
+    ceiling = max(before[threads], after[threads]) * 1e9 / mine[0]["weight_bytes"]
+    print(f"| {threads} | {ms:.1f} | {1e3 / ms:.1f} | {ceiling:.1f} tokens/s ({mine[0]['weight_bytes'] / 1e6:.0f} MB "
+          f"a token) | {1e3 / ms / ceiling:.0%} |")
+PY
+fi

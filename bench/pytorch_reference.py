@@ -5,8 +5,9 @@ The four models of bench/train_step.h, written in PyTorch with the same architec
 token + position embeddings; blocks of LayerNorm -> multi-head attention (separate heads without biases,
 concatenated, projected with a bias) -> residual, LayerNorm -> Linear(C, 4C) -> exact GELU -> Linear(4C, C)
 -> residual; a final LayerNorm; lm_head with a bias (LayerNorm eps 1e-5). The tutorial model is embeddings ->
-one head -> lm_head. Same optimizer (AdamW, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights
-only, lr 1e-3), same clipping (global norm 1.0), timed the same way: the median of individual steps after
+one head -> lm_head. GPT-2 small (configs gpt2, gpt2-T1024) is python/tinygpt_torch.py's GPT2, Hugging
+Face's maths (Conv1D layers, tanh GELU, the head tied to the token table). Same optimizer (AdamW, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights
+(Conv1D for GPT-2) only, lr 1e-3), same clipping (global norm 1.0), timed the same way: the median of individual steps after
 a warm-up.
 
 Before timing it loads OUR weights and batch (written by build/bench/export_weights DIR) and requires the
@@ -19,6 +20,8 @@ Run with Debian's python3 and python3-torch (another python3 may come first on P
     /usr/bin/python3 bench/pytorch_reference.py --train tinyshakespeare.txt --steps 20   # for peak memory
     /usr/bin/python3 bench/pytorch_reference.py --train tinyshakespeare.txt --config nano --block 1024
     /usr/bin/python3 bench/pytorch_reference.py --windows nano --blocks 64,256,1024  # step time by window T
+    build/bench/export_weights /tmp/tg gpt2 && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg --configs gpt2
+    /usr/bin/python3 bench/pytorch_reference.py --windows gpt2-T1024 --blocks 1024   # GPT-2 small, B 1, T 1024
     /usr/bin/python3 bench/pytorch_reference.py --sample baby,shakespeare --chars 2000  # sampling speed
 
 Prints one JSON line per configuration: {"config", "threads", "median_ms", "tokens_per_s", "loss", ...}.
@@ -26,6 +29,7 @@ Prints one JSON line per configuration: {"config", "threads", "median_ms", "toke
 import argparse
 import json
 import math
+import os
 import struct
 import sys
 import time
@@ -39,6 +43,8 @@ CONFIGS = {  # the same as bench/train_step.h
     "small": dict(kind="gpt", n_embd=64, n_head=4, n_layer=4, block=32, batch=16),
     "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64, batch=12),
     "nano": dict(kind="gpt", n_embd=384, n_head=6, n_layer=6, block=256, batch=4),
+    "gpt2": dict(kind="gpt2", n_embd=768, n_head=12, n_layer=12, block=64, batch=4, vocab=50257),
+    "gpt2-T1024": dict(kind="gpt2", n_embd=768, n_head=12, n_layer=12, block=1024, batch=1, vocab=50257),
 }
 SAMPLE_CONFIGS = {  # bench/bench_generate.cpp's: the baby GPT and nanoGPT's shakespeare_char model
     "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64),
@@ -127,15 +133,26 @@ class SingleHead(tnn.Module):
         return self.lm_head(self.head(x))
 
 
+def tinygpt_torch():
+    """python/tinygpt_torch.py, the PyTorch reference of the gpt2 kind (its tensors named as ours)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import tinygpt_torch as module
+    return module
+
+
 def make_model(c):
+    if c["kind"] == "gpt2":
+        tg = tinygpt_torch()
+        return tg.GPT2(tg.ModelConfig(kind="gpt2", vocab=c["vocab"], n_embd=c["n_embd"], n_head=c["n_head"],
+                                      n_layer=c["n_layer"], block=c["block"]))
     if c["kind"] == "head":
         return SingleHead(c["n_embd"], c["block"])
     return GPT(c["n_embd"], c["n_head"], c["n_layer"], c["block"])
 
 
 def make_optimizer(model):
-    # weight decay on Linear weights only, as ours (not biases, norms or embeddings)
-    decay = [m.weight for m in model.modules() if isinstance(m, tnn.Linear)]
+    # weight decay on Linear (GPT-2: Conv1D) weights only, as ours (not biases, norms or embeddings)
+    decay = [m.weight for m in model.modules() if isinstance(m, tnn.Linear) or type(m).__name__ == "Conv1D"]
     decay_ids = {id(p) for p in decay}
     rest = [p for p in model.parameters() if id(p) not in decay_ids]
     return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
@@ -173,6 +190,8 @@ def read_safetensors(path):
 
 def load_ours(model, tensors):
     """Copies our parameters in: LayerNorm gain -> weight, Linear (in, out) -> torch's (out, in)."""
+    if model.__class__.__name__ == "GPT2":  # python/tinygpt_torch.py's own loader
+        return tinygpt_torch().load_tinygpt_state(model, tensors)
     linear_weights = {n + ".weight" for n, m in model.named_modules() if isinstance(m, tnn.Linear)}
     state = {}
     for name, t in tensors.items():
@@ -203,7 +222,7 @@ def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True):
 
     with torch.no_grad():
         logits = model(ids)
-        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1)).item()
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1)).item()
     ours = float(meta["loss"])
     ours_steps = [float(s) for s in meta["step_losses"].split(",")]
     theirs_steps = [train_step(model, optimizer, ids, targets) for _ in ours_steps]
@@ -242,8 +261,8 @@ def time_windows(name, blocks, threads, min_time):
         torch.manual_seed(1337)
         model = make_model(c)
         optimizer = make_optimizer(model)
-        ids = torch.randint(0, VOCAB, (c["batch"], block))
-        targets = torch.randint(0, VOCAB, (c["batch"], block))
+        ids = torch.randint(0, c.get("vocab", VOCAB), (c["batch"], block))
+        targets = torch.randint(0, c.get("vocab", VOCAB), (c["batch"], block))
         for _ in range(2):  # warm-up
             train_step(model, optimizer, ids, targets)
         seconds = []
@@ -366,6 +385,9 @@ def main():
         c = CONFIGS[name]
         if args.check_only:
             check_and_time(name, c, args.weights, args.threads, warmup=0, steps=0)
+            continue
+        if c["kind"] == "gpt2":  # seconds a step: one warm-up and five timed steps, as bench_train_step
+            print(json.dumps(check_and_time(name, c, args.weights, args.threads, warmup=1, steps=5)), flush=True)
             continue
         # estimate a step to fill about --min-time
         probe = check_and_time(name, c, args.weights, args.threads, warmup=args.warmup, steps=3)

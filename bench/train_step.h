@@ -1,7 +1,8 @@
-// The four training-step configurations of the speed issues, shared by bench_train_step (which times
-// them) and export_weights (which writes their weights and batch for bench/pytorch_reference.py).
+// The training-step configurations of the speed issues, shared by bench_train_step (which times them)
+// and export_weights (which writes their weights and batch for bench/pytorch_reference.py): the four
+// character models, and GPT-2 small (124M, V 50,257) at llm.c's B 4, T 64 and at its full window, T 1024.
 //
-// Shape legend: B batch, T window (= block), C n_embd, V vocab (65, tiny Shakespeare's).
+// Shape legend: B batch, T window (= block), C n_embd, V vocab (65, tiny Shakespeare's; GPT-2's 50,257).
 //
 // A step is what examples/train does per iteration: forward, cross_entropy, backward, clip the global
 // gradient norm to 1.0, AdamW (lr 1e-3, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights).
@@ -12,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,7 +25,7 @@
 namespace bench {
 
 struct StepConfig {
-    std::string_view name;  // tutorial | small | baby | nano
+    std::string_view name;  // tutorial | small | baby | nano | gpt2 | gpt2-T1024
     nn::ModelConfig model;
     int64_t batch;          // B; T is model.block
 };
@@ -48,12 +51,34 @@ inline const std::array<StepConfig, 4>& step_configs() {
     return configs;
 }
 
+// GPT-2 small, random weights (GPT-2's init): llm.c's train_gpt2.c demo (B 4, T 64), and the full window.
+inline const std::array<StepConfig, 2>& gpt2_configs() {
+    static constexpr nn::ModelConfig small{.kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = 768, .n_head = 12,
+                                           .n_layer = 12, .block = 64};
+    static const std::array<StepConfig, 2> configs = {{
+        {"gpt2", small, 4},
+        {"gpt2-T1024", [] { nn::ModelConfig c = small; c.block = 1024; return c; }(), 1},
+    }};
+    return configs;
+}
+
+// The configuration of that name, of either list (std::invalid_argument naming them all if none).
+inline StepConfig step_config(std::string_view name) {
+    for (const auto& c : step_configs())
+        if (c.name == name) return c;
+    for (const auto& c : gpt2_configs())
+        if (c.name == name) return c;
+    throw std::invalid_argument("no step configuration '" + std::string(name) +
+                                "' (tutorial, small, baby, nano, gpt2, gpt2-T1024)");
+}
+
 // FLOPs of one step (forward + backward), counted as
 //     6 * P_matmul * B*T                      (2 forward, 4 backward per weight per token)
 //   + 12 * L * W * T * B*T                    (attention: Q K^T and weights @ V, each 2 T W per token per
 //                                              layer forward, times 3 for forward + backward, full T x T
 //                                              grids as we compute them, the causal half not subtracted)
-// where P_matmul is the number of Linear weights (lm_head included, embeddings, biases and norms not),
+// where P_matmul is the number of Linear weights (lm_head included, also when it is the token table, as
+// GPT-2's; embeddings, biases and norms not),
 // L the attention layers and W the total width of their heads (C for GPT, the head width for the
 // tutorial model). This is nanoGPT's/PaLM's estimate_mfu formula.
 inline double step_flops(const StepConfig& config, const nn::LanguageModel& model) {
@@ -61,6 +86,8 @@ inline double step_flops(const StepConfig& config, const nn::LanguageModel& mode
     for (const auto& name : model.decayed_parameter_names())
         for (const auto& [n, p] : model.named_parameters())
             if (n == name) matmul_params += static_cast<double>(p.numel());
+    if (config.model.kind == nn::ModelKind::gpt2)  // the output layer is the (undecayed) token table
+        matmul_params += static_cast<double>(config.model.vocab * config.model.n_embd);
     const double tokens = static_cast<double>(config.batch * config.model.block);
     const double layers = nn::model_size(config.model).layers;
     const double T = static_cast<double>(config.model.block), W = static_cast<double>(config.model.n_embd);
@@ -69,7 +96,13 @@ inline double step_flops(const StepConfig& config, const nn::LanguageModel& mode
 
 // One model, its optimizer and a fixed batch: the state one timed step works on.
 struct TrainStep {
-    explicit TrainStep(const StepConfig& c, uint64_t seed = kSeed) : config(c) {
+    explicit TrainStep(const StepConfig& c, uint64_t seed = kSeed) : config(c) { restart(seed); }
+
+    // Back to the seed's weights and a new optimizer, the old ones freed first (GPT-2 small's take 2 GB).
+    void restart(uint64_t seed = kSeed) {
+        const StepConfig& c = config;
+        optimizer.reset();
+        model.reset();
         autograd::Generator init(seed);
         model = nn::make_model(c.model, init);
         optimizer = std::make_unique<nn::AdamW>(*model, nn::AdamWOptions{.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
@@ -79,8 +112,9 @@ struct TrainStep {
         const int64_t n = c.batch * c.model.block;
         ids.resize(static_cast<size_t>(n));
         targets.resize(static_cast<size_t>(n));
-        for (auto& id : ids) id = static_cast<int64_t>(data.next_u64() % static_cast<uint64_t>(kVocab));
-        for (auto& t : targets) t = static_cast<int64_t>(data.next_u64() % static_cast<uint64_t>(kVocab));
+        const auto vocab = static_cast<uint64_t>(c.model.vocab);
+        for (auto& id : ids) id = static_cast<int64_t>(data.next_u64() % vocab);
+        for (auto& t : targets) t = static_cast<int64_t>(data.next_u64() % vocab);
     }
 
     // The loss of the current weights on the batch, without a graph.

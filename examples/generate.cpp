@@ -3,6 +3,7 @@
 //   generate run.safetensors --prompt "ROMEO:" --chars 300 --temperature 0.8 --top-k 10 --seed 7
 //   generate bpe-run.safetensors --tokens 200       # a GPT-2 BPE model: its tokenizer is in the checkpoint
 //   generate run.safetensors --chars 2000 --no-cache --json      # the uncached reference, timed
+//   generate gpt2_124M.bin --tokens 20 --prompt "464 3290"     # no tokenizer: token ids in and out
 //
 // The model keeps each attention head's keys and values (nn/decoder.h); --no-cache reruns the whole
 // window for every character instead. Both read the same windows (a full window keeps its last half),
@@ -99,8 +100,10 @@ int run(const Options& o) {
     double seconds = 0;
     // Characters are tokens for a character model; a BPE token is bytes, so --chars N runs until N
     // characters are out (at most 4 tokens a character: one a byte).
+    // Without a tokenizer (GPT-2 weights alone) the text is token ids, " 464 3290": --chars N is N ids.
     const bool characters = dynamic_cast<const nn::CharTokenizer*>(trained.tokenizer.get()) != nullptr;
-    const int64_t steps = o.tokens ? *o.tokens : characters ? o.chars : 4 * o.chars;
+    const bool ids_only = nn::as_ids_only(*trained.tokenizer) != nullptr;
+    const int64_t steps = o.tokens ? *o.tokens : characters || ids_only ? o.chars : 4 * o.chars;
     // one window for every sample; its decoder says whether a cache ran (a kind without one reruns the window)
     nn::GenerationWindow window(o.cache ? trained.model->cached_decoder() : nn::window_decoder(*trained.model));
     for (int64_t sample = 0; sample < o.samples && g_stop_signal == 0; ++sample) {
@@ -109,7 +112,7 @@ int run(const Options& o) {
         std::fflush(stdout);
         const auto t0 = Clock::now();
         // each character as it comes; a failed write (a closed pipe) stops here, cli::run reports it
-        CharacterPrinter printer(o.tokens ? INT64_MAX : o.chars);
+        CharacterPrinter printer(o.tokens || ids_only ? INT64_MAX : o.chars);
         nn::generate(*trained.model, window, context, steps, {.temperature = o.temperature, .top_k = o.top_k}, gen,
                      [&](int64_t id) {
                          ++tokens;
@@ -148,7 +151,8 @@ int tools::generate(int argc, char** argv) {
              [&o](const cli::Value& v) { o.prompt_file = v.file(); });
     p.option("--chars", "N", "characters to sample                      (default 500)",
              [&o](const cli::Value& v) { o.chars = v.integer(0, 1 << 24); });
-    p.option("--tokens", "N", "tokens to sample instead (a BPE model's tokens are pieces of words)",
+    p.option("--tokens", "N", "tokens to sample instead (a BPE model's tokens are pieces of words;\n"
+                              "a model without a tokenizer prints token ids, and --chars counts them)",
              [&o](const cli::Value& v) { o.tokens = v.integer(0, 1 << 24); });
     p.option("--samples", "N", "samples from the same prompt, one after another (default 1)",
              [&o](const cli::Value& v) { o.samples = v.integer(1, 1 << 20); });

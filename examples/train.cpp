@@ -4,6 +4,7 @@
 //   train --model gpt --data ../shared/data/tinyshakespeare.txt --steps 2000 --out run.safetensors
 //   train --resume run.safetensors --data ../shared/data/tinyshakespeare.txt
 //   train --init-from run.safetensors --data other.txt --steps 500 --out tuned.safetensors   (a fresh run)
+//   train --init-from gpt2_124M.bin --data train.bin --out tuned.st   (no tokenizer: the sample is token ids)
 //
 // Progress goes to stderr (a bar on a terminal, plain lines otherwise); results to stdout, or one
 // JSON line with --json. Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments,
@@ -326,7 +327,12 @@ std::string Training::draw_sample() {
     const auto produced = nn::generate(trainer_.model(), prompt_ids_, config().run.sample,
                                        {.temperature = config().run.temperature, .top_k = config().run.top_k}, gen,
                                        [](int64_t) { return g_stop_signal == 0; });
-    return prompt_ + trainer_.tokenizer().decode(produced);
+    return prompt_ + trainer_.tokenizer().decode(produced);  // token ids without a tokenizer: " 464 3290"
+}
+
+// What the results call the sample: the model's text, or its token ids when it has no tokenizer.
+std::string sample_title(const nn::Tokenizer& tokenizer) {
+    return nn::as_ids_only(tokenizer) ? "sample (token ids; no tokenizer)" : "sample";
 }
 
 // The losses, the speed and the sample on stdout, or one JSON line with --json (the sample then on stderr).
@@ -343,11 +349,11 @@ void Training::print_results(const std::string& sample) {
                                                 {"tokens_per_s", rounded(tokens_per_s(), 10)},
                                                 {"seconds", rounded(seconds, 100)}};
         fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
-        if (!sample.empty()) note(fmt::format("sample:\n{}\n", sample));
+        if (!sample.empty()) note(fmt::format("{}:\n{}\n", sample_title(trainer_.tokenizer()), sample));
     } else {
         fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config().model.kind,
                    trainer_.step_count(), train_loss_, val_loss_, tokens_per_s(), seconds);
-        if (!sample.empty()) fmt::print("sample:\n{}\n", sample);
+        if (!sample.empty()) fmt::print("{}:\n{}\n", sample_title(trainer_.tokenizer()), sample);
     }
     // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
     if (std::fflush(stdout) != 0 || std::ferror(stdout))

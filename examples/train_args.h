@@ -201,12 +201,15 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
                                     "model kind, sizes and vocabulary; --data may use only its characters.\n"
                                     "Or GPT-2 weights: Hugging Face's model.safetensors or llm.c's .bin\n"
-                                    "(with --tokenizer DIR unless its BPE files are beside it)",
+                                    "(with --tokenizer DIR unless its BPE files are beside it; with neither,\n"
+                                    "token ids only: --data a token file, the sample printed as ids)",
              [&o](const cli::Value& v) { o.init_from = v.file(); });
     p.section("training");
     p.option("--data", "FILE", "text to train on (90% train, 10% validation); without it, the built-in\n"
                                "copy task that only attention can solve. A .bin token file (nanoGPT's\n"
-                               "train.bin, val.bin beside it the validation; llm.c's) is read mapped",
+                               "train.bin, val.bin beside it the validation; llm.c's) is read mapped;\n"
+                               "without --tokenizer, the vocabulary is its largest id + 1 (--init-from:\n"
+                               "the weights') and the sample token ids",
              [&o](const cli::Value& v) { o.data = v.file(); });
     p.option("--tokenizer", "DIR", "GPT-2's BPE (encoder.json + vocab.bpe, or vocab.json + merges.txt) instead\n"
                                    "of characters; --data may then be a token file (.bin: nanoGPT's or llm.c's)",

@@ -8,10 +8,13 @@
 
 #include <autograd/autograd.h>
 #include <nn/train/bpe.h>
+#include <nn/train/data_file.h>
 #include <nn/train/safetensors.h>
 #include <nn/train/text_file.h>
 #include <nn/train/token_file.h>
 #include <nn/tutorial/tasks.h>
+
+#include "train_progress.h"
 
 namespace train_start {
 
@@ -49,12 +52,35 @@ nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
     return nn::TextData(std::move(train));
 }
 
+// The largest id in the data + 1: the vocabulary of a fresh run on a token file with no tokenizer.
+int64_t vocabulary_of(const nn::TextData& data) {
+    uint16_t largest = 0;
+    for (const nn::TokenIds* ids : {&data.tokens(), data.separate_validation()})
+        if (ids) ids->visit([&](const auto& v) {
+                for (const auto id : v) largest = std::max<uint16_t>(largest, static_cast<uint16_t>(id));
+            });
+    return int64_t{largest} + 1;
+}
+
+// A fresh run on a token file without --tokenizer: the model's vocabulary is the files' largest id + 1
+// (GPT-2's 50,257 when they hold its <|endoftext|>, 50256), said in a note; the checkpoint keeps only
+// that size (nn::IdTokenizer) and the sample is token ids.
+nn::Trainer without_tokenizer(const Options& o, nn::TrainConfig config) {
+    nn::TextData data = token_data(o, nn::IdTokenizer(65536, *o.data));  // any uint16 id
+    config.model.vocab = vocabulary_of(data);
+    train_progress::note(fmt::format("note: --data {} is a token file and no --tokenizer was given: the vocabulary is the token "
+                                     "files' largest id + 1, {}, and samples are token ids\n", *o.data, config.model.vocab));
+    return nn::Trainer(config, std::make_shared<const nn::IdTokenizer>(config.model.vocab, fmt::format("--data {}", *o.data)),
+                       std::move(data));
+}
+
 // The tokenizer of a checkpoint, checked against --tokenizer when both are given (they must be the
-// same vocabulary and merges); a token file needs a BPE tokenizer from one of them.
+// same vocabulary and merges); a token file needs a BPE tokenizer from one of them, or weights that
+// have none (token ids only).
 void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::string& checkpoint) {
     if (o.tokenizer) {
         nn::check_tokenizer_dir(*o.tokenizer, saved, checkpoint);
-    } else if (!dynamic_cast<const nn::BpeTokenizer*>(&saved)) {
+    } else if (!dynamic_cast<const nn::BpeTokenizer*>(&saved) && !nn::as_ids_only(saved)) {
         throw std::runtime_error(fmt::format("--data {} is a token file but the checkpoint {} has a character tokenizer",
                                              o.data.value_or(""), checkpoint));
     }
@@ -74,6 +100,12 @@ nn::Trainer start_from_checkpoint(const Options& o) {
         throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
     config.model = start.config;
     if (dropout_given) config.model.dropout = o.config.model.dropout;
+    if (const nn::IdTokenizer* ids = nn::as_ids_only(*start.tokenizer); ids && !uses_tokens(o)) {
+        if (!o.data)
+            throw cli::UsageError(fmt::format("--init-from {} has no tokenizer (token ids only): give --data a token file (.bin), "
+                                              "or --tokenizer DIR (GPT-2's vocab.json and merges.txt)", path));
+        throw nn::text_without_tokenizer(*o.data, *ids);
+    }
     if (uses_tokens(o)) {
         check_tokenizer(o, *start.tokenizer, path);
         nn::Trainer trainer(config, start.tokenizer, token_data(o, *start.tokenizer));
@@ -107,8 +139,7 @@ nn::Trainer trainer_of(const Options& o) {
     if (o.init_from) return start_from_checkpoint(o);
     nn::TrainConfig config = o.config;
     if (uses_tokens(o)) {
-        if (!o.tokenizer)
-            throw cli::UsageError(fmt::format("--data {} is a token file: give --tokenizer DIR, the BPE files its ids are of", *o.data));
+        if (!o.tokenizer) return without_tokenizer(o, config);
         auto tokenizer = std::make_shared<const nn::BpeTokenizer>(nn::BpeTokenizer::from_directory(*o.tokenizer));
         config.model.vocab = tokenizer->vocab_size();
         nn::TextData data = token_data(o, *tokenizer);

@@ -1,27 +1,29 @@
-"""Convert a nanoGPT checkpoint (github.com/karpathy/nanoGPT, its train.py's ckpt.pt) into a tinygpt GPT
-checkpoint, so that gradflow, heatmap, figure, generate and train --init-from can read a model trained with
-nanoGPT.
+"""Convert a nanoGPT checkpoint (github.com/karpathy/nanoGPT, its train.py's ckpt.pt) into a tinygpt
+checkpoint, so that gradflow, heatmap, figure, generate, evaluate and train --init-from can read a model
+trained with nanoGPT.
 
     python3 python/from_nanogpt.py out-shakespeare-char/ckpt.pt nano.safetensors --meta data/shakespeare_char/meta.pkl
     python3 python/from_nanogpt.py ckpt.pt nano.safetensors --vocab-from input.txt
+    python3 python/from_nanogpt.py out-shakespeare/ckpt.pt nano.safetensors --tokenizer gpt2/
 
 nanoGPT's checkpoint has no vocabulary, so one is supplied: --meta, the meta.pkl that nanoGPT's
 character-level prepare.py writes (its "itos"), or --vocab-from, the training text, whose sorted distinct
-characters are the vocabulary exactly as that prepare.py makes it. Its size must be the model's
-vocab_size: models with a GPT-2 (BPE) vocabulary do not map onto tinygpt's character tokenizer.
+characters are the vocabulary exactly as that prepare.py makes it; its size must be the model's
+vocab_size. A model with GPT-2's vocabulary takes --tokenizer DIR, GPT-2's BPE files (vocab.json +
+merges.txt, or encoder.json + vocab.bpe), which the checkpoint keeps, as train --tokenizer's do. nanoGPT
+pads that vocabulary to 50304 rows when it trains from scratch; the rows past the tokenizer's 50257 tokens
+(never a target, never a token of any text) are dropped, and the other tokens' logits are unchanged.
 
-The architectures are the same block for block (pre-LayerNorm with eps 1e-5, causal attention scaled by
-1/sqrt(head width), exact GELU, 4x feed-forward, final LayerNorm); what differs is mapped exactly:
-  - c_attn, one (3C, C) matrix, is split into each head's query, key and value (C, H), transposed;
-  - tied embeddings: lm_head.weight is wte's; tinygpt keeps its own copy, transposed, and a zero bias;
-  - bias=False: tinygpt's LayerNorms and Linears have biases, which become zeros;
-  - bias=True: tinygpt's heads have no biases. A key bias adds the same amount to every score of a row,
-    which softmax ignores: it is dropped. A value bias passes through the attention weights (which sum
-    to 1) unchanged: it is folded into the projection's bias. A query bias changes the scores and cannot
-    be mapped: such a model is refused (exit 1, nothing written). Dropping and folding change the
-    logits by float32 rounding only.
+The model becomes, with its maths unchanged (pre-LayerNorm with eps 1e-5, causal attention scaled by
+1/sqrt(head width), nanoGPT's exact GELU, 4x feed-forward, final LayerNorm, the output tied to wte):
+  - bias=True: tinygpt's gpt2 kind, which is the same architecture tensor for tensor (one c_attn with its
+    bias, biases in every Linear and LayerNorm, the tied output) with the exact GELU (model.gelu_exact);
+    torch.nn.Linear's (out, in) weights are transposed into Conv1D's (in, out);
+  - bias=False: tinygpt's gpt kind. c_attn, one (3C, C) matrix, is split into each head's query, key and
+    value (C, H), transposed; tinygpt keeps its own copy of the tied lm_head, transposed, and a zero bias;
+    its LayerNorms and Linears have biases, which become zeros.
 State_dict names may carry torch.compile's "_orig_mod." prefix. Anything else that does not fit (missing
-or extra tensors, another architecture) is refused, naming it.
+or extra tensors, an untied lm_head for the gpt2 kind, another architecture) is refused, naming it.
 
 No file it reads can run code: ckpt.pt is read with torch.load(weights_only=True), or only the globals it
 allows (tensors, dicts, lists, numbers and strings; nanoGPT's checkpoints are only that), and meta.pkl by
@@ -82,6 +84,15 @@ def read_meta(path):
 
 
 def read_vocab(o, vocab_size):
+    """The characters in nanoGPT's id order (--meta, --vocab-from), or GPT-2's BPE files (--tokenizer)."""
+    if o.tokenizer:
+        try:
+            bpe = tg.read_bpe_dir(o.tokenizer)
+        except (ValueError, OSError) as e:
+            raise Refused(f"--tokenizer {e}") from None
+        if vocab_size < bpe.size:
+            raise Refused(f"the model's vocab_size is {vocab_size} but --tokenizer {o.tokenizer} has {bpe.size} tokens")
+        return bpe
     if o.meta:
         meta = read_meta(o.meta)
         itos = meta.get("itos") if type(meta) is dict else None
@@ -102,7 +113,7 @@ def read_vocab(o, vocab_size):
         raise Refused(f"{source}: the vocabulary must be distinct single characters")
     if len(vocab) != vocab_size:
         raise Refused(f"the model's vocab_size is {vocab_size} but {source} has {len(vocab)} characters "
-                      "(only character-level nanoGPT models map onto tinygpt's tokenizer)")
+                      "(a model with GPT-2's vocabulary takes --tokenizer DIR)")
     return vocab
 
 
@@ -185,11 +196,13 @@ def read_checkpoint(path):
 
 
 def convert(state, args, vocab):
-    """tinygpt's tensors (its names and layouts) from nanoGPT's state_dict and model_args."""
+    """(config, tinygpt's tensors under its names and layouts, vocabulary in tinygpt's id order) from
+    nanoGPT's state_dict and model_args; `vocab` is read_vocab's."""
     state = {k[len("_orig_mod."):] if k.startswith("_orig_mod.") else k: v.detach().to(torch.float32) for k, v in state.items()}
     C, n_head, L = args["n_embd"], args["n_head"], args["n_layer"]
-    V, block = args["vocab_size"], args["block_size"]
-    H = C // n_head
+    rows, block = args["vocab_size"], args["block_size"]  # rows: nanoGPT's, padding included
+    bpe = isinstance(vocab, tg.BpeFiles)
+    V = vocab.size if bpe else len(vocab)  # the tokens kept (read_vocab: V <= rows)
     used = set()
 
     def take(name, shape=None, required=True):
@@ -204,84 +217,123 @@ def convert(state, args, vocab):
         return t
 
     bias = bool(args.get("bias", True))
-
-    def bias_or_zeros(name, n):
-        return take(name, (n,)) if bias else torch.zeros(n)
-
-    out = {"token.weight": take("transformer.wte.weight", (V, C)), "position.weight": take("transformer.wpe.weight", (block, C))}
+    wte = take("transformer.wte.weight", (rows, C))[:V]
+    lm_head = take("lm_head.weight", (rows, C), required=False)  # (the same tensor as wte: tied)
     for i in range(L):
-        p, q = f"transformer.h.{i}.", f"blocks.{i}."
-        out[q + "norm1.gain"] = take(p + "ln_1.weight", (C,))
-        out[q + "norm1.bias"] = bias_or_zeros(p + "ln_1.bias", C)
-        attn_w = take(p + "attn.c_attn.weight", (3 * C, C))  # rows: all queries, all keys, all values
-        attn_b = bias_or_zeros(p + "attn.c_attn.bias", 3 * C)
-        if attn_b[:C].abs().max().item() != 0.0:
-            raise Refused(f"layer {i} has a query bias ({p}attn.c_attn.bias[:{C}] is not zero); tinygpt's heads have "
-                          "no biases and a query bias cannot be folded away")
-        for h in range(n_head):
-            rows = slice(h * H, (h + 1) * H)
-            for part, offset in (("query", 0), ("key", C), ("value", 2 * C)):
-                out[q + f"attention.heads.{h}.{part}.weight"] = attn_w[offset + rows.start:offset + rows.stop].t()
-        proj_w = take(p + "attn.c_proj.weight", (C, C))
-        # softmax ignores the key bias; the value bias comes out of the attention unchanged, into c_proj
-        value_bias = attn_b[2 * C:]
-        out[q + "attention.projection.weight"] = proj_w.t()
-        out[q + "attention.projection.bias"] = bias_or_zeros(p + "attn.c_proj.bias", C) + proj_w @ value_bias
-        out[q + "norm2.gain"] = take(p + "ln_2.weight", (C,))
-        out[q + "norm2.bias"] = bias_or_zeros(p + "ln_2.bias", C)
-        out[q + "feed_forward.up.weight"] = take(p + "mlp.c_fc.weight", (4 * C, C)).t()
-        out[q + "feed_forward.up.bias"] = bias_or_zeros(p + "mlp.c_fc.bias", 4 * C)
-        out[q + "feed_forward.down.weight"] = take(p + "mlp.c_proj.weight", (C, 4 * C)).t()
-        out[q + "feed_forward.down.bias"] = bias_or_zeros(p + "mlp.c_proj.bias", C)
-        mask = take(p + "attn.bias", required=False)  # the causal mask buffer of nanoGPT without flash attention
+        mask = take(f"transformer.h.{i}.attn.bias", required=False)  # the causal mask buffer of nanoGPT without flash attention
         if mask is not None and mask.dim() != 4:
-            raise Refused(f"'{p}attn.bias' is {tuple(mask.shape)}, not nanoGPT's causal mask")
-    out["final_norm.gain"] = take("transformer.ln_f.weight", (C,))
-    out["final_norm.bias"] = bias_or_zeros("transformer.ln_f.bias", C)
-    lm_head = take("lm_head.weight", (V, C), required=False)
-    out["lm_head.weight"] = (lm_head if lm_head is not None else out["token.weight"]).t()  # tied: wte's
-    out["lm_head.bias"] = torch.zeros(V)
+            raise Refused(f"'transformer.h.{i}.attn.bias' is {tuple(mask.shape)}, not nanoGPT's causal mask")
+    if bias:
+        out = gpt2_tensors(take, C, L, block, wte)
+        if lm_head is not None and not torch.equal(lm_head[:V], wte):
+            raise Refused("'lm_head.weight' differs from 'transformer.wte.weight': tinygpt's gpt2 kind ties its output "
+                          "layer to the token table, as nanoGPT's GPT does")
+    else:
+        out = gpt_tensors(take, C, n_head, L, block, wte, (lm_head[:V] if lm_head is not None else wte))
     extra = sorted(set(state) - used)
     if extra:
         raise Refused(f"the checkpoint has tensors nanoGPT's GPT does not: {extra[:8]}")
+    config = tg.ModelConfig(kind="gpt2" if bias else "gpt", vocab=V, n_embd=C, n_head=n_head, n_layer=L, block=block,
+                            dropout=float(args.get("dropout", 0.0)), gelu_exact=bias)  # (nanoGPT's GELU is the exact one)
+    if bpe:
+        return config, out, vocab
 
     # tinygpt's ids are the characters sorted by code point: reorder the rows if the vocabulary is not
     order = sorted(range(V), key=lambda i: vocab[i])
     if order != list(range(V)):
-        out["token.weight"] = out["token.weight"][order]
-        out["lm_head.weight"] = out["lm_head.weight"][:, order]
-        out["lm_head.bias"] = out["lm_head.bias"][order]
-    return out, [vocab[i] for i in order]
+        if bias:
+            out["wte.weight"] = out["wte.weight"][order]
+        else:
+            out["token.weight"] = out["token.weight"][order]
+            out["lm_head.weight"] = out["lm_head.weight"][:, order]
+            out["lm_head.bias"] = out["lm_head.bias"][order]
+    return config, out, [vocab[i] for i in order]
+
+
+def gpt2_tensors(take, C, L, block, wte):
+    """tinygpt's gpt2 kind is nanoGPT's bias=True GPT under Hugging Face's names: the same tensors, a
+    LayerNorm's scale named gain, nn.Linear's (out, in) weights as Conv1D's (in, out)."""
+    out = {"wte.weight": wte, "wpe.weight": take("transformer.wpe.weight", (block, C))}
+    for i in range(L):
+        p, q = f"transformer.h.{i}.", f"h.{i}."
+        for norm in ("ln_1", "ln_2"):
+            out[q + norm + ".gain"] = take(p + norm + ".weight", (C,))
+            out[q + norm + ".bias"] = take(p + norm + ".bias", (C,))
+        for layer, n_out, n_in in (("attn.c_attn", 3 * C, C), ("attn.c_proj", C, C), ("mlp.c_fc", 4 * C, C),
+                                   ("mlp.c_proj", C, 4 * C)):
+            out[q + layer + ".weight"] = take(p + layer + ".weight", (n_out, n_in)).t()
+            out[q + layer + ".bias"] = take(p + layer + ".bias", (n_out,))
+    out["ln_f.gain"] = take("transformer.ln_f.weight", (C,))
+    out["ln_f.bias"] = take("transformer.ln_f.bias", (C,))
+    return out
+
+
+def gpt_tensors(take, C, n_head, L, block, wte, lm_head):
+    """tinygpt's gpt kind from nanoGPT's bias=False GPT: c_attn split into the heads, zero biases, its own
+    copy of the tied output layer."""
+    H = C // n_head
+    out = {"token.weight": wte, "position.weight": take("transformer.wpe.weight", (block, C))}
+    for i in range(L):
+        p, q = f"transformer.h.{i}.", f"blocks.{i}."
+        out[q + "norm1.gain"] = take(p + "ln_1.weight", (C,))
+        out[q + "norm1.bias"] = torch.zeros(C)
+        attn_w = take(p + "attn.c_attn.weight", (3 * C, C))  # rows: all queries, all keys, all values
+        for h in range(n_head):
+            rows = slice(h * H, (h + 1) * H)
+            for part, offset in (("query", 0), ("key", C), ("value", 2 * C)):
+                out[q + f"attention.heads.{h}.{part}.weight"] = attn_w[offset + rows.start:offset + rows.stop].t()
+        out[q + "attention.projection.weight"] = take(p + "attn.c_proj.weight", (C, C)).t()
+        out[q + "attention.projection.bias"] = torch.zeros(C)
+        out[q + "norm2.gain"] = take(p + "ln_2.weight", (C,))
+        out[q + "norm2.bias"] = torch.zeros(C)
+        out[q + "feed_forward.up.weight"] = take(p + "mlp.c_fc.weight", (4 * C, C)).t()
+        out[q + "feed_forward.up.bias"] = torch.zeros(4 * C)
+        out[q + "feed_forward.down.weight"] = take(p + "mlp.c_proj.weight", (C, 4 * C)).t()
+        out[q + "feed_forward.down.bias"] = torch.zeros(C)
+    out["final_norm.gain"] = take("transformer.ln_f.weight", (C,))
+    out["final_norm.bias"] = torch.zeros(C)
+    out["lm_head.weight"] = lm_head.t()
+    out["lm_head.bias"] = torch.zeros(lm_head.shape[0])
+    return out
 
 
 def main():
-    p = tg.ArgumentParser(prog="from_nanogpt.py", description="Convert a nanoGPT checkpoint into a tinygpt GPT checkpoint.")
+    p = tg.ArgumentParser(prog="from_nanogpt.py", description="Convert a nanoGPT checkpoint into a tinygpt checkpoint.")
     p.add_argument("ckpt", help="nanoGPT's ckpt.pt (a dict with 'model' and 'model_args')")
     p.add_argument("out", help="the tinygpt checkpoint to write (.safetensors)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--meta", help="nanoGPT's meta.pkl of a character-level dataset (its 'itos')")
     source.add_argument("--vocab-from", help="the training text: its sorted distinct characters")
+    source.add_argument("--tokenizer", metavar="DIR", help="GPT-2's BPE files (vocab.json + merges.txt, or encoder.json + "
+                        "vocab.bpe), for a model with GPT-2's vocabulary")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     o = p.parse_args()
     try:
-        tg.check_outputs([("OUT", o.out)], [("CKPT", o.ckpt), ("--meta", o.meta), ("--vocab-from", o.vocab_from)], o.force)
+        bpe_files = [os.path.join(o.tokenizer, name) for name in ("vocab.json", "merges.txt", "encoder.json", "vocab.bpe")
+                     if o.tokenizer and os.path.exists(os.path.join(o.tokenizer, name))]
+        tg.check_outputs([("OUT", o.out)], [("CKPT", o.ckpt), ("--meta", o.meta), ("--vocab-from", o.vocab_from),
+                                            *(("--tokenizer", f) for f in bpe_files)], o.force)
     except tg.UsageError as e:
         print(f"from_nanogpt.py: {tg.one_line(e)}", file=sys.stderr)
         return 2
     try:
         state, args = read_checkpoint(o.ckpt)
         vocab = read_vocab(o, args["vocab_size"])
-        tensors, vocab = convert(state, args, vocab)
-        config = tg.ModelConfig(kind="gpt", vocab=args["vocab_size"], n_embd=args["n_embd"], n_head=args["n_head"],
-                                n_layer=args["n_layer"], block=args["block_size"], dropout=float(args.get("dropout", 0.0)))
+        config, tensors, vocab = convert(state, args, vocab)
         model = tg.make_model(config)
         tg.load_tinygpt_state(model, tensors, o.ckpt)
         tg.save(model, vocab, o.out, {"converted_from": "nanoGPT", "nanogpt.bias": str(bool(args.get("bias", True)))})
     except (Refused, ValueError, OSError, RuntimeError, MemoryError) as e:
         print(f"from_nanogpt.py: {tg.one_line(e)}", file=sys.stderr)
         return 1
-    print(f"{o.ckpt} -> {o.out}: GPT n_layer {config.n_layer} n_head {config.n_head} n_embd {config.n_embd} "
-          f"block {config.block}, vocabulary of {config.vocab}")
+    kind = "GPT" if config.kind == "gpt" else "gpt2 (GPT-2's block, exact GELU)"
+    vocabulary = f"vocabulary of {config.vocab}"
+    if isinstance(vocab, tg.BpeFiles):
+        vocabulary = f"GPT-2's BPE vocabulary of {config.vocab} from {o.tokenizer}"
+        if args["vocab_size"] > config.vocab:
+            vocabulary += f" (nanoGPT's padding rows {config.vocab}..{args['vocab_size'] - 1} dropped)"
+    print(f"{o.ckpt} -> {o.out}: {kind} n_layer {config.n_layer} n_head {config.n_head} n_embd {config.n_embd} "
+          f"block {config.block}, {vocabulary}")
     return 0
 
 

@@ -9,6 +9,7 @@ second, torch multiplies with the reference BLAS, many times slower). Run it wit
     ids = torch.tensor([[vocab.index(c) for c in "ROMEO:"]])
     logits = model(ids)                                 # (B, T) LongTensor -> (B, T, V) float32 logits
     tg.save(model, vocab, "tuned.safetensors")          # generate, heatmap, figure and train --init-from read it
+    gpt2 = tg.load_hf_folder("gpt2")                    # Hugging Face's GPT-2 folder (config.json, model.safetensors)
 
 The maths is nn/src/models.cpp's, layer for layer: token + position embeddings (N(0, 1) tables), heads
 without biases whose scores are divided by sqrt(head width) and masked causally, exact (erf) GELU between
@@ -609,8 +610,11 @@ def _parse_header(raw, where):
     return header
 
 
-def _tensor_entry(name, value, where):
-    """(shape, begin, end) of a header entry, checked as nn::load_safetensors checks it."""
+_HALF_DTYPES = {"F16": torch.float16, "BF16": torch.bfloat16}  # read with widen_half, widened to float32
+
+
+def _tensor_entry(name, value, where, widen_half=False):
+    """(shape, begin, end, dtype) of a header entry, checked as nn::load_safetensors checks it."""
     who = f"{where}: tensor {_short(name)}"
     if not isinstance(value, dict):
         raise ValueError(f"{who} must be an object, got {_json_type(value)}")
@@ -620,8 +624,9 @@ def _tensor_entry(name, value, where):
     dtype = value["dtype"]
     if not isinstance(dtype, str):
         raise ValueError(f'{who}: "dtype" must be a string, got {_json_type(dtype)}')
-    if dtype != "F32":
-        raise ValueError(f"{who} has dtype {_short(dtype)}; only F32 is supported")
+    if dtype != "F32" and not (widen_half and dtype in _HALF_DTYPES):
+        raise ValueError(f"{who} has dtype {_short(dtype)}; only F32{', F16 and BF16' if widen_half else ''} is supported")
+    size = 4 if dtype == "F32" else 2
 
     def unsigned_array(field):
         array = value[field]
@@ -639,16 +644,17 @@ def _tensor_entry(name, value, where):
     if len(offsets) != 2 or offsets[0] > offsets[1]:
         raise ValueError(f'{who}: "data_offsets" must be [begin, end] with begin <= end, got {_short(offsets)}')
     begin, end = offsets
-    if end - begin != 4 * numel:
-        raise ValueError(f"{who}: data_offsets [{begin}, {end}] hold {end - begin} bytes, but shape {shape} of F32 "
-                         f"needs {4 * numel}")
-    return shape, begin, end
+    if end - begin != size * numel:
+        raise ValueError(f"{who}: data_offsets [{begin}, {end}] hold {end - begin} bytes, but shape {shape} of {dtype} "
+                         f"needs {size * numel}")
+    return shape, begin, end, dtype
 
 
-def read_safetensors(path, verify=True):
+def read_safetensors(path, verify=True, widen_half=False):
     """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
     ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
-    "crc32c.NAME" must match it (verify=False skips only that comparison)."""
+    "crc32c.NAME" must match it (verify=False skips only that comparison). widen_half: F16 and BF16 tensors
+    too, widened to float32 exactly (as other writers' files may hold them)."""
     where = str(path)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (a FIFO is refused, not waited on)
     with os.fdopen(fd, "rb") as f:
@@ -681,13 +687,13 @@ def read_safetensors(path, verify=True):
         elif not name:  # as tinygpt's loader and save_safetensors: no parameter is nameless
             raise ValueError(f"{where}: a tensor has an empty name")
         else:
-            entries.append((name, *_tensor_entry(name, value, where)))
+            entries.append((name, *_tensor_entry(name, value, where, widen_half)))
 
     # Sorted by begin, the tensors must tile the data section exactly: no overlap, no gap, no tail.
     entries.sort(key=lambda e: (e[2], e[3]))
     data = memoryview(blob)[8 + n:]
     expected = 0
-    for i, (name, _, begin, end) in enumerate(entries):
+    for i, (name, _, begin, end, _) in enumerate(entries):
         if begin < expected:
             before = entries[i - 1]
             raise ValueError(f"{where}: tensor {_short(name)} (data_offsets [{begin}, {end}]) overlaps tensor "
@@ -714,14 +720,19 @@ def read_safetensors(path, verify=True):
         for name in names - set(checksums):
             raise ValueError(f"{where}: tensor {_short(name)} has no checksum while the file's other tensors have theirs")
     tensors = {}
-    for name, shape, begin, end in entries:
+    for name, shape, begin, end, dtype in entries:
         raw = data[begin:end]
         if verify and checksums:
             found = f"{crc32c(raw):08x}"
             if found != checksums[name]:
                 raise ValueError(f"{where}: tensor {_short(name)} does not match its checksum (CRC32C {checksums[name]} "
                                  f"stored, {found} computed): the file is corrupt")
-        t = torch.frombuffer(bytearray(raw), dtype=torch.float32) if end > begin else torch.zeros(0)
+        if end == begin:
+            t = torch.zeros(0)
+        elif dtype == "F32":
+            t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
+        else:
+            t = torch.frombuffer(bytearray(raw), dtype=_HALF_DTYPES[dtype]).to(torch.float32)
         tensors[name] = t.reshape(shape)
     return tensors, metadata
 
@@ -831,20 +842,68 @@ def load(path, verify=True):
 
 
 def save(model, vocab, path, metadata=None):
-    """Writes the model as a tinygpt checkpoint: its weights, config and vocabulary (characters in id
-    order: sorted by code point, no repeats, as tinygpt's tokenizer requires) and each tensor's CRC32C.
-    generate, heatmap, figure and gradflow read it; train --init-from CKPT starts a run from it. It holds
-    no optimizer state, so train --resume does not take it. `metadata`: extra string entries to record."""
+    """Writes the model as a tinygpt checkpoint: its weights, config and vocabulary and each tensor's
+    CRC32C. `vocab` is the characters in id order (sorted by code point, no repeats, as tinygpt's character
+    tokenizer requires) or GPT-2's BPE files (BpeFiles, read_bpe_dir), which the checkpoint keeps as
+    `train --tokenizer DIR` does. generate, heatmap, figure and gradflow read it; train --init-from CKPT
+    starts a run from it. It holds no optimizer state, so train --resume does not take it. `metadata`:
+    extra string entries to record."""
     config = model.config
-    vocab = list(vocab)
-    if len(vocab) != config.vocab:
-        raise ValueError(f"save: the vocabulary has {len(vocab)} characters, the model {config.vocab}")
-    if any(len(c) != 1 for c in vocab) or vocab != sorted(set(vocab)):
-        raise ValueError("save: the vocabulary must be single characters sorted by code point without repeats")
     meta = dict(metadata or {})
     meta.update(config.to_metadata())
-    meta.update({"format": FORMAT, "tokenizer.vocabulary": "".join(vocab)})
+    meta["format"] = FORMAT
+    if isinstance(vocab, BpeFiles):
+        if vocab.size != config.vocab:
+            raise ValueError(f"save: the BPE vocabulary has {vocab.size} tokens, the model {config.vocab}")
+        meta.update({"tokenizer.kind": BPE_KIND, "tokenizer.bpe.vocabulary": vocab.vocabulary, "tokenizer.bpe.merges": vocab.merges})
+    else:
+        vocab = list(vocab)
+        if len(vocab) != config.vocab:
+            raise ValueError(f"save: the vocabulary has {len(vocab)} characters, the model {config.vocab}")
+        if any(len(c) != 1 for c in vocab) or vocab != sorted(set(vocab)):
+            raise ValueError("save: the vocabulary must be single characters sorted by code point without repeats")
+        meta["tokenizer.vocabulary"] = "".join(vocab)
     write_safetensors(path, tinygpt_state(model), meta)
+
+
+BPE_KIND = "gpt2-bpe"  # a checkpoint's "tokenizer.kind" for GPT-2's BPE (nn/train/src/bpe.cpp)
+
+
+@dataclass
+class BpeFiles:
+    """GPT-2's byte-level BPE as a tinygpt checkpoint keeps it: the texts of its vocabulary (token -> id,
+    JSON) and of its merges, and the number of tokens. Only carried here; tinygpt's BpeTokenizer reads them."""
+    vocabulary: str
+    merges: str
+    size: int
+
+
+def read_bpe_dir(directory):
+    """BpeFiles from a directory holding Hugging Face's vocab.json + merges.txt or OpenAI's encoder.json +
+    vocab.bpe (the pairs tinygpt's --tokenizer DIR takes). The vocabulary must be a JSON object giving the ids
+    0..n-1 once each; tinygpt checks the rest (the byte tokens, the merges) when it loads the checkpoint. A
+    ValueError names the file."""
+    for vocabulary, merges in (("encoder.json", "vocab.bpe"), ("vocab.json", "merges.txt")):
+        paths = [os.path.join(directory, vocabulary), os.path.join(directory, merges)]
+        if all(os.path.isfile(p) for p in paths):
+            break
+    else:
+        raise ValueError(f"{directory} holds neither encoder.json + vocab.bpe nor vocab.json + merges.txt (GPT-2's BPE files)")
+    texts = []
+    for p in paths:
+        with open(p, "rb") as f:
+            try:
+                texts.append(f.read().decode("utf-8"))
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{p} is not UTF-8 text ({e})") from None
+    try:
+        table = json.loads(texts[0])
+    except ValueError as e:
+        raise ValueError(f"{paths[0]}: the vocabulary is not JSON ({e})") from None
+    if not isinstance(table, dict) or not table or any(type(i) is not int for i in table.values()) \
+            or sorted(table.values()) != list(range(len(table))):
+        raise ValueError(f"{paths[0]}: the vocabulary is not a JSON object giving the ids 0..n-1 to its tokens, each once")
+    return BpeFiles(texts[0], texts[1], len(table))
 
 
 def encode(vocab, text):
@@ -858,6 +917,88 @@ def encode(vocab, text):
 
 def decode(vocab, ids):
     return "".join(vocab[i] for i in ids)
+
+
+# --- Hugging Face's GPT-2 folder (what GPT2LMHeadModel.from_pretrained reads; export CKPT --hf DIR writes one) -----
+
+# GPT2Config's defaults, for a field config.json leaves out
+HF_GPT2_DEFAULTS = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
+                    "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.1}
+_HF_GELU_EXACT = {"gelu_new": False, "gelu_pytorch_tanh": False, "gelu": True}  # Hugging Face's names -> gelu_exact
+
+
+def load_hf_folder(directory, verify=True):
+    """The GPT2 model (eval mode, CPU) of a Hugging Face folder, read as GPT2LMHeadModel.from_pretrained
+    reads it: DIR/config.json gives n_embd, n_layer, n_head, n_positions, vocab_size, layer_norm_epsilon and
+    activation_function (gelu_new or gelu_pytorch_tanh: the tanh GELU; gelu: the exact one), GPT2Config's
+    default for a field left out; DIR/model.safetensors holds tensors (F32; F16 and BF16 are widened) named
+    wte.weight, wpe.weight, h.N.ln_1.weight, h.N.attn.c_attn.weight (C, 3C), ... with or without
+    "transformer.", lm_head.weight absent or equal to wte (tied), the causal-mask buffers (h.N.attn.bias,
+    h.N.attn.masked_bias) skipped. The
+    tokenizer files are not read: ids in, logits out. What from_pretrained would fill with random weights (a
+    missing tensor), and what GPT-2's maths here cannot follow (another activation, epsilon or inner width,
+    untied output), is a ValueError naming the file (an OSError when one cannot be read)."""
+    config_path, weights_path = os.path.join(directory, "config.json"), os.path.join(directory, "model.safetensors")
+    try:
+        with open(config_path, "rb") as f:
+            hf = json.loads(f.read().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"{config_path}: not JSON ({one_line(e)})") from None
+    if not isinstance(hf, dict):
+        raise ValueError(f"{config_path}: not a JSON object")
+    if hf.get("model_type", "gpt2") != "gpt2":
+        raise ValueError(f"{config_path}: model_type is {_short(hf['model_type'])}, not gpt2")
+    field = {key: hf.get(key, default) for key, default in HF_GPT2_DEFAULTS.items()}
+    for key in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
+        if type(field[key]) is not int or field[key] <= 0:
+            raise ValueError(f"{config_path}: {key} is {_short(field[key])}, not a positive whole number")
+    if field["activation_function"] not in _HF_GELU_EXACT:
+        raise ValueError(f"{config_path}: activation_function is {_short(field['activation_function'])}; GPT-2 here has "
+                         "gelu_new, gelu_pytorch_tanh (the tanh GELU) and gelu (the exact one)")
+    if field["layer_norm_epsilon"] != LAYER_NORM_EPS:
+        raise ValueError(f"{config_path}: layer_norm_epsilon is {_short(field['layer_norm_epsilon'])}; GPT-2 here has {LAYER_NORM_EPS}")
+    for key, expected in (("n_inner", (None, 4 * field["n_embd"])), ("tie_word_embeddings", (True,)),
+                          ("scale_attn_weights", (True,)), ("scale_attn_by_inverse_layer_idx", (False,)),
+                          ("add_cross_attention", (False,))):
+        if key in hf and not any(hf[key] is e or (type(e) is int and hf[key] == e) for e in expected):
+            raise ValueError(f"{config_path}: {key} is {_short(hf[key])}; GPT-2 here has {' or '.join(map(_short, expected))}")
+    dropout = field["resid_pdrop"]
+    config = ModelConfig(kind="gpt2", vocab=field["vocab_size"], n_embd=field["n_embd"], n_head=field["n_head"],
+                         n_layer=field["n_layer"], block=field["n_positions"],
+                         dropout=float(dropout) if type(dropout) in (int, float) and 0 <= dropout < 1 else 0.0,
+                         gelu_exact=_HF_GELU_EXACT[field["activation_function"]])
+    try:
+        config.validate()
+    except ValueError as e:
+        raise ValueError(f"{config_path}: {e}") from None
+
+    tensors, _ = read_safetensors(weights_path, verify, widen_half=True)
+    state, lm_head = {}, None
+    for name, t in tensors.items():
+        short = name[len("transformer."):] if name.startswith("transformer.") else name
+        if re.fullmatch(r"h\.[0-9]+\.attn\.(bias|masked_bias)", short):
+            continue  # the causal mask, a buffer
+        if short == "lm_head.weight":
+            lm_head = t
+            continue
+        if short in state:
+            raise ValueError(f"{weights_path}: tensor {_short(short)} is there both with and without 'transformer.'")
+        state[short] = t
+    model = make_model(config)
+    own = dict(model.named_parameters())
+    missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+    wrong = sorted(f"{n} {tuple(state[n].shape)} (needs {tuple(own[n].shape)})"
+                   for n in set(own) & set(state) if state[n].shape != own[n].shape)
+    if missing or extra or wrong:
+        raise ValueError(f"{weights_path}: the tensors do not fit {config_path}'s GPT-2 (n_embd {config.n_embd} n_layer "
+                         f"{config.n_layer} vocab {config.vocab} n_positions {config.block}): missing {missing[:8]}, "
+                         f"extra {extra[:8]}, wrong shape {wrong[:8]}")
+    if lm_head is not None and not torch.equal(lm_head, state["wte.weight"]):
+        raise ValueError(f"{weights_path}: lm_head.weight differs from wte.weight; GPT-2's output layer is tied to the token table")
+    with torch.no_grad():
+        for name, p in own.items():
+            p.copy_(state[name])
+    return model.eval()
 
 
 # --- the scripts' rules for their files (examples/support/cli.h's check_outputs) --------------------------

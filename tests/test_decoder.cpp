@@ -1,6 +1,7 @@
 // nn/decoder.h: the cached decoders against the reference that reruns forward() on the window, for
 // every model kind, over generations longer than three blocks (so the full-window policy refills several
 // times); the policy itself by hand; the same sampled text with and without the cache; the errors.
+#include <autograd/threads.h>
 #include <nn/decoder.h>
 #include <nn/gpt2.h>
 #include <nn/models.h>
@@ -122,6 +123,31 @@ TEST_CASE("gpt2's cached logits are forward()'s last row at every token, across 
             CHECK(window.refills() >= 4);  // refilled from its last half (block / 2 positions) several times
         }
     }
+}
+
+// Two threads split a token's products: the tied output's rows (from a quarter million floats of table)
+// and the one-row products (from as many of a weight). Each output is the same sums on any thread.
+TEST_CASE("gpt2's cached logits are the same bits on 1 and 2 threads", "[decoder][gpt2][threads]") {
+    Generator g(41);
+    // wte (V, C) 512,000 floats and c_fc (C, 4C) 262,144: both split
+    constexpr int64_t V = 2000;
+    nn::GPT2 model({.vocab = V, .n_embd = 256, .n_head = 4, .n_layer = 2, .block = 16}, g);
+    spread(model, g);
+    const std::vector<int64_t> prompt = {7, 1999, 3, 99, 1};
+    const auto logits_of = [&](int threads) {
+        set_num_threads(threads);
+        nn::GenerationWindow window(model.cached_decoder());
+        std::vector<float> all;
+        std::span<const float> logits = window.start(prompt);
+        for (int64_t i = 0; i < 20; ++i) {  // past a refill
+            all.insert(all.end(), logits.begin(), logits.end());
+            logits = window.push((i * 577 + 3) % V);
+        }
+        set_num_threads(1);
+        return all;
+    };
+    const std::vector<float> one = logits_of(1);
+    CHECK(logits_of(2) == one);
 }
 
 TEST_CASE("the window keeps its last half when full, and the reference reads exactly that window", "[decoder]") {

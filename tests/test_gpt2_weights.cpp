@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
@@ -311,8 +312,22 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
                           raw.push_back({"h.0.attn.rotary", "F32", {2}, std::vector<unsigned char>(8)});
                       })),
                       Contains("extra.safetensors") && Contains("'h.0.attn.rotary'"));
-    // weights without a tokenizer: the programs need --tokenizer DIR
-    CHECK_THROWS_WITH(nn::load_trained_model(good), Contains("good.bin") && Contains("--tokenizer DIR"));
+    // weights without a tokenizer: token ids only; text is refused naming the file and --tokenizer DIR
+    const nn::TrainedModel ids_only = nn::load_trained_model(good);
+    REQUIRE(nn::as_ids_only(*ids_only.tokenizer) != nullptr);
+    CHECK(ids_only.tokenizer->vocab_size() == c.vocab);
+    CHECK(ids_only.tokenizer->encode(" 3\t1 299 ") == std::vector<int64_t>{3, 1, 299});
+    CHECK(ids_only.tokenizer->decode(std::vector<int64_t>{3, 1, 299}) == " 3 1 299");
+    CHECK_THROWS_WITH(ids_only.tokenizer->encode("3 hello"), Contains("good.bin") && Contains("'hello'") && Contains("--tokenizer DIR"));
+    CHECK_THROWS_WITH(ids_only.tokenizer->encode("300"), Contains("'300'") && Contains("ids from 0 to 299"));
+    CHECK_THROWS_WITH(ids_only.tokenizer->decode(std::vector<int64_t>{1, 300}), Contains("300 at position 1"));
+    // what a checkpoint keeps of it: the size alone, read back; a damaged size is refused
+    const auto kept = ids_only.tokenizer->checkpoint_metadata();
+    CHECK(kept == std::map<std::string, std::string>{{"tokenizer.kind", "token-ids"}, {"tokenizer.vocab_size", "300"}});
+    CHECK(nn::IdTokenizer::from_checkpoint_metadata(kept, "x.st").vocab_size() == 300);
+    for (const char* size : {"", "3x", "0", "-2"})
+        CHECK_THROWS_AS(nn::IdTokenizer::from_checkpoint_metadata({{"tokenizer.kind", "token-ids"}, {"tokenizer.vocab_size", size}}, "x.st"),
+                        std::invalid_argument);
     // exporting a model of another kind
     nn::ModelConfig gpt = c;
     gpt.kind = nn::ModelKind::gpt;

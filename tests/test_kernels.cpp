@@ -3,6 +3,7 @@
 // against a double reference and the portable loops' bits. The tests tagged [isa] also run on emulated
 // CPUs without AVX-512 and without AVX (tests/CMakeLists.txt, qemu_*).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -348,6 +349,38 @@ TEST_CASE("every ISA's small path matches gemm_naive, and the blocked path bit f
         check_shape(isa, 70, 130, 24);                                          // several column blocks
         check_shape(isa, 150, 66, 400);  // last columns computed as a strip when A is transposed: rows past 64
     }
+    REQUIRE(checked > 0);
+}
+
+// A sampled token's products (nn's decoders ask for the small path by name): a few rows against a B of a
+// quarter million floats or more are split by columns across the threads. Each thread's range starts at
+// a whole column block (8, 24 or 64 columns), so every N below leaves a ragged last block somewhere.
+TEST_CASE("the small path's few-row products give the same bits on 1, 2 and 3 threads", "[kernels][isa][threads]") {
+    const int saved = num_threads();
+    Generator gen(31);
+    int64_t checked = 0;
+    for (kernels::Isa isa : kernels::available_isas())
+        for (const auto& [M, N, K] : {std::array<int64_t, 3>{1, 2304, 768}, {1, 1069, 300}, {3, 1000, 263}, {8, 2051, 129}})
+            for (bool accumulate : {false, true}) {
+                const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
+                const std::vector<float> C0 = random_values(M * N, gen);
+                INFO(kernels::isa_name(isa) << " M " << M << " N " << N << " K " << K << " accumulate " << accumulate);
+                REQUIRE(N * K >= (int64_t(1) << 18));  // past the split's threshold
+                std::vector<float> one = C0, ref = C0;
+                set_num_threads(1);
+                kernels::gemm_with(isa, false, false, M, N, K, A.data(), B.data(), one.data(), accumulate, kernels::GemmPath::small);
+                kernels::gemm_naive(false, false, M, N, K, A.data(), B.data(), ref.data(), accumulate);
+                REQUIRE(max_abs(one, ref) <= 1e-6 * double(K) + 1e-6);
+                for (int threads : {2, 3}) {
+                    set_num_threads(threads);
+                    std::vector<float> split = C0;
+                    kernels::gemm_with(isa, false, false, M, N, K, A.data(), B.data(), split.data(), accumulate, kernels::GemmPath::small);
+                    INFO(threads << " threads");
+                    REQUIRE(split == one);
+                    ++checked;
+                }
+            }
+    set_num_threads(saved);
     REQUIRE(checked > 0);
 }
 

@@ -118,11 +118,12 @@ void small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t j0, i
     small_column_block<V, kTransA, NV, true>(g, b, ldb, j0, KC);
 }
 
+// C's columns [j_begin, j_end), with j_begin a multiple of the widest column block (and j_end too, or N).
 template <class V, bool kTransA>
-void gemm_small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t KC) {
+void gemm_small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t KC, int64_t j_begin, int64_t j_end) {
     constexpr int64_t NV = V::kMaxVectors, block = NV * V::W;
     static_assert(NV >= 1 && NV <= 4);
-    for (int64_t j0 = 0; j0 < g.N; j0 += block) {
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += block) {
         if constexpr (kTransA)
             if (g.N - j0 <= kStripColumns) return column_strip_trans_a<V>(g, KC, 0, g.M, j0, g.N);  // gemm_blocked.h
         const int64_t vectors = (min_i64(block, g.N - j0) + V::W - 1) / V::W;
@@ -138,10 +139,24 @@ void gemm_small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t 
 // Floats of g.work gemm_small needs: room for a transposed B.
 inline int64_t small_workspace_floats(const GemmArgs& g) { return g.trans_b ? g.K * g.N : 0; }
 
-// C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1, on the calling thread; KC as the ISA's
-// gemm_blocked kernel, for identical results.
+// C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1; KC as the ISA's gemm_blocked kernel, for
+// identical results. On g.threads threads when neither operand is transposed, each thread a range of
+// whole column blocks: a product of one or a few rows (a token's, when sampling) reads all of B once,
+// and two cores stream it faster than one. Every element of C is the same sums whichever thread computes
+// it, so the bits do not depend on the count.
 template <class V>
 void gemm_small(const GemmArgs& g, int64_t KC) {
+    constexpr int64_t block = V::kMaxVectors * V::W;
+    const int64_t blocks = (g.N + block - 1) / block;
+    const int threads = g.trans_a || g.trans_b ? 1 : int(min_i64(g.threads, blocks));
+    if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+        {
+            const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+            gemm_small_columns<V, false>(g, g.B, g.N, KC, blocks * t / n * block, min_i64(g.N, blocks * (t + 1) / n * block));
+        }
+        return;
+    }
     const float* b = g.B;
     if (g.trans_b) {  // B stored (N, K): copy it to row-major (K, N), so rows stream as vectors
         float* __restrict t = g.work;
@@ -153,8 +168,8 @@ void gemm_small(const GemmArgs& g, int64_t KC) {
             for (int64_t j = 0; j < g.N; ++j) t[k * g.N + j] = g.B[j * g.K + k];
         b = t;
     }
-    if (g.trans_a) gemm_small_columns<V, true>(g, b, g.N, KC);
-    else gemm_small_columns<V, false>(g, b, g.N, KC);
+    if (g.trans_a) gemm_small_columns<V, true>(g, b, g.N, KC, 0, g.N);
+    else gemm_small_columns<V, false>(g, b, g.N, KC, 0, g.N);
 }
 
 }  // namespace

@@ -184,6 +184,10 @@ constexpr int64_t kThreadWork = int64_t(1) << 21;
 // no shared packing and no barrier but the join (2 threads: 2^19 took 0.6 ms off the baby GPT's 24 ms
 // step, where weights @ v is 12 products of 2^17; 2^17 made the small model's step 6% slower).
 constexpr int64_t kBatchThreadWork = int64_t(1) << 19;
+// A product of at most kFewRows rows asked of the small path (a sampled token's: nn's decoders) reads
+// all of B for little arithmetic: from kStreamFloats floats of B (1 MiB, ~60 us at ~16 GB/s), two
+// threads reading a half each beat one.
+constexpr int64_t kFewRows = 8, kStreamFloats = int64_t(1) << 18;
 // Below this many multiply-adds the unpacked small path is the faster one.
 constexpr int64_t kSmallWork = int64_t(1) << 18;
 // With AVX-512 also below this many when N leaves 1-4 columns past the last 32-wide tile, which the
@@ -250,7 +254,8 @@ void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
                float* C, bool accumulate, GemmPath path) {
     check(detail::cpu_has(isa), "gemm_with: this CPU cannot run the {} kernel", isa_name(isa));
     // Threads only where each gets real work; the split never changes the result.
-    const int threads = M * N * K >= kThreadWork ? num_threads() : 1;
+    const bool streams_b = path == GemmPath::small && M <= kFewRows && N * K >= kStreamFloats;
+    const int threads = M * N * K >= kThreadWork || streams_b ? num_threads() : 1;
     run_gemm(isa, path, {trans_a, trans_b, M, N, K, A, B, C, accumulate, nullptr, threads});
 }
 

@@ -202,7 +202,8 @@ void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optio
                          bool required) {
     checkpoint_argument(p, checkpoint, std::move(help), required);
     p.option("--tokenizer", "DIR", "GPT-2's BPE files (vocab.json + merges.txt, or encoder.json + vocab.bpe) for\n"
-             "GPT-2 weights without them beside; a checkpoint's own must be the same",
+             "GPT-2 weights without them beside (with neither, token ids only); a\n"
+             "checkpoint's own must be the same",
              [&tokenizer](const Value& v) { tokenizer = v.nonempty(); });
 }
 

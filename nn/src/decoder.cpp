@@ -9,6 +9,7 @@
 
 #include <autograd/kernels.h>
 #include <autograd/ops.h>
+#include <autograd/threads.h>
 
 #include <algorithm>
 #include <cmath>
@@ -48,20 +49,33 @@ void row_product(bool trans_b, int64_t N, int64_t K, const float* a, const float
 
 // out (N) = x (K) @ table (N, K)^T: a dot product with each row of the table, read once and in place.
 // row_product(true, ...) would first copy the whole table transposed: for gpt2's tied output (V, C) that
-// is GPT-2 small's 154 MB token table, every token; for a head's scores, its cached keys.
-void dot_rows(const float* x, const float* table, int64_t N, int64_t K, float* out) {
-    constexpr int64_t kLanes = 16;  // independent sums, which the compiler keeps in vector registers
-    for (int64_t n = 0; n < N; ++n) {
-        const float* row = table + n * K;
-        float partial[kLanes] = {};
-        int64_t k = 0;
-        for (; k + kLanes <= K; k += kLanes)
-            for (int64_t j = 0; j < kLanes; ++j) partial[j] += x[k + j] * row[k + j];
-        float total = 0.0f;
-        for (; k < K; ++k) total += x[k] * row[k];
-        for (const float p : partial) total += p;
-        out[n] = total;
+// is GPT-2 small's 154 MB token table, every token; for a head's scores, its cached keys. Rows are split
+// across threads from a quarter million floats each (two cores stream the table faster than one); each
+// row's sum is the same on any thread.
+struct DotRows {
+    const float* x;
+    const float* table;
+    int64_t K;
+    float* out;
+    void operator()(int64_t begin, int64_t end) const {
+        constexpr int64_t kLanes = 16;  // independent sums, which the compiler keeps in vector registers
+        for (int64_t n = begin; n < end; ++n) {
+            const float* row = table + n * K;
+            float partial[kLanes] = {};
+            int64_t k = 0;
+            for (; k + kLanes <= K; k += kLanes)
+                for (int64_t j = 0; j < kLanes; ++j) partial[j] += x[k + j] * row[k + j];
+            float total = 0.0f;
+            for (; k < K; ++k) total += x[k] * row[k];
+            for (const float p : partial) total += p;
+            out[n] = total;
+        }
     }
+};
+void dot_rows(const float* x, const float* table, int64_t N, int64_t K, float* out) {
+    const DotRows rows{x, table, K, out};
+    // (the body holds one reference, so parallel_for's std::function does not allocate per token)
+    autograd::parallel_for(N, autograd::rows_per_thread(K, int64_t(1) << 18), [&rows](int64_t begin, int64_t end) { rows(begin, end); });
 }
 
 // y (K) = x (C) @ weight (C, K) + bias

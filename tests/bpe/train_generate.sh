@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train and generate with GPT-2's BPE: a text --data with --tokenizer, nanoGPT's train.bin/val.bin,
 # generate --tokens/--chars from the checkpoint alone, and the refusals (a checkpoint and a --tokenizer
-# that disagree, a token file without a tokenizer, a malformed token file), each naming what is wrong.
+# that disagree, a malformed token file), each naming what is wrong; a token file without a tokenizer trains on ids.
 # And examples/tokenize: its ids are gpt-3-encoder's (node computes them here), in both formats; and
 # examples/evaluate: the text through the checkpoint's BPE and its ids as a token file give the same loss.
 #   train_generate.sh TRAIN GENERATE TOKENIZE GPT3_ENCODER_DIR WORK_DIR EVALUATE
@@ -51,7 +51,8 @@ open("odd_train.bin", "wb").write(b"\x01\x00\x02")
 open("past_train.bin", "wb").write(struct.pack("<3H", 1, 50257, 2))'
 expect 0 "" "$train" "${small[@]}" --tokenizer "$gpt2" --data train.bin --out bin.safetensors
 expect 0 "" "$generate" bin.safetensors --tokens 3
-expect 2 "--data train.bin is a token file: give --tokenizer DIR" "$train" "${small[@]}" --data train.bin
+# without --tokenizer: token ids only (tests/cli/token_file_no_tokenizer.sh checks the vocabulary and sample)
+expect 0 "no --tokenizer was given: the vocabulary is the token files' largest id \+ 1" "$train" "${small[@]}" --data train.bin
 expect 1 "odd_train.bin.*odd byte count" "$train" "${small[@]}" --tokenizer "$gpt2" --data odd_train.bin
 expect 1 "past_train.bin.*token 50257 at position 1 is outside the vocabulary" "$train" "${small[@]}" --tokenizer "$gpt2" --data past_train.bin
 # a character checkpoint with a token file is refused naming both

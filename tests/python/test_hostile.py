@@ -96,6 +96,14 @@ class Case(test_torch.Case):
                    self.path(name))
         return self.path(name)
 
+    def bpe_dir(self, name):
+        """A directory of GPT-2's BPE files whose vocab.json is not JSON."""
+        os.makedirs(self.path(name))
+        for file, text in (("vocab.json", '{"a": 0,'), ("merges.txt", "#version: 0.2\n")):
+            with open(os.path.join(self.path(name), file), "w") as f:
+                f.write(text)
+        return name
+
     def meta(self, name, obj=None):
         chars = sorted(set(test_torch.TEXT))
         with open(self.path(name), "wb") as f:
@@ -233,7 +241,9 @@ def case_errors(c):
             ("a meta.pkl without itos", [ckpt, "o.st", "--meta", c.meta("no_itos.pkl", {"vocab_size": 3})], ["itos"]),
             ("a meta.pkl with gaps in itos", [ckpt, "o.st", "--meta", c.meta("gaps.pkl", {"itos": {0: "a", 5: "b"}})],
              ["itos"]),
-            ("--vocab-from not UTF-8", [ckpt, "o.st", "--vocab-from", "latin1.txt"], ["latin1.txt", "UTF-8"])):
+            ("--vocab-from not UTF-8", [ckpt, "o.st", "--vocab-from", "latin1.txt"], ["latin1.txt", "UTF-8"]),
+            ("--tokenizer with a garbage vocab.json", [ckpt, "o.st", "--tokenizer", c.bpe_dir("garbage_bpe")],
+             ["vocab.json", "not JSON"])):
         c.refused(f"from_nanogpt.py: {label}", [nano, *args], 1, *needles)
     c.refused("from_nanogpt.py: no vocabulary flag", [nano, ckpt, "o.st"], 2, "--meta")
 

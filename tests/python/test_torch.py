@@ -7,6 +7,10 @@ runs one case per CTest test:
   gpt2_full_vocab  a random gpt2 (2 layers, 64 wide, GPT-2's 50,257 tokens as characters) made in PyTorch
                 from Hugging Face's maths: tinygpt's logits within 1e-5 relative, with either GELU; one AdamW
                 step on the same batch (tinygpt_step) gives the same weights within 1e-5
+  gpt2_hf       export CKPT --hf DIR of random gpt2 models (either GELU): model.safetensors has the names and
+                shapes GPT2LMHeadModel.from_pretrained looks for, config.json its fields, and
+                tinygpt_torch.load_hf_folder reads the folder with logits equal to tinygpt's within 1e-5 (also
+                without "transformer.", with lm_head and the mask buffers, in F16 and BF16); refusals
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
   evaluate      examples/evaluate's loss over consecutive windows of a text file, and of the same ids as a
@@ -17,8 +21,9 @@ runs one case per CTest test:
                 both ranks end with the same weights, tinygpt loads the result; each launch runs in its own
                 process group, killed whole if it hangs, and leaves no process behind
   nanogpt       nanoGPT's model (reproduced below at a small size) saved as nanoGPT saves it converts with
-                python/from_nanogpt.py; tinygpt's logits equal the nanoGPT model's; a model that cannot
-                map (a query bias) is refused
+                python/from_nanogpt.py (bias=False onto gpt, bias=True with its query bias onto gpt2; characters
+                in any order, or a BPE vocabulary in padded rows); tinygpt's logits equal the nanoGPT model's
+                within 1e-5 relative; an untied output and a vocabulary of another size are refused
 
 Each prints its figures. A failure raises (exit 1) with what differed.
 """
@@ -29,6 +34,7 @@ import os
 import pickle
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -200,6 +206,113 @@ def case_gpt2_full_vocab(c):
     check(offset == stepped.numel() and len(listing.splitlines()) == len(ours), "tinygpt_step wrote other parameters")
     print(f"gpt2: one AdamW step, {len(ours)} tensors: max |torch - tinygpt| / max |weight| per tensor = {worst:.3g}")
     check(worst <= REL_TOLERANCE, f"gpt2: weights after one AdamW step differ by {worst:.3g} relative, over {REL_TOLERANCE}")
+
+
+# GPT2LMHeadModel's state_dict as Hugging Face's modeling_gpt2.py builds it (Conv1D weights (in, out), the
+# tied lm_head not saved): what from_pretrained looks for in model.safetensors
+def hf_gpt2_shapes(C, L, V, n_positions):
+    shapes = {"transformer.wte.weight": (V, C), "transformer.wpe.weight": (n_positions, C)}
+    for i in range(L):
+        h = f"transformer.h.{i}."
+        shapes.update({h + "ln_1.weight": (C,), h + "ln_1.bias": (C,), h + "attn.c_attn.weight": (C, 3 * C),
+                       h + "attn.c_attn.bias": (3 * C,), h + "attn.c_proj.weight": (C, C), h + "attn.c_proj.bias": (C,),
+                       h + "ln_2.weight": (C,), h + "ln_2.bias": (C,), h + "mlp.c_fc.weight": (C, 4 * C),
+                       h + "mlp.c_fc.bias": (4 * C,), h + "mlp.c_proj.weight": (4 * C, C), h + "mlp.c_proj.bias": (C,)})
+    shapes.update({"transformer.ln_f.weight": (C,), "transformer.ln_f.bias": (C,)})
+    return shapes
+
+
+def write_half_safetensors(path, tensors, dtype_name, dtype):
+    """A safetensors file of 2-byte floats (F16 or BF16), as Hugging Face's half-precision files are written."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, t in tensors.items():
+        raw = t.to(dtype).contiguous().view(torch.int16).numpy().astype("<i2").tobytes()
+        header[name] = {"dtype": dtype_name, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def case_gpt2_hf(c):
+    """export CKPT --hf DIR read back as from_pretrained reads it: the names, shapes and config fields it
+    looks for, and tinygpt_torch.load_hf_folder's logits equal to tinygpt's."""
+    tg = c.tg
+    vocab = sorted(set(TEXT))
+    C, L, T = 64, 2, 16
+    for exact in (False, True):
+        gelu = "exact" if exact else "tanh"
+        model = tg.make_model(tg.ModelConfig(kind="gpt2", vocab=len(vocab), n_embd=C, n_head=2, n_layer=L, block=T,
+                                             gelu_exact=exact))
+        with torch.no_grad():  # beyond GPT-2's N(0, 0.02) and zero biases, so that every tensor moves the logits
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.1)
+        ckpt, hf = c.path(f"gpt2_{gelu}.safetensors"), c.path(f"hf_{gelu}")
+        tg.save(model, vocab, ckpt)
+        print(run([c.o.export, ckpt, "--hf", hf]).strip())
+
+        tensors, _ = tg.read_safetensors(os.path.join(hf, "model.safetensors"))
+        shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+        check(shapes == hf_gpt2_shapes(C, L, len(vocab), T), f"model.safetensors holds {shapes}")
+        with open(os.path.join(hf, "config.json")) as f:
+            config = json.load(f)
+        wanted = {"model_type": "gpt2", "n_embd": C, "n_layer": L, "n_head": 2, "n_positions": T, "vocab_size": len(vocab),
+                  "layer_norm_epsilon": 1e-5, "activation_function": "gelu" if exact else "gelu_new"}
+        check(all(config.get(k) == v for k, v in wanted.items()), f"config.json: {config}")
+        check(config.get("architectures") == ["GPT2LMHeadModel"] and config.get("n_inner") is None, f"config.json: {config}")
+
+        loaded = tg.load_hf_folder(hf)
+        check(loaded.config.gelu_exact == exact, f"load_hf_folder read gelu_exact {loaded.config.gelu_exact}")
+        c.compare_logits(ckpt, loaded, f"gpt2 ({gelu} GELU) exported --hf, read by load_hf_folder")
+
+    # the variants from_pretrained takes: names without "transformer.", lm_head.weight equal to wte, the
+    # causal-mask buffers; the same logits
+    variant = c.path("hf_variant")
+    os.makedirs(variant)
+    shutil.copy(os.path.join(hf, "config.json"), variant)
+    renamed = {name[len("transformer."):]: t for name, t in tensors.items()}
+    renamed["lm_head.weight"] = renamed["wte.weight"].clone()
+    renamed["h.0.attn.bias"] = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
+    renamed["h.0.attn.masked_bias"] = torch.tensor(-1e4)
+    tg.write_safetensors(os.path.join(variant, "model.safetensors"), renamed, {"format": "pt"})
+    c.compare_logits(ckpt, tg.load_hf_folder(variant), "the same weights without 'transformer.', with lm_head and mask buffers")
+
+    # F16 and BF16 files (as other writers store them) are widened: the logits of the rounded weights exactly
+    half = c.path("hf_half")
+    os.makedirs(half)
+    shutil.copy(os.path.join(hf, "config.json"), half)
+    for dtype_name, dtype in (("F16", torch.float16), ("BF16", torch.bfloat16)):
+        write_half_safetensors(os.path.join(half, "model.safetensors"), renamed, dtype_name, dtype)
+        rounded = tg.load_hf_folder(variant)
+        with torch.no_grad():
+            for p in rounded.parameters():
+                p.copy_(p.to(dtype).to(torch.float32))
+        ids = torch.randint(0, len(vocab), (2, T))
+        with torch.no_grad():
+            check(torch.equal(tg.load_hf_folder(half)(ids), rounded(ids)), f"the {dtype_name} file's logits are not its weights'")
+        print(f"model.safetensors in {dtype_name}: the logits of its weights widened to float32, bit for bit")
+
+    # what GPT-2's maths here cannot follow is refused, naming the file
+    def refused(label, config_change=None, tensor_change=None):
+        with open(os.path.join(hf, "config.json")) as f:
+            config = json.load(f)
+        config.update(config_change or {})
+        with open(os.path.join(variant, "config.json"), "w") as f:
+            json.dump(config, f)
+        changed = dict(renamed)
+        if tensor_change:
+            tensor_change(changed)
+        tg.write_safetensors(os.path.join(variant, "model.safetensors"), changed, {"format": "pt"})
+        e = refusal(lambda: tg.load_hf_folder(variant), label)
+        print(f"{label}: {e}")
+        check(variant in str(e), f"{label}: the refusal does not name the folder: {e}")
+
+    refused("activation_function relu", {"activation_function": "relu"})
+    refused("layer_norm_epsilon 1e-6", {"layer_norm_epsilon": 1e-6})
+    refused("n_embd 32 in config.json, 64-wide tensors", {"n_embd": 32})
+    refused("a missing tensor", tensor_change=lambda t: t.pop("h.1.mlp.c_fc.bias"))
+    refused("an untied lm_head", tensor_change=lambda t: t.update({"lm_head.weight": t["wte.weight"] + 1}))
 
 
 def case_torch_trains(c):
@@ -478,9 +591,9 @@ class NanoGPT(tnn.Module):
         return self.lm_head(self.transformer.ln_f(x))
 
 
-def _nanogpt_checkpoint(c, bias, name, compiled):
+def _nanogpt_checkpoint(c, bias, name, compiled, vocab_size=None):
     vocab = sorted(set(TEXT))
-    cfg = dict(n_layer=2, n_head=2, n_embd=16, block_size=8, bias=bias, vocab_size=len(vocab), dropout=0.0)
+    cfg = dict(n_layer=2, n_head=2, n_embd=16, block_size=8, bias=bias, vocab_size=vocab_size or len(vocab), dropout=0.0)
     model = NanoGPT(cfg)
     with torch.no_grad():  # weights of every size, so no mapping error hides behind zeros or ones
         for p in model.parameters():
@@ -493,83 +606,143 @@ def _nanogpt_checkpoint(c, bias, name, compiled):
     return model, vocab, path
 
 
+def _small_bpe_dir(c):
+    """GPT-2's BPE files in Hugging Face's names for a small vocabulary: the 256 byte tokens (GPT-2's
+    characters for bytes), four merges and <|endoftext|>: 261 tokens. Returns the directory and the size."""
+    def byte_char(b):
+        printable = lambda k: ord("!") <= k <= ord("~") or 0xA1 <= k <= 0xAC or 0xAE <= k <= 0xFF  # noqa: E731
+        return chr(b) if printable(b) else chr(256 + sum(not printable(k) for k in range(b)))
+    tokens = [byte_char(b) for b in range(256)] + ["ab", "bc", "abc", "\u0120a", "<|endoftext|>"]
+    directory = c.path("bpe")
+    os.makedirs(directory)
+    with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump({t: i for i, t in enumerate(tokens)}, f, ensure_ascii=False)
+    with open(os.path.join(directory, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\na b\nb c\nab c\n\u0120 a\n")
+    return directory, len(tokens)
+
+
+def _check_converted(c, nano, out, ids, label, columns=None, tinygpt_ids=None, flip=False):
+    """tinygpt's logits of the converted `out` against the nanoGPT model's own (on its first `columns`
+    logits, or reversed for a reversed vocabulary); returns the relative error."""
+    with torch.no_grad():
+        expected = nano.eval()(ids)[..., :columns]
+    if flip:
+        expected = expected.flip(-1)
+    theirs = c.tinygpt_logits(out, ids if tinygpt_ids is None else tinygpt_ids)
+    check(theirs.shape == expected.shape, f"{label}: tinygpt's logits are {tuple(theirs.shape)}, nanoGPT's {tuple(expected.shape)}")
+    rel = ((expected - theirs).abs().max() / expected.abs().max()).item()
+    print(f"{label}: max |nanoGPT - tinygpt| / max |logit| = {rel:.3g}")
+    check(rel <= REL_TOLERANCE, f"{label}: relative error {rel:.3g} is over {REL_TOLERANCE}")
+    return rel
+
+
+def _from_nanogpt_in_process(c, args):
+    """python/from_nanogpt.py's main() with these arguments in this process (no second torch import, which
+    takes seconds): (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+    import from_nanogpt
+    out, err, argv = io.StringIO(), io.StringIO(), sys.argv
+    sys.argv = ["from_nanogpt.py", *map(str, args)]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = from_nanogpt.main()
+    finally:
+        sys.argv = argv
+    return code, out.getvalue(), err.getvalue()
+
+
 def case_nanogpt(c):
     tg = c.tg
     script = os.path.join(c.o.python_dir, "from_nanogpt.py")
+
+    def convert(*args):  # the first conversions run the script as a user does; the others in this process
+        code, out, err = _from_nanogpt_in_process(c, args)
+        check(code == 0, f"from_nanogpt.py {' '.join(map(str, args))} exited {code}: {err}")
+        return out
     meta = c.path("meta.pkl")  # as nanoGPT's data/shakespeare_char/prepare.py writes it
     chars = sorted(set(TEXT))
+    V = len(chars)
     with open(meta, "wb") as f:
-        pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": {ch: i for i, ch in enumerate(chars)}}, f)
+        pickle.dump({"vocab_size": V, "itos": dict(enumerate(chars)), "stoi": {ch: i for i, ch in enumerate(chars)}}, f)
+    # bias=False onto the gpt kind; bias=True onto gpt2 with the exact GELU, every bias random: the query
+    # bias too, which the gpt kind's bias-free heads could not hold (the converter refused it before gpt2)
     for bias, compiled in ((False, True), (True, False)):
         nano, vocab, ckpt = _nanogpt_checkpoint(c, bias, f"nano_bias{int(bias)}.pt", compiled)
-        if bias:  # tinygpt's heads have no bias: a query bias cannot map; the key and value biases can
-            with torch.no_grad():
-                nano.transformer.h[0].attn.c_attn.bias[:16].zero_()
-                nano.transformer.h[1].attn.c_attn.bias[:16].zero_()
-            torch.save({"model": nano.state_dict(), "model_args": _args(nano, bias)}, ckpt)
+        check(not bias or nano.transformer.h[0].attn.c_attn.bias[:16].abs().min() > 0, "the query bias is zero")
         out = c.path(f"nano_bias{int(bias)}.safetensors")
         source = ["--meta", meta] if not bias else ["--vocab-from", c.data]
         print(run([sys.executable, script, ckpt, out, *source]).strip())
-        T = 8
-        ids = torch.randint(0, len(vocab), (3, T))
-        with torch.no_grad():
-            expected = nano.eval()(ids)
-        theirs = c.tinygpt_logits(out, ids)
-        rel = ((expected - theirs).abs().max() / expected.abs().max()).item()
-        print(f"nanoGPT (bias={bias}) -> tinygpt: max |nanoGPT - tinygpt| / max |logit| = {rel:.3g}")
-        check(rel <= REL_TOLERANCE, f"nanoGPT bias={bias}: relative error {rel:.3g} is over {REL_TOLERANCE}")
+        _, metadata = tg.read_safetensors(out)
+        kind = (metadata["model.kind"], metadata.get("model.gelu_exact"))
+        check(kind == (("gpt2", "1") if bias else ("gpt", None)), f"bias={bias} became {kind}")
+        ids = torch.randint(0, V, (3, 8))
+        _check_converted(c, nano, out, ids, f"nanoGPT (bias={bias}) -> tinygpt {kind[0]}")
         model, got_vocab = tg.load(out)
         check(got_vocab == vocab, "the vocabulary did not come through")
         with torch.no_grad():
+            expected = nano(ids)
             rel_torch = ((model(ids) - expected).abs().max() / expected.abs().max()).item()
         print(f"nanoGPT (bias={bias}) -> tinygpt_torch: relative error {rel_torch:.3g}")
         check(rel_torch <= REL_TOLERANCE, "tinygpt_torch's logits differ from nanoGPT's")
+        text = run([c.o.generate, out, "--prompt", "the ", "--chars", 20, "--seed", 2])
+        check(text.startswith("the ") and len(text) >= 20, f"generate wrote {text!r}")
 
     # a meta.pkl whose ids are not in code-point order (reversed): tinygpt's ids are, so the rows are
-    # reordered and each character keeps its logits
+    # reordered and each character keeps its logits (nanoGPT's id j is tinygpt's V - 1 - j)
     reversed_meta = c.path("meta_reversed.pkl")
-    V = len(chars)
     with open(reversed_meta, "wb") as f:
         pickle.dump({"vocab_size": V, "itos": dict(enumerate(reversed(chars))), "stoi": {}}, f)
-    nano, _, ckpt = _nanogpt_checkpoint(c, False, "nano_reversed.pt", False)
-    out = c.path("nano_reversed.safetensors")
-    run([sys.executable, script, ckpt, out, "--meta", reversed_meta])
-    nano_ids = torch.randint(0, V, (3, 8))
-    with torch.no_grad():
-        expected = nano.eval()(nano_ids).flip(-1)  # nanoGPT's id j is tinygpt's V - 1 - j
-    theirs = c.tinygpt_logits(out, V - 1 - nano_ids)
-    rel = ((expected - theirs).abs().max() / expected.abs().max()).item()
-    print(f"nanoGPT with a reversed vocabulary -> tinygpt: relative error {rel:.3g}")
-    check(rel <= REL_TOLERANCE, f"a reordered vocabulary: relative error {rel:.3g}")
+    for bias in (False, True):
+        nano, _, ckpt = _nanogpt_checkpoint(c, bias, f"nano_reversed{int(bias)}.pt", False)
+        out = c.path(f"nano_reversed{int(bias)}.safetensors")
+        convert(ckpt, out, "--meta", reversed_meta)
+        ids = torch.randint(0, V, (3, 8))
+        _check_converted(c, nano, out, ids, f"nanoGPT (bias={bias}) with a reversed vocabulary", tinygpt_ids=V - 1 - ids, flip=True)
 
-    # a query bias does not map: refused, naming it, and nothing written
-    nano, vocab, ckpt = _nanogpt_checkpoint(c, True, "nano_query_bias.pt", False)
+    # GPT-2's vocabulary (here a small BPE vocabulary of 261 tokens), padded by nanoGPT to a multiple of 64:
+    # --tokenizer DIR; the checkpoint keeps the BPE files and drops the padding rows
+    bpe_dir, n_tokens = _small_bpe_dir(c)
+    for bias in (False, True):
+        nano, _, ckpt = _nanogpt_checkpoint(c, bias, f"nano_bpe{int(bias)}.pt", False, vocab_size=320)
+        out = c.path(f"nano_bpe{int(bias)}.safetensors")
+        said = convert(ckpt, out, "--tokenizer", bpe_dir).strip()
+        print(said)
+        check("padding rows 261..319 dropped" in said, f"the padding is not reported: {said}")
+        _, metadata = tg.read_safetensors(out)
+        check(metadata["tokenizer.kind"] == "gpt2-bpe" and metadata["model.vocab"] == str(n_tokens),
+              f"the BPE checkpoint's metadata: {metadata.get('tokenizer.kind')}, vocab {metadata['model.vocab']}")
+        ids = torch.randint(0, n_tokens, (3, 8))
+        _check_converted(c, nano, out, ids, f"nanoGPT (bias={bias}) with a BPE vocabulary of {n_tokens} in 320 rows",
+                         columns=n_tokens)
+        text = run([c.o.generate, out, "--tokenizer", bpe_dir, "--prompt", "abc", "--tokens", 6, "--seed", 2])
+        check(text.startswith("abc"), f"generate wrote {text!r}")
+
     refused = c.path("refused.safetensors")
-    result = subprocess.run([sys.executable, script, ckpt, refused, "--meta", meta], capture_output=True, text=True)
-    print(f"a query bias: exit {result.returncode}: {result.stderr.strip()}")
-    check(result.returncode == 1 and "query" in result.stderr and not os.path.exists(refused),
-          "a nanoGPT model with a query bias was not refused")
-    # a vocabulary of another size: refused
+
+    def refuses(label, args, needle):
+        code, _, err = _from_nanogpt_in_process(c, args)
+        print(f"{label}: exit {code}: {err.strip()}")
+        check(code == 1 and needle in err and not os.path.exists(refused), f"{label} was not refused")
+
+    # an output layer not tied to wte has no place in the gpt2 kind
+    checkpoint = torch.load(c.path("nano_bias1.pt"))
+    checkpoint["model"]["lm_head.weight"] = checkpoint["model"]["lm_head.weight"] + 1.0
+    torch.save(checkpoint, c.path("untied.pt"))
+    refuses("an untied lm_head (bias=True)", [c.path("untied.pt"), refused, "--meta", meta], "lm_head")
+    # a vocabulary of another size: refused, as a tokenizer larger than the model
     with open(c.path("short.txt"), "w") as f:
         f.write("abc")
-    result = subprocess.run([sys.executable, script, c.path("nano_bias0.pt"), refused, "--vocab-from", c.path("short.txt")],
-                            capture_output=True, text=True)
-    print(f"a vocabulary of 3: exit {result.returncode}: {result.stderr.strip()}")
-    check(result.returncode == 1 and "vocab" in result.stderr and not os.path.exists(refused),
-          "a vocabulary of the wrong size was not refused")
-
-
-def _args(nano, bias):
-    t = nano.transformer
-    return dict(n_layer=len(t.h), n_head=t.h[0].attn.n_head, n_embd=t.wte.weight.shape[1], block_size=t.wpe.weight.shape[0],
-                bias=bias, vocab_size=t.wte.weight.shape[0], dropout=0.0)
+    refuses("a vocabulary of 3", [c.path("nano_bias0.pt"), refused, "--vocab-from", c.path("short.txt")], "vocab")
+    refuses(f"a tokenizer of {n_tokens} tokens for {V} rows", [c.path("nano_bias0.pt"), refused, "--tokenizer", bpe_dir], "vocab_size")
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case")
     for flag in ("--train", "--generate", "--logits", "--step", "--heatmap", "--figure", "--evaluate", "--gradflow",
-                 "--python-dir", "--work"):
+                 "--export", "--python-dir", "--work"):
         p.add_argument(flag, required=True)
     o = p.parse_args()
     torch.set_num_threads(1)
@@ -577,7 +750,7 @@ def main():
     if o.case.startswith("logits_"):
         case_logits(c, o.case[len("logits_"):])
     else:
-        {"gpt2_full_vocab": case_gpt2_full_vocab, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
+        {"gpt2_full_vocab": case_gpt2_full_vocab, "gpt2_hf": case_gpt2_hf, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
          "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
     print(f"{o.case}: passed")
 

@@ -12,6 +12,8 @@ std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const Metadata& metadata, 
     return naming_path(path, [&]() -> std::shared_ptr<const Tokenizer> {
         if (BpeTokenizer::in_checkpoint_metadata(metadata))
             return std::make_shared<const BpeTokenizer>(BpeTokenizer::from_checkpoint_metadata(metadata));
+        if (IdTokenizer::in_checkpoint_metadata(metadata))
+            return std::make_shared<const IdTokenizer>(IdTokenizer::from_checkpoint_metadata(metadata, printable_name(path.string())));
         return std::make_shared<const CharTokenizer>(CharTokenizer::from_vocabulary_utf8(field(metadata, "tokenizer.vocabulary", path)));
     });
 }

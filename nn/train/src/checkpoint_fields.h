@@ -52,7 +52,7 @@ void write_train_config(const TrainConfig& config, Metadata& metadata);
 void read_train_config(const Metadata& metadata, const std::filesystem::path& path, TrainConfig& config);
 
 void check_format(const Metadata& metadata, const std::filesystem::path& path);
-// The tokenizer the checkpoint keeps: GPT-2's BPE (tokenizer.kind) or the character vocabulary.
+// The tokenizer the checkpoint keeps: GPT-2's BPE or token ids only (tokenizer.kind), or the character vocabulary.
 std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const Metadata& metadata, const std::filesystem::path& path);
 ModelConfig model_config(const Metadata& metadata, const std::filesystem::path& path);
 

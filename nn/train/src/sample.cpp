@@ -74,6 +74,7 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
 }
 
 std::string default_prompt(const Tokenizer& tokenizer) {
+    if (as_ids_only(tokenizer)) return std::to_string(tokenizer.vocab_size() - 1);
     const std::vector<int64_t> first = {0};
     const auto* chars = dynamic_cast<const CharTokenizer*>(&tokenizer);
     return chars && chars->encode("\n", Unknown::skip).empty() ? tokenizer.decode(first) : "\n";

@@ -22,6 +22,7 @@ using detail::path_str;
 namespace {
 
 constexpr int32_t kLlmcMagic = 20240520;
+constexpr int32_t kLlmcModelMagic = 20240326;  // llm.c's weights, also named *.bin: refused, never read as ids
 constexpr int32_t kLlmcVersion = 1;
 constexpr size_t kLlmcHeaderInts = 256;
 constexpr size_t kLlmcHeaderBytes = kLlmcHeaderInts * sizeof(int32_t);
@@ -72,6 +73,9 @@ TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, T
 
     std::array<int32_t, 3> head{};
     if (size >= sizeof(head)) std::memcpy(head.data(), bytes, sizeof(head));
+    if (head[0] == kLlmcModelMagic)
+        throw fail(path, fmt::format("is llm.c's model file (magic {}), not a token file (llm.c's magic {}, or nanoGPT's raw uint16)",
+                                     kLlmcModelMagic, kLlmcMagic));
     if (format == TokenFileFormat::detect) format = head[0] == kLlmcMagic ? TokenFileFormat::llmc : TokenFileFormat::nanogpt;
     uint64_t offset = 0;
     if (format == TokenFileFormat::llmc) {

@@ -17,7 +17,8 @@ bool has_bpe_files(const std::filesystem::path& dir) {
 }
 
 // Hugging Face's or llm.c's GPT-2 weights: the tokenizer comes from `tokenizer_dir`, or from the files
-// beside the weights (a Hugging Face download keeps them together).
+// beside the weights (a Hugging Face download keeps them together); without either, the model reads and
+// writes token ids only (IdTokenizer), and a note says so.
 TrainedModel load_foreign(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
     // The weights straight into a new model's parameters (the model's size in memory, not twice it)
     autograd::Generator unused_init;  // every weight is overwritten by the file's
@@ -30,14 +31,17 @@ TrainedModel load_foreign(const std::filesystem::path& path, const std::optional
     for (const std::string& note : w.notes) fmt::print(stderr, "note: {}: {}\n", printable_name(path.string()), note);
     const std::filesystem::path beside = path.parent_path().empty() ? "." : path.parent_path();
     const std::optional<std::filesystem::path> dir = tokenizer_dir ? tokenizer_dir : has_bpe_files(beside) ? std::optional(beside) : std::nullopt;
-    if (!dir)
-        throw std::runtime_error(fmt::format("{}: GPT-2 weights without a tokenizer: give --tokenizer DIR (vocab.json and "
-                                             "merges.txt, or encoder.json and vocab.bpe), or put those files beside it",
-                                             printable_name(path.string())));
-    TrainedModel out{w.config, std::make_shared<const BpeTokenizer>(BpeTokenizer::from_directory(*dir)), nullptr};
+    TrainedModel out{w.config, nullptr, nullptr};
+    if (dir) {
+        out.tokenizer = std::make_shared<const BpeTokenizer>(BpeTokenizer::from_directory(*dir));
+    } else {
+        out.tokenizer = std::make_shared<const IdTokenizer>(w.config.vocab, printable_name(path.string()));
+        fmt::print(stderr, "note: {}: no tokenizer (no --tokenizer DIR, no vocab.json and merges.txt beside it): token ids only\n",
+                   printable_name(path.string()));
+    }
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: the tokenizer in {} has {} tokens but the model's vocab is {}",
-                                             printable_name(path.string()), path_str(*dir), out.tokenizer->vocab_size(), out.config.vocab));
+                                             printable_name(path.string()), path_str(dir.value_or("")), out.tokenizer->vocab_size(), out.config.vocab));
     out.model = std::move(model);
     naming_path(path, [&] { load_parameters(*out.model, w.weights); });
     out.model->eval();
@@ -50,7 +54,8 @@ void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& save
     const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
     if (!bpe || !(*bpe == BpeTokenizer::from_directory(dir)))
         throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
-                                             printable_name(dir.string()), printable_name(checkpoint), bpe ? "another BPE vocabulary or merges" : "characters"));
+                                             printable_name(dir.string()), printable_name(checkpoint),
+                                             bpe ? "another BPE vocabulary or merges" : as_ids_only(saved) ? "none (token ids only)" : "characters"));
 }
 
 TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {

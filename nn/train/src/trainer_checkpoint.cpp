@@ -48,6 +48,9 @@ void Trainer::save(const std::filesystem::path& path) const {
 
 Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
     return resume(path, [&](const Tokenizer& tokenizer) {
+        if (as_ids_only(tokenizer))
+            throw std::runtime_error(fmt::format("{}: it has no tokenizer, only token ids: resume it on the token file (.bin) it "
+                                                 "was trained on", printable_name(path.string())));
         try {
             return TextData(tokenizer.encode_ids(text));
         } catch (const std::bad_alloc&) {

@@ -34,7 +34,8 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
                               const std::function<bool(int64_t)>& emit = {});
 
 // Where a sample starts when the user gives no prompt: a newline if the vocabulary has one (a fresh
-// line, as in nanoGPT), else the vocabulary's first character.
+// line, as in nanoGPT), else the vocabulary's first character; without a tokenizer (IdTokenizer), the
+// last id, which in GPT-2's vocabulary is <|endoftext|> (50256), where llm.c's samples start.
 std::string default_prompt(const Tokenizer& tokenizer);
 
 }  // namespace nn

@@ -29,7 +29,7 @@ bool is_token_file(const std::filesystem::path& path);
 
 // The file's ids, mapped in place, each checked to be below vocab_size (one pass over the mapping).
 // Throws std::runtime_error naming the path when it is missing or not a regular file, empty, of an odd
-// byte count, with a wrong llm.c magic or version (format llmc, or detect with the magic and a bad
+// byte count, llm.c's model file (its magic 20240326), with a wrong llm.c magic or version (format llmc, or detect with the magic and a bad
 // version), a body shorter or longer than the header's count, or an id >= vocab_size (with its position).
 TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size,
                         TokenFileFormat format = TokenFileFormat::detect);

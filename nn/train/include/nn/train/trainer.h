@@ -65,7 +65,8 @@ public:
     Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tokenizer, TextData data);
     // Continues the run saved at `path` on the same text, encoded with the checkpoint's vocabulary
     // (characters outside it are an error that lists them) and checked against the saved fingerprint.
-    // Its RunSettings come from the file too (the defaults where the file predates them).
+    // Its RunSettings come from the file too (the defaults where the file predates them). A checkpoint
+    // without a tokenizer (IdTokenizer) is refused: it resumes on its token file, below.
     static Trainer resume(const std::filesystem::path& path, std::string_view text);
     // The same, with the data made by `data` from the checkpoint's tokenizer (a token file mapped, a text
     // file tokenized as it is read).
