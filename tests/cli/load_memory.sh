@@ -6,7 +6,10 @@
 # may exceed the smaller one's by at most:
 #   - generate --tokens 1 on each format: 1.3 D (the weights once; the old loaders held the file's
 #     tensors beside the model's: 2 D for the exports, 4 D for a checkpoint with its moments);
-#   - train --resume, one more step: 5.5 D (weights, two moments and the gradients, 4 D; before, 7 D).
+#   - train --resume, one more step: 5.5 D (weights, two moments and the gradients, 4 D; before, 7 D);
+#   - train --init-from the Hugging Face export, two steps and the checkpoint: 4.8 D, issue 28's bound for
+#     fine-tuning (1.2x the weights, gradients and moments; the activations, mostly the logits of the same
+#     vocabulary, are nearly the same for both sizes). Before, 6 D: the checkpoint copied the moments.
 # No timing: only sizes. (Skipped, exit 77, without GPT-2's BPE files from npm.)
 #
 #   load_memory.sh BIN_DIR PEAK_RSS BPE_DIR WORK_DIR
@@ -41,4 +44,9 @@ for format in st hf/model.safetensors bin; do
 done
 resume() { peak_kib train --resume "$1.st" --data small.txt --steps 2 --out "$1.resumed.st" --force; }
 within "train --resume" "$(resume small)" "$(resume big)" 55
+init_from() {
+  peak_kib train --init-from "$1.hf/model.safetensors" --tokenizer "$tok" --data small.txt --batch 1 --steps 2 \
+    --eval-iters 1 --sample 0 --out "$1.tuned.st" --force
+}
+within "train --init-from" "$(init_from small)" "$(init_from big)" 48
 rm -rf ./*.st ./*.bin ./*.hf  # (tens of MB)
