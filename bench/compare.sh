@@ -99,15 +99,19 @@ for T in ${windows//,/ }; do
 done
 
 # GPT-2 small, random weights (GPT-2's init): B 4, T 64 (llm.c's demo) on 1 and 2 threads, both sides from
-# our weights and batch (the losses checked); then B 1, T 1024, each side in its own process for its peak
-# memory (ours: bench_train_step; PyTorch: its own init, a random batch)
+# our weights and batch (the losses checked, and the logits to 1e-5 with the tests' tinygpt_logits when it
+# is built); then B 1, T 1024, each side in its own process for its peak memory (ours: bench_train_step;
+# PyTorch: its own init, a random batch)
 if [[ $gpt2 != 0 ]]; then
   echo "GPT-2 small: exporting its weights, then B 4, T 64 on each side ..." >&2
   "$build/bench/export_weights" "$tmp/weights" gpt2 >> "$tmp/export.txt"
   "$build/bench/bench_train_step" --benchmark_filter='^gpt2_step/gpt2/' --benchmark_format=json > "$tmp/ours_gpt2.json"
+  logits=()
+  [[ -x $build/tests/python/tinygpt_logits ]] && logits=(--logits "$build/tests/python/tinygpt_logits")
   for threads in 1 2; do
     "${torch_env[@]}" "$python" "$here/pytorch_reference.py" --weights "$tmp/weights" --configs gpt2 \
-        --threads "$threads" >> "$tmp/torch_gpt2.jsonl" 2>> "$tmp/check_gpt2.txt"
+        --threads "$threads" "${logits[@]}" >> "$tmp/torch_gpt2.jsonl" 2>> "$tmp/check_gpt2.txt"
+    logits=()  # (once is enough)
   done
   sort -u "$tmp/check_gpt2.txt"
   echo "GPT-2 small at B 1, T 1024 ..." >&2

@@ -31,7 +31,9 @@ import json
 import math
 import os
 import struct
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -212,7 +214,23 @@ def close(a, b, rel=1e-4):
 STEPS_PER_RUN = 50
 
 
-def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True):
+def check_logits(name, weights, ids, logits, program):
+    """tinygpt's logits of the same weights and ids (tests/python's tinygpt_logits) against these, to 1e-5 of
+    the largest logit, as the PyTorch tests check the small models."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "logits.bin")
+        B, T = ids.shape
+        subprocess.run([program, weights, out, str(B), str(T), *map(str, ids.reshape(-1).tolist())], check=True,
+                       stderr=subprocess.DEVNULL)
+        with open(out, "rb") as f:
+            theirs = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(logits.shape)
+    rel = ((logits - theirs).abs().max() / theirs.abs().max()).item()
+    print(f"logits check {name}: {tuple(logits.shape)}, max |pytorch - tinygpt| / max |logit| = {rel:.2g}", file=sys.stderr)
+    if not rel <= 1e-5:
+        sys.exit(f"{name}: the logits differ by more than 1e-5 of the largest")
+
+
+def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True, logits_program=None):
     model = make_model(c)
     tensors, _ = read_safetensors(f"{weights_dir}/{name}.safetensors")
     load_ours(model, tensors)
@@ -223,6 +241,8 @@ def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True):
     with torch.no_grad():
         logits = model(ids)
         loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1)).item()
+    if logits_program:
+        check_logits(name, f"{weights_dir}/{name}.safetensors", ids, logits, logits_program)
     ours = float(meta["loss"])
     ours_steps = [float(s) for s in meta["step_losses"].split(",")]
     theirs_steps = [train_step(model, optimizer, ids, targets) for _ in ours_steps]
@@ -361,6 +381,8 @@ def main():
     parser.add_argument("--sample", metavar="CONFIGS", help="time sampling the nanoGPT way instead: baby,shakespeare")
     parser.add_argument("--chars", type=int, default=2000, help="characters per --sample config")
     parser.add_argument("--blas", action="store_true", help="print the BLAS torch multiplies with and its core")
+    parser.add_argument("--logits", metavar="TINYGPT_LOGITS",
+                        help="with --weights: also compare the logits with tinygpt's (tests/python's tinygpt_logits)")
     parser.add_argument("--check-only", action="store_true",
                         help="with --weights: check that both sides do the same work (the losses), time nothing")
     args = parser.parse_args()
@@ -384,13 +406,15 @@ def main():
     for name in args.configs.split(","):
         c = CONFIGS[name]
         if args.check_only:
-            check_and_time(name, c, args.weights, args.threads, warmup=0, steps=0)
+            check_and_time(name, c, args.weights, args.threads, warmup=0, steps=0, logits_program=args.logits)
             continue
         if c["kind"] == "gpt2":  # seconds a step: one warm-up and five timed steps, as bench_train_step
-            print(json.dumps(check_and_time(name, c, args.weights, args.threads, warmup=1, steps=5)), flush=True)
+            print(json.dumps(check_and_time(name, c, args.weights, args.threads, warmup=1, steps=5,
+                                            logits_program=args.logits)), flush=True)
             continue
         # estimate a step to fill about --min-time
-        probe = check_and_time(name, c, args.weights, args.threads, warmup=args.warmup, steps=3)
+        probe = check_and_time(name, c, args.weights, args.threads, warmup=args.warmup, steps=3,
+                               logits_program=args.logits)
         steps = max(10, int(args.min_time / (probe["median_ms"] * 1e-3)))
         print(json.dumps(check_and_time(name, c, args.weights, args.threads, args.warmup, steps, check=False)), flush=True)
 

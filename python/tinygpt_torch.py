@@ -429,13 +429,19 @@ def load_tinygpt_state(model, tensors, where="checkpoint"):
         owner, _, leaf = name.rpartition(".")
         torch_name = f"{owner}.weight" if owner in norms and leaf == "gain" else name
         state[torch_name] = t.t() if torch_name in linear else t
+    _fit(model, state, lambda missing, extra, wrong: f"{where}: the tensors do not fit the {model.config.kind} model: "
+                                                    f"missing {missing}, extra {extra}, wrong shape {wrong}")
+
+
+def _fit(model, state, refusal):
+    """Copies state (torch names) into the model's parameters; when a name is missing or extra or a shape
+    wrong, raises ValueError(refusal(missing, extra, wrong)) and changes nothing."""
     own = dict(model.named_parameters())
     missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     wrong = sorted(f"{n} {tuple(state[n].shape)} (the model's {tuple(own[n].shape)})"
                    for n in set(own) & set(state) if state[n].shape != own[n].shape)
     if missing or extra or wrong:
-        raise ValueError(f"{where}: the tensors do not fit the {model.config.kind} model: missing {missing}, "
-                         f"extra {extra}, wrong shape {wrong}")
+        raise ValueError(refusal(missing, extra, wrong))
     with torch.no_grad():
         for name, p in own.items():
             p.copy_(state[name])
@@ -985,19 +991,11 @@ def load_hf_folder(directory, verify=True):
             raise ValueError(f"{weights_path}: tensor {_short(short)} is there both with and without 'transformer.'")
         state[short] = t
     model = make_model(config)
-    own = dict(model.named_parameters())
-    missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
-    wrong = sorted(f"{n} {tuple(state[n].shape)} (needs {tuple(own[n].shape)})"
-                   for n in set(own) & set(state) if state[n].shape != own[n].shape)
-    if missing or extra or wrong:
-        raise ValueError(f"{weights_path}: the tensors do not fit {config_path}'s GPT-2 (n_embd {config.n_embd} n_layer "
-                         f"{config.n_layer} vocab {config.vocab} n_positions {config.block}): missing {missing[:8]}, "
-                         f"extra {extra[:8]}, wrong shape {wrong[:8]}")
+    _fit(model, state, lambda missing, extra, wrong: (
+        f"{weights_path}: the tensors do not fit {config_path}'s GPT-2 (n_embd {config.n_embd} n_layer {config.n_layer} "
+        f"vocab {config.vocab} n_positions {config.block}): missing {missing[:8]}, extra {extra[:8]}, wrong shape {wrong[:8]}"))
     if lm_head is not None and not torch.equal(lm_head, state["wte.weight"]):
         raise ValueError(f"{weights_path}: lm_head.weight differs from wte.weight; GPT-2's output layer is tied to the token table")
-    with torch.no_grad():
-        for name, p in own.items():
-            p.copy_(state[name])
     return model.eval()
 
 

@@ -346,6 +346,8 @@ TEST_CASE("every ISA's small path matches gemm_naive, and the blocked path bit f
             for (int64_t N : Ns)
                 for (int64_t K : Ks) check_shape(isa, M, N, K);
         for (int64_t K : {255, 257, 383, 385, 800}) check_shape(isa, 9, 33, K);  // several K blocks
+        // one row (a sampled token's product, read row after row): several K blocks, past a chunk of columns
+        for (int64_t K : {3, 257, 800}) check_shape(isa, 1, 1100, K);
         check_shape(isa, 70, 130, 24);                                          // several column blocks
         check_shape(isa, 150, 66, 400);  // last columns computed as a strip when A is transposed: rows past 64
     }

@@ -78,6 +78,16 @@ void dot_rows(const float* x, const float* table, int64_t N, int64_t K, float* o
     autograd::parallel_for(N, autograd::rows_per_thread(K, int64_t(1) << 18), [&rows](int64_t begin, int64_t end) { rows(begin, end); });
 }
 
+// w (n) = softmax(w * factor), in place: a cached row's attention weights from its scores
+void softmax_scaled_in_place(float* w, int64_t n, float factor) {
+    float top = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) top = std::max(top, w[j] *= factor);
+    double total = 0.0;
+    for (int64_t j = 0; j < n; ++j) total += w[j] = std::exp(w[j] - top);
+    const auto inverse = static_cast<float>(1.0 / total);
+    for (int64_t j = 0; j < n; ++j) w[j] *= inverse;
+}
+
 // y (K) = x (C) @ weight (C, K) + bias
 void linear_row(const Linear& layer, const float* x, float* y) {
     row_product(false, layer.options.out, layer.options.in, x, values(layer.weight), y);
@@ -156,12 +166,7 @@ public:
         for (int64_t r = 0; r < M; ++r) {
             const int64_t t = t0 + r;
             row_product(true, t + 1, Hk, queries + r * Hk, keys_.data(), w);  // scores (t + 1) = q K^T
-            float top = -INFINITY;
-            for (int64_t j = 0; j <= t; ++j) top = std::max(top, w[j] *= factor);
-            double total = 0.0;
-            for (int64_t j = 0; j <= t; ++j) total += w[j] = std::exp(w[j] - top);
-            const auto inverse = static_cast<float>(1.0 / total);
-            for (int64_t j = 0; j <= t; ++j) w[j] *= inverse;
+            softmax_scaled_in_place(w, t + 1, factor);
             row_product(false, H, t + 1, w, values_.data(), out + r * out_stride);  // (t + 1) @ (t + 1, H)
         }
     }
@@ -465,12 +470,7 @@ private:
             for (int64_t r = 0; r < M; ++r) {
                 const int64_t t = t0 + r;
                 dot_rows(qkv_.data() + r * 3 * C + h * H, keys, t + 1, H, w);  // scores (t + 1) = q K^T
-                float top = -INFINITY;
-                for (int64_t j = 0; j <= t; ++j) top = std::max(top, w[j] *= factor);
-                double total = 0.0;
-                for (int64_t j = 0; j <= t; ++j) total += w[j] = std::exp(w[j] - top);
-                const auto inverse = static_cast<float>(1.0 / total);
-                for (int64_t j = 0; j <= t; ++j) w[j] *= inverse;
+                softmax_scaled_in_place(w, t + 1, factor);
                 row_product(false, H, t + 1, w, vals, heads_out_.data() + r * C + h * H);  // (t + 1) @ (t + 1, H)
             }
         }

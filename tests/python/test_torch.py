@@ -294,7 +294,7 @@ def case_gpt2_hf(c):
         print(f"model.safetensors in {dtype_name}: the logits of its weights widened to float32, bit for bit")
 
     # what GPT-2's maths here cannot follow is refused, naming the file
-    def refused(label, config_change=None, tensor_change=None):
+    def refused(label, config_change=None, tensor_change=None, names=()):
         with open(os.path.join(hf, "config.json")) as f:
             config = json.load(f)
         config.update(config_change or {})
@@ -307,11 +307,14 @@ def case_gpt2_hf(c):
         e = refusal(lambda: tg.load_hf_folder(variant), label)
         print(f"{label}: {e}")
         check(variant in str(e), f"{label}: the refusal does not name the folder: {e}")
+        check(all(name in str(e) for name in names), f"{label}: the refusal does not name {names}: {e}")
 
     refused("activation_function relu", {"activation_function": "relu"})
     refused("layer_norm_epsilon 1e-6", {"layer_norm_epsilon": 1e-6})
     refused("n_embd 32 in config.json, 64-wide tensors", {"n_embd": 32})
-    refused("a missing tensor", tensor_change=lambda t: t.pop("h.1.mlp.c_fc.bias"))
+    refused("a missing tensor", tensor_change=lambda t: t.pop("h.1.mlp.c_fc.bias"), names=("h.1.mlp.c_fc.bias",))
+    refused("a tensor of the wrong shape", tensor_change=lambda t: t.update({"h.0.ln_1.bias": torch.zeros(C + 1)}),
+            names=("h.0.ln_1.bias", f"({C + 1},)", f"({C},)"))
     refused("an untied lm_head", tensor_change=lambda t: t.update({"lm_head.weight": t["wte.weight"] + 1}))
 
 

@@ -115,9 +115,10 @@ CheckpointParts split(NamedTensors tensors) {
     return parts;
 }
 
-void check_sizes_against_weights(const ModelConfig& m, const NamedTensors& weights, const std::filesystem::path& path) {
+void check_sizes_against_weights(const ModelConfig& m, const SafetensorsReader& file, const std::filesystem::path& path) {
     double stored = 0;
-    for (const auto& [name, t] : weights) stored += double(t.numel());
+    for (const SafetensorsReader::Entry& e : file.tensors())
+        if (is_weight(e.name)) stored += double((e.end - e.begin) / e.value_bytes);
     const double needed = model_size(m).parameters;
     if (needed > 2 * stored + 4096)
         throw std::runtime_error(fmt::format("{}: the model in its metadata ({} n_embd {} n_layer {} block {} vocab {}) needs "

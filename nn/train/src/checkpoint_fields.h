@@ -64,6 +64,9 @@ CheckpointParts split(NamedTensors tensors);
 // The model sizes in a file are believed only as far as the file's own weights go: a config whose model
 // would need far more parameters than the file stores (a corrupt or edited size) is refused before the
 // model is allocated, instead of allocating whatever it names.
-void check_sizes_against_weights(const ModelConfig& model, const NamedTensors& weights, const std::filesystem::path& path);
+void check_sizes_against_weights(const ModelConfig& model, const SafetensorsReader& file, const std::filesystem::path& path);
+// Whether a checkpoint's tensor is a weight (not optimizer state): SafetensorsReader::read_all's `keep`
+// for a loader that wants the model only.
+inline bool is_weight(const std::string& name) { return !name.starts_with(kStatePrefix); }
 
 }  // namespace nn::detail

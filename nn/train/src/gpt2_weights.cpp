@@ -115,24 +115,46 @@ std::string from_hf_name(const std::string& name) {
     return name;
 }
 
-// The tensors, by name, checked against the config's parameters: none missing, none of a wrong shape,
-// none left over. Returns them in tinygpt's order.
-NamedTensors check_against(const std::filesystem::path& path, const ModelConfig& c, std::map<std::string, Tensor> given,
-                           const std::function<std::string(const std::string&)>& shown) {
-    NamedTensors out;
+// The tensors' shapes, by name, checked against the config's parameters: none missing, none of a wrong
+// shape, none left over.
+void check_shapes(const std::filesystem::path& path, const ModelConfig& c, std::map<std::string, Shape> given,
+                  const std::function<std::string(const std::string&)>& shown) {
     for (const Param& p : hf_order(c)) {
         const auto it = given.find(p.name);
         if (it == given.end()) refuse(path, fmt::format("tensor '{}' {} is missing", shown(p.name), shape_str(p.shape)));
-        if (it->second.shape() != p.shape)
+        if (it->second != p.shape)
             refuse(path, fmt::format("tensor '{}' is {}, but a GPT-2 of n_embd {} n_layer {} vocab {} n_ctx {} needs {}",
-                                     shown(p.name), shape_str(it->second.shape()), c.n_embd, c.n_layer, c.vocab, c.block,
+                                     shown(p.name), shape_str(it->second), c.n_embd, c.n_layer, c.vocab, c.block,
                                      shape_str(p.shape)));
-        out.emplace_back(p.name, it->second);
         given.erase(it);
     }
     if (!given.empty())
         refuse(path, fmt::format("tensor '{}' {} is not a GPT-2 parameter", shown(given.begin()->first),
-                                 shape_str(given.begin()->second.shape())));
+                                 shape_str(given.begin()->second)));
+}
+
+// The tensors, by name, checked as check_shapes does. Returns them in tinygpt's order.
+NamedTensors check_against(const std::filesystem::path& path, const ModelConfig& c, const std::map<std::string, Tensor>& given,
+                           const std::function<std::string(const std::string&)>& shown) {
+    std::map<std::string, Shape> shapes;
+    for (const auto& [name, t] : given) shapes.emplace(name, t.shape());
+    check_shapes(path, c, std::move(shapes), shown);
+    NamedTensors out;
+    for (const Param& p : hf_order(c)) out.emplace_back(p.name, given.at(p.name));
+    return out;
+}
+
+// Where the file's weights go, in tinygpt's order: the tensors `into` gives for the config (a new model's
+// parameters), or new ones.
+NamedTensors places(const ModelConfig& c, const WeightsPlace& into) {
+    std::map<std::string, Tensor> given;
+    if (into)
+        for (auto& [name, t] : into(c)) given.emplace(name, t);
+    NamedTensors out;
+    for (const Param& p : hf_order(c)) {
+        const auto it = given.find(p.name);
+        out.emplace_back(p.name, it != given.end() && it->second.shape() == p.shape ? it->second : autograd::zeros(p.shape));
+    }
     return out;
 }
 
@@ -182,10 +204,14 @@ void read_values(std::ifstream& in, std::span<float> out, int bytes_per_value, c
             for (float& v : out) v = std::bit_cast<float>(le32(reinterpret_cast<const unsigned char*>(&v)));
         return;
     }
-    std::vector<unsigned char> halves(2 * out.size());
-    in.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(halves.size()));
-    check(halves.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8));
+    constexpr size_t kPiece = size_t{1} << 20;  // values widened at a time: a bounded buffer
+    std::vector<unsigned char> halves(2 * std::min(out.size(), kPiece));
+    for (size_t first = 0; first < out.size(); first += kPiece) {
+        const size_t n = std::min(out.size() - first, kPiece);
+        in.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(2 * n));
+        check(2 * (first + n));
+        for (size_t i = 0; i < n; ++i) out[first + i] = bf16_to_float(static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8));
+    }
 }
 
 }  // namespace
@@ -210,20 +236,22 @@ WeightsFormat weights_format(const std::filesystem::path& path) {
     return WeightsFormat::tinygpt;
 }
 
-ForeignWeights read_hf_gpt2(const std::filesystem::path& path) {
+ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into) {
     SafetensorsLimits options;
     options.widen_half = true;
     options.warn_without_checksums = false;  // Hugging Face's files have none
-    Safetensors file = load_safetensors(path, options);
+    SafetensorsReader file(path, options);  // the header checked; the values are read below, into place
     ForeignWeights out;
-    std::map<std::string, Tensor> tensors;
+    std::map<std::string, Shape> tensors;
+    std::map<std::string, size_t> index;            // tinygpt name -> the file's tensor
     std::map<std::string, std::string> original;  // tinygpt name -> the file's
-    std::optional<Tensor> lm_head;
+    std::optional<size_t> lm_head;
     int64_t skipped_buffers = 0;
-    for (auto& [stored, t] : file.tensors) {
+    for (size_t i = 0; i < file.tensors().size(); ++i) {
+        const std::string& stored = file.tensors()[i].name;
         const std::string name = stored.starts_with(kPrefix) ? stored.substr(kPrefix.size()) : stored;
         if (name == "lm_head.weight") {
-            lm_head = t;
+            lm_head = i;
             continue;
         }
         if (name.starts_with("h.") && (name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias"))) {
@@ -234,7 +262,8 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path) {
         if (original.contains(ours))
             refuse(path, fmt::format("tensor '{}' is there both with and without the 'transformer.' prefix", name));
         original[ours] = stored;
-        tensors.emplace(ours, std::move(t));
+        tensors.emplace(ours, file.tensors()[i].shape);
+        index.emplace(ours, i);
     }
     const auto shown = [&original](const std::string& n) {  // a tensor as the file names it
         const auto it = original.find(n);
@@ -243,15 +272,15 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path) {
 
     ModelConfig& c = out.config;
     c.kind = ModelKind::gpt2;
-    const auto need = [&](const std::string& name) -> const Tensor& {
+    const auto need = [&](const std::string& name) -> const Shape& {
         const auto it = tensors.find(name);
         if (it == tensors.end()) refuse(path, fmt::format("tensor '{}' is missing (not a GPT-2 file?)", name));
-        if (it->second.shape().size() != 2) refuse(path, fmt::format("tensor '{}' is {}, not a matrix", shown(name), shape_str(it->second.shape())));
+        if (it->second.size() != 2) refuse(path, fmt::format("tensor '{}' is {}, not a matrix", shown(name), shape_str(it->second)));
         return it->second;
     };
-    c.vocab = need("wte.weight").shape()[0];
-    c.n_embd = need("wte.weight").shape()[1];
-    c.block = need("wpe.weight").shape()[0];
+    c.vocab = need("wte.weight")[0];
+    c.n_embd = need("wte.weight")[1];
+    c.block = need("wpe.weight")[0];
     c.n_layer = 0;
     while (tensors.contains(fmt::format("h.{}.ln_1.gain", c.n_layer))) ++c.n_layer;
     if (c.n_layer == 0) refuse(path, "tensor 'h.0.ln_1.weight' is missing: no layers");
@@ -288,18 +317,32 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path) {
     if (c.n_head <= 0 || c.n_embd % c.n_head != 0)
         refuse(path, fmt::format("n_embd {} is not a multiple of n_head {}", c.n_embd, c.n_head));
 
-    out.weights = check_against(path, c, std::move(tensors), shown);
-    if (lm_head) {
-        const Tensor& wte = out.weights.front().second;
-        const auto a = lm_head->data(), b = wte.data();
-        if (lm_head->shape() != wte.shape() || !std::equal(a.begin(), a.end(), b.begin(), b.end()))
-            refuse(path, "tensor 'lm_head.weight' differs from 'wte.weight': the gpt2 kind's output layer is tied to the token table");
+    check_shapes(path, c, std::move(tensors), shown);
+    if (lm_head && file.tensors()[*lm_head].shape != Shape{c.vocab, c.n_embd})
+        refuse(path, "tensor 'lm_head.weight' differs from 'wte.weight': the gpt2 kind's output layer is tied to the token table");
+
+    // Each tensor straight into its place, in file order; the causal-mask buffers only read (checksums)
+    out.weights = places(c, into);
+    std::map<size_t, Tensor> by_index;
+    for (const auto& [name, t] : out.weights) by_index.emplace(index.at(name), t);
+    for (size_t i = 0; i < file.tensors().size(); ++i) {
+        if (const auto it = by_index.find(i); it != by_index.end()) file.read(i, it->second.data());
+        else if (i != lm_head) file.read_pieces(i, [](std::span<const float>, size_t) {});
     }
+    bool tied = true;  // lm_head.weight equals wte, compared a piece at a time
+    if (lm_head) {
+        const auto wte = out.weights.front().second.data();
+        file.read_pieces(*lm_head, [&](std::span<const float> piece, size_t first) {
+            tied = tied && std::equal(piece.begin(), piece.end(), wte.begin() + static_cast<std::ptrdiff_t>(first));
+        });
+    }
+    file.finish();
+    if (!tied) refuse(path, "tensor 'lm_head.weight' differs from 'wte.weight': the gpt2 kind's output layer is tied to the token table");
     if (skipped_buffers) out.notes.push_back(fmt::format("skipped {} causal-mask buffers (attn.bias, attn.masked_bias)", skipped_buffers));
     return out;
 }
 
-ForeignWeights read_llmc_gpt2(const std::filesystem::path& path) {
+ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into) {
     // (a named pipe is refused here rather than waited on)
     std::error_code error;
     if (!std::filesystem::is_regular_file(path, error)) refuse(path, "not a regular file");
@@ -341,10 +384,11 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path) {
 
     ForeignWeights out;
     out.config = c;
-    std::map<std::string, Tensor> tensors;
+    out.weights = places(c, into);  // each tensor read straight into its place
+    std::map<std::string, Tensor> tensors(out.weights.begin(), out.weights.end());
     for (const Param& p : llmc_params(c)) {
-        Tensor t = autograd::zeros(p.shape);
-        if (p.transposed) {  // stored (out, in): ours is (in, out)
+        Tensor t = tensors.at(p.name);
+        if (p.transposed) {  // stored (out, in): ours is (in, out), through one tensor's buffer
             const int64_t ins = p.shape[0], outs = p.shape[1];
             std::vector<float> stored(static_cast<size_t>(ins * outs));
             read_values(in, stored, bytes, path);
@@ -355,17 +399,15 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path) {
             read_values(in, t.data(), bytes, path);
         }
         if (p.name == "wte.weight") in.seekg((padded - c.vocab) * c.n_embd * bytes, std::ios::cur);  // the padding rows
-        tensors.emplace(p.name, std::move(t));
     }
-    out.weights = check_against(path, c, std::move(tensors), same_name);
     if (bytes == 2) out.notes.push_back("bf16 (version 5) widened to fp32");
     return out;
 }
 
-ForeignWeights read_gpt2_weights(const std::filesystem::path& path) {
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into) {
     switch (weights_format(path)) {
-        case WeightsFormat::llmc: return read_llmc_gpt2(path);
-        case WeightsFormat::hugging_face: return read_hf_gpt2(path);
+        case WeightsFormat::llmc: return read_llmc_gpt2(path, into);
+        case WeightsFormat::hugging_face: return read_hf_gpt2(path, into);
         case WeightsFormat::tinygpt: break;
     }
     refuse(path, "neither Hugging Face's GPT-2 model.safetensors nor llm.c's model file");
@@ -373,8 +415,7 @@ ForeignWeights read_gpt2_weights(const std::filesystem::path& path) {
 
 void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c, const NamedTensors& weights) {
     check_config(directory, c);
-    std::map<std::string, Tensor> given(weights.begin(), weights.end());
-    const NamedTensors ordered = check_against(directory, c, std::move(given), same_name);
+    const NamedTensors ordered = check_against(directory, c, {weights.begin(), weights.end()}, same_name);
     NamedTensors named;
     for (const auto& [name, t] : ordered) named.emplace_back(std::string(kPrefix) + to_hf_name(name), t);
     std::error_code error;

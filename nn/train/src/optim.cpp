@@ -92,14 +92,19 @@ void Optimizer::set_lr(float lr) {
     lr_ = lr;
 }
 
-NamedTensors Optimizer::state() const {
+NamedTensors Optimizer::state_in_place() const {
     NamedTensors out;
     if (buffers_.empty()) return out;
     for (const Buffer& b : buffers_)
-        for (size_t i = 0; i < params_.size(); ++i)
-            out.emplace_back(prefix_ + "." + b.name + "." + names_[i], b.tensors[i].clone());
+        for (size_t i = 0; i < params_.size(); ++i) out.emplace_back(prefix_ + "." + b.name + "." + names_[i], b.tensors[i]);
     for (size_t i = 0; i < params_.size(); ++i)
         out.emplace_back(prefix_ + ".step." + names_[i], autograd::scalar(static_cast<float>(counts_[i])));
+    return out;
+}
+
+NamedTensors Optimizer::state() const {
+    NamedTensors out = state_in_place();
+    for (auto& [name, t] : out) t = t.clone();
     return out;
 }
 
@@ -158,7 +163,7 @@ void Optimizer::load_state(const NamedTensors& state, int64_t steps) {
         } else {
             const auto src = t.data();
             const auto dst = buffers_[static_cast<size_t>(b)].tensors[i].data();
-            std::copy(src.begin(), src.end(), dst.begin());
+            if (src.data() != dst.data()) std::copy(src.begin(), src.end(), dst.begin());  // (read in place)
         }
     }
     steps_ = steps;

@@ -11,7 +11,8 @@
 //     8 hex digits, name no tensor, are missing for a tensor while others have theirs, or do not match
 //     the tensor's bytes. A file with no checksum at all (written before) loads, with one warning.
 // Nothing is allocated from the file's numbers until all of this has passed; the data is then read once,
-// straight into the tensors.
+// straight into the tensors (SafetensorsReader: a new model's own parameters), each checksum verified as
+// its tensor is read, F16 and BF16 widened through a bounded buffer.
 #include "nn/train/safetensors.h"
 #include <nn/files/atomic_file.h>
 
@@ -26,6 +27,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <set>
 #include <stdexcept>
 
@@ -127,13 +130,7 @@ struct FileCloser {
 
 // --- reading --------------------------------------------------------------------------------------
 
-struct Entry {
-    std::string name;
-    autograd::Shape shape;
-    uint64_t begin = 0, end = 0;
-    uint64_t value_bytes = 4;  // 2: F16 or BF16 (SafetensorsLimits::widen_half)
-    bool bf16 = false;
-};
+using Entry = SafetensorsReader::Entry;
 
 class Reader {
 public:
@@ -297,7 +294,8 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
     file.commit();
 }
 
-Safetensors load_safetensors(const std::filesystem::path& path, const SafetensorsLimits& limits) {
+SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const SafetensorsLimits& limits)
+    : path_(path), limits_(limits) {
     Reader reader(path, limits.widen_half);
     // (O_NONBLOCK: a named pipe is refused below instead of waiting for a writer)
     FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
@@ -323,9 +321,8 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
     reader.read_exact(file.fd, header_text.data(), header_text.size());
 
     const nlohmann::json header = parse_header(header_text, reader);
-    Safetensors out;
-    std::vector<Entry> entries;
-    std::map<std::string, std::string> checksums;  // tensor name -> 8 hex digits
+    std::vector<Entry>& entries = entries_;
+    std::map<std::string, std::string>& checksums = checksums_;  // tensor name -> 8 hex digits
     for (const auto& [name, value] : header.items()) {
         if (name == kMetadataKey) {
             if (!value.is_object()) reader.fail(fmt::format("\"{}\" must be an object of strings, got {}", kMetadataKey, value.type_name()));
@@ -334,7 +331,7 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
                     reader.fail(fmt::format("\"{}\" must be an object of strings, but {} is {}", kMetadataKey,
                                             quoted_name(key), v.type_name()));
                 if (key.starts_with(kChecksumPrefix)) checksums.emplace(key.substr(kChecksumPrefix.size()), v.get<std::string>());
-                else out.metadata.emplace(key, v.get<std::string>());
+                else metadata_.emplace(key, v.get<std::string>());
             }
         } else {
             // save_safetensors refuses it too: no module has a parameter without a name
@@ -369,7 +366,7 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
                                 data_size - expected, expected, data_size));
 
     // Checksums: none at all (a file written before them), or one of 8 hex digits for every tensor.
-    out.checksummed = !checksums.empty();
+    checksummed_ = !checksums.empty();
     std::set<std::string_view> tensor_names;  // (a header may hold many entries: no linear search per checksum)
     for (const Entry& e : entries) tensor_names.insert(e.name);
     for (const auto& [name, crc] : checksums) {
@@ -380,44 +377,141 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
         if (!tensor_names.contains(name))
             reader.fail(fmt::format("a checksum names tensor {}, which the file does not hold", quoted_name(name)));
     }
-    if (out.checksummed)
+    if (checksummed_)
         for (const Entry& e : entries)
             if (!checksums.contains(e.name))
                 reader.fail(fmt::format("tensor {} has no checksum while the file's other tensors have theirs", quoted_name(e.name)));
 
-    // Every number is now checked against the file size (at most limits.max_file_bytes): allocate and read.
-    for (const Entry& e : entries) {
-        Tensor t = autograd::zeros(e.shape);
-        std::vector<unsigned char> halves(e.value_bytes == 2 ? e.end - e.begin : 0);
-        if (e.value_bytes == 2) reader.read_exact(file.fd, halves.data(), halves.size());
-        else reader.read_exact(file.fd, t.data().data(), t.data().size_bytes());
-        if (out.checksummed) {
-            Crc32c crc;
-            if (e.value_bytes == 2) crc.add(halves.data(), halves.size());
-            else crc.add(t.data().data(), t.data().size_bytes());  // the bytes as stored (little-endian)
-            if (checksum_text(crc.value()) != checksums.at(e.name))
-                reader.fail(fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
-                                        "is corrupt", quoted_name(e.name), checksums.at(e.name), checksum_text(crc.value())));
-        }
+    file_size_ = file_size;
+    data_start_ = 8 + header_size;
+    fd_ = std::exchange(file.fd, -1);  // kept open for the reads
+}
+
+SafetensorsReader::SafetensorsReader(SafetensorsReader&& other) noexcept
+    : path_(std::move(other.path_)), limits_(other.limits_), fd_(std::exchange(other.fd_, -1)), file_size_(other.file_size_),
+      data_start_(other.data_start_), entries_(std::move(other.entries_)), metadata_(std::move(other.metadata_)),
+      checksums_(std::move(other.checksums_)), checksummed_(other.checksummed_) {}
+
+SafetensorsReader::~SafetensorsReader() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+// Reads exactly `size` bytes at `offset`, or fails naming where the file ended.
+void SafetensorsReader::read_exact(void* out, size_t size, uint64_t offset) {
+    const Reader reader(path_);
+    auto* p = static_cast<char*>(out);
+    while (size > 0) {
+        const ssize_t n = ::pread(fd_, p, size, static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) reader.fail(fmt::format("read failed at byte {} ({})", offset, std::strerror(errno)));
+        if (n == 0) reader.fail(fmt::format("the file ends at byte {} while reading (truncated while being read?)", offset));
+        p += n;
+        size -= static_cast<size_t>(n);
+        offset += static_cast<uint64_t>(n);
+    }
+}
+
+namespace {
+constexpr size_t kPieceValues = size_t{1} << 20;  // the bounded buffer: 4 MiB of float32
+}  // namespace
+
+void SafetensorsReader::read_pieces(size_t i, const std::function<void(std::span<const float>, size_t)>& use) {
+    const Entry& e = entries_.at(i);
+    const uint64_t numel = (e.end - e.begin) / e.value_bytes;
+    std::vector<float> values(static_cast<size_t>(std::min<uint64_t>(numel, kPieceValues)));
+    std::vector<unsigned char> raw(e.value_bytes == 2 ? values.size() * 2 : 0);
+    Crc32c crc;
+    for (uint64_t first = 0; first < numel; first += values.size()) {
+        const auto n = static_cast<size_t>(std::min<uint64_t>(numel - first, values.size()));
+        const std::span<float> piece(values.data(), n);
+        const uint64_t offset = data_start_ + e.begin + first * e.value_bytes;
         if (e.value_bytes == 2) {
-            auto d = t.data();
-            for (size_t i = 0; i < d.size(); ++i) {
-                const auto bits = static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8);
-                d[i] = e.bf16 ? bf16_to_float(bits) : f16_to_float(bits);
+            read_exact(raw.data(), 2 * n, offset);
+            crc.add(raw.data(), 2 * n);
+            for (size_t k = 0; k < n; ++k) {
+                const auto bits = static_cast<uint16_t>(raw[2 * k] | raw[2 * k + 1] << 8);
+                piece[k] = e.bf16 ? bf16_to_float(bits) : f16_to_float(bits);
             }
         } else {
-            to_or_from_little_endian(t.data());
+            read_exact(piece.data(), piece.size_bytes(), offset);
+            crc.add(piece.data(), piece.size_bytes());  // the bytes as stored (little-endian)
+            to_or_from_little_endian(piece);
         }
-        out.tensors.emplace_back(e.name, std::move(t));
+        use(piece, static_cast<size_t>(first));
     }
+    if (checksummed_ && checksum_text(crc.value()) != checksums_.at(e.name))
+        Reader(path_).fail(fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
+                                       "is corrupt", quoted_name(e.name), checksums_.at(e.name), checksum_text(crc.value())));
+}
+
+void SafetensorsReader::read(size_t i, std::span<float> out) {
+    const Entry& e = entries_.at(i);
+    check(out.size_bytes() / 4 * e.value_bytes == e.end - e.begin, "SafetensorsReader::read: {} values for tensor {} of shape {}",
+          out.size(), quoted_name(e.name), shape_str(e.shape));
+    if (e.value_bytes == 2) {
+        read_pieces(i, [&](std::span<const float> piece, size_t first) { std::copy(piece.begin(), piece.end(), out.begin() + first); });
+        return;
+    }
+    read_exact(out.data(), out.size_bytes(), data_start_ + e.begin);  // straight into place
+    if (checksummed_) {
+        Crc32c crc;
+        crc.add(out.data(), out.size_bytes());
+        if (checksum_text(crc.value()) != checksums_.at(e.name))
+            Reader(path_).fail(fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
+                                           "is corrupt", quoted_name(e.name), checksums_.at(e.name), checksum_text(crc.value())));
+    }
+    to_or_from_little_endian(out);
+}
+
+void SafetensorsReader::finish() {
     char extra = 0;
     ssize_t n = 0;
-    do n = ::read(file.fd, &extra, 1);
+    do n = ::pread(fd_, &extra, 1, static_cast<off_t>(file_size_));
     while (n < 0 && errno == EINTR);
-    if (n != 0) reader.fail("the file grew or failed while being read");
-    if (!out.checksummed && !entries.empty() && limits.warn_without_checksums)
+    if (n != 0) Reader(path_).fail("the file grew or failed while being read");
+    if (!checksummed_ && !entries_.empty() && limits_.warn_without_checksums)
         warning_handler()(fmt::format("{} carries no checksums (written before tinygpt stored them): its bytes are not "
-                                      "verified; saving it again adds them", path_str(path)));
+                                      "verified; saving it again adds them", path_str(path_)));
+}
+
+NamedTensors SafetensorsReader::read_all(const NamedTensors& into, const std::function<bool(const std::string&)>& keep,
+                                         const std::optional<std::string>& finite_where) {
+    std::map<std::string_view, const Tensor*> places;
+    for (const auto& [name, t] : into) places.emplace(name, &t);
+    std::optional<std::string> not_finite;  // check_finite's message for the first such value, in file order
+    const auto check_values = [&](const Entry& e, std::span<const float> values, size_t first) {
+        if (!finite_where || not_finite) return;
+        for (size_t k = 0; k < values.size(); ++k)
+            if (!std::isfinite(values[k])) {
+                not_finite = fmt::format("{}: tensor {} holds {} at index {} (shape {}): refusing to load a non-finite weight",
+                                         *finite_where, quoted_name(e.name), values[k], first + k, shape_str(e.shape));
+                return;
+            }
+    };
+    NamedTensors out;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+        const Entry& e = entries_[i];
+        if (keep && !keep(e.name)) {
+            read_pieces(i, [&](std::span<const float> piece, size_t first) { check_values(e, piece, first); });
+            continue;
+        }
+        const auto place = places.find(e.name);
+        Tensor t = place != places.end() && place->second->shape() == e.shape ? *place->second : autograd::zeros(e.shape);
+        read(i, t.data());
+        check_values(e, t.data(), 0);
+        out.emplace_back(e.name, t);
+    }
+    finish();
+    if (not_finite) throw std::runtime_error(*not_finite);
+    return out;
+}
+
+Safetensors load_safetensors(const std::filesystem::path& path, const SafetensorsLimits& limits) {
+    SafetensorsReader file(path, limits);
+    Safetensors out;
+    out.tensors = file.read_all({});
+    out.metadata = file.metadata();
+    out.checksummed = file.checksummed();
     return out;
 }
 
@@ -486,7 +580,7 @@ void load_parameters(Module& module, const NamedTensors& tensors) {
     }
     for (const auto& [name, p] : params) {
         const auto src = given.at(name)->data();
-        std::copy(src.begin(), src.end(), p.data().begin());
+        if (src.data() != p.data().data()) std::copy(src.begin(), src.end(), p.data().begin());  // (read in place)
     }
 }
 

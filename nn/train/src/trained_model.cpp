@@ -20,7 +20,13 @@ bool has_bpe_files(const std::filesystem::path& dir) {
 // beside the weights (a Hugging Face download keeps them together); without either, the model reads and
 // writes token ids only (IdTokenizer), and a note says so.
 TrainedModel load_foreign(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
-    ForeignWeights w = read_gpt2_weights(path);
+    // The weights straight into a new model's parameters (the model's size in memory, not twice it)
+    autograd::Generator unused_init;  // every weight is overwritten by the file's
+    std::unique_ptr<LanguageModel> model;
+    ForeignWeights w = read_gpt2_weights(path, [&](const ModelConfig& config) {
+        model = naming_path(path, [&] { return make_model(config, unused_init); });
+        return model->named_parameters();
+    });
     check_finite(w.weights, printable_name(path.string()));
     for (const std::string& note : w.notes) fmt::print(stderr, "note: {}: {}\n", printable_name(path.string()), note);
     const std::filesystem::path beside = path.parent_path().empty() ? "." : path.parent_path();
@@ -36,8 +42,7 @@ TrainedModel load_foreign(const std::filesystem::path& path, const std::optional
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: the tokenizer in {} has {} tokens but the model's vocab is {}",
                                              printable_name(path.string()), path_str(dir.value_or("")), out.tokenizer->vocab_size(), out.config.vocab));
-    autograd::Generator unused_init;  // every weight is overwritten by the file's
-    out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
+    out.model = std::move(model);
     naming_path(path, [&] { load_parameters(*out.model, w.weights); });
     out.model->eval();
     return out;
@@ -55,20 +60,21 @@ void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& save
 
 TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
     if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, tokenizer_dir);
-    const Safetensors file = load_safetensors(path);
-    check_format(file.metadata, path);
-    check_finite(file.tensors, printable_name(path.string()));
-    TrainedModel out{model_config(file.metadata, path), checkpoint_tokenizer(file.metadata, path), nullptr};
+    SafetensorsReader file(path);
+    check_format(file.metadata(), path);
+    TrainedModel out{model_config(file.metadata(), path), checkpoint_tokenizer(file.metadata(), path), nullptr};
     // A vocabulary shorter than the model's output would let a sampler draw an id it cannot print, after
     // printing the text before it: refused here, before anything is drawn.
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: its vocabulary has {} tokens but its model's vocab is {}",
                                              printable_name(path.string()), out.tokenizer->vocab_size(), out.config.vocab));
     if (tokenizer_dir) check_tokenizer_dir(*tokenizer_dir, *out.tokenizer, path.string());
-    const NamedTensors weights = split(file.tensors).weights;
-    check_sizes_against_weights(out.config, weights, path);
+    check_sizes_against_weights(out.config, file, path);
     autograd::Generator unused_init;  // every weight is overwritten by the file's
     out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
+    // The weights straight into the model's parameters; the optimizer state is read (its checksums and
+    // values checked) through a bounded buffer and dropped: the model's size in memory, not the file's twice.
+    const NamedTensors weights = file.read_all(out.model->named_parameters(), is_weight, printable_name(path.string()));
     naming_path(path, [&] { load_parameters(*out.model, weights); });
     out.model->eval();
     return out;

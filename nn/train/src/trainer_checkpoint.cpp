@@ -32,7 +32,7 @@ void read_generator_states(Module& module, const std::map<std::string, std::stri
 
 void Trainer::save(const std::filesystem::path& path) const {
     NamedTensors tensors = model_->named_parameters();
-    for (auto& [name, t] : optimizer_->state()) tensors.emplace_back(std::string(kStatePrefix) + name, t);
+    for (auto& [name, t] : optimizer_->state_in_place()) tensors.emplace_back(std::string(kStatePrefix) + name, t);
     Metadata metadata = config_.model.to_metadata();
     write_train_config(config_, metadata);
     metadata.insert({{"format", kFormat},
@@ -61,10 +61,9 @@ Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text
 }
 
 Trainer Trainer::resume(const std::filesystem::path& path, const std::function<TextData(const Tokenizer&)>& make_data) {
-    Safetensors file = load_safetensors(path);
-    const Metadata& meta = file.metadata;
+    SafetensorsReader file(path);
+    const Metadata& meta = file.metadata();
     check_format(meta, path);
-    check_finite(file.tensors, printable_name(path.string()));  // weights and AdamW's moments
     TrainConfig c;
     c.model = model_config(meta, path);
     read_train_config(meta, path, c);
@@ -72,8 +71,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
     if (step > c.steps)
         throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", printable_name(path.string()), step,
                                              c.steps));
-    const CheckpointParts parts = split(std::move(file.tensors));
-    check_sizes_against_weights(c.model, parts.weights, path);
+    check_sizes_against_weights(c.model, file, path);
 
     Trainer trainer = naming_path(path, [&] {
         std::shared_ptr<const Tokenizer> tokenizer = checkpoint_tokenizer(meta, path);
@@ -86,6 +84,11 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
         return Trainer(c, std::move(tokenizer), std::move(data));
     });
 
+    // The weights and the optimizer's moments straight into the new trainer's own tensors (the file's size
+    // in memory, not twice it), then checked and taken as any tensors would be.
+    NamedTensors into = trainer.model_->named_parameters();
+    for (auto& [name, t] : trainer.optimizer_->state_in_place()) into.emplace_back(std::string(kStatePrefix) + name, t);
+    const CheckpointParts parts = split(file.read_all(into, {}, printable_name(path.string())));  // weights and moments finite
     naming_path(path, [&] { load_parameters(*trainer.model_, parts.weights); });
     naming_path(path, [&] { trainer.optimizer_->load_state(parts.state, step); });
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));

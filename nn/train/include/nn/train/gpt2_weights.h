@@ -19,6 +19,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,14 @@ struct ForeignWeights {
     NamedTensors weights;         // under tinygpt's names (GPT2::named_parameters), in its layouts
     std::vector<std::string> notes;  // what was assumed (n_head by rule) or skipped, for the user
 };
-ForeignWeights read_hf_gpt2(const std::filesystem::path& path);
-ForeignWeights read_llmc_gpt2(const std::filesystem::path& path);
-ForeignWeights read_gpt2_weights(const std::filesystem::path& path);  // either, by weights_format
+// Where the weights go: given the model the file holds, the tensors to read them into under tinygpt's
+// names (a new model's parameters, so that loading takes the model's size in memory once, not twice);
+// the ones it does not give, or an empty WeightsPlace, are new tensors. ForeignWeights::weights holds
+// whichever were filled. On a refusal, the given tensors may be partly overwritten.
+using WeightsPlace = std::function<NamedTensors(const ModelConfig&)>;
+ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into = {});
+ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into = {});
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into = {});  // either, by weights_format
 
 // `weights` under tinygpt's names for a `gpt2` config. write_hf_gpt2 makes `directory` if needed and
 // writes model.safetensors (names with the "transformer." prefix, as save_pretrained writes them, and

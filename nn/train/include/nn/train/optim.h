@@ -64,6 +64,10 @@ public:
     // number in [0, steps]; otherwise std::invalid_argument lists what is missing, extra and
     // mismatched, and nothing is changed. The values are copied (the caller's tensors are not kept).
     void load_state(const NamedTensors& state, int64_t steps);
+    // state() without the copies: the buffers themselves (and new step counts), which a checkpoint is
+    // written from and read straight into (SafetensorsReader::read_all, then load_state to check them),
+    // so that saving or resuming never holds the moments twice.
+    NamedTensors state_in_place() const;
 
 protected:
     // `kind` names the optimizer in messages ("AdamW") and, lower-cased, prefixes its state ("adamw").

@@ -25,6 +25,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +69,59 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 // the problem for anything malformed or a checksum that does not match (see the list in checkpoint.cpp).
 // A file with no checksums loads, and the warning handler is told so.
 Safetensors load_safetensors(const std::filesystem::path& path, const SafetensorsLimits& limits = {});
+
+// A safetensors file opened and checked as load_safetensors checks it (everything but the tensors'
+// values and checksums), its data not yet read: for loaders that read each tensor straight into its
+// place (a new model's parameters, an optimizer's moments), so that loading a file takes about the
+// file's size in memory plus a bounded buffer, not twice it. Each read verifies the tensor's checksum
+// with load_safetensors's message; finish() then makes the checks load_safetensors makes last.
+//
+//     nn::SafetensorsReader file("run.safetensors");
+//     for (size_t i = 0; i < file.tensors().size(); ++i) file.read(i, destination(file.tensors()[i]));
+//     file.finish();
+class SafetensorsReader {
+public:
+    struct Entry {
+        std::string name;
+        autograd::Shape shape;
+        uint64_t begin = 0, end = 0;  // data_offsets
+        uint64_t value_bytes = 4;     // 2: F16 or BF16 (SafetensorsLimits::widen_half)
+        bool bf16 = false;
+    };
+    explicit SafetensorsReader(const std::filesystem::path& path, const SafetensorsLimits& limits = {});
+    SafetensorsReader(SafetensorsReader&&) noexcept;
+    ~SafetensorsReader();
+
+    const std::vector<Entry>& tensors() const { return entries_; }  // in file order (by data offset)
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }  // without the checksums
+    bool checksummed() const { return checksummed_; }
+
+    // Reads tensor i's values, as float32, into `out` (its numel values; F16 and BF16 widened through a
+    // bounded buffer) and verifies its checksum: a mismatch throws after `out` was written.
+    void read(size_t i, std::span<float> out);
+    // The same through a bounded buffer: use(values, index of values[0]) for each piece in turn.
+    void read_pieces(size_t i, const std::function<void(std::span<const float>, size_t)>& use);
+    // Every tensor in file order: into the tensor of `into` with its name and shape (a new model's
+    // parameters: overwritten even when the file is refused later), into a new tensor otherwise, or,
+    // where keep(name) is false, through a bounded buffer and not returned. Then finish(), then, with
+    // `finite_where`, check_finite of every tensor read (the ones not kept too). Returns the tensors
+    // kept in file order: check and copy them as load_safetensors's (load_parameters copies nothing
+    // onto itself).
+    NamedTensors read_all(const NamedTensors& into, const std::function<bool(const std::string&)>& keep = {},
+                          const std::optional<std::string>& finite_where = std::nullopt);
+    // After the reads: refuses a file that grew while being read, and warns of one without checksums.
+    void finish();
+
+private:
+    void read_exact(void* out, size_t size, uint64_t offset);
+    std::filesystem::path path_;
+    SafetensorsLimits limits_;
+    int fd_ = -1;
+    uint64_t file_size_ = 0, data_start_ = 0;
+    std::vector<Entry> entries_;
+    std::map<std::string, std::string> metadata_, checksums_;
+    bool checksummed_ = false;
+};
 
 // Where the loaders' warnings go: by default stderr, as "warning: MESSAGE". An empty handler silences them.
 using WarningHandler = std::function<void(const std::string& message)>;
