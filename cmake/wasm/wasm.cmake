@@ -29,6 +29,10 @@ target_compile_definitions(fmt::fmt INTERFACE FMT_HEADER_ONLY=1)
 add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
 target_include_directories(nlohmann_json::nlohmann_json SYSTEM INTERFACE ${wasm_headers})
 
+# emscripten's linker runs Node scripts that need Debian's node-acorn, in /usr/share/nodejs, where only
+# Debian's own Node looks (a Node from elsewhere, as on this machine, does not).
+set(CMAKE_CXX_LINKER_LAUNCHER ${CMAKE_COMMAND} -E env NODE_PATH=/usr/share/nodejs)
+
 add_library(OpenMP::OpenMP_CXX INTERFACE IMPORTED)
 target_include_directories(OpenMP::OpenMP_CXX SYSTEM INTERFACE ${here}/include)
 
