@@ -33,8 +33,7 @@ target_include_directories(nlohmann_json::nlohmann_json SYSTEM INTERFACE ${wasm_
 # Debian's own Node looks (a Node from elsewhere, as on this machine, does not).
 set(CMAKE_CXX_LINKER_LAUNCHER ${CMAKE_COMMAND} -E env NODE_PATH=/usr/share/nodejs)
 
-add_library(OpenMP::OpenMP_CXX INTERFACE IMPORTED)
-target_include_directories(OpenMP::OpenMP_CXX SYSTEM INTERFACE ${here}/include)
+add_library(OpenMP::OpenMP_CXX INTERFACE IMPORTED)  # nothing to link: include/omp.h is on every path (below)
 
 # size_t is 32 bits here: -Wconversion would flag every int64_t index into a std::vector or std::span
 # (hundreds). Memory is at most 4 GB, so no index reaches 2^32.
