@@ -362,7 +362,7 @@ TEST_CASE("the small path's few-row products give the same bits on 1, 2 and 3 th
     Generator gen(31);
     int64_t checked = 0;
     for (kernels::Isa isa : kernels::available_isas())
-        for (const auto& [M, N, K] : {std::array<int64_t, 3>{1, 2304, 768}, {1, 1069, 300}, {3, 1000, 263}, {8, 2051, 129}})
+        for (const auto& [M, N, K] : {std::array<int64_t, 3>{1, 2304, 768}, {1, 1069, 300}, {1, 1000, 3000}, {3, 1000, 263}, {8, 2051, 129}})
             for (bool accumulate : {false, true}) {
                 const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
                 const std::vector<float> C0 = random_values(M * N, gen);

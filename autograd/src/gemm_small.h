@@ -136,58 +136,96 @@ void gemm_small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t 
     }
 }
 
-// One row of C, columns [j_begin, j_end): C (1, N) = a (1, K) @ B (K, N), neither transposed: a token's
-// product when sampling, where reading B from memory is all the time. The column tiles above walk down
-// B's columns, four cache lines of each row at a time, which the prefetchers follow less well than rows
-// read whole: here B is read row after row, four rows at once, a chunk of columns at a time. (In GPT-2
-// small's cached token, these products took 2.5x the time of the tied output's row-by-row dot products
-// for 2.2x their bytes; read by rows, 1.95x: perf, one thread.) The sums are the tiles' own: for each KC
-// block, acc = fma(a(k), B(k, j), acc) for k in order from 0, then C = acc or C + acc; a chunk's sums
-// wait in `sums`, in L1.
+// One KC block of one row's sums: sums (nb) = a (kb) @ B (kb, nb), B's rows ldb apart. B is read row after
+// row, four rows at once: the column tiles above walk down B's columns, four cache lines of each row at a
+// time, which the prefetchers follow less well than rows read whole. (In GPT-2 small's cached token, the
+// tiles took 2.5x the time of the tied output's row-by-row dot products for 2.2x their bytes; read by
+// rows, 1.95x: perf, one thread.) Each sum is the tiles' own: acc = fma(a(k), B(k, j), acc), k in order.
+template <class V>
+void one_row_block(const float* a, const float* b, int64_t ldb, int64_t kb, int64_t nb, float* __restrict sums) {
+    using reg = typename V::reg;
+    const int64_t full = nb / V::W * V::W;
+    const typename V::mask last = V::mask_first(nb - full);
+    // sums[j] = fma(a(k), B(k, j), sums[j]) for each given row k, in order (the vector at j, masked when
+    // kMasked)
+    auto add_rows = [&]<int kRows, bool kMasked>(int64_t k, int64_t j) {
+        reg s = kMasked ? V::load(sums + j, last) : V::load(sums + j);
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+            const float* row = b + (k + r) * ldb + j;
+            s = V::fma(V::broadcast(a + k + r), kMasked ? V::load(row, last) : V::load(row), s);
+        }
+        if constexpr (kMasked) V::store(sums + j, s, last);
+        else V::store(sums + j, s);
+    };
+    for (int64_t j = 0; j < nb; ++j) sums[j] = 0.0f;
+    int64_t k = 0;
+    for (; k + 4 <= kb; k += 4) {
+        for (int64_t j = 0; j < full; j += V::W) add_rows.template operator()<4, false>(k, j);
+        if (full < nb) add_rows.template operator()<4, true>(k, full);
+    }
+    for (; k < kb; ++k) {
+        for (int64_t j = 0; j < full; j += V::W) add_rows.template operator()<1, false>(k, j);
+        if (full < nb) add_rows.template operator()<1, true>(k, full);
+    }
+}
+
+// c (n) = sums (first block, not accumulating) or c + sums: a KC block's sums into C, as the tiles do
+inline void add_block(float* __restrict c, const float* __restrict sums, int64_t n, bool overwrite) {
+    if (overwrite)
+        for (int64_t j = 0; j < n; ++j) c[j] = sums[j];
+    else
+        for (int64_t j = 0; j < n; ++j) c[j] = c[j] + sums[j];
+}
+
+// One row of C, columns [j_begin, j_end): C (1, N) = a (1, K) @ B (K, N), neither transposed (a token's
+// product when sampling, where reading B from memory is all the time), on the calling thread, a chunk of
+// columns at a time, each chunk's block sums waiting in L1.
 template <class V>
 void one_row_columns(const GemmArgs& g, int64_t KC, int64_t j_begin, int64_t j_end) {
-    using reg = typename V::reg;
     constexpr int64_t kChunk = 1024;  // columns a pass over the rows covers (4 KB of sums)
     float sums[kChunk];
     for (int64_t j0 = j_begin; j0 < j_end; j0 += kChunk) {
-        const int64_t nb = min_i64(kChunk, j_end - j0), full = nb / V::W * V::W;
-        const typename V::mask last = V::mask_first(nb - full);
-        const float* b = g.B + j0;
-        // sums[j] = fma(a(k), B(k, j), sums[j]) for each given row k, in order (the vector at j, masked when
-        // kMasked)
-        auto add_rows = [&]<int kRows, bool kMasked>(int64_t k, int64_t j) {
-            reg s = kMasked ? V::load(sums + j, last) : V::load(sums + j);
-#pragma GCC unroll 4
-            for (int r = 0; r < kRows; ++r) {
-                const float* row = b + (k + r) * g.N + j;
-                s = V::fma(V::broadcast(g.A + k + r), kMasked ? V::load(row, last) : V::load(row), s);
-            }
-            if constexpr (kMasked) V::store(sums + j, s, last);
-            else V::store(sums + j, s);
-        };
+        const int64_t nb = min_i64(kChunk, j_end - j0);
         for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
-            const int64_t k1 = min_i64(g.K, k0 + KC);
-            for (int64_t j = 0; j < nb; ++j) sums[j] = 0.0f;
-            int64_t k = k0;
-            for (; k + 4 <= k1; k += 4) {
-                for (int64_t j = 0; j < full; j += V::W) add_rows.template operator()<4, false>(k, j);
-                if (full < nb) add_rows.template operator()<4, true>(k, full);
-            }
-            for (; k < k1; ++k) {
-                for (int64_t j = 0; j < full; j += V::W) add_rows.template operator()<1, false>(k, j);
-                if (full < nb) add_rows.template operator()<1, true>(k, full);
-            }
-            float* c = g.C + j0;
-            if (k0 == 0 && !g.accumulate)
-                for (int64_t j = 0; j < nb; ++j) c[j] = sums[j];
-            else
-                for (int64_t j = 0; j < nb; ++j) c[j] = c[j] + sums[j];
+            one_row_block<V>(g.A + k0, g.B + k0 * g.N + j0, g.N, min_i64(KC, g.K - k0), nb, sums);
+            add_block(g.C + j0, sums, nb, k0 == 0 && !g.accumulate);
         }
     }
 }
 
-// Floats of g.work gemm_small needs: room for a transposed B.
-inline int64_t small_workspace_floats(const GemmArgs& g) { return g.trans_b ? g.K * g.N : 0; }
+// The same row on `threads` threads, each a range of whole KC blocks, so each reads its own contiguous
+// rows of B as the bandwidth benchmark does (split by columns, two threads read half of every row and
+// decoded GPT-2 small at 2/3 of peak/bandwidth). Every block's sums wait in `partial` (K/KC rows of N
+// floats); then each thread adds its columns' blocks into C in block order: the same sums as one thread.
+template <class V>
+void one_row_split_k(const GemmArgs& g, int64_t KC, int threads, float* partial) {
+    const int64_t k_blocks = (g.K + KC - 1) / KC;
+#pragma omp parallel num_threads(threads)
+    {
+        const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+        for (int64_t blk = k_blocks * t / n; blk < k_blocks * (t + 1) / n; ++blk)
+            one_row_block<V>(g.A + blk * KC, g.B + blk * KC * g.N, g.N, min_i64(KC, g.K - blk * KC), g.N, partial + blk * g.N);
+#pragma omp barrier
+        const int64_t j_begin = g.N * t / n, j_end = g.N * (t + 1) / n;
+        for (int64_t blk = 0; blk < k_blocks; ++blk)
+            add_block(g.C + j_begin, partial + blk * g.N + j_begin, j_end - j_begin, blk == 0 && !g.accumulate);
+    }
+}
+
+// The least KC of any instruction set (the K-split's workspace is sized before the kernel is chosen)
+constexpr int64_t kLeastKC = 256;
+
+// Whether a one-row product on g.threads threads splits K (and needs its workspace)
+inline bool splits_k(const GemmArgs& g) {
+    return g.M == 1 && !g.trans_a && !g.trans_b && g.threads > 1 && g.K >= 2 * kLeastKC;
+}
+
+// Floats of g.work gemm_small needs: room for a transposed B, or the K-split's block sums.
+inline int64_t small_workspace_floats(const GemmArgs& g) {
+    if (splits_k(g)) return (g.K + kLeastKC - 1) / kLeastKC * g.N;
+    return g.trans_b ? g.K * g.N : 0;
+}
 
 // C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1; KC as the ISA's gemm_blocked kernel, for
 // identical results. On g.threads threads when neither operand is transposed, each thread a range of
@@ -198,6 +236,8 @@ template <class V>
 void gemm_small(const GemmArgs& g, int64_t KC) {
     constexpr int64_t block = V::kMaxVectors * V::W;
     const int64_t blocks = (g.N + block - 1) / block;
+    if (splits_k(g) && (g.K + KC - 1) / KC >= 2)
+        return one_row_split_k<V>(g, KC, int(min_i64(g.threads, (g.K + KC - 1) / KC)), g.work);
     const int threads = g.trans_a || g.trans_b ? 1 : int(min_i64(g.threads, blocks));
     if (threads > 1) {
 #pragma omp parallel num_threads(threads)
