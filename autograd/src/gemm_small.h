@@ -228,10 +228,11 @@ inline int64_t small_workspace_floats(const GemmArgs& g) {
 }
 
 // C = op(A) @ op(B) (+ C when accumulating) for M, N, K >= 1; KC as the ISA's gemm_blocked kernel, for
-// identical results. On g.threads threads when neither operand is transposed, each thread a range of
-// whole column blocks: a product of one or a few rows (a token's, when sampling) reads all of B once,
-// and two cores stream it faster than one. Every element of C is the same sums whichever thread computes
-// it, so the bits do not depend on the count.
+// identical results. On g.threads threads when neither operand is transposed: a product of one or a few
+// rows (a token's, when sampling) reads all of B once, and two cores stream it faster than one. One row
+// splits K by whole KC blocks (one_row_split_k; columns when K has a single block), a few rows split the
+// column blocks. Every element of C is the same sums whichever thread computes it, so the bits do not
+// depend on the count.
 template <class V>
 void gemm_small(const GemmArgs& g, int64_t KC) {
     constexpr int64_t block = V::kMaxVectors * V::W;
