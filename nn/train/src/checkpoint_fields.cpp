@@ -115,6 +115,11 @@ CheckpointParts split(NamedTensors tensors) {
     return parts;
 }
 
+NamedTensors join(NamedTensors weights, const NamedTensors& state) {
+    for (const auto& [name, t] : state) weights.emplace_back(std::string(kStatePrefix) + name, t);
+    return weights;
+}
+
 void check_sizes_against_weights(const ModelConfig& m, const SafetensorsReader& file, const std::filesystem::path& path) {
     double stored = 0;
     for (const SafetensorsReader::Entry& e : file.tensors())

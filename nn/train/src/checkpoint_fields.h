@@ -61,6 +61,8 @@ struct CheckpointParts {
     NamedTensors weights, state;
 };
 CheckpointParts split(NamedTensors tensors);
+// split's inverse: the weights, then the state under kStatePrefix (the tensors a checkpoint holds)
+NamedTensors join(NamedTensors weights, const NamedTensors& state);
 // The model sizes in a file are believed only as far as the file's own weights go: a config whose model
 // would need far more parameters than the file stores (a corrupt or edited size) is refused before the
 // model is allocated, instead of allocating whatever it names.

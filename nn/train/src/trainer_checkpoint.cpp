@@ -31,8 +31,7 @@ void read_generator_states(Module& module, const std::map<std::string, std::stri
 }
 
 void Trainer::save(const std::filesystem::path& path) const {
-    NamedTensors tensors = model_->named_parameters();
-    for (auto& [name, t] : optimizer_->state_in_place()) tensors.emplace_back(std::string(kStatePrefix) + name, t);
+    const NamedTensors tensors = join(model_->named_parameters(), optimizer_->state_in_place());
     Metadata metadata = config_.model.to_metadata();
     write_train_config(config_, metadata);
     metadata.insert({{"format", kFormat},
@@ -86,8 +85,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
 
     // The weights and the optimizer's moments straight into the new trainer's own tensors (the file's size
     // in memory, not twice it), then checked and taken as any tensors would be.
-    NamedTensors into = trainer.model_->named_parameters();
-    for (auto& [name, t] : trainer.optimizer_->state_in_place()) into.emplace_back(std::string(kStatePrefix) + name, t);
+    const NamedTensors into = join(trainer.model_->named_parameters(), trainer.optimizer_->state_in_place());
     const CheckpointParts parts = split(file.read_all(into, {}, printable_name(path.string())));  // weights and moments finite
     naming_path(path, [&] { load_parameters(*trainer.model_, parts.weights); });
     naming_path(path, [&] { trainer.optimizer_->load_state(parts.state, step); });
