@@ -111,6 +111,16 @@ __attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iterations) {
 }
 #endif
 
+// work(t) for t in [0, threads): t 0 on this thread (so that its CPU time is the work's too: bench/gemm_peers.sh
+// reads it on one thread), the others each on a thread of its own, all joined before returning.
+template <class Work>
+void run_team(int threads, const Work& work) {
+    std::vector<std::thread> team;
+    for (int t = 1; t < threads; ++t) team.emplace_back(work, t);
+    work(0);
+    for (std::thread& member : team) member.join();
+}
+
 // peak/fma/<isa>/threads:N: every thread runs FMA chains with the widest vectors gemm uses; GFLOP/s of
 // all threads together. The gemm tables quote their share of this.
 void BM_fma_peak(benchmark::State& state) {
@@ -121,13 +131,7 @@ void BM_fma_peak(benchmark::State& state) {
     std::vector<float> sink(static_cast<size_t>(threads));
     auto chains = [&sink, wide](int t) { sink[t] = wide ? fma_chains_avx512(kIterations) : fma_chains_avx2(kIterations); };
     for (auto _ : state) {
-        if (threads == 1) {
-            chains(0);  // on this thread, so that its CPU time is the work's too (bench/gemm_peers.sh uses it)
-        } else {
-            std::vector<std::thread> team;
-            for (int t = 0; t < threads; ++t) team.emplace_back(chains, t);
-            for (std::thread& member : team) member.join();
-        }
+        run_team(threads, chains);
         benchmark::DoNotOptimize(sink.data());
     }
     set_gflops(state, double(threads) * double(kIterations) * 12.0 * (wide ? 16.0 : 8.0) * 2.0);
@@ -166,10 +170,7 @@ void BM_bandwidth(benchmark::State& state) {
     std::vector<float> sink(static_cast<size_t>(threads));
     const auto read = [&](int t) { sink[t] = sum_stream_avx2(data.get(), kFloats * t / threads, kFloats * (t + 1) / threads); };
     for (auto _ : state) {
-        std::vector<std::thread> team;
-        for (int t = 1; t < threads; ++t) team.emplace_back(read, t);
-        read(0);
-        for (std::thread& member : team) member.join();
+        run_team(threads, read);
         benchmark::DoNotOptimize(sink.data());
     }
     state.counters["GB_per_s"] = benchmark::Counter(double(kFloats) * sizeof(float) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
