@@ -39,10 +39,13 @@ add_library(OpenMP::OpenMP_CXX INTERFACE IMPORTED)  # nothing to link: include/o
 # (hundreds). Memory is at most 4 GB, so no index reaches 2^32.
 list(APPEND TINYGPT_WARNINGS -Wno-shorten-64-to-32)
 
-# For every target: the shims; C++ exceptions caught (emscripten ignores them by default: a throw would
-# abort instead of reaching the command line's error message); memory that grows as a model needs; the
-# exit status of main passed on; the .wasm inlined in the .js (one file, as the page will need; and Node
-# 18's fetch cannot load a .wasm beside the .js by its path, which emscripten 3.1.6 tries first).
-add_compile_options("SHELL:-include ${here}/libcxx13.h" -fexceptions)
+# For every target: the shims; C++ exceptions caught, by WebAssembly's own exception handling
+# (emscripten ignores them by default: a throw would abort instead of reaching the command line's error
+# message; its JavaScript exceptions made the module 19% larger and the lab 1.3x slower under Node);
+# SIMD128, which the portable kernels' 4-float vectors compile to (without it they are scalar code: the
+# page's training step was 2.6x slower, docs/wasm.md); memory that grows as a model needs; the exit
+# status of main passed on; the .wasm inlined in the .js (one file, as the page needs; and Node 18's
+# fetch cannot load a .wasm beside the .js by its path, which emscripten 3.1.6 tries first).
+add_compile_options("SHELL:-include ${here}/libcxx13.h" -fwasm-exceptions -msimd128)
 include_directories(SYSTEM ${here}/include)
-add_link_options(-fexceptions -sALLOW_MEMORY_GROWTH=1 -sEXIT_RUNTIME=1 -sSINGLE_FILE=1)
+add_link_options(-fwasm-exceptions -msimd128 -sALLOW_MEMORY_GROWTH=1 -sEXIT_RUNTIME=1 -sSINGLE_FILE=1)
