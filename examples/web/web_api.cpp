@@ -1,0 +1,268 @@
+// The page's calls (web_api.h), on the library's ops and modules.
+//
+// Shape legend: B batch, T window length, C row width, H head width, V vocabulary.
+#include "web_api.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include <autograd/autograd.h>
+#include <fmt/format.h>
+#include <nn/attention.h>
+#include <nn/models.h>
+#include <nn/train/optim.h>
+#include <nn/tutorial/study.h>
+#include <nn/tutorial/tasks.h>
+#include <nlohmann/json.hpp>
+
+#include "lab_cells.h"
+
+using namespace autograd;
+
+namespace web {
+namespace {
+
+using Request = nlohmann::json;
+// Answers hold numbers as the tensors do, as floats, each written in its shortest form; a value that is
+// not finite (a masked score, -inf) is written as null.
+using Json = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, int64_t, uint64_t, float>;
+
+[[noreturn]] void bad(std::string_view call, std::string_view message) {
+    throw std::invalid_argument(fmt::format("{}: {}", call, message));
+}
+
+// An integer argument in [low, high], or its default.
+int64_t integer(const Request& r, std::string_view call, const char* key, int64_t fallback, int64_t low, int64_t high) {
+    if (!r.contains(key)) return fallback;
+    const Request& v = r[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < low || v.get<int64_t>() > high)
+        bad(call, fmt::format("{} must be an integer from {} to {}, not {}", key, low, high, v.dump()));
+    return v.get<int64_t>();
+}
+
+bool flag(const Request& r, std::string_view call, const char* key, bool fallback) {
+    if (!r.contains(key)) return fallback;
+    if (!r[key].is_boolean()) bad(call, fmt::format("{} must be true or false, not {}", key, r[key].dump()));
+    return r[key].get<bool>();
+}
+
+// A (1, R, K) or (R, K) tensor as R rows of K numbers.
+Json rows_of(const Tensor& t) {
+    const int64_t R = t.size(-2), K = t.size(-1);
+    const auto values = t.data();
+    Json rows = Json::array();
+    for (int64_t r = 0; r < R; ++r) rows.push_back(std::vector<float>(values.begin() + r * K, values.begin() + (r + 1) * K));
+    return rows;
+}
+
+// How a byte is written on an axis: visible stand-ins for blanks, \xNN for the rest outside ASCII.
+std::string axis_label(unsigned char c) {
+    if (c == ' ') return "␣";
+    if (c == '\n') return "↵";
+    if (c < 0x20 || c >= 0x7f) return fmt::format("\\x{:02x}", c);
+    return std::string(1, static_cast<char>(c));
+}
+
+// --- head ---------------------------------------------------------------------------------------------
+// The figure's head (C = H = 16, "divide by √16") reading a sentence, one position per byte. Each byte
+// has its own random row (a table of 256 rows, as an untrained embedding), so a letter that repeats
+// brings the same row back and "compare x with x" shows it matching itself. The head's weights and the
+// random upstream gradient come from the same seed whatever the options, so toggling an option changes
+// only what the option changes.
+//   loss = sum(head(x) * upstream); backward() gives the gradient of the scores the softmax received.
+// Answer: labels, T, width, raw, divide, divisor, scores (Q Kᵀ, or x xᵀ), scaled (÷ divisor, or the
+// scores), masked (null above the diagonal), shares (the attention map), values, output (T x H),
+// score_grad (T x T, dloss/dmasked), loss, graph (to_dot of the loss after backward, with grad norms).
+constexpr int64_t kHeadWidth = 16;
+constexpr int64_t kLongestSentence = 64;
+
+Json head(const Request& r) {
+    if (!r.contains("sentence") || !r["sentence"].is_string()) bad("head", "needs a sentence (a string)");
+    const std::string sentence = r["sentence"].get<std::string>();
+    const auto T = static_cast<int64_t>(sentence.size());
+    if (T < 1 || T > kLongestSentence)
+        bad("head", fmt::format("the sentence has {} bytes; it must have 1 to {}", T, kLongestSentence));
+    const bool raw = flag(r, "head", "raw", false), divide = flag(r, "head", "divide", true);
+    Generator gen(static_cast<uint64_t>(integer(r, "head", "seed", 1, 0, INT64_MAX)));
+
+    const Tensor table = randn({256, kHeadWidth}, gen);  // (256, C): one row per byte
+    nn::Head head({.n_embd = kHeadWidth, .head_size = kHeadWidth, .scaled = divide, .compare_raw = raw}, gen);
+    const Tensor upstream = randn({1, T, kHeadWidth}, gen);  // (1, T, H)
+    Tensor x = zeros({1, T, kHeadWidth});                    // (1, T, C)
+    Json labels = Json::array();
+    for (int64_t t = 0; t < T; ++t) {
+        const auto byte = static_cast<unsigned char>(sentence[static_cast<size_t>(t)]);
+        std::ranges::copy(table.data().subspan(byte * kHeadWidth, kHeadWidth), x.data().begin() + t * kHeadWidth);
+        labels.push_back(axis_label(byte));
+    }
+    x.set_name("x").requires_grad_();  // so the scores of "compare x with x", made of x alone, get a gradient too
+
+    const Tensor out = head.forward(x);  // (1, T, H)
+    Tensor loss = sum(out * upstream);
+    loss.set_name("loss");
+    loss.backward(/*retain_graph=*/true);  // kept for to_dot, which then shows every gradient's norm
+
+    NoGradGuard no_grad;
+    const Tensor scores = matmul(head.queries(x), head.keys(x).transpose(1, 2));  // (1, T, T)
+    const Tensor scaled = divide ? scale(scores, 1.0f / head.divisor()) : scores;  // (1, T, T)
+    return {{"labels", labels},
+            {"T", T},
+            {"width", kHeadWidth},
+            {"raw", raw},
+            {"divide", divide},
+            {"divisor", divide ? head.divisor() : 1.0f},
+            {"scores", rows_of(scores)},
+            {"scaled", rows_of(scaled)},
+            {"masked", rows_of(head.last_scores())},
+            {"shares", rows_of(head.last_attention())},
+            {"values", rows_of(head.values(x))},
+            {"output", rows_of(out)},
+            {"score_grad", rows_of(head.last_scores().grad())},
+            {"loss", loss.item()},
+            {"graph", to_dot(loss, {.title = fmt::format("loss = sum(head(x) * upstream), {} positions", T)})}};
+}
+
+// --- saturation ---------------------------------------------------------------------------------------
+// The lab's cell 5 over more widths: random heads per width with and without the divisor, each the
+// medians (over looking rows) of the row gradient that comes back through the softmax and of the largest
+// share, and the fraction of flat rows (nn/tutorial/study.h).
+Json saturation(const Request& r) {
+    std::vector<int64_t> widths = {2, 4, 8, 16, 32, 64, 128, 256};
+    if (r.contains("widths")) {
+        const Request& w = r["widths"];
+        if (!w.is_array() || w.empty() || w.size() > 12 ||
+            !std::all_of(w.begin(), w.end(), [](const Request& v) { return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 1024; }))
+            bad("saturation", fmt::format("widths must be 1 to 12 integers from 1 to 1024, not {}", w.dump()));
+        widths = w.get<std::vector<int64_t>>();
+    }
+    const int64_t T = integer(r, "saturation", "window", 8, 2, 64);
+    const int64_t heads = integer(r, "saturation", "heads", 50, 1, 1000);
+    Generator gen(static_cast<uint64_t>(integer(r, "saturation", "seed", 1, 0, INT64_MAX)));
+    Json answer = {{"widths", widths}, {"window", T}, {"heads", heads}};
+    for (bool divided : {true, false}) {
+        std::vector<float> row_gradient, largest_share, flat_rows;
+        for (int64_t width : widths) {
+            const nn::study::Saturation s = nn::study::saturation(width, divided, T, heads, gen);
+            row_gradient.push_back(static_cast<float>(s.row_gradient.median));
+            largest_share.push_back(static_cast<float>(s.largest_share.median));
+            flat_rows.push_back(static_cast<float>(s.flat_rows));
+        }
+        answer[divided ? "divided" : "raw"] = {
+            {"row_gradient", row_gradient}, {"largest_share", largest_share}, {"flat_rows", flat_rows}};
+    }
+    return answer;
+}
+
+// --- training -----------------------------------------------------------------------------------------
+// One SingleHead (C = H = 32, window 16) learning the copy task (nn/tutorial/tasks.h) with AdamW, batches
+// of 16 windows drawn at random, a constant learning rate (the run has no planned end: the page stops and
+// continues it). After the first word of a line every character repeats the one 5 places back, so the
+// loss falls from ln V as the head learns to look there, which the probe window's map shows.
+struct CopyTaskRun {
+    static constexpr int64_t kWidth = 32, kBlock = 16, kBatch = 16;
+    static constexpr float kLr = 3e-3f;
+
+    explicit CopyTaskRun(uint64_t seed)
+        : text([seed] { Generator g(seed); return nn::copy_task_text(500, g); }()),
+          vocab([this] { const std::set<char> chars(text.begin(), text.end()); return std::vector<char>(chars.begin(), chars.end()); }()),
+          init(seed + 1),
+          batches(seed + 2),
+          model({.vocab = static_cast<int64_t>(vocab.size()), .n_embd = kWidth, .block = kBlock}, init),
+          opt(model, {.lr = kLr, .beta2 = 0.99f}) {
+        for (char c : text)
+            ids.push_back(std::lower_bound(vocab.begin(), vocab.end(), c) - vocab.begin());
+    }
+
+    // One step: a batch of (B, T) windows and their next characters, forward, backward, AdamW.
+    float step() {
+        std::vector<int64_t> inputs, targets;  // (B, T) each
+        for (int64_t b = 0; b < kBatch; ++b) {
+            const auto start = batches.randint(static_cast<int64_t>(ids.size()) - kBlock - 1);
+            inputs.insert(inputs.end(), ids.begin() + start, ids.begin() + start + kBlock);
+            targets.insert(targets.end(), ids.begin() + start + 1, ids.begin() + start + kBlock + 1);
+        }
+        opt.zero_grad();
+        const Tensor loss = cross_entropy(model.forward(inputs, kBatch, kBlock), targets);  // logits (B, T, V)
+        loss.backward();
+        opt.step();
+        ++steps;
+        return loss.item();
+    }
+
+    // The head's attention on the first window of the text, (T, T).
+    Json probe() {
+        NoGradGuard no_grad;
+        (void)model.forward(std::span(ids).first(kBlock), 1, kBlock);
+        return rows_of(model.head.last_attention());
+    }
+    Json probe_labels() const {
+        Json labels = Json::array();
+        for (char c : text.substr(0, kBlock)) labels.push_back(axis_label(static_cast<unsigned char>(c)));
+        return labels;
+    }
+
+    std::string text;
+    std::vector<char> vocab;  // sorted
+    std::vector<int64_t> ids;
+    Generator init, batches;
+    nn::SingleHead model;
+    nn::AdamW opt;
+    int64_t steps = 0;
+};
+
+std::unique_ptr<CopyTaskRun> run;  // the page's one training run (a worker's module has its own)
+
+Json train_start(const Request& r) {
+    run = std::make_unique<CopyTaskRun>(static_cast<uint64_t>(integer(r, "train_start", "seed", 1, 0, INT64_MAX)));
+    Json vocab = Json::array();
+    for (char c : run->vocab) vocab.push_back(axis_label(static_cast<unsigned char>(c)));
+    return {{"vocab", vocab},
+            {"n_embd", CopyTaskRun::kWidth},
+            {"block", CopyTaskRun::kBlock},
+            {"batch", CopyTaskRun::kBatch},
+            {"lr", CopyTaskRun::kLr},
+            {"text", run->text.substr(0, 4 * 40)},
+            {"probe_labels", run->probe_labels()},
+            {"attention", run->probe()},
+            {"step", run->steps}};
+}
+
+Json train_steps(const Request& r) {
+    if (!run) bad("train_steps", "no run: call train_start first");
+    const int64_t n = integer(r, "train_steps", "steps", 1, 1, 100000);
+    std::vector<float> losses;
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) losses.push_back(run->step());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return {{"step", run->steps}, {"losses", losses}, {"seconds", seconds}, {"attention", run->probe()}};
+}
+
+}  // namespace
+
+std::string call(std::string_view request) {
+    Json answer;
+    try {
+        const Request r = Request::parse(request);
+        if (!r.is_object() || !r.contains("call") || !r["call"].is_string())
+            throw std::invalid_argument("a request is an object with \"call\": the call's name");
+        const std::string name = r["call"].get<std::string>();
+        if (name == "lab")
+            return lab::run(static_cast<uint64_t>(integer(r, "lab", "seed", 1, 0, INT64_MAX)))
+                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        if (name == "head") answer = head(r);
+        else if (name == "saturation") answer = saturation(r);
+        else if (name == "train_start") answer = train_start(r);
+        else if (name == "train_steps") answer = train_steps(r);
+        else throw std::invalid_argument(fmt::format("no call named \"{}\": lab, head, saturation, train_start, train_steps", name));
+    } catch (const std::exception& e) {
+        answer = {{"error", e.what()}};
+    }
+    return answer.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace web
