@@ -108,8 +108,12 @@ def main():
         run_checks(page, web_api, lab, work)
         check(not page.errors, f"no console error or exception in the page ({page.errors[:3]})")
         outside = [u for u in page.requests if u != url and not u.startswith(("data:", "blob:"))]
+        schemes = {}
+        for u in page.requests:
+            kind = "the page" if u == url else u.split(":")[0] + ":"
+            schemes[kind] = schemes.get(kind, 0) + 1
         check(not outside and not page.refused,
-              f"no request leaves the page: {len(page.requests)} requested, "
+              f"no request leaves the page: {len(page.requests)} requested {schemes}, "
               f"{len(outside)} outside the page's file ({[u[:80] for u in outside[:3]]}), {len(page.refused)} refused")
         page.screenshot(os.path.join(work, "page.png"))
     finally:
