@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "figure_page.h"
+#include "tensor_json.h"
 #include "tools.h"
 
 using namespace autograd;
@@ -154,19 +155,10 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
 
 // --- the numbers, from the head's parts --------------------------------------------------------------
 
-// The page's numbers as JSON. Numbers are held as floats, as the tensors hold them, so each is written
-// in its shortest form; keys stay in the order written; a value that is not finite (-inf, a masked
-// score; NaN, the median of no looking rows) is written as null.
-using Json = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, int64_t, uint64_t, float>;
-
-// A (1, R, K) or (R, K) tensor as R rows of K numbers.
-Json rows_of(const Tensor& t) {
-    const int64_t R = t.size(-2), K = t.size(-1);
-    const auto values = t.data();
-    Json rows = Json::array();
-    for (int64_t r = 0; r < R; ++r) rows.push_back(std::vector<float>(values.begin() + r * K, values.begin() + (r + 1) * K));
-    return rows;
-}
+// The page's numbers as JSON (tensor_json.h: floats in their shortest form, null where not finite: -inf,
+// a masked score; NaN, the median of no looking rows).
+using page_json::Json;
+using page_json::rows_of;
 
 double max_abs(const Tensor& t) {
     double m = 0.0;

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab_cells.h"
+#include "tensor_json.h"
 
 using namespace autograd;
 
@@ -28,9 +29,10 @@ namespace web {
 namespace {
 
 using Request = nlohmann::json;
-// Answers hold numbers as the tensors do, as floats, each written in its shortest form; a value that is
-// not finite (a masked score, -inf) is written as null.
-using Json = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool, int64_t, uint64_t, float>;
+// Answers hold numbers as the tensors do (tensor_json.h: floats in their shortest form, null where not
+// finite, as a masked score's -inf).
+using page_json::Json;
+using page_json::rows_of;
 
 [[noreturn]] void bad(std::string_view call, std::string_view message) {
     throw std::invalid_argument(fmt::format("{}: {}", call, message));
@@ -49,15 +51,6 @@ bool flag(const Request& r, std::string_view call, const char* key, bool fallbac
     if (!r.contains(key)) return fallback;
     if (!r[key].is_boolean()) bad(call, fmt::format("{} must be true or false, not {}", key, r[key].dump()));
     return r[key].get<bool>();
-}
-
-// A (1, R, K) or (R, K) tensor as R rows of K numbers.
-Json rows_of(const Tensor& t) {
-    const int64_t R = t.size(-2), K = t.size(-1);
-    const auto values = t.data();
-    Json rows = Json::array();
-    for (int64_t r = 0; r < R; ++r) rows.push_back(std::vector<float>(values.begin() + r * K, values.begin() + (r + 1) * K));
-    return rows;
 }
 
 // How a byte is written on an axis: visible stand-ins for blanks, \xNN for the rest outside ASCII.
