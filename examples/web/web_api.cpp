@@ -66,8 +66,9 @@ std::string axis_label(unsigned char c) {
 // has its own random row (a table of 256 rows, as an untrained embedding), so a letter that repeats
 // brings the same row back and "compare x with x" shows it matching itself. The head's weights and the
 // random upstream gradient come from the same seed whatever the options, so toggling an option changes
-// only what the option changes. The weights are drawn N(0, 1/C), queries and keys of everyday size, so
-// that without the divisor the scores spread like √16 and the softmax saturates, as in the tutorial.
+// only what the option changes. The weights are drawn N(0, 1/C): queries and keys of everyday size, as
+// the tutorial's figure and the lab's cell 5 have them, so that without the divisor the scores spread
+// like √16 and the softmax sharpens.
 //   loss = sum(head(x) * upstream); backward() gives the gradient of the scores the softmax received.
 // Answer: labels, T, width, raw, divide, divisor, scores (Q Kᵀ, or x xᵀ), scaled (÷ divisor, or the
 // scores), masked (null above the diagonal), shares (the attention map), values, output (T x H),
@@ -86,8 +87,7 @@ Json head(const Request& r) {
 
     const Tensor table = randn({256, kHeadWidth}, gen);  // (256, C): one row per byte
     nn::Head head({.n_embd = kHeadWidth, .head_size = kHeadWidth, .scaled = divide, .compare_raw = raw}, gen);
-    // Queries and keys of everyday size, as the tutorial's figure has them (the lab's cell 5 does the same):
-    // each weight N(0, 1/C), so q·k spreads like √16 and the divisor brings it back to 1.
+    // of everyday size (above): q·k spreads like √16, and the divisor brings it back to 1
     for (nn::Linear* w : {&head.query, &head.key, &head.value})
         for (float& v : w->weight.data()) v = gen.normal(0.0f, 1.0f / std::sqrt(float(kHeadWidth)));
     const Tensor upstream = randn({1, T, kHeadWidth}, gen);  // (1, T, H)
