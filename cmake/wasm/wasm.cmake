@@ -7,8 +7,9 @@
 #   include/linux/fs.h   the flags cli.cpp asks for with ioctl (which fails here: "not asked")
 #   include/source_location  C++20's, which libc++ 13 lacks: from clang 14's __builtin_FILE and LINE
 #   libcxx13.h           the std::ranges algorithms libc++ 13 does not have yet (forced into every file)
-# Not built: tinygpt::train (PCRE2 is not there for wasm) and what needs it; no per-ISA kernels (the
-# processor is not x86-64 here, so autograd/CMakeLists.txt adds none); tests and benchmarks.
+# Not built: all of tinygpt::train but its optimizers, character tokenizer and batches (PCRE2 is not there
+# for wasm), and what needs the rest; no per-ISA kernels (the processor is not x86-64 here, so
+# autograd/CMakeLists.txt adds none); tests and benchmarks.
 
 set(here ${CMAKE_CURRENT_LIST_DIR})
 

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -15,7 +14,9 @@
 #include <fmt/format.h>
 #include <nn/attention.h>
 #include <nn/models.h>
+#include <nn/train/char_tokenizer.h>
 #include <nn/train/optim.h>
+#include <nn/train/text_data.h>
 #include <nn/tutorial/study.h>
 #include <nn/tutorial/tasks.h>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,9 @@ int64_t integer(const Request& r, std::string_view call, const char* key, int64_
         bad(call, fmt::format("{} must be an integer from {} to {}, not {}", key, low, high, v.dump()));
     return v.get<int64_t>();
 }
+
+// The call's seed (default 1) for its random draws.
+uint64_t seed(const Request& r, std::string_view call) { return static_cast<uint64_t>(integer(r, call, "seed", 1, 0, INT64_MAX)); }
 
 bool flag(const Request& r, std::string_view call, const char* key, bool fallback) {
     if (!r.contains(key)) return fallback;
@@ -83,7 +87,7 @@ Json head(const Request& r) {
     if (T < 1 || T > kLongestSentence)
         bad("head", fmt::format("the sentence has {} bytes; it must have 1 to {}", T, kLongestSentence));
     const bool raw = flag(r, "head", "raw", false), divide = flag(r, "head", "divide", true);
-    Generator gen(static_cast<uint64_t>(integer(r, "head", "seed", 1, 0, INT64_MAX)));
+    Generator gen(seed(r, "head"));
 
     const Tensor table = randn({256, kHeadWidth}, gen);  // (256, C): one row per byte
     nn::Head head({.n_embd = kHeadWidth, .head_size = kHeadWidth, .scaled = divide, .compare_raw = raw}, gen);
@@ -140,7 +144,7 @@ Json saturation(const Request& r) {
     }
     const int64_t T = integer(r, "saturation", "window", 8, 2, 64);
     const int64_t heads = integer(r, "saturation", "heads", 50, 1, 1000);
-    Generator gen(static_cast<uint64_t>(integer(r, "saturation", "seed", 1, 0, INT64_MAX)));
+    Generator gen(seed(r, "saturation"));
     Json answer = {{"widths", widths}, {"window", T}, {"heads", heads}};
     for (bool divided : {true, false}) {
         std::vector<float> row_gradient, largest_share, flat_rows;
@@ -157,8 +161,9 @@ Json saturation(const Request& r) {
 }
 
 // --- training -----------------------------------------------------------------------------------------
-// One SingleHead (C = H = 32, window 16) learning the copy task (nn/tutorial/tasks.h) with AdamW, batches
-// of 16 windows drawn at random, a constant learning rate (the run has no planned end: the page stops and
+// One SingleHead (C = H = 32, window 16) learning the copy task (nn/tutorial/tasks.h) with AdamW, as
+// examples/gradflow trains it: the characters as tokens (CharTokenizer), batches of 16 windows drawn at
+// random from the first 90% (TextData), a constant learning rate (the run has no planned end: the page stops and
 // continues it). After the first word of a line every character repeats the one 5 places back, so the
 // loss falls from ln V as the head learns to look there, which the probe window's map shows.
 struct CopyTaskRun {
@@ -167,46 +172,36 @@ struct CopyTaskRun {
 
     explicit CopyTaskRun(uint64_t seed)
         : text([seed] { Generator g(seed); return nn::copy_task_text(500, g); }()),
-          vocab([this] { const std::set<char> chars(text.begin(), text.end()); return std::vector<char>(chars.begin(), chars.end()); }()),
+          tokenizer(nn::CharTokenizer::from_text(text)),
+          data(tokenizer.encode(text)),
           init(seed + 1),
           batches(seed + 2),
-          model({.vocab = static_cast<int64_t>(vocab.size()), .n_embd = kWidth, .block = kBlock}, init),
-          opt(model, {.lr = kLr, .beta2 = 0.99f}) {
-        for (char c : text)
-            ids.push_back(std::lower_bound(vocab.begin(), vocab.end(), c) - vocab.begin());
-    }
+          model({.vocab = tokenizer.vocab_size(), .n_embd = kWidth, .block = kBlock}, init),
+          opt(model, {.lr = kLr, .beta2 = 0.99f}) {}
 
-    // One step: a batch of (B, T) windows and their next characters, forward, backward, AdamW.
+    // One step: a batch of (B, T) windows of the training split and their next characters, forward,
+    // backward, AdamW.
     float step() {
-        std::vector<int64_t> inputs, targets;  // (B, T) each
-        for (int64_t b = 0; b < kBatch; ++b) {
-            const auto start = batches.randint(static_cast<int64_t>(ids.size()) - kBlock - 1);
-            inputs.insert(inputs.end(), ids.begin() + start, ids.begin() + start + kBlock);
-            targets.insert(targets.end(), ids.begin() + start + 1, ids.begin() + start + kBlock + 1);
-        }
+        const nn::Batch b = data.batch(nn::Split::train, kBatch, kBlock, batches);
         opt.zero_grad();
-        const Tensor loss = cross_entropy(model.forward(inputs, kBatch, kBlock), targets);  // logits (B, T, V)
+        const Tensor loss = cross_entropy(model.forward(b.inputs, b.B, b.T), b.targets);  // logits (B, T, V)
         loss.backward();
         opt.step();
         ++steps;
         return loss.item();
     }
 
-    // The head's attention on the first window of the text, (T, T).
+    // The head's attention on the first window of the text, (T, T), and that window's characters.
+    std::string probe_window() const { return text.substr(0, kBlock); }
     Json probe() {
         NoGradGuard no_grad;
-        (void)model.forward(std::span(ids).first(kBlock), 1, kBlock);
+        (void)model.forward(tokenizer.encode(probe_window()), 1, kBlock);
         return rows_of(model.head.last_attention());
-    }
-    Json probe_labels() const {
-        Json labels = Json::array();
-        for (char c : text.substr(0, kBlock)) labels.push_back(axis_label(static_cast<unsigned char>(c)));
-        return labels;
     }
 
     std::string text;
-    std::vector<char> vocab;  // sorted
-    std::vector<int64_t> ids;
+    nn::CharTokenizer tokenizer;
+    nn::TextData data;
     Generator init, batches;
     nn::SingleHead model;
     nn::AdamW opt;
@@ -216,16 +211,19 @@ struct CopyTaskRun {
 std::unique_ptr<CopyTaskRun> run;  // the page's one training run (a worker's module has its own)
 
 Json train_start(const Request& r) {
-    run = std::make_unique<CopyTaskRun>(static_cast<uint64_t>(integer(r, "train_start", "seed", 1, 0, INT64_MAX)));
+    run = std::make_unique<CopyTaskRun>(seed(r, "train_start"));
     Json vocab = Json::array();
-    for (char c : run->vocab) vocab.push_back(axis_label(static_cast<unsigned char>(c)));
+    for (int64_t id = 0; id < run->tokenizer.vocab_size(); ++id)  // the copy task's characters are ASCII
+        vocab.push_back(axis_label(static_cast<unsigned char>(run->tokenizer.decode(std::span(&id, 1)).front())));
+    Json probe_labels = Json::array();
+    for (char c : run->probe_window()) probe_labels.push_back(axis_label(static_cast<unsigned char>(c)));
     return {{"vocab", vocab},
             {"n_embd", CopyTaskRun::kWidth},
             {"block", CopyTaskRun::kBlock},
             {"batch", CopyTaskRun::kBatch},
             {"lr", CopyTaskRun::kLr},
             {"text", run->text.substr(0, 4 * 40)},
-            {"probe_labels", run->probe_labels()},
+            {"probe_labels", probe_labels},
             {"attention", run->probe()},
             {"step", run->steps}};
 }
@@ -250,7 +248,7 @@ std::string call(std::string_view request) {
             throw std::invalid_argument("a request is an object with \"call\": the call's name");
         const std::string name = r["call"].get<std::string>();
         if (name == "lab")
-            return lab::run(static_cast<uint64_t>(integer(r, "lab", "seed", 1, 0, INT64_MAX)))
+            return lab::run(seed(r, "lab"))
                 .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
         if (name == "head") answer = head(r);
         else if (name == "saturation") answer = saturation(r);
