@@ -198,8 +198,9 @@ void one_row_columns(const GemmArgs& g, int64_t KC, int64_t j_begin, int64_t j_e
 // rows of B as the bandwidth benchmark does (split by columns, two threads read half of every row and
 // decoded GPT-2 small at 2/3 of peak/bandwidth). Every block's sums wait in `partial` (K/KC rows of N
 // floats); then each thread adds its columns' blocks into C in block order: the same sums as one thread.
+// (`threads` is read by OpenMP's pragma alone: unread in the WebAssembly build, which has no OpenMP)
 template <class V>
-void one_row_split_k(const GemmArgs& g, int64_t KC, int threads, float* partial) {
+void one_row_split_k(const GemmArgs& g, int64_t KC, [[maybe_unused]] int threads, float* partial) {
     const int64_t k_blocks = (g.K + KC - 1) / KC;
 #pragma omp parallel num_threads(threads)
     {
