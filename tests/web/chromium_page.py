@@ -42,7 +42,6 @@ class Page:
         port, path = open(port_file).read().split()[:2]
         self.ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=60)
         self.next_id = 0
-        self.posted = set()       # ids of commands sent without waiting, not answered yet
         self.requests = []        # every URL requested, by the page or a worker
         self.refused = []         # the ones refused (anything but the page itself)
         self.errors = []          # console errors and uncaught exceptions
@@ -71,14 +70,12 @@ class Page:
         message = {"id": self.next_id, "method": method, "params": params}
         if session:
             message["sessionId"] = session
-        self.posted.add(self.next_id)
         self.ws.send(json.dumps(message))
 
     def send(self, method, session=None, **params):
         """Sends a command and waits for its answer, handling the events that come first."""
         self.post(method, session, **params)
         wanted = self.next_id
-        self.posted.discard(wanted)
         while True:
             reply = json.loads(self.ws.recv())
             if reply.get("id") == wanted:
@@ -89,7 +86,6 @@ class Page:
 
     def handle(self, message):
         if "id" in message:  # the answer to a posted command
-            self.posted.discard(message["id"])
             if "error" in message:
                 self.errors.append(f"DevTools: {message['error']}")
             return
