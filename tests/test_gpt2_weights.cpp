@@ -8,6 +8,8 @@
 #include <nn/train/gpt2_weights.h>
 #include <nn/train/trainer.h>
 
+#include <sys/stat.h>
+
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -332,4 +334,65 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
     nn::ModelConfig gpt = c;
     gpt.kind = nn::ModelKind::gpt;
     CHECK_THROWS_WITH(nn::write_llmc_gpt2(dir.path / "x.bin", gpt, params), Contains("only a gpt2 model"));
+}
+
+TEST_CASE("gpt2 weights: a hostile config.json beside Hugging Face's weights is refused in one short line",
+          "[gpt2][gpt2_weights][errors]") {
+    test::TempDir dir("gpt2-weights-config");
+    const nn::ModelConfig c = small_config();
+    nn::write_hf_gpt2(dir.path, c, random_model(c)->named_parameters());
+    const auto weights = dir.path / "model.safetensors";
+    const auto config = dir.path / "config.json";
+    const auto load = [&]() -> std::string {
+        try {
+            nn::read_gpt2_weights(weights);
+        } catch (const std::runtime_error& e) {
+            return e.what();
+        }
+        return "(loaded)";
+    };
+    const auto refusal = [&](const std::string& text) {
+        std::ofstream(config, std::ios::binary | std::ios::trunc) << text;
+        return load();
+    };
+    const auto line = [&](const std::string& message) {  // one line, short, naming the config
+        INFO(message.substr(0, 300));
+        CHECK(message.size() < 300);
+        CHECK(message.find('\n') == std::string::npos);
+        CHECK_THAT(message, Contains(config.string()));
+        return message;
+    };
+    const auto nested = [](size_t depth, const std::string& open, const std::string& inner, const std::string& close) {
+        std::string s;
+        for (size_t i = 0; i < depth; ++i) s += open;
+        s += inner;
+        for (size_t i = 0; i < depth; ++i) s += close;
+        return s;
+    };
+    // 100,000 deep: the recursive dump of the old message overflowed the stack (SIGSEGV); 50,000 deep
+    // made a 100 kB line
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": " + nested(100000, "[", "", "]") + "}")), Contains("more than 16 deep"));
+    CHECK_THAT(line(refusal("{\"n_embd\": " + nested(50000, "[", "", "]") + "}")), Contains("more than 16 deep"));
+    CHECK_THAT(line(refusal(nested(100000, "{\"a\":", "1", "}"))), Contains("more than 16 deep"));
+    // a value, a parse error and a byte that is not UTF-8 are quoted short and escaped
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"activation_function\": \"" + std::string(100000, 'x') + "\"}")),
+               Contains("\"activation_function\" is \"xxxx") && Contains("...\""));
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": \"\xff\x1b[31m\"}")), Contains("not valid JSON") && Contains("\\xff"));
+    std::string ones;
+    for (int i = 0; i < 50000; ++i) ones += "1,";
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": [" + ones + "1]}")), Contains("\"n_embd\" is [1,1,1,") && Contains("..."));
+    // too large to read: refused by its size before it is read
+    {
+        std::ofstream(config, std::ios::trunc).close();
+        std::filesystem::resize_file(config, uint64_t{3} << 30);  // sparse: no disk used
+        CHECK_THAT(line(load()), Contains("over the limit"));
+    }
+    // a named pipe: refused at once, not waited on
+    std::filesystem::remove(config);
+    REQUIRE(::mkfifo(config.c_str(), 0600) == 0);
+    CHECK_THAT(line(load()), Contains("named pipe"));
+    std::filesystem::remove(config);
+    // GPT-2's own config.json nests 3 deep, and loads
+    CHECK(refusal(R"({"n_head": 4, "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}})") ==
+          "(loaded)");
 }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "json_file.h"
 #include "nn/files/atomic_file.h"
 #include "nn/files/file_names.h"
 
@@ -31,6 +32,8 @@ namespace {
 constexpr int32_t kLlmcMagic = 20240326;
 constexpr int kLlmcHeaderInts = 256;
 constexpr std::string_view kPrefix = "transformer.";
+// Hugging Face's config.json for GPT-2 is under 1 kB and nests 3 deep (task_specific_params)
+constexpr detail::JsonLimits kConfigLimits{.max_bytes = 1 << 20, .max_depth = 16};
 
 [[noreturn]] void refuse(const std::filesystem::path& path, const std::string& what) {
     throw std::runtime_error(fmt::format("{}: {}", path_str(path), what));
@@ -288,14 +291,18 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
     // n_head is not in the tensors: config.json beside the file, or the published sizes' heads of 64
     const std::filesystem::path config_json = path.parent_path() / "config.json";
     c.n_head = c.n_embd / 64;
-    if (std::filesystem::is_regular_file(config_json)) {
-        std::ifstream in(config_json);
-        const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-        if (!j.is_object()) refuse(config_json, "not a JSON object");
+    if (std::filesystem::exists(std::filesystem::symlink_status(config_json))) {
+        const nlohmann::json j = detail::read_json_file(config_json, kConfigLimits);
+        if (!j.is_object()) refuse(config_json, fmt::format("is not a JSON object but {}", j.type_name()));
+        const auto quote = [&](const char* key) {  // a value as the message quotes it: a line at most
+            if (j[key].is_string()) return quoted_excerpt(j[key].get<std::string>(), 40);
+            const std::string d = j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            return d.size() > 40 ? d.substr(0, 40) + "..." : d;
+        };
         const auto number = [&](const char* key, int64_t expected) {
             if (!j.contains(key)) return;
             if (!j[key].is_number_integer() || j[key].get<int64_t>() != expected)
-                refuse(config_json, fmt::format("\"{}\" is {} but {} holds {}", key, j[key].dump(), path_str(path), expected));
+                refuse(config_json, fmt::format("\"{}\" is {} but {} holds {}", key, quote(key), path_str(path), expected));
         };
         number("n_embd", c.n_embd);
         number("n_layer", c.n_layer);
@@ -304,12 +311,13 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         if (!j.contains("n_head") || !j["n_head"].is_number_integer() || j["n_head"].get<int64_t>() <= 0)
             refuse(config_json, "\"n_head\" is missing or not a positive whole number");
         c.n_head = j["n_head"].get<int64_t>();
-        const std::string activation = j.value("activation_function", std::string("gelu_new"));
+        const nlohmann::json activation = j.value("activation_function", nlohmann::json("gelu_new"));
         if (activation == "gelu") c.gelu_exact = true;
         else if (activation != "gelu_new" && activation != "gelu_pytorch_tanh")
-            refuse(config_json, fmt::format("\"activation_function\" is \"{}\"; the gpt2 kind has gelu_new (tanh) and gelu (erf)", activation));
+            refuse(config_json, fmt::format("\"activation_function\" is {}; the gpt2 kind has gelu_new (tanh) and gelu (erf)",
+                                            quote("activation_function")));
         if (j.contains("layer_norm_epsilon") && (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() != 1e-5))
-            refuse(config_json, fmt::format("\"layer_norm_epsilon\" is {}; the gpt2 kind's LayerNorm has 1e-5", j["layer_norm_epsilon"].dump()));
+            refuse(config_json, fmt::format("\"layer_norm_epsilon\" is {}; the gpt2 kind's LayerNorm has 1e-5", quote("layer_norm_epsilon")));
         out.notes.push_back(fmt::format("n_head {} from {}", c.n_head, path_str(config_json)));
     } else {
         out.notes.push_back(fmt::format("no config.json beside it: n_head {} (heads of 64, as the published GPT-2 sizes)", c.n_head));
