@@ -1,5 +1,7 @@
 // Token files (nn/train/token_file.h): nanoGPT's raw uint16 and llm.c's headed files, written and read
 // back mapped, and every malformed file refused naming it.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -85,7 +87,33 @@ TEST_CASE("token files that are wrong are refused naming the file", "[token_file
     refused("past_vocab.bin", le16({1, 50257, 2}), "token 50257 at position 1 is outside the vocabulary [0, 50257)");
     refused("past_vocab_llmc.bin", llmc_header(20240520, 1, 3) + le16({1, 2, 65535}), "token 65535 at position 2");
     CHECK_THROWS_WITH(nn::map_token_file(dir.path / "missing.bin", 50257), Catch::Contains("missing.bin") && Catch::Contains("cannot open"));
-    CHECK_THROWS_WITH(nn::map_token_file(dir.path, 50257), Catch::Contains("is not a regular file"));
+    CHECK_THROWS_WITH(nn::map_token_file(dir.path, 50257), Catch::Contains("is a directory, not a token file"));
+    // a named pipe is refused at once (it waited forever in open() for a writer)
+    const auto fifo = dir.path / "fifo.bin";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(nn::map_token_file(fifo, 50257), Catch::Contains("fifo.bin") && Catch::Contains("is a named pipe (FIFO)"));
     nn::TokenFileWriter out(dir.path / "big.bin", nn::TokenFileFormat::nanogpt);
     CHECK_THROWS_WITH(out.append(std::vector<int64_t>{70000}), Catch::Contains("big.bin") && Catch::Contains("70000"));
+}
+
+TEST_CASE("a token file cut short while it is mapped stops the reads with its name, not SIGBUS", "[token_file][errors]") {
+    test::TempDir dir("token-files-cut");
+    std::vector<uint16_t> ids(1 << 20);  // 2 MB: many pages past the cut
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>(1 + i % 1000);
+    const auto path = dir.write("train.bin", le16(ids));
+    const nn::TokenIds mapped = nn::map_token_file(path, 50257);
+    const nn::TokenIds other = nn::map_token_file(dir.write("other.bin", le16(ids)), 50257);
+    std::vector<int64_t> window(64);
+    mapped.copy_to(100000, 64, window.data());
+    CHECK(window[0] == 1 + 100000 % 1000);
+
+    std::filesystem::resize_file(path, 4096);  // as another program rewriting it would
+    // a read past the new end faulted (SIGBUS: the process died, exit 135, no message)
+    CHECK_THROWS_WITH(mapped.copy_to(900000, 64, window.data()),
+                      Catch::Contains(path.string()) && Catch::Contains("was cut short while it was read"));
+    CHECK_THROWS_WITH(mapped.copy_to(0, 64, window.data()), Catch::Contains("cut short"));  // it stays refused
+    CHECK_THROWS_WITH(mapped.fingerprint(), Catch::Contains("cut short"));
+    other.copy_to(900000, 64, window.data());  // another mapping is not touched
+    CHECK(window[0] == 1 + 900000 % 1000);
+    CHECK_NOTHROW(other.check_intact());
 }

@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <bit>
+#include <csignal>
+#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -33,10 +36,86 @@ std::runtime_error fail(const std::filesystem::path& path, const std::string& wh
     return std::runtime_error(fmt::format("token file {}: {}", path_str(path), what));
 }
 
+// --- a file cut short while mapped -----------------------------------------------------------------
+// Reading a mapped page past the end of a file that another process truncated raises SIGBUS, which
+// kills the run without a word. The mappings of token files are registered here; the handler maps zero
+// pages over the lost part of one (so the read that faulted completes, reading zeros) and marks it cut,
+// and the mapping's owner throws at its next check_intact(), naming the file. A fault outside them goes
+// to the handler that was there before (ASan's, or the default: the process dies as it would have).
+
+struct GuardedRange {
+    std::atomic<uintptr_t> begin{0}, end{0};  // [begin, end) page-aligned; 0, 0 when the slot is free
+    std::atomic<bool> cut{false};
+    std::atomic_flag taken = ATOMIC_FLAG_INIT;
+};
+constexpr size_t kGuardedRanges = 64;  // token files mapped at once
+GuardedRange g_ranges[kGuardedRanges];
+struct sigaction g_previous_sigbus {};
+uintptr_t g_page_size = 4096;
+
+void on_sigbus(int signal, siginfo_t* info, void* context) {
+    const auto at = reinterpret_cast<uintptr_t>(info->si_addr);
+    for (GuardedRange& r : g_ranges) {
+        const uintptr_t begin = r.begin.load(std::memory_order_acquire), end = r.end.load(std::memory_order_acquire);
+        if (begin == 0 || at < begin || at >= end) continue;
+        const uintptr_t page = at & ~(g_page_size - 1);
+        if (::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+            MAP_FAILED)
+            break;
+        r.cut.store(true, std::memory_order_release);
+        return;
+    }
+    if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
+        g_previous_sigbus.sa_sigaction(signal, info, context);
+    } else if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN) {
+        g_previous_sigbus.sa_handler(signal);
+    } else {
+        ::signal(SIGBUS, SIG_DFL);  // the faulting read runs again and the default action ends the process
+    }
+}
+
+void install_sigbus_handler() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        g_page_size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+        struct sigaction action {};
+        action.sa_sigaction = on_sigbus;
+        action.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&action.sa_mask);
+        ::sigaction(SIGBUS, &action, &g_previous_sigbus);
+    });
+}
+
 struct Mapping {
+    std::filesystem::path path;
     void* address = nullptr;
     size_t length = 0;
+    GuardedRange* guard = nullptr;
+
+    void guard_range() {
+        install_sigbus_handler();
+        for (GuardedRange& r : g_ranges)
+            if (!r.taken.test_and_set()) {
+                guard = &r;
+                r.cut.store(false);
+                const auto begin = reinterpret_cast<uintptr_t>(address);
+                r.end.store((begin + length + g_page_size - 1) & ~(g_page_size - 1), std::memory_order_release);
+                r.begin.store(begin, std::memory_order_release);
+                return;
+            }
+        throw fail(path, fmt::format("cannot be mapped: {} token files are mapped already", kGuardedRanges));
+    }
+    void check_intact() const {
+        if (guard && guard->cut.load(std::memory_order_acquire))
+            throw fail(path, "was cut short while it was read (truncated or rewritten by another program?): the ids read "
+                             "after that are not the file's; stopped");
+    }
     ~Mapping() {
+        if (guard) {
+            guard->begin.store(0, std::memory_order_release);
+            guard->end.store(0, std::memory_order_release);
+            guard->taken.clear();
+        }
         if (address) munmap(address, length);
     }
 };
@@ -46,14 +125,16 @@ struct Mapping {
 bool is_token_file(const std::filesystem::path& path) { return path.extension() == ".bin"; }
 
 TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, TokenFileFormat format) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a named pipe would wait for a writer, forever; it is refused below
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw fail(path, fmt::format("cannot open it: {}", std::strerror(errno)));
     struct stat st {};
     const bool stat_ok = ::fstat(fd, &st) == 0;
     const int stat_errno = errno;
     if (!stat_ok || !S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw fail(path, stat_ok ? "is not a regular file" : fmt::format("cannot stat it: {}", std::strerror(stat_errno)));
+        throw fail(path, stat_ok ? fmt::format("is {}, not a token file", file_kind(st.st_mode))
+                                 : fmt::format("cannot stat it: {}", std::strerror(stat_errno)));
     }
     const auto size = static_cast<uint64_t>(st.st_size);
     if (size == 0) {
@@ -61,6 +142,7 @@ TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, T
         throw fail(path, "is empty");
     }
     auto mapping = std::make_shared<Mapping>();
+    mapping->path = path;
     mapping->address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     const int map_errno = errno;
     ::close(fd);
@@ -69,6 +151,7 @@ TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, T
         throw fail(path, fmt::format("cannot map it: {}", std::strerror(map_errno)));
     }
     mapping->length = size;
+    mapping->guard_range();
     const auto* bytes = static_cast<const unsigned char*>(mapping->address);
 
     std::array<int32_t, 3> head{};
@@ -103,8 +186,10 @@ TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, T
     for (uint64_t i = 0; i < count; ++i)
         if (ids[i] >= vocab_size)
             throw fail(path, fmt::format("token {} at position {} is outside the vocabulary [0, {})", ids[i], i, vocab_size));
+    mapping->check_intact();
     ::madvise(mapping->address, size, MADV_RANDOM);  // training reads windows at random places
-    return TokenIds(MappedU16{std::shared_ptr<const void>(mapping, mapping->address), ids, static_cast<size_t>(count)});
+    return TokenIds(MappedU16{std::shared_ptr<const void>(mapping, mapping->address), ids, static_cast<size_t>(count),
+                              [mapping] { mapping->check_intact(); }});
 }
 
 TokenFileWriter::TokenFileWriter(const std::filesystem::path& path, TokenFileFormat format)

@@ -45,10 +45,17 @@ int64_t TokenIds::operator[](int64_t i) const {
 
 void TokenIds::copy_to(int64_t first, int64_t count, int64_t* out) const {
     visit([&](const auto& v) { std::copy(v.begin() + first, v.begin() + first + count, out); });
+    check_intact();
 }
 
 std::vector<int64_t> TokenIds::to_vector() const {
-    return visit([](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
+    std::vector<int64_t> out = visit([](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); });
+    check_intact();
+    return out;
+}
+
+void TokenIds::check_intact() const {
+    if (const auto* mapped = std::get_if<MappedU16>(&ids_); mapped && mapped->check_intact) mapped->check_intact();
 }
 
 uint64_t TokenIds::fingerprint() const {
@@ -59,6 +66,7 @@ uint64_t TokenIds::fingerprint() const {
             h *= 1099511628211ull;
         }
     });
+    check_intact();
     return h;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -18,6 +19,9 @@ struct MappedU16 {
     std::shared_ptr<const void> mapping;  // keeps the file mapped
     const uint16_t* ids = nullptr;
     size_t count = 0;
+    // Throws std::runtime_error naming the file when it was cut short while mapped (its lost pages then
+    // read as zeros instead of killing the process with SIGBUS; token_file.cpp).
+    std::function<void()> check_intact;
 
     size_t size() const { return count; }
     const uint16_t* data() const { return ids; }
@@ -47,10 +51,14 @@ public:
     uint64_t bytes() const { return static_cast<uint64_t>(size()) * static_cast<uint64_t>(bytes_per_id()); }
     // Whether the ids are a mapped file's (not held in this process's memory).
     bool mapped() const { return std::holds_alternative<MappedU16>(ids_); }
-    int64_t operator[](int64_t i) const;  // unchecked, as std::vector's
-    // ids [first, first + count) into out[0, count), widened; the range must be inside.
+    int64_t operator[](int64_t i) const;  // unchecked, as std::vector's (mapped: check_intact() after)
+    // ids [first, first + count) into out[0, count), widened; the range must be inside. Mapped ids are
+    // checked to be intact after the copy, as in to_vector() and fingerprint().
     void copy_to(int64_t first, int64_t count, int64_t* out) const;
     std::vector<int64_t> to_vector() const;
+    // For mapped ids, throws std::runtime_error naming the file when it was cut short while mapped: the
+    // ids read since then are zeros, not the file's. Nothing for ids held in memory.
+    void check_intact() const;
     // FNV-1a over the ids, each as a 64-bit value however narrowly it is stored (a checkpoint keeps it:
     // resuming on other data is an error, not a silent new run; files from before narrow ids still resume).
     uint64_t fingerprint() const;
