@@ -165,8 +165,19 @@ TEST_CASE("safetensors bytes on disk follow the format", "[safetensors][checkpoi
     const auto crc_of = [&](uint64_t begin, uint64_t end) {
         return fmt::format("{:08x}", crc32c_reference(bytes.substr(8 + n + begin, end - begin)));
     };
-    CHECK(json.at("__metadata__") ==
-          nlohmann::json{{"format", "pt"}, {"crc32c.a", crc_of(0, 24)}, {"crc32c.s", crc_of(24, 28)}, {"crc32c.c", crc_of(28, 36)}});
+    // and the metadata's own: of every other entry in key order, each key and value as its 8-byte
+    // little-endian length and its bytes
+    const std::map<std::string, std::string> entries = {
+        {"format", "pt"}, {"crc32c.a", crc_of(0, 24)}, {"crc32c.s", crc_of(24, 28)}, {"crc32c.c", crc_of(28, 36)}};
+    std::string covered;
+    for (const auto& [key, value] : entries)
+        for (const std::string& text : {key, value}) {
+            for (int i = 0; i < 8; ++i) covered += static_cast<char>(static_cast<uint64_t>(text.size()) >> (8 * i));
+            covered += text;
+        }
+    nlohmann::json metadata(entries);
+    metadata["crc32c.__metadata__"] = fmt::format("{:08x}", crc32c_reference(covered));
+    CHECK(json.at("__metadata__") == metadata);
 
     // 4 bytes per float32, contiguous in the order given, the data section ending with the file.
     struct Expected {
@@ -232,7 +243,7 @@ TEST_CASE("a checksum names the damaged tensor, and a file from before checksums
     }
     SECTION("no checksums at all: loads, with one warning naming the file") {
         std::string header = bytes.substr(8, n);
-        for (const char* key : {"\"crc32c.first\":\"", "\"crc32c.second\":\""}) {
+        for (const char* key : {"\"crc32c.__metadata__\":\"", "\"crc32c.first\":\"", "\"crc32c.second\":\""}) {
             const size_t begin = header.find(key), end = header.find("\",", begin + std::strlen(key)) + 2;
             header.replace(begin, end - begin, std::string(end - begin, ' '));  // same length: offsets stay
         }
@@ -244,8 +255,40 @@ TEST_CASE("a checksum names the damaged tensor, and a file from before checksums
         REQUIRE(warnings.size() == 1);
         CHECK_THAT(warnings[0], Contains("legacy.safetensors") && Contains("carries no checksums"));
     }
+    SECTION("one changed character of a setting is refused naming the file; a file from before the metadata's checksum loads with a note") {
+        std::string header = bytes.substr(8, n);
+        const size_t at = header.find("\"step\":\"7\"");
+        REQUIRE(at != std::string::npos);
+        std::string edited = header;
+        edited[at + 8] = '8';  // "step": "7" -> "8", the tensors' checksums still right
+        CHECK_THAT(load_error(dir.write("edited.safetensors", bytes.substr(0, 8) + edited + bytes.substr(8 + n))),
+                   Contains("edited.safetensors") && Contains("the metadata does not match its checksum"));
+        const char* key = "\"crc32c.__metadata__\":\"";
+        const size_t begin = header.find(key), end = header.find("\",", begin + std::strlen(key)) + 2;
+        REQUIRE(begin != std::string::npos);
+        header.replace(begin, end - begin, std::string(end - begin, ' '));
+        const fs::path older = dir.write("older.safetensors", bytes.substr(0, 8) + header + bytes.substr(8 + n));
+        CHECK(nn::load_safetensors(older).metadata == std::map<std::string, std::string>{{"step", "7"}});
+        REQUIRE(warnings.size() == 1);
+        CHECK_THAT(warnings[0], Contains("older.safetensors") && Contains("no checksum of its metadata") &&
+                                    Contains("settings are not verified"));
+    }
     nn::set_warning_handler(nullptr);
     CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"crc32c.first", "0"}}), Contains("reserved for checksums"));
+    CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"crc32c.__metadata__", "0"}}), Contains("reserved for checksums"));
+}
+
+TEST_CASE("save_safetensors writes no header that loading would refuse", "[safetensors][checkpoint][errors]") {
+    const TempDir dir("header-limit");
+    const fs::path p = dir.path / "w.safetensors";
+    const nn::NamedTensors tensors = {{"w", tensor({1.0f, 2.0f}, {2})}};
+    const std::string big(nn::SafetensorsLimits{}.max_header_bytes, 'x');  // 100 MB: with the rest, over
+    CHECK(nn::safetensors_header_bytes(tensors, {{"big", big}}) > nn::SafetensorsLimits{}.max_header_bytes);
+    CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"big", big}}), Contains("the header would be") && Contains("nothing was written"));
+    CHECK_FALSE(fs::exists(p));
+    // the estimate is the header written, length included
+    nn::save_safetensors(p, tensors, {{"small", "y"}});
+    CHECK(nn::safetensors_header_bytes(tensors, {{"small", "y"}}) == fs::file_size(p) - 2 * 4);  // (2 floats of data)
 }
 
 TEST_CASE("loading weights refuses a NaN or an infinity, naming tensor and index", "[safetensors][checkpoint]") {

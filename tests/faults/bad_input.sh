@@ -100,7 +100,9 @@ edit gap.st 's/"token.weight":{"dtype":"F32","shape":\[20,16\],"data_offsets":\[
 expect gapped_offsets 1 "gap\.st.*a gap of 160 bytes before tensor \"position.weight\"" -- --resume gap.st --data text.txt
 edit f16.st 's/"lm_head.bias":{"dtype":"F32"/"lm_head.bias":{"dtype":"F16"/'
 expect wrong_dtype 1 "f16\.st.*tensor \"lm_head.bias\" has dtype \"F16\"; only F32 is supported" -- --resume f16.st --data text.txt
-edit wider.st 's/"model.n_embd":"16"/"model.n_embd":"32"/'
+# (settings edited with their checksum made anew, as an attacker who knows the format would: what is
+# tested is the check of the setting; an edit that leaves the checksum is tests/faults/hostile_files.sh's)
+python3 "$(dirname "${BASH_SOURCE[0]}")/set_metadata.py" good.st wider.st model.n_embd=32 || fail "set_metadata.py failed"
 expect shape_vs_options 1 "wider\.st: (.*token\.weight|the model in its metadata .* but the file stores)" -- --resume wider.st --data text.txt
 # The optimizer state of a model shaped differently: AdamW's moment for position.weight is (16, 8),
 # as a model with another block and width would have it.
@@ -112,7 +114,8 @@ cp good.st huge.big && truncate -s 17G huge.big  # sparse: no disk space used (a
 expect over_size_bound 1 "huge\.big': the file is 18253611008 bytes, over the limit of 17179869184" -- \
     --resume huge.big --data text.txt
 rm -f huge.big
-cp good.st not_a_checkpoint.st && LC_ALL=C sed -i 's/"format":"tinygpt-checkpoint-1"/"format":"tinygpt-checkpoint-9"/' not_a_checkpoint.st
+python3 "$(dirname "${BASH_SOURCE[0]}")/set_metadata.py" good.st not_a_checkpoint.st format=tinygpt-checkpoint-9 ||
+    fail "set_metadata.py failed"
 expect other_format 1 "not_a_checkpoint\.st: checkpoint format 'tinygpt-checkpoint-9'" -- --resume not_a_checkpoint.st --data text.txt
 
 # --- damaged weights ------------------------------------------------------------------------------

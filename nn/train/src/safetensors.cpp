@@ -48,6 +48,7 @@ namespace {
 
 constexpr const char* kMetadataKey = "__metadata__";
 constexpr std::string_view kChecksumPrefix = "crc32c.";  // + a tensor's name: its CRC32C, 8 hex digits
+constexpr std::string_view kMetadataChecksum = "crc32c.__metadata__";  // the other metadata's CRC32C
 
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78, as iSCSI and ext4 use it), a byte at a time.
 class Crc32c {
@@ -72,6 +73,22 @@ private:
 };
 
 std::string checksum_text(uint32_t crc) { return fmt::format("{:08x}", crc); }
+
+// The CRC32C of the metadata (every entry but kMetadataChecksum, the tensors' checksums included) in
+// key order, each key and value as its 8-byte little-endian length and its bytes: the tensors' own
+// checksums cover only their values, so a changed setting ("model.n_head": "4" -> "8") is caught by this.
+std::string metadata_checksum(const std::map<std::string, std::string>& metadata) {
+    Crc32c crc;
+    const auto add = [&crc](std::string_view text) {
+        unsigned char length[8];
+        for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(uint64_t{text.size()} >> (8 * i));
+        crc.add(length, 8);
+        crc.add(text.data(), text.size());
+    };
+    for (const auto& [key, value] : metadata)  // (std::string orders bytes as unsigned, so UTF-8 by code point)
+        if (key != kMetadataChecksum) add(key), add(value);
+    return checksum_text(crc.value());
+}
 
 WarningHandler& warning_handler() {
     static WarningHandler handler = [](const std::string& message) { fmt::print(stderr, "warning: {}\n", message); };
@@ -242,8 +259,43 @@ nlohmann::json parse_header(const std::string& header, const Reader& reader) {
 
 }  // namespace
 
-void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The header save_safetensors writes for `tensors` and `all_metadata` (the caller's, the tensors'
+// checksums): the metadata with its own checksum first, then the tensors in the given order with
+// contiguous offsets, padded with spaces to a multiple of 8. One over what load_safetensors reads is
+// refused (check_size), so nothing is written that cannot be read back.
+std::string make_header(const std::filesystem::path& path, const NamedTensors& tensors, std::map<std::string, std::string> all_metadata,
+                        bool check_size = true) {
+    all_metadata[std::string(kMetadataChecksum)] = metadata_checksum(all_metadata);
+    nlohmann::ordered_json header = nlohmann::ordered_json::object();
+    header[kMetadataKey] = all_metadata;
+    uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        const uint64_t bytes = 4 * static_cast<uint64_t>(t.numel());
+        header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    std::string json;
+    try {
+        json = header.dump();
+    } catch (const nlohmann::json::exception&) {
+        throw std::invalid_argument(fmt::format("save_safetensors: {}: a tensor name or metadata entry is not valid UTF-8",
+                                                path_str(path)));
+    }
+    json.append((8 - json.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference writes it
+    const uint64_t limit = SafetensorsLimits{}.max_header_bytes;
+    if (check_size && json.size() > limit)
+        throw std::invalid_argument(fmt::format("save_safetensors: {}: the header would be {} bytes, over the {} that "
+                                                "load_safetensors reads: nothing was written",
+                                                path_str(path), json.size(), limit));
+    return json;
+}
+
+}  // namespace
+
+void write_safetensors(AtomicFile& file, const std::filesystem::path& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
     std::set<std::string_view> names;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const auto& [name, t] = tensors[i];
@@ -259,39 +311,33 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
         check(!key.starts_with(kChecksumPrefix), "save_safetensors: {}: metadata key {} is reserved for checksums",
               path_str(path), quoted_name(key));
 
-    // The header: metadata first (the caller's and each tensor's checksum of its little-endian bytes),
-    // then the tensors in the given order with contiguous offsets.
     std::map<std::string, std::string> all_metadata = metadata;
     for (const auto& [name, t] : tensors) {
         Crc32c crc;
         with_stored_bytes(t, [&](const void* bytes, size_t size) { crc.add(bytes, size); });
         all_metadata[std::string(kChecksumPrefix) + name] = checksum_text(crc.value());
     }
-    nlohmann::ordered_json header = nlohmann::ordered_json::object();
-    if (!all_metadata.empty()) header[kMetadataKey] = all_metadata;
-    uint64_t offset = 0;
-    for (const auto& [name, t] : tensors) {
-        const uint64_t bytes = 4 * static_cast<uint64_t>(t.numel());
-        header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
-        offset += bytes;
-    }
-    std::string json;
-    try {
-        json = header.dump();
-    } catch (const nlohmann::json::exception&) {
-        throw std::invalid_argument(fmt::format("save_safetensors: {}: a tensor name or metadata entry is not valid UTF-8",
-                                                path_str(path)));
-    }
-    json.append((8 - json.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference writes it
+    const std::string json = make_header(path, tensors, std::move(all_metadata));
     unsigned char length[8];
     store_le64(length, json.size());
 
-    AtomicFile file(path, "save_safetensors");
     file.write(length, sizeof length);
     file.write(json.data(), json.size());
     for (const auto& [name, t] : tensors)
         with_stored_bytes(t, [&](const void* bytes, size_t size) { file.write(bytes, size); });
+}
+
+void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+    AtomicFile file(path, "save_safetensors");
+    write_safetensors(file, path, tensors, metadata);
     file.commit();
+}
+
+uint64_t safetensors_header_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+    std::map<std::string, std::string> all_metadata = metadata;
+    for (const auto& [name, t] : tensors) all_metadata[std::string(kChecksumPrefix) + name] = checksum_text(0);
+    return 8 + make_header("", tensors, std::move(all_metadata), /*check_size=*/false).size();
 }
 
 SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const SafetensorsLimits& limits)
@@ -323,6 +369,7 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
     const nlohmann::json header = parse_header(header_text, reader);
     std::vector<Entry>& entries = entries_;
     std::map<std::string, std::string>& checksums = checksums_;  // tensor name -> 8 hex digits
+    std::map<std::string, std::string> all_metadata;              // the checksums too, for the metadata's own
     for (const auto& [name, value] : header.items()) {
         if (name == kMetadataKey) {
             if (!value.is_object()) reader.fail(fmt::format("\"{}\" must be an object of strings, got {}", kMetadataKey, value.type_name()));
@@ -330,9 +377,12 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
                 if (!v.is_string())
                     reader.fail(fmt::format("\"{}\" must be an object of strings, but {} is {}", kMetadataKey,
                                             quoted_name(key), v.type_name()));
+                all_metadata.emplace(key, v.get<std::string>());
+                if (key == kMetadataChecksum) continue;
                 if (key.starts_with(kChecksumPrefix)) checksums.emplace(key.substr(kChecksumPrefix.size()), v.get<std::string>());
                 else metadata_.emplace(key, v.get<std::string>());
             }
+
         } else {
             // save_safetensors refuses it too: no module has a parameter without a name
             if (name.empty()) reader.fail("a tensor has an empty name");
@@ -381,6 +431,14 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
         for (const Entry& e : entries)
             if (!checksums.contains(e.name))
                 reader.fail(fmt::format("tensor {} has no checksum while the file's other tensors have theirs", quoted_name(e.name)));
+    if (const auto stored = all_metadata.find(std::string(kMetadataChecksum)); stored != all_metadata.end()) {
+        const std::string computed = metadata_checksum(all_metadata);
+        if (stored->second != computed)
+            reader.fail(fmt::format("the metadata does not match its checksum (CRC32C {} stored, {} computed): its "
+                                    "settings were edited or damaged; nothing was loaded",
+                                    quoted_name(stored->second), computed));
+        metadata_checked_ = true;
+    }
 
     file_size_ = file_size;
     data_start_ = 8 + header_size;
@@ -390,7 +448,7 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
 SafetensorsReader::SafetensorsReader(SafetensorsReader&& other) noexcept
     : path_(std::move(other.path_)), limits_(other.limits_), fd_(std::exchange(other.fd_, -1)), file_size_(other.file_size_),
       data_start_(other.data_start_), entries_(std::move(other.entries_)), metadata_(std::move(other.metadata_)),
-      checksums_(std::move(other.checksums_)), checksummed_(other.checksummed_) {}
+      checksums_(std::move(other.checksums_)), checksummed_(other.checksummed_), metadata_checked_(other.metadata_checked_) {}
 
 SafetensorsReader::~SafetensorsReader() {
     if (fd_ >= 0) ::close(fd_);
@@ -472,6 +530,9 @@ void SafetensorsReader::finish() {
     if (!checksummed_ && !entries_.empty() && limits_.warn_without_checksums)
         warning_handler()(fmt::format("{} carries no checksums (written before tinygpt stored them): its bytes are not "
                                       "verified; saving it again adds them", path_str(path_)));
+    else if (checksummed_ && !metadata_checked_ && limits_.warn_without_checksums)
+        warning_handler()(fmt::format("{} carries no checksum of its metadata (written before tinygpt stored one): its "
+                                      "settings are not verified; saving it again adds it", path_str(path_)));
 }
 
 NamedTensors SafetensorsReader::read_all(const NamedTensors& into, const std::function<bool(const std::string&)>& keep,

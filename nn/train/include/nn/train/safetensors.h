@@ -7,9 +7,11 @@
 // data_offsets count from the first byte after the header; the values are float32, little-endian,
 // row-major. Saving writes a temporary file in the same directory, fsyncs it and renames it over the
 // target, so a crash or a full disk never leaves a half-written checkpoint in place of a good one.
-// Every tensor's CRC32C goes into the metadata as "crc32c.NAME" (8 hex digits of its stored bytes), which
-// PyTorch reads as ordinary metadata. Loading validates every byte of the layout and every checksum
-// before trusting them and names the file and the problem (the tensor, for a checksum).
+// Every tensor's CRC32C goes into the metadata as "crc32c.NAME" (8 hex digits of its stored bytes), and
+// the metadata's own as "crc32c.__metadata__" (of every other entry in key order, each key and value as
+// its 8-byte little-endian length and its bytes), which PyTorch reads as ordinary metadata. Loading
+// validates every byte of the layout and every checksum before trusting them and names the file and the
+// problem (the tensor, for a checksum). A header over what loading reads (100 MB) is never written.
 //
 //     nn::save_module("model.safetensors", model, {{"vocabulary", tok.vocabulary_utf8()}});
 //     nn::load_module("model.safetensors", model);  // all parameters, right shapes, or nothing changes
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include <autograd/tensor.h>
+#include <nn/files/atomic_file.h>
 
 #include "nn/module.h"
 
@@ -58,12 +61,20 @@ struct SafetensorsLimits {
 float f16_to_float(uint16_t bits);
 float bf16_to_float(uint16_t bits);
 
-// Writes `tensors` in the given order with contiguous offsets, and their checksums. Names must be
-// non-empty, distinct and not "__metadata__", and metadata keys must not start with "crc32c."
-// (std::invalid_argument). I/O failures throw std::runtime_error naming the path and the
-// reason; the file previously at `path`, if any, is then untouched and no temporary file remains.
+// Writes `tensors` in the given order with contiguous offsets, their checksums and the metadata's. Names
+// must be non-empty, distinct and not "__metadata__", metadata keys must not start with "crc32c.", and
+// the header must fit SafetensorsLimits::max_header_bytes (std::invalid_argument, nothing written). I/O
+// failures throw std::runtime_error naming the path and the reason; the file previously at `path`, if
+// any, is then untouched and no temporary file remains.
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+// save_safetensors' bytes into `file`, not committed: a caller writing several files commits them
+// together (write_hf_gpt2's weights and config.json). `path` names the file in messages.
+void write_safetensors(AtomicFile& file, const std::filesystem::path& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+// The size of the header (with its 8-byte length) that saving these tensors and metadata would write: a
+// caller refuses before training what it could not save (SafetensorsLimits::max_header_bytes).
+uint64_t safetensors_header_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
 
 // Reads and validates a safetensors file of F32 tensors; throws std::runtime_error naming the path and
 // the problem for anything malformed or a checksum that does not match (see the list in checkpoint.cpp).
@@ -121,6 +132,7 @@ private:
     std::vector<Entry> entries_;
     std::map<std::string, std::string> metadata_, checksums_;
     bool checksummed_ = false;
+    bool metadata_checked_ = false;  // its metadata's own checksum was there and matched
 };
 
 // Where the loaders' warnings go: by default stderr, as "warning: MESSAGE". An empty handler silences them.
