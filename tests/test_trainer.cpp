@@ -761,3 +761,25 @@ TEST_CASE("extend_to continues a run to a larger total over a recomputed schedul
     CHECK(at4.stop_step(5) == 5);
     CHECK(at4.stop_step(100) == 8);  // the run's total still ends it
 }
+
+TEST_CASE("A run whose checkpoint could not be read back is refused before it trains", "[trainer][errors]") {
+    // A tokenizer whose tables are as large as a 121 MB BPE vocabulary: its checkpoint's header would be
+    // over the 100 MB that loading reads. The run trained and saved, and nothing could load the file.
+    struct HugeTables : nn::Tokenizer {
+        nn::CharTokenizer chars = nn::CharTokenizer::from_text("ab");
+        int64_t vocab_size() const override { return chars.vocab_size(); }
+        std::vector<int64_t> encode(std::string_view text) const override { return chars.encode(text); }
+        nn::TokenIds encode_ids(std::string_view text) const override { return chars.encode_ids(text); }
+        std::string decode(std::span<const int64_t> ids) const override { return chars.decode(ids); }
+        std::map<std::string, std::string> checkpoint_metadata() const override {
+            return {{"tokenizer.kind", "huge"}, {"tokenizer.tables", std::string(nn::SafetensorsLimits{}.max_header_bytes, 'x')}};
+        }
+    };
+    const auto tokenizer = std::make_shared<const HugeTables>();
+    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::bigram, .vocab = 2, .n_embd = 4, .block = 4}, .steps = 2, .batch = 2};
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += i % 3 ? 'a' : 'b';
+    CHECK_THROWS_WITH(nn::Trainer(config, tokenizer, nn::TextData(tokenizer->encode_ids(text))),
+                      Contains("its checkpoint's header would be 1048") && Contains("of them the tokenizer's tables), over the limit of 104857600") &&
+                          Contains("never resumed"));
+}

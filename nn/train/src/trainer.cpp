@@ -1,4 +1,5 @@
 #include "nn/train/trainer.h"
+#include "nn/train/safetensors.h"
 #include "nn/train/settings.h"
 
 #include <autograd/ops.h>
@@ -68,6 +69,16 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
                                              "(about {:.3g} parameters, 16 bytes each with gradients and AdamW's moments)",
                                              parameters * 16 / 1e9, config.model.kind, parameters));
     }
+    // Refused now, not after hours: a checkpoint whose header is over what loading reads (a vocabulary
+    // of 100 MB and more) would be written but never read back. (The run id, set later, is 64 bytes.)
+    const auto [tensors, metadata] = checkpoint();
+    const uint64_t header = safetensors_header_bytes(tensors, metadata), limit = SafetensorsLimits{}.max_header_bytes;
+    uint64_t tokenizer_bytes = 0;
+    for (const auto& [key, value] : tokenizer_->checkpoint_metadata()) tokenizer_bytes += key.size() + value.size();
+    check(header + 1024 <= limit,
+          "Trainer: its checkpoint's header would be {} bytes ({} of them the tokenizer's tables), over the limit of {} "
+          "that loading a checkpoint reads: it could be saved but never resumed or sampled; use a smaller vocabulary",
+          header, tokenizer_bytes, limit);
 }
 
 void Trainer::set_run(const RunSettings& run) {

@@ -30,8 +30,8 @@ void read_generator_states(Module& module, const std::map<std::string, std::stri
     }
 }
 
-void Trainer::save(const std::filesystem::path& path) const {
-    const NamedTensors tensors = join(model_->named_parameters(), optimizer_->state_in_place());
+std::pair<NamedTensors, Metadata> Trainer::checkpoint() const {
+    NamedTensors tensors = join(model_->named_parameters(), optimizer_->state_in_place());
     Metadata metadata = config_.model.to_metadata();
     write_train_config(config_, metadata);
     metadata.insert({{"format", kFormat},
@@ -42,6 +42,11 @@ void Trainer::save(const std::filesystem::path& path) const {
     metadata.merge(tokenizer_->checkpoint_metadata());
     write_generator_states(*model_, metadata);
     if (!run_id_.empty()) metadata["run.id"] = run_id_;
+    return {std::move(tensors), std::move(metadata)};
+}
+
+void Trainer::save(const std::filesystem::path& path) const {
+    const auto [tensors, metadata] = checkpoint();
     save_safetensors(path, tensors, metadata);
 }
 

@@ -92,6 +92,8 @@ public:
     // `stop`, when given, is asked before each batch: true ends the evaluation there, and it returns NaN
     // (train passes its signal flag, so a Ctrl-C does not wait for a long evaluation).
     double evaluate(Split split, int64_t iters, const std::function<bool()>& stop = {});
+    // The whole state in one safetensors file. A run whose checkpoint could not be read back (a
+    // tokenizer over the header's 100 MB) is refused when the Trainer is made, before any training.
     void save(const std::filesystem::path& path) const;
 
     // What ties a run's other files (train --report's page) to its checkpoints: saved as "run.id" when
@@ -109,6 +111,9 @@ public:
     float lr_at(int64_t step) const;
 
 private:
+    // What save writes: the tensors (the weights, then the optimizer's state) and the metadata.
+    std::pair<NamedTensors, std::map<std::string, std::string>> checkpoint() const;
+
     TrainConfig config_;
     std::shared_ptr<const Tokenizer> tokenizer_;
     uint64_t data_fingerprint_;
