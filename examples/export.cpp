@@ -7,14 +7,17 @@
 //
 // CKPT is a tinygpt checkpoint of a gpt2 model (train --model gpt2), or GPT-2 weights in either format.
 // The values are copied bit for bit, so loading the export gives the same model. The files appear only
-// when complete.
+// when complete: every output is checked before any is written (an existing one needs --force), --hf's
+// two files are renamed into place together, and a refused export leaves no folder behind.
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <cli.h>
 #include <fmt/format.h>
+#include <nn/files/atomic_file.h>
 #include <nn/models.h>
 #include <nn/train/gpt2_weights.h>
 #include <nn/train/trainer.h>
@@ -29,9 +32,15 @@ struct Options {
 
 int run(const Options& o) {
     const std::string& path = o.checkpoint->path;
-    const std::string out = o.hf.empty() ? o.llmc : (std::filesystem::path(o.hf) / "model.safetensors").string();
-    if (!o.hf.empty()) std::filesystem::create_directories(o.hf);  // (the output checks need its directory)
-    const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint}, {{o.hf.empty() ? "--llmc" : "--hf", out}}, o.force);
+    std::vector<cli::Output> outputs = {{"--llmc", o.llmc}};
+    if (!o.hf.empty())
+        outputs = {{"--hf", (std::filesystem::path(o.hf) / "model.safetensors").string()},
+                   {"--hf", (std::filesystem::path(o.hf) / "config.json").string()}};
+    // Every output checked before anything is written; the folder (the checks need it) is removed again
+    // when the export is refused or fails. (`made` outlives the locks: their files are in it.)
+    std::optional<nn::NewDirectories> made;
+    if (!o.hf.empty()) made.emplace(o.hf, "export");
+    const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint}, outputs, o.force);
     nn::ModelConfig config;
     nn::NamedTensors weights;
     if (nn::weights_format(path) != nn::WeightsFormat::tinygpt) {  // no tokenizer needed to convert
@@ -45,6 +54,7 @@ int run(const Options& o) {
     }
     if (!o.hf.empty()) nn::write_hf_gpt2(o.hf, config, weights);
     else nn::write_llmc_gpt2(o.llmc, config, weights);
+    if (made) made->keep();
     fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {} ({})\n", o.hf.empty() ? o.llmc : o.hf,
                config.n_layer, config.n_head, config.n_embd, config.vocab, config.block,
                o.hf.empty() ? "llm.c version 3, fp32" : "model.safetensors + config.json");

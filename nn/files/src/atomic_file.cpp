@@ -127,4 +127,30 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     file.commit();
 }
 
+NewDirectories::NewDirectories(const std::filesystem::path& directory, std::string who) {
+    std::vector<std::filesystem::path> missing;  // from `directory` up to the first that exists
+    for (std::filesystem::path d = directory; !d.empty(); d = d.parent_path()) {
+        struct stat st {};
+        if (::lstat(d.c_str(), &st) == 0) break;
+        missing.push_back(d);
+        if (d == d.parent_path()) break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        if (::mkdir(it->c_str(), 0777) == 0) {
+            made_.push_back(*it);
+        } else if (errno != EEXIST) {
+            const int error = errno;
+            remove_made();  // (a constructor that throws runs no destructor)
+            throw std::runtime_error(fmt::format("{}: cannot make {}: {}", who, detail::path_str(*it), std::strerror(error)));
+        }
+    }
+}
+
+NewDirectories::~NewDirectories() { remove_made(); }
+
+void NewDirectories::remove_made() {
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) ::rmdir(it->c_str());  // (only while empty)
+    made_.clear();
+}
+
 }  // namespace nn

@@ -426,10 +426,11 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
     const NamedTensors ordered = check_against(directory, c, {weights.begin(), weights.end()}, same_name);
     NamedTensors named;
     for (const auto& [name, t] : ordered) named.emplace_back(std::string(kPrefix) + to_hf_name(name), t);
-    std::error_code error;
-    std::filesystem::create_directories(directory, error);
-    if (error) refuse(directory, fmt::format("cannot make the directory ({})", error.message()));
-    save_safetensors(directory / "model.safetensors", named, {{"format", "pt"}});
+    NewDirectories made(directory, "write_hf_gpt2");
+    // Both files are written in full before either replaces what is there: a failure leaves the folder
+    // as it was, never the new weights beside the old config.json (another head count).
+    AtomicFile weights_file(directory / "model.safetensors", "write_hf_gpt2");
+    write_safetensors(weights_file, directory / "model.safetensors", named, {{"format", "pt"}});
     nlohmann::ordered_json config = {
         {"architectures", {"GPT2LMHeadModel"}},
         {"model_type", "gpt2"},
@@ -449,7 +450,12 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
         {"tie_word_embeddings", true},
     };
     if (c.vocab == 50257) config["bos_token_id"] = config["eos_token_id"] = 50256;  // <|endoftext|>
-    write_file_atomically(directory / "config.json", config.dump(2) + "\n", "write_hf_gpt2");
+    const std::string config_text = config.dump(2) + "\n";
+    AtomicFile config_file(directory / "config.json", "write_hf_gpt2");
+    config_file.write(config_text.data(), config_text.size());
+    weights_file.commit();
+    config_file.commit();
+    made.keep();
 }
 
 void write_llmc_gpt2(const std::filesystem::path& path, const ModelConfig& c, const NamedTensors& weights) {

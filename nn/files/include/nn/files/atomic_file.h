@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nn/files/file_names.h>
 
@@ -44,6 +45,22 @@ private:
     std::string who_;
     int fd_ = -1;
     bool committed_ = false;
+};
+
+// The directories an output needs (a folder and its missing parents), made now and removed again, each
+// if still empty, when the object ends without keep(): an output that is refused or fails leaves no
+// folder behind. Throws std::runtime_error "WHO: cannot make 'DIR': what" (a file in the way, no right).
+class NewDirectories {
+public:
+    NewDirectories(const std::filesystem::path& directory, std::string who);
+    NewDirectories(const NewDirectories&) = delete;
+    NewDirectories& operator=(const NewDirectories&) = delete;
+    ~NewDirectories();
+    void keep() { made_.clear(); }
+
+private:
+    void remove_made();
+    std::vector<std::filesystem::path> made_;  // deepest last
 };
 
 // The whole of `bytes` as the file `path`, through an AtomicFile.

@@ -51,7 +51,9 @@ ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const Weight
 // `weights` under tinygpt's names for a `gpt2` config. write_hf_gpt2 makes `directory` if needed and
 // writes model.safetensors (names with the "transformer." prefix, as save_pretrained writes them, and
 // metadata format "pt", which from_pretrained requires) and config.json; write_llmc_gpt2 writes version 3
-// (fp32) with the vocabulary padded to a multiple of 128 by zero rows. Both write atomically.
+// (fp32) with the vocabulary padded to a multiple of 128 by zero rows. Both write atomically:
+// write_hf_gpt2 writes both files in full before renaming either into place, and a failure leaves no
+// folder it made.
 void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& config, const NamedTensors& weights);
 void write_llmc_gpt2(const std::filesystem::path& path, const ModelConfig& config, const NamedTensors& weights);
 
