@@ -656,28 +656,9 @@ def _tensor_entry(name, value, where, widen_half=False):
     return shape, begin, end, dtype
 
 
-def read_safetensors(path, verify=True, widen_half=False):
-    """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
-    ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
-    "crc32c.NAME" must match it (verify=False skips only that comparison). widen_half: F16 and BF16 tensors
-    too, widened to float32 exactly (as other writers' files may hold them)."""
-    where = str(path)
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (a FIFO is refused, not waited on)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{where}: is {file_kind(st.st_mode)}, not a safetensors file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise ValueError(f"{where}: the file is {st.st_size} bytes, over the limit of {MAX_FILE_BYTES}")
-        blob = f.read(MAX_FILE_BYTES + 1)
-    if len(blob) < 8:
-        raise ValueError(f"{where}: the file is {len(blob)} bytes, too short for the 8-byte header length")
-    (n,) = struct.unpack("<Q", blob[:8])
-    if n > len(blob) - 8:
-        raise ValueError(f"{where}: the header length {n} runs past the end of the file ({len(blob) - 8} bytes follow the length)")
-    if n > MAX_HEADER_BYTES:
-        raise ValueError(f"{where}: the header length {n} is over the limit of {MAX_HEADER_BYTES}")
-    header = _parse_header(blob[8:8 + n], where)
+def _header_entries(header, data_size, where, widen_half):
+    """(entries (name, shape, begin, end, dtype) sorted by begin, metadata, checksums) of a parsed header,
+    checked against a data section of data_size bytes before it is read."""
     metadata, checksums, entries = {}, {}, []
     for name, value in header.items():
         if name == "__metadata__":
@@ -697,7 +678,6 @@ def read_safetensors(path, verify=True, widen_half=False):
 
     # Sorted by begin, the tensors must tile the data section exactly: no overlap, no gap, no tail.
     entries.sort(key=lambda e: (e[2], e[3]))
-    data = memoryview(blob)[8 + n:]
     expected = 0
     for i, (name, _, begin, end, _) in enumerate(entries):
         if begin < expected:
@@ -707,13 +687,13 @@ def read_safetensors(path, verify=True, widen_half=False):
         if begin > expected:
             raise ValueError(f"{where}: a gap of {begin - expected} bytes before tensor {_short(name)} (data_offsets "
                              f"[{begin}, {end}]): the data before it ends at {expected}")
-        if end > len(data):
+        if end > data_size:
             raise ValueError(f"{where}: tensor {_short(name)} (data_offsets [{begin}, {end}]) ends past the end of the "
-                             f"file: the data section holds {len(data)} bytes (truncated?)")
+                             f"file: the data section holds {data_size} bytes (truncated?)")
         expected = end
-    if expected != len(data):
-        raise ValueError(f"{where}: {len(data) - expected} bytes of trailing data after the last tensor (the tensors "
-                         f"end at {expected}, the data section holds {len(data)} bytes)")
+    if expected != data_size:
+        raise ValueError(f"{where}: {data_size - expected} bytes of trailing data after the last tensor (the tensors "
+                         f"end at {expected}, the data section holds {data_size} bytes)")
 
     # Checksums: none at all (a file written before them), or one of 8 hex digits for every tensor.
     names = {e[0] for e in entries}
@@ -725,6 +705,29 @@ def read_safetensors(path, verify=True, widen_half=False):
     if checksums:
         for name in names - set(checksums):
             raise ValueError(f"{where}: tensor {_short(name)} has no checksum while the file's other tensors have theirs")
+    return entries, metadata, checksums
+
+
+def read_safetensors(path, verify=True, widen_half=False):
+    """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
+    ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
+    "crc32c.NAME" must match it (verify=False skips only that comparison). widen_half: F16 and BF16 tensors
+    too, widened to float32 exactly (as other writers' files may hold them). Only what the file holds is
+    read (never a buffer of the size limit): the header by its length once that is within the file, the
+    data once the header is checked."""
+    where = str(path)
+    f, size = open_regular(path, "a safetensors file", MAX_FILE_BYTES)
+    with f:
+        if size < 8:
+            raise ValueError(f"{where}: the file is {size} bytes, too short for the 8-byte header length")
+        (n,) = struct.unpack("<Q", f.read(8))
+        if n > size - 8:
+            raise ValueError(f"{where}: the header length {n} runs past the end of the file ({size - 8} bytes follow the length)")
+        if n > MAX_HEADER_BYTES:
+            raise ValueError(f"{where}: the header length {n} is over the limit of {MAX_HEADER_BYTES}")
+        header = _parse_header(_read_exactly(f, n, where), where)
+        entries, metadata, checksums = _header_entries(header, size - 8 - n, where, widen_half)
+        data = memoryview(_read_exactly(f, size - 8 - n, where))
     tensors = {}
     for name, shape, begin, end, dtype in entries:
         raw = data[begin:end]
@@ -1019,6 +1022,32 @@ def file_kind(mode):
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def open_regular(path, what, limit=None):
+    """(the file open for reading, its size) once `path` is known to be a regular file of at most `limit`
+    bytes, or a ValueError naming it, as tinygpt's loaders refuse (an OSError when it cannot be opened): a
+    FIFO is refused, not waited on, and a device is not read without end. `what` names the kind of file the
+    path should have been ("a safetensors file")."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (O_NONBLOCK: opening a FIFO does not wait)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path}: is {file_kind(st.st_mode)}, not {what}")
+        if limit is not None and st.st_size > limit:
+            raise ValueError(f"{path}: the file is {st.st_size} bytes, over the limit of {limit}")
+        return os.fdopen(fd, "rb"), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_exactly(f, n, where):
+    """n bytes of f, which fstat said it holds: a file cut while it is read is refused."""
+    raw = f.read(n)
+    if len(raw) != n:
+        raise ValueError(f"{where}: the file ended after {len(raw)} of {n} bytes: it changed while it was read")
+    return raw
 
 
 def _same_file(a, b):

@@ -11,6 +11,8 @@ runs one case per CTest test (torch_hostile_CASE):
   corpus       tinygpt_torch's read_safetensors and load accept exactly the files of fuzz/corpus/safetensors
                and fuzz/corpus/checkpoint that tinygpt's loaders accept (tests/python/load_check), each
                refusal a ValueError naming the file; 5 M nested brackets are a ValueError, not a RecursionError
+  bounds       a file is read by what it holds, never by a limit's worth: load of a small checkpoint works in an
+               8 GiB address space (a read of the 16 GiB size limit reserved it all first: MemoryError)
   peer_dies    two ranks of train_ddp.py; rank 0 is killed (then, again, stopped) mid-run: rank 1 ends within
                --timeout with one line saying so and writes nothing; a rank whose peer never comes ends
                within --timeout too; the ranks of a killed launcher (--nproc-per-node) end. Each launch runs
@@ -27,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 
 import torch
@@ -329,6 +332,44 @@ def case_corpus(c):
     print(f"{compared} corpus files: tinygpt_torch accepts and refuses exactly what tinygpt does")
 
 
+# --- issue 39: a file is read by what it holds ----------------------------------------------------------------
+
+ADDRESS_LIMIT = 8 << 30  # torch imports in under 1 GiB of address space; a 16 GiB reservation fails
+
+
+def under_address_limit(c, code):
+    """What `code` prints, run with tinygpt_torch imported as tg by a python3 whose address space is limited to
+    ADDRESS_LIMIT (RLIMIT_AS, as `ulimit -v`), in the work directory; first the limit is shown to hold back a
+    16 GiB reservation (one that touches no memory)."""
+    prelude = textwrap.dedent(f"""\
+        import mmap, resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_LIMIT}, {ADDRESS_LIMIT}))
+        sys.path.insert(0, {c.o.python_dir!r})
+        import tinygpt_torch as tg
+        try:
+            mmap.mmap(-1, 16 << 30)
+            sys.exit("the address space limit lets 16 GiB be reserved")
+        except OSError:
+            pass
+        """)
+    r = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                       cwd=c.o.work, stdin=subprocess.DEVNULL)
+    check(r.returncode == 0, f"in {ADDRESS_LIMIT >> 30} GiB of address space: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def case_bounds(c):
+    tg = c.tg
+    vocab = sorted(set(test_torch.TEXT))
+    model = tg.make_model(tg.ModelConfig(kind="gpt", vocab=len(vocab), n_embd=32, n_head=4, n_layer=4, block=8))
+    tg.save(model, vocab, c.path("small.safetensors"))
+    size = os.path.getsize(c.path("small.safetensors"))
+    out = under_address_limit(c, """
+        model, vocab = tg.load("small.safetensors")
+        print(sum(p.numel() for p in model.parameters()), "parameters")""")
+    print(f"a checkpoint of {size} bytes loads in {ADDRESS_LIMIT >> 30} GiB of address space: {out.strip()}")
+
+
 # --- 13: a rank ends when its peer dies, within --timeout ----------------------------------------------------------
 
 def _free_port():
@@ -466,7 +507,7 @@ def main():
     torch.set_num_threads(1)
     c = Case(o)
     {"pickles": case_pickles, "outputs": case_outputs, "errors": case_errors, "corpus": case_corpus,
-     "peer_dies": case_peer_dies}[o.case](c)
+     "peer_dies": case_peer_dies, "bounds": case_bounds}[o.case](c)
     print(f"{o.case}: passed")
 
 
