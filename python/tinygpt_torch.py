@@ -708,13 +708,14 @@ def _header_entries(header, data_size, where, widen_half):
     return entries, metadata, checksums
 
 
-def read_safetensors(path, verify=True, widen_half=False):
+def read_safetensors(path, verify=True, widen_half=False, check_shapes=None):
     """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
     ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
     "crc32c.NAME" must match it (verify=False skips only that comparison). widen_half: F16 and BF16 tensors
     too, widened to float32 exactly (as other writers' files may hold them). Only what the file holds is
     read (never a buffer of the size limit): the header by its length once that is within the file, the
-    data once the header is checked."""
+    data once the header is checked. check_shapes: called with {name: shape} of the header's tensors
+    before the data is read; it may refuse them (load_hf_folder holds config.json's sizes to them)."""
     where = str(path)
     f, size = open_regular(path, "a safetensors file", MAX_FILE_BYTES)
     with f:
@@ -727,6 +728,8 @@ def read_safetensors(path, verify=True, widen_half=False):
             raise ValueError(f"{where}: the header length {n} is over the limit of {MAX_HEADER_BYTES}")
         header = _parse_header(_read_exactly(f, n, where), where)
         entries, metadata, checksums = _header_entries(header, size - 8 - n, where, widen_half)
+        if check_shapes:
+            check_shapes({name: shape for name, shape, *_ in entries})
         data = memoryview(_read_exactly(f, size - 8 - n, where))
     tensors = {}
     for name, shape, begin, end, dtype in entries:
@@ -800,7 +803,47 @@ def _stored_bytes(t):
     return t.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False).tobytes()
 
 
+# --- small JSON files (config.json, vocab.json), read with bounds ---------------------------------------------
+
+MAX_JSON_DEPTH = 32  # Hugging Face's GPT-2 config.json nests 3 deep (task_specific_params), a vocab.json 1
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def _json_nesting(raw):
+    """How deep a JSON text's arrays and objects nest, from its brackets outside strings, without parsing it
+    (json.loads recurses once a level: a deep nest is a RecursionError)."""
+    steps = _JSON_STRING.sub(b"", raw).translate(_BRACKET_STEP, _NOT_BRACKET)
+    return int(numpy.frombuffer(steps, dtype=numpy.int8).cumsum(dtype=numpy.int32).max(initial=0))
+
+
+def read_json(path, what, limit):
+    """The value in a small JSON file, or a ValueError naming it: not a regular file (`what` says what it
+    should be), over `limit` bytes, nesting arrays and objects over MAX_JSON_DEPTH deep (counted before it is
+    parsed), not UTF-8 JSON."""
+    f, size = open_regular(path, what, limit)
+    with f:
+        raw = _read_exactly(f, size, path)
+    depth = _json_nesting(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{path}: nests arrays and objects {depth} deep, over the limit of {MAX_JSON_DEPTH}")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as e:  # (UnicodeDecodeError too)
+        raise ValueError(f"{path}: not JSON ({one_line(e)})") from None
+
+
 # --- checkpoints -----------------------------------------------------------------------------------------
+
+def _check_stored(config, stored, where, source):
+    """Before a model is built: one with more than twice the `stored` weights of the file `where` (+ 4096)
+    is refused, so the sizes in `source` cannot allocate what the file does not hold."""
+    if config.kind in KINDS and config.parameters() > 2 * stored + 4096:
+        raise ValueError(f"{where}: the model in {source} ({config.kind} n_embd {config.n_embd} n_layer "
+                         f"{config.n_layer} block {config.block} vocab {config.vocab}) needs about "
+                         f"{config.parameters():.3g} parameters, but the file stores {stored:.3g}")
+
 
 def load(path, verify=True):
     """(model, vocab) from a tinygpt checkpoint (train --out, or save() below). The model is in eval mode
@@ -833,11 +876,7 @@ def load(path, verify=True):
             raise ValueError(f"{where}: the vocabulary must be sorted without repeats, but entry {i} "
                              f"{ascii(vocab[i])} follows {ascii(vocab[i - 1])}")
     weights = {k: v for k, v in tensors.items() if not k.startswith("train_state.")}
-    stored = sum(float(t.numel()) for t in weights.values())
-    if config.kind in KINDS and config.parameters() > 2 * stored + 4096:  # before the model is allocated
-        raise ValueError(f"{where}: the model in its metadata ({config.kind} n_embd {config.n_embd} n_layer "
-                         f"{config.n_layer} block {config.block} vocab {config.vocab}) needs about "
-                         f"{config.parameters():.3g} parameters, but the file stores {stored:.3g}")
+    _check_stored(config, sum(float(t.numel()) for t in weights.values()), where, "its metadata")
     try:
         config.validate()
     except ValueError as e:
@@ -930,10 +969,29 @@ def decode(vocab, ids):
 
 # --- Hugging Face's GPT-2 folder (what GPT2LMHeadModel.from_pretrained reads; export CKPT --hf DIR writes one) -----
 
+MAX_CONFIG_BYTES = 1 << 20  # (GPT-2's config.json is 665 bytes)
 # GPT2Config's defaults, for a field config.json leaves out
 HF_GPT2_DEFAULTS = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
                     "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.1}
 _HF_GELU_EXACT = {"gelu_new": False, "gelu_pytorch_tanh": False, "gelu": True}  # Hugging Face's names -> gelu_exact
+
+
+def _gpt2_names(names, where):
+    """({name in GPT2: the file's name}, the file's name of lm_head.weight or None) of a Hugging Face GPT-2
+    file's tensors: "transformer." dropped, the causal-mask buffers (h.N.attn.bias, h.N.attn.masked_bias)
+    skipped; a tensor there with and without "transformer." is a ValueError naming `where`."""
+    ours, lm_head = {}, None
+    for name in names:
+        short = name[len("transformer."):] if name.startswith("transformer.") else name
+        if re.fullmatch(r"h\.[0-9]+\.attn\.(bias|masked_bias)", short):
+            continue
+        if short == "lm_head.weight":
+            lm_head = name
+        elif short in ours:
+            raise ValueError(f"{where}: tensor {_short(short)} is there both with and without 'transformer.'")
+        else:
+            ours[short] = name
+    return ours, lm_head
 
 
 def load_hf_folder(directory, verify=True):
@@ -946,13 +1004,12 @@ def load_hf_folder(directory, verify=True):
     h.N.attn.masked_bias) skipped. The
     tokenizer files are not read: ids in, logits out. What from_pretrained would fill with random weights (a
     missing tensor), and what GPT-2's maths here cannot follow (another activation, epsilon or inner width,
-    untied output), is a ValueError naming the file (an OSError when one cannot be read)."""
+    untied output), is a ValueError naming the file (an OSError when one cannot be read). config.json is
+    read with bounds (read_json: at most MAX_CONFIG_BYTES, nested MAX_JSON_DEPTH deep), and its sizes are
+    held to model.safetensors' shapes (vocab_size and n_embd to wte's, n_positions to wpe's, n_layer to
+    the layers h.N) before the tensors are read or the model built."""
     config_path, weights_path = os.path.join(directory, "config.json"), os.path.join(directory, "model.safetensors")
-    try:
-        with open(config_path, "rb") as f:
-            hf = json.loads(f.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ValueError(f"{config_path}: not JSON ({one_line(e)})") from None
+    hf = read_json(config_path, "a config file", MAX_CONFIG_BYTES)
     if not isinstance(hf, dict):
         raise ValueError(f"{config_path}: not a JSON object")
     if hf.get("model_type", "gpt2") != "gpt2":
@@ -981,23 +1038,30 @@ def load_hf_folder(directory, verify=True):
     except ValueError as e:
         raise ValueError(f"{config_path}: {e}") from None
 
-    tensors, _ = read_safetensors(weights_path, verify, widen_half=True)
-    state, lm_head = {}, None
-    for name, t in tensors.items():
-        short = name[len("transformer."):] if name.startswith("transformer.") else name
-        if re.fullmatch(r"h\.[0-9]+\.attn\.(bias|masked_bias)", short):
-            continue  # the causal mask, a buffer
-        if short == "lm_head.weight":
-            lm_head = t
-            continue
-        if short in state:
-            raise ValueError(f"{weights_path}: tensor {_short(short)} is there both with and without 'transformer.'")
-        state[short] = t
+    def sizes_are_the_files(shapes):  # before the data is read and the model built
+        names, _ = _gpt2_names(shapes, weights_path)
+        shape = {short: shapes[name] for short, name in names.items()}
+        for key, tensor, axis in (("vocab_size", "wte.weight", 0), ("n_embd", "wte.weight", 1), ("n_positions", "wpe.weight", 0)):
+            if tensor not in shape:
+                raise ValueError(f"{weights_path}: tensor {tensor} is missing (not a GPT-2 file?)")
+            if len(shape[tensor]) != 2:
+                raise ValueError(f"{weights_path}: tensor {tensor} is {shape[tensor]}, not a matrix")
+            if shape[tensor][axis] != field[key]:
+                raise ValueError(f"{config_path}: {key} is {field[key]} but {weights_path} holds {shape[tensor][axis]} "
+                                 f"({tensor} {shape[tensor]})")
+        layers = {int(m.group(1)) for m in map(re.compile(r"h\.([0-9]+)\.").match, shape) if m}
+        if len(layers) != config.n_layer:
+            raise ValueError(f"{config_path}: n_layer is {config.n_layer} but {weights_path} holds {len(layers)} layers")
+        _check_stored(config, sum(float(math.prod(s)) for s in shape.values()), weights_path, config_path)
+
+    tensors, _ = read_safetensors(weights_path, verify, widen_half=True, check_shapes=sizes_are_the_files)
+    names, lm_head = _gpt2_names(tensors, weights_path)
+    state = {short: tensors[name] for short, name in names.items()}
     model = make_model(config)
     _fit(model, state, lambda missing, extra, wrong: (
         f"{weights_path}: the tensors do not fit {config_path}'s GPT-2 (n_embd {config.n_embd} n_layer {config.n_layer} "
         f"vocab {config.vocab} n_positions {config.block}): missing {missing[:8]}, extra {extra[:8]}, wrong shape {wrong[:8]}"))
-    if lm_head is not None and not torch.equal(lm_head, state["wte.weight"]):
+    if lm_head is not None and not torch.equal(tensors[lm_head], state["wte.weight"]):
         raise ValueError(f"{weights_path}: lm_head.weight differs from wte.weight; GPT-2's output layer is tied to the token table")
     return model.eval()
 

@@ -12,7 +12,10 @@ runs one case per CTest test (torch_hostile_CASE):
                and fuzz/corpus/checkpoint that tinygpt's loaders accept (tests/python/load_check), each
                refusal a ValueError naming the file; 5 M nested brackets are a ValueError, not a RecursionError
   bounds       a file is read by what it holds, never by a limit's worth: load of a small checkpoint works in an
-               8 GiB address space (a read of the 16 GiB size limit reserved it all first: MemoryError)
+               8 GiB address space (a read of the 16 GiB size limit reserved it all first: MemoryError);
+               load_hf_folder holds config.json's sizes to model.safetensors' shapes before it reads the
+               tensors or builds the model (n_positions 10^9, n_layer 10^6, ...: a ValueError in that address
+               space), and refuses a config.json nested 100000 deep, over 1 MB or not a file
   peer_dies    two ranks of train_ddp.py; rank 0 is killed (then, again, stopped) mid-run: rank 1 ends within
                --timeout with one line saying so and writes nothing; a rank whose peer never comes ends
                within --timeout too; the ranks of a killed launcher (--nproc-per-node) end. Each launch runs
@@ -23,6 +26,7 @@ Each prints what it checked. A failure raises (exit 1) with what differed.
 import argparse
 import glob
 import hashlib
+import json
 import os
 import pickle
 import signal
@@ -368,6 +372,62 @@ def case_bounds(c):
         model, vocab = tg.load("small.safetensors")
         print(sum(p.numel() for p in model.parameters()), "parameters")""")
     print(f"a checkpoint of {size} bytes loads in {ADDRESS_LIMIT >> 30} GiB of address space: {out.strip()}")
+
+    # load_hf_folder: config.json's sizes are held to model.safetensors' shapes before its data is read (each
+    # bad config is beside a file whose data fails its checksum: the config must be what is refused) or the
+    # model built (n_positions 10^7 was a model of 5.3 GB before the shapes refused it)
+    C, L, T = 32, 2, 8
+    gpt2 = tg.make_model(tg.ModelConfig(kind="gpt2", vocab=len(vocab), n_embd=C, n_head=2, n_layer=L, block=T))
+    good = {f"transformer.{name}": p for name, p in gpt2.named_parameters()}
+    config = {"model_type": "gpt2", "vocab_size": len(vocab), "n_positions": T, "n_embd": C, "n_layer": L, "n_head": 2,
+              "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}}}
+    wide = 1 << 16  # a file as thin as its config is wide: wte, wpe and one layer of one vector
+    thin = {"wte.weight": torch.zeros(2, wide), "wpe.weight": torch.zeros(1, wide), "h.0.ln_1.bias": torch.zeros(wide)}
+    nested = '{"a":' * 100_000 + "1" + "}" * 100_000
+    folders = {  # name: (config.json's text, the tensors, what the refusal says)
+        "good": (json.dumps(config), good, None),
+        "n_positions": (json.dumps({**config, "n_positions": 10**9}), good, f"n_positions is {10**9} but"),
+        "n_layer": (json.dumps({**config, "n_layer": 10**6}), good, f"n_layer is {10**6} but"),
+        "vocab_size": (json.dumps({**config, "vocab_size": 10**9}), good, f"vocab_size is {10**9} but"),
+        "n_embd": (json.dumps({**config, "n_embd": 1 << 20}), good, f"n_embd is {1 << 20} but"),
+        "thin": (json.dumps({"vocab_size": 2, "n_positions": 1, "n_embd": wide, "n_layer": 1, "n_head": 1}), thin,
+                 "parameters, but the file stores"),
+        "nested_objects": (nested, good, "nests arrays and objects 100000 deep, over the limit of 32"),
+        "nested_arrays": ("[" * 100_000, good, "nests arrays and objects 100000 deep"),
+        "oversized": (json.dumps(config) + " " * (1 << 20), good, "over the limit of 1048576"),
+        "a_device": (None, good, "is a character device, not a config file")}
+    for name, (text, tensors, _) in folders.items():
+        folder = c.path(f"hf_{name}")
+        os.makedirs(folder)
+        weights = os.path.join(folder, "model.safetensors")
+        tg.write_safetensors(weights, tensors, {"format": "pt"})
+        if name != "good":
+            with open(weights, "r+b") as f:  # the last byte of the data: its tensor's checksum fails
+                f.seek(-1, os.SEEK_END)
+                last = f.read(1)
+                f.seek(-1, os.SEEK_END)
+                f.write(bytes([last[0] ^ 1]))
+        if text is None:
+            os.symlink("/dev/null", os.path.join(folder, "config.json"))
+        else:
+            with open(os.path.join(folder, "config.json"), "w") as f:
+                f.write(text)
+    out = under_address_limit(c, f"""
+        for name in {list(folders)!r}:
+            try:
+                tg.load_hf_folder("hf_" + name)
+                print(name, "accepted", sep="\t")
+            except BaseException as e:
+                print(name, type(e).__name__, tg.one_line(e), sep="\t")""")
+    answers = dict(line.split("\t", 1) for line in out.splitlines())
+    for name, (_, _, needle) in folders.items():
+        answer = answers.get(name, "no answer")
+        print(f"{name}: {answer}")
+        if needle is None:
+            check(answer == "accepted", f"{name}: {answer}")
+        else:
+            check(answer.startswith(f"ValueError\thf_{name}/") and needle in answer,
+                  f"{name}: not a ValueError naming the folder's file and saying {needle!r}: {answer}")
 
 
 # --- 13: a rank ends when its peer dies, within --timeout ----------------------------------------------------------
