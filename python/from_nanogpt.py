@@ -103,7 +103,11 @@ def read_vocab(o, vocab_size):
             raise Refused(f"{source}: 'itos' must map the ids 0 to {len(itos) - 1}, each once")
         vocab = [itos[i] for i in range(len(itos))]
     else:
-        with open(o.vocab_from, encoding="utf-8", errors="strict") as f:
+        try:
+            f, _ = tg.open_regular(o.vocab_from, "a text file", text=True)
+        except ValueError as e:
+            raise Refused(f"--vocab-from {e}") from None
+        with f:
             try:
                 vocab = sorted(set(f.read()))
             except UnicodeDecodeError as e:

@@ -818,18 +818,24 @@ def _json_nesting(raw):
     return int(numpy.frombuffer(steps, dtype=numpy.int8).cumsum(dtype=numpy.int32).max(initial=0))
 
 
-def read_json(path, what, limit):
-    """The value in a small JSON file, or a ValueError naming it: not a regular file (`what` says what it
-    should be), over `limit` bytes, nesting arrays and objects over MAX_JSON_DEPTH deep (counted before it is
-    parsed), not UTF-8 JSON."""
+def _read_small(path, what, limit):
+    """The bytes of a regular file of at most `limit` bytes (open_regular)."""
     f, size = open_regular(path, what, limit)
     with f:
-        raw = _read_exactly(f, size, path)
+        return _read_exactly(f, size, path)
+
+
+def read_json(path, what, limit):
+    """(value, text) of a small JSON file, or a ValueError naming it: not a regular file (`what` says what it
+    should be), over `limit` bytes, nesting arrays and objects over MAX_JSON_DEPTH deep (counted before it is
+    parsed), not UTF-8 JSON."""
+    raw = _read_small(path, what, limit)
     depth = _json_nesting(raw)
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"{path}: nests arrays and objects {depth} deep, over the limit of {MAX_JSON_DEPTH}")
     try:
-        return json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        return json.loads(text), text
     except ValueError as e:  # (UnicodeDecodeError too)
         raise ValueError(f"{path}: not JSON ({one_line(e)})") from None
 
@@ -930,28 +936,23 @@ def read_bpe_dir(directory):
     """BpeFiles from a directory holding Hugging Face's vocab.json + merges.txt or OpenAI's encoder.json +
     vocab.bpe (the pairs tinygpt's --tokenizer DIR takes). The vocabulary must be a JSON object giving the ids
     0..n-1 once each; tinygpt checks the rest (the byte tokens, the merges) when it loads the checkpoint. A
-    ValueError names the file."""
+    ValueError names the file; each must be a regular file of at most MAX_HEADER_BYTES (the checkpoint's
+    header keeps them), the vocabulary nested at most MAX_JSON_DEPTH deep (read_json)."""
     for vocabulary, merges in (("encoder.json", "vocab.bpe"), ("vocab.json", "merges.txt")):
         paths = [os.path.join(directory, vocabulary), os.path.join(directory, merges)]
         if all(os.path.isfile(p) for p in paths):
             break
     else:
         raise ValueError(f"{directory} holds neither encoder.json + vocab.bpe nor vocab.json + merges.txt (GPT-2's BPE files)")
-    texts = []
-    for p in paths:
-        with open(p, "rb") as f:
-            try:
-                texts.append(f.read().decode("utf-8"))
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{p} is not UTF-8 text ({e})") from None
+    table, vocabulary = read_json(paths[0], "a BPE vocabulary", MAX_HEADER_BYTES)
     try:
-        table = json.loads(texts[0])
-    except ValueError as e:
-        raise ValueError(f"{paths[0]}: the vocabulary is not JSON ({e})") from None
+        merges = _read_small(paths[1], "a BPE merges file", MAX_HEADER_BYTES).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{paths[1]} is not UTF-8 text ({e})") from None
     if not isinstance(table, dict) or not table or any(type(i) is not int for i in table.values()) \
             or sorted(table.values()) != list(range(len(table))):
         raise ValueError(f"{paths[0]}: the vocabulary is not a JSON object giving the ids 0..n-1 to its tokens, each once")
-    return BpeFiles(texts[0], texts[1], len(table))
+    return BpeFiles(vocabulary, merges, len(table))
 
 
 def encode(vocab, text):
@@ -1009,7 +1010,7 @@ def load_hf_folder(directory, verify=True):
     held to model.safetensors' shapes (vocab_size and n_embd to wte's, n_positions to wpe's, n_layer to
     the layers h.N) before the tensors are read or the model built."""
     config_path, weights_path = os.path.join(directory, "config.json"), os.path.join(directory, "model.safetensors")
-    hf = read_json(config_path, "a config file", MAX_CONFIG_BYTES)
+    hf, _ = read_json(config_path, "a config file", MAX_CONFIG_BYTES)
     if not isinstance(hf, dict):
         raise ValueError(f"{config_path}: not a JSON object")
     if hf.get("model_type", "gpt2") != "gpt2":
@@ -1088,11 +1089,11 @@ def file_kind(mode):
     return "not a regular file"
 
 
-def open_regular(path, what, limit=None):
+def open_regular(path, what, limit=None, text=False):
     """(the file open for reading, its size) once `path` is known to be a regular file of at most `limit`
     bytes, or a ValueError naming it, as tinygpt's loaders refuse (an OSError when it cannot be opened): a
     FIFO is refused, not waited on, and a device is not read without end. `what` names the kind of file the
-    path should have been ("a safetensors file")."""
+    path should have been ("a safetensors file"). text: open as open(path, encoding="utf-8") opens it."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (O_NONBLOCK: opening a FIFO does not wait)
     try:
         st = os.fstat(fd)
@@ -1100,10 +1101,10 @@ def open_regular(path, what, limit=None):
             raise ValueError(f"{path}: is {file_kind(st.st_mode)}, not {what}")
         if limit is not None and st.st_size > limit:
             raise ValueError(f"{path}: the file is {st.st_size} bytes, over the limit of {limit}")
-        return os.fdopen(fd, "rb"), st.st_size
     except BaseException:
         os.close(fd)
         raise
+    return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb"), st.st_size
 
 
 def _read_exactly(f, n, where):

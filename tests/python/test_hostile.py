@@ -7,7 +7,8 @@ runs one case per CTest test (torch_hostile_CASE):
                counts), replace an existing file only with --force, refuse links, directories and devices,
                and leave every file as it was when they refuse; the write is atomic
   errors       bad files and flags give one line on stderr, exit 1 (a file) or 2 (a flag or an output),
-               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files
+               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files, a
+               vocab.json nested 100000 deep, a device as a text file
   corpus       tinygpt_torch's read_safetensors and load accept exactly the files of fuzz/corpus/safetensors
                and fuzz/corpus/checkpoint that tinygpt's loaders accept (tests/python/load_check), each
                refusal a ValueError naming the file; 5 M nested brackets are a ValueError, not a RecursionError
@@ -103,10 +104,10 @@ class Case(test_torch.Case):
                    self.path(name))
         return self.path(name)
 
-    def bpe_dir(self, name):
-        """A directory of GPT-2's BPE files whose vocab.json is not JSON."""
+    def bpe_dir(self, name, vocabulary='{"a": 0,'):
+        """A directory of GPT-2's BPE files whose vocab.json holds `vocabulary` (by default, not JSON)."""
         os.makedirs(self.path(name))
-        for file, text in (("vocab.json", '{"a": 0,'), ("merges.txt", "#version: 0.2\n")):
+        for file, text in (("vocab.json", vocabulary), ("merges.txt", "#version: 0.2\n")):
             with open(os.path.join(self.path(name), file), "w") as f:
                 f.write(text)
         return name
@@ -250,7 +251,12 @@ def case_errors(c):
              ["itos"]),
             ("--vocab-from not UTF-8", [ckpt, "o.st", "--vocab-from", "latin1.txt"], ["latin1.txt", "UTF-8"]),
             ("--tokenizer with a garbage vocab.json", [ckpt, "o.st", "--tokenizer", c.bpe_dir("garbage_bpe")],
-             ["vocab.json", "not JSON"])):
+             ["vocab.json", "not JSON"]),
+            ("--tokenizer with a vocab.json nested 100000 deep (was a RecursionError)",
+             [ckpt, "o.st", "--tokenizer", c.bpe_dir("deep_bpe", "[" * 100_000)],
+             ["deep_bpe/vocab.json: nests arrays and objects 100000 deep, over the limit of 32"]),
+            ("--vocab-from a device (was read as empty text)", [ckpt, "o.st", "--vocab-from", "/dev/null"],
+             ["--vocab-from /dev/null: is a character device, not a text file"])):
         c.refused(f"from_nanogpt.py: {label}", [nano, *args], 1, *needles)
     c.refused("from_nanogpt.py: no vocabulary flag", [nano, ckpt, "o.st"], 2, "--meta")
 
@@ -269,6 +275,8 @@ def case_errors(c):
               "garbage.bin")
     c.refused("train_ddp.py: a missing --init", [ddp, "--init", "missing.st", "--data", "text.txt", "--out", "o.st"], 1,
               "missing.st")
+    c.refused("train_ddp.py: --data a device", [ddp, "--init", "init.st", "--data", "/dev/null", "--out", "o.st"], 1,
+              "/dev/null: is a character device, not a text file")
     c.refused("train_ddp.py: --data not UTF-8", [ddp, "--init", "init.st", "--data", "latin1.txt", "--out", "o.st"], 1,
               "latin1.txt")
     with open(c.path("other.txt"), "w") as f:
