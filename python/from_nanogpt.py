@@ -32,8 +32,10 @@ function: what a pickle that runs code must name). OUT follows tinygpt's program
 an existing file only with --force, written atomically. Every refusal is one line on stderr: exit 2 for
 flags and OUT, 1 for a file that cannot be converted; OUT is then untouched.
 """
+import io
 import os
 import pickle
+import pickletools
 import struct
 import sys
 
@@ -62,14 +64,19 @@ def read_meta(path):
     """nanoGPT's meta.pkl, holding only dicts, lists, strings and whole numbers, or Refused naming what else."""
     refusal = (f"--meta {path}: refused: a meta.pkl holds only dicts, lists, strings and whole numbers, "
                "and anything else could run code when unpickled, but")
-    with open(path, "rb") as f:
-        try:
-            meta = _DataOnlyUnpickler(f).load()
-        except Refused as e:
-            raise Refused(f"{refusal} {e}") from None
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError,
-                AttributeError, RecursionError) as e:
-            raise Refused(f"--meta {path} is not a pickle file ({type(e).__name__}: {e})") from None
+    try:
+        raw = tg.read_regular(path, "a pickle file")
+    except ValueError as e:
+        raise Refused(f"--meta {e}") from None
+    try:
+        for _ in pickletools.genops(raw):  # every length against the bytes left, first: the unpickler reserves
+            pass                           # what a length claims before it reads (2^40 was a MemoryError)
+        meta = _DataOnlyUnpickler(io.BytesIO(raw)).load()
+    except Refused as e:
+        raise Refused(f"{refusal} {e}") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError,
+            AttributeError, RecursionError) as e:
+        raise Refused(f"--meta {path} is not a pickle file ({type(e).__name__}: {e})") from None
     pending = [meta]
     while pending:  # (iterative: a deep nest cannot exhaust the stack)
         x = pending.pop()
@@ -163,6 +170,7 @@ def _load_weights_only(path):
 def read_checkpoint(path):
     """(state_dict, model_args) of nanoGPT's ckpt.pt, read weights-only, checked before any of it is used:
     a dict with a state_dict of tensors and model_args of positive whole sizes."""
+    tg.open_regular(path, "a checkpoint")[0].close()  # (torch.load would wait on a FIFO, read a device)
     try:
         checkpoint = _load_weights_only(path)
     except pickle.UnpicklingError as e:

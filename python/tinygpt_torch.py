@@ -818,18 +818,11 @@ def _json_nesting(raw):
     return int(numpy.frombuffer(steps, dtype=numpy.int8).cumsum(dtype=numpy.int32).max(initial=0))
 
 
-def _read_small(path, what, limit):
-    """The bytes of a regular file of at most `limit` bytes (open_regular)."""
-    f, size = open_regular(path, what, limit)
-    with f:
-        return _read_exactly(f, size, path)
-
-
 def read_json(path, what, limit):
     """(value, text) of a small JSON file, or a ValueError naming it: not a regular file (`what` says what it
     should be), over `limit` bytes, nesting arrays and objects over MAX_JSON_DEPTH deep (counted before it is
     parsed), not UTF-8 JSON."""
-    raw = _read_small(path, what, limit)
+    raw = read_regular(path, what, limit)
     depth = _json_nesting(raw)
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"{path}: nests arrays and objects {depth} deep, over the limit of {MAX_JSON_DEPTH}")
@@ -946,7 +939,7 @@ def read_bpe_dir(directory):
         raise ValueError(f"{directory} holds neither encoder.json + vocab.bpe nor vocab.json + merges.txt (GPT-2's BPE files)")
     table, vocabulary = read_json(paths[0], "a BPE vocabulary", MAX_HEADER_BYTES)
     try:
-        merges = _read_small(paths[1], "a BPE merges file", MAX_HEADER_BYTES).decode("utf-8")
+        merges = read_regular(paths[1], "a BPE merges file", MAX_HEADER_BYTES).decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(f"{paths[1]} is not UTF-8 text ({e})") from None
     if not isinstance(table, dict) or not table or any(type(i) is not int for i in table.values()) \
@@ -1113,6 +1106,13 @@ def _read_exactly(f, n, where):
     if len(raw) != n:
         raise ValueError(f"{where}: the file ended after {len(raw)} of {n} bytes: it changed while it was read")
     return raw
+
+
+def read_regular(path, what, limit=None):
+    """The bytes of a regular file of at most `limit` bytes (open_regular), read by its size."""
+    f, size = open_regular(path, what, limit)
+    with f:
+        return _read_exactly(f, size, path)
 
 
 def _same_file(a, b):

@@ -7,8 +7,8 @@ runs one case per CTest test (torch_hostile_CASE):
                counts), replace an existing file only with --force, refuse links, directories and devices,
                and leave every file as it was when they refuse; the write is atomic
   errors       bad files and flags give one line on stderr, exit 1 (a file) or 2 (a flag or an output),
-               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files, a
-               vocab.json nested 100000 deep, a device as a text file
+               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files (one
+               claiming a 2^40-byte string), a vocab.json nested 100000 deep, a device as a text file or ckpt.pt
   corpus       tinygpt_torch's read_safetensors and load accept exactly the files of fuzz/corpus/safetensors
                and fuzz/corpus/checkpoint that tinygpt's loaders accept (tests/python/load_check), each
                refusal a ValueError naming the file; 5 M nested brackets are a ValueError, not a RecursionError
@@ -111,6 +111,11 @@ class Case(test_torch.Case):
             with open(os.path.join(self.path(name), file), "w") as f:
                 f.write(text)
         return name
+
+    def write(self, name, raw):
+        with open(self.path(name), "wb") as f:
+            f.write(raw)
+        return self.path(name)
 
     def meta(self, name, obj=None):
         chars = sorted(set(test_torch.TEXT))
@@ -246,6 +251,10 @@ def case_errors(c):
             ("a ckpt.pt holding a list", ["list.pt", "o.st", "--meta", meta], ["list.pt", "not a nanoGPT checkpoint"]),
             ("a missing ckpt.pt", ["missing.pt", "o.st", "--meta", meta], ["missing.pt"]),
             ("a garbage meta.pkl", [ckpt, "o.st", "--meta", "garbage.bin"], ["garbage.bin"]),
+            ("a meta.pkl claiming a string of 2^40 bytes (was a MemoryError)",
+             [ckpt, "o.st", "--meta", c.write("huge_claim.pkl", b"\x80\x04\x8d" + (1 << 40).to_bytes(8, "little") + b"abc")],
+             ["huge_claim.pkl", "expected 1099511627776 bytes", "but only 3 remain"]),
+            ("a device as ckpt.pt", ["/dev/null", "o.st", "--meta", meta], ["/dev/null: is a character device, not a checkpoint"]),
             ("a meta.pkl without itos", [ckpt, "o.st", "--meta", c.meta("no_itos.pkl", {"vocab_size": 3})], ["itos"]),
             ("a meta.pkl with gaps in itos", [ckpt, "o.st", "--meta", c.meta("gaps.pkl", {"itos": {0: "a", 5: "b"}})],
              ["itos"]),
