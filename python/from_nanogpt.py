@@ -60,6 +60,15 @@ class _DataOnlyUnpickler(pickle.Unpickler):
         raise Refused("it holds a persistent reference")
 
 
+def _scanned(raw):
+    """The pickle `raw` to unpickle (a BytesIO), once pickletools has walked its opcodes: a ValueError when
+    a length one claims runs past the bytes left, which pickle's unpickler would reserve before it reads
+    (a claim of 2^40 bytes was a MemoryError)."""
+    for _ in pickletools.genops(raw):
+        pass
+    return io.BytesIO(raw)
+
+
 def read_meta(path):
     """nanoGPT's meta.pkl, holding only dicts, lists, strings and whole numbers, or Refused naming what else."""
     refusal = (f"--meta {path}: refused: a meta.pkl holds only dicts, lists, strings and whole numbers, "
@@ -69,9 +78,7 @@ def read_meta(path):
     except ValueError as e:
         raise Refused(f"--meta {e}") from None
     try:
-        for _ in pickletools.genops(raw):  # every length against the bytes left, first: the unpickler reserves
-            pass                           # what a length claims before it reads (2^40 was a MemoryError)
-        meta = _DataOnlyUnpickler(io.BytesIO(raw)).load()
+        meta = _DataOnlyUnpickler(_scanned(raw)).load()
     except Refused as e:
         raise Refused(f"{refusal} {e}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError,
@@ -131,7 +138,10 @@ def read_vocab(o, vocab_size):
 class _WeightsOnlyUnpickler(pickle.Unpickler):
     """pickle's own unpickler that finds only the globals torch.load(weights_only=True) allows (tensors,
     their storages and rebuild functions, dtypes, torch.Size, OrderedDict): the only callables a pickle can
-    then call build data."""
+    then call build data. Torch's zip loader hands it data.pkl in a BytesIO, scanned first (_scanned)."""
+
+    def __init__(self, file, **kwargs):
+        super().__init__(_scanned(file.read()), **kwargs)
 
     def find_class(self, module, name):
         from torch._weights_only_unpickler import _get_allowed_globals

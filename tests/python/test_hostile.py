@@ -7,8 +7,8 @@ runs one case per CTest test (torch_hostile_CASE):
                counts), replace an existing file only with --force, refuse links, directories and devices,
                and leave every file as it was when they refuse; the write is atomic
   errors       bad files and flags give one line on stderr, exit 1 (a file) or 2 (a flag or an output),
-               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files (one
-               claiming a 2^40-byte string), a vocab.json nested 100000 deep, a device as a text file or ckpt.pt
+               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files (and
+               pickles claiming 2^40 bytes), a vocab.json nested 100000 deep, a device as a text file or ckpt.pt
   corpus       tinygpt_torch's read_safetensors and load accept exactly the files of fuzz/corpus/safetensors
                and fuzz/corpus/checkpoint that tinygpt's loaders accept (tests/python/load_check), each
                refusal a ValueError naming the file; 5 M nested brackets are a ValueError, not a RecursionError
@@ -36,6 +36,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 
 import torch
 
@@ -111,6 +112,14 @@ class Case(test_torch.Case):
             with open(os.path.join(self.path(name), file), "w") as f:
                 f.write(text)
         return name
+
+    def claiming_ckpt(self, name):
+        """A ckpt.pt (torch's zip) whose data.pkl claims a bytes object of 2^40 bytes and holds 3."""
+        with zipfile.ZipFile(self.nanogpt(f"{name}.base")) as base, zipfile.ZipFile(self.path(name), "w") as out:
+            for info in base.infolist():
+                claim = b"\x80\x02\x8e" + (1 << 40).to_bytes(8, "little") + b"abc"
+                out.writestr(info, claim if info.filename.endswith("/data.pkl") else base.read(info))
+        return self.path(name)
 
     def write(self, name, raw):
         with open(self.path(name), "wb") as f:
@@ -254,6 +263,8 @@ def case_errors(c):
             ("a meta.pkl claiming a string of 2^40 bytes (was a MemoryError)",
              [ckpt, "o.st", "--meta", c.write("huge_claim.pkl", b"\x80\x04\x8d" + (1 << 40).to_bytes(8, "little") + b"abc")],
              ["huge_claim.pkl", "expected 1099511627776 bytes", "but only 3 remain"]),
+            ("a ckpt.pt claiming a bytes object of 2^40 bytes (was a MemoryError)",
+             [c.claiming_ckpt("claim.pt"), "o.st", "--meta", meta], ["claim.pt", "expected 1099511627776 bytes", "but only 3 remain"]),
             ("a device as ckpt.pt", ["/dev/null", "o.st", "--meta", meta], ["/dev/null: is a character device, not a checkpoint"]),
             ("a meta.pkl without itos", [ckpt, "o.st", "--meta", c.meta("no_itos.pkl", {"vocab_size": 3})], ["itos"]),
             ("a meta.pkl with gaps in itos", [ckpt, "o.st", "--meta", c.meta("gaps.pkl", {"itos": {0: "a", 5: "b"}})],
