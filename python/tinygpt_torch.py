@@ -803,7 +803,7 @@ def _stored_bytes(t):
     return t.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False).tobytes()
 
 
-# --- small JSON files (config.json, vocab.json), read with bounds ---------------------------------------------
+# --- JSON files (config.json, vocab.json), read with bounds ---------------------------------------------------
 
 MAX_JSON_DEPTH = 32  # Hugging Face's GPT-2 config.json nests 3 deep (task_specific_params), a vocab.json 1
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
