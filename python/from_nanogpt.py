@@ -32,8 +32,10 @@ function: what a pickle that runs code must name). OUT follows tinygpt's program
 an existing file only with --force, written atomically. Every refusal is one line on stderr: exit 2 for
 flags and OUT, 1 for a file that cannot be converted; OUT is then untouched.
 """
+import io
 import os
 import pickle
+import pickletools
 import struct
 import sys
 
@@ -58,18 +60,30 @@ class _DataOnlyUnpickler(pickle.Unpickler):
         raise Refused("it holds a persistent reference")
 
 
+def _scanned(raw):
+    """The pickle `raw` to unpickle (a BytesIO), once pickletools has walked its opcodes: a ValueError when
+    a length one claims runs past the bytes left, which pickle's unpickler would reserve before it reads
+    (a claim of 2^40 bytes was a MemoryError)."""
+    for _ in pickletools.genops(raw):
+        pass
+    return io.BytesIO(raw)
+
+
 def read_meta(path):
     """nanoGPT's meta.pkl, holding only dicts, lists, strings and whole numbers, or Refused naming what else."""
     refusal = (f"--meta {path}: refused: a meta.pkl holds only dicts, lists, strings and whole numbers, "
                "and anything else could run code when unpickled, but")
-    with open(path, "rb") as f:
-        try:
-            meta = _DataOnlyUnpickler(f).load()
-        except Refused as e:
-            raise Refused(f"{refusal} {e}") from None
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError,
-                AttributeError, RecursionError) as e:
-            raise Refused(f"--meta {path} is not a pickle file ({type(e).__name__}: {e})") from None
+    try:
+        raw = tg.read_regular(path, "a pickle file")
+    except ValueError as e:
+        raise Refused(f"--meta {e}") from None
+    try:
+        meta = _DataOnlyUnpickler(_scanned(raw)).load()
+    except Refused as e:
+        raise Refused(f"{refusal} {e}") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError,
+            AttributeError, RecursionError) as e:
+        raise Refused(f"--meta {path} is not a pickle file ({type(e).__name__}: {e})") from None
     pending = [meta]
     while pending:  # (iterative: a deep nest cannot exhaust the stack)
         x = pending.pop()
@@ -103,7 +117,11 @@ def read_vocab(o, vocab_size):
             raise Refused(f"{source}: 'itos' must map the ids 0 to {len(itos) - 1}, each once")
         vocab = [itos[i] for i in range(len(itos))]
     else:
-        with open(o.vocab_from, encoding="utf-8", errors="strict") as f:
+        try:
+            f, _ = tg.open_regular(o.vocab_from, "a text file", text=True)
+        except ValueError as e:
+            raise Refused(f"--vocab-from {e}") from None
+        with f:
             try:
                 vocab = sorted(set(f.read()))
             except UnicodeDecodeError as e:
@@ -120,7 +138,10 @@ def read_vocab(o, vocab_size):
 class _WeightsOnlyUnpickler(pickle.Unpickler):
     """pickle's own unpickler that finds only the globals torch.load(weights_only=True) allows (tensors,
     their storages and rebuild functions, dtypes, torch.Size, OrderedDict): the only callables a pickle can
-    then call build data."""
+    then call build data. Torch's zip loader hands it data.pkl in a BytesIO, scanned first (_scanned)."""
+
+    def __init__(self, file, **kwargs):
+        super().__init__(_scanned(file.read()), **kwargs)
 
     def find_class(self, module, name):
         from torch._weights_only_unpickler import _get_allowed_globals
@@ -159,6 +180,7 @@ def _load_weights_only(path):
 def read_checkpoint(path):
     """(state_dict, model_args) of nanoGPT's ckpt.pt, read weights-only, checked before any of it is used:
     a dict with a state_dict of tensors and model_args of positive whole sizes."""
+    tg.open_regular(path, "a checkpoint")[0].close()  # (torch.load would wait on a FIFO, read a device)
     try:
         checkpoint = _load_weights_only(path)
     except pickle.UnpicklingError as e:

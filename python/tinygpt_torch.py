@@ -656,28 +656,9 @@ def _tensor_entry(name, value, where, widen_half=False):
     return shape, begin, end, dtype
 
 
-def read_safetensors(path, verify=True, widen_half=False):
-    """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
-    ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
-    "crc32c.NAME" must match it (verify=False skips only that comparison). widen_half: F16 and BF16 tensors
-    too, widened to float32 exactly (as other writers' files may hold them)."""
-    where = str(path)
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (a FIFO is refused, not waited on)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{where}: is {file_kind(st.st_mode)}, not a safetensors file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise ValueError(f"{where}: the file is {st.st_size} bytes, over the limit of {MAX_FILE_BYTES}")
-        blob = f.read(MAX_FILE_BYTES + 1)
-    if len(blob) < 8:
-        raise ValueError(f"{where}: the file is {len(blob)} bytes, too short for the 8-byte header length")
-    (n,) = struct.unpack("<Q", blob[:8])
-    if n > len(blob) - 8:
-        raise ValueError(f"{where}: the header length {n} runs past the end of the file ({len(blob) - 8} bytes follow the length)")
-    if n > MAX_HEADER_BYTES:
-        raise ValueError(f"{where}: the header length {n} is over the limit of {MAX_HEADER_BYTES}")
-    header = _parse_header(blob[8:8 + n], where)
+def _header_entries(header, data_size, where, widen_half):
+    """(entries (name, shape, begin, end, dtype) sorted by begin, metadata, checksums) of a parsed header,
+    checked against a data section of data_size bytes before it is read."""
     metadata, checksums, entries = {}, {}, []
     for name, value in header.items():
         if name == "__metadata__":
@@ -697,7 +678,6 @@ def read_safetensors(path, verify=True, widen_half=False):
 
     # Sorted by begin, the tensors must tile the data section exactly: no overlap, no gap, no tail.
     entries.sort(key=lambda e: (e[2], e[3]))
-    data = memoryview(blob)[8 + n:]
     expected = 0
     for i, (name, _, begin, end, _) in enumerate(entries):
         if begin < expected:
@@ -707,13 +687,13 @@ def read_safetensors(path, verify=True, widen_half=False):
         if begin > expected:
             raise ValueError(f"{where}: a gap of {begin - expected} bytes before tensor {_short(name)} (data_offsets "
                              f"[{begin}, {end}]): the data before it ends at {expected}")
-        if end > len(data):
+        if end > data_size:
             raise ValueError(f"{where}: tensor {_short(name)} (data_offsets [{begin}, {end}]) ends past the end of the "
-                             f"file: the data section holds {len(data)} bytes (truncated?)")
+                             f"file: the data section holds {data_size} bytes (truncated?)")
         expected = end
-    if expected != len(data):
-        raise ValueError(f"{where}: {len(data) - expected} bytes of trailing data after the last tensor (the tensors "
-                         f"end at {expected}, the data section holds {len(data)} bytes)")
+    if expected != data_size:
+        raise ValueError(f"{where}: {data_size - expected} bytes of trailing data after the last tensor (the tensors "
+                         f"end at {expected}, the data section holds {data_size} bytes)")
 
     # Checksums: none at all (a file written before them), or one of 8 hex digits for every tensor.
     names = {e[0] for e in entries}
@@ -725,6 +705,32 @@ def read_safetensors(path, verify=True, widen_half=False):
     if checksums:
         for name in names - set(checksums):
             raise ValueError(f"{where}: tensor {_short(name)} has no checksum while the file's other tensors have theirs")
+    return entries, metadata, checksums
+
+
+def read_safetensors(path, verify=True, widen_half=False, check_shapes=None):
+    """(tensors by name in file order, metadata without the checksums) of an F32 safetensors file, or a
+    ValueError naming the file and what is wrong with it (an OSError if it cannot be read). Every tensor's
+    "crc32c.NAME" must match it (verify=False skips only that comparison). widen_half: F16 and BF16 tensors
+    too, widened to float32 exactly (as other writers' files may hold them). Only what the file holds is
+    read (never a buffer of the size limit): the header by its length once that is within the file, the
+    data once the header is checked. check_shapes: called with {name: shape} of the header's tensors
+    before the data is read; it may refuse them (load_hf_folder holds config.json's sizes to them)."""
+    where = str(path)
+    f, size = open_regular(path, "a safetensors file", MAX_FILE_BYTES)
+    with f:
+        if size < 8:
+            raise ValueError(f"{where}: the file is {size} bytes, too short for the 8-byte header length")
+        (n,) = struct.unpack("<Q", f.read(8))
+        if n > size - 8:
+            raise ValueError(f"{where}: the header length {n} runs past the end of the file ({size - 8} bytes follow the length)")
+        if n > MAX_HEADER_BYTES:
+            raise ValueError(f"{where}: the header length {n} is over the limit of {MAX_HEADER_BYTES}")
+        header = _parse_header(_read_exactly(f, n, where), where)
+        entries, metadata, checksums = _header_entries(header, size - 8 - n, where, widen_half)
+        if check_shapes:
+            check_shapes({name: shape for name, shape, *_ in entries})
+        data = memoryview(_read_exactly(f, size - 8 - n, where))
     tensors = {}
     for name, shape, begin, end, dtype in entries:
         raw = data[begin:end]
@@ -797,7 +803,46 @@ def _stored_bytes(t):
     return t.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False).tobytes()
 
 
+# --- JSON files (config.json, vocab.json), read with bounds ---------------------------------------------------
+
+MAX_JSON_DEPTH = 32  # Hugging Face's GPT-2 config.json nests 3 deep (task_specific_params), a vocab.json 1
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def _json_nesting(raw):
+    """How deep a JSON text's arrays and objects nest, from its brackets outside strings, without parsing it
+    (json.loads recurses once a level: a deep nest is a RecursionError)."""
+    steps = _JSON_STRING.sub(b"", raw).translate(_BRACKET_STEP, _NOT_BRACKET)
+    return int(numpy.frombuffer(steps, dtype=numpy.int8).cumsum(dtype=numpy.int32).max(initial=0))
+
+
+def read_json(path, what, limit):
+    """(value, text) of a small JSON file, or a ValueError naming it: not a regular file (`what` says what it
+    should be), over `limit` bytes, nesting arrays and objects over MAX_JSON_DEPTH deep (counted before it is
+    parsed), not UTF-8 JSON."""
+    raw = read_regular(path, what, limit)
+    depth = _json_nesting(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{path}: nests arrays and objects {depth} deep, over the limit of {MAX_JSON_DEPTH}")
+    try:
+        text = raw.decode("utf-8")
+        return json.loads(text), text
+    except ValueError as e:  # (UnicodeDecodeError too)
+        raise ValueError(f"{path}: not JSON ({one_line(e)})") from None
+
+
 # --- checkpoints -----------------------------------------------------------------------------------------
+
+def _check_stored(config, stored, where, source):
+    """Before a model is built: one with more than twice the `stored` weights of the file `where` (+ 4096)
+    is refused, so the sizes in `source` cannot allocate what the file does not hold."""
+    if config.kind in KINDS and config.parameters() > 2 * stored + 4096:
+        raise ValueError(f"{where}: the model in {source} ({config.kind} n_embd {config.n_embd} n_layer "
+                         f"{config.n_layer} block {config.block} vocab {config.vocab}) needs about "
+                         f"{config.parameters():.3g} parameters, but the file stores {stored:.3g}")
+
 
 def load(path, verify=True):
     """(model, vocab) from a tinygpt checkpoint (train --out, or save() below). The model is in eval mode
@@ -830,11 +875,7 @@ def load(path, verify=True):
             raise ValueError(f"{where}: the vocabulary must be sorted without repeats, but entry {i} "
                              f"{ascii(vocab[i])} follows {ascii(vocab[i - 1])}")
     weights = {k: v for k, v in tensors.items() if not k.startswith("train_state.")}
-    stored = sum(float(t.numel()) for t in weights.values())
-    if config.kind in KINDS and config.parameters() > 2 * stored + 4096:  # before the model is allocated
-        raise ValueError(f"{where}: the model in its metadata ({config.kind} n_embd {config.n_embd} n_layer "
-                         f"{config.n_layer} block {config.block} vocab {config.vocab}) needs about "
-                         f"{config.parameters():.3g} parameters, but the file stores {stored:.3g}")
+    _check_stored(config, sum(float(t.numel()) for t in weights.values()), where, "its metadata")
     try:
         config.validate()
     except ValueError as e:
@@ -888,28 +929,23 @@ def read_bpe_dir(directory):
     """BpeFiles from a directory holding Hugging Face's vocab.json + merges.txt or OpenAI's encoder.json +
     vocab.bpe (the pairs tinygpt's --tokenizer DIR takes). The vocabulary must be a JSON object giving the ids
     0..n-1 once each; tinygpt checks the rest (the byte tokens, the merges) when it loads the checkpoint. A
-    ValueError names the file."""
+    ValueError names the file; each must be a regular file of at most MAX_HEADER_BYTES (the checkpoint's
+    header keeps them), the vocabulary nested at most MAX_JSON_DEPTH deep (read_json)."""
     for vocabulary, merges in (("encoder.json", "vocab.bpe"), ("vocab.json", "merges.txt")):
         paths = [os.path.join(directory, vocabulary), os.path.join(directory, merges)]
         if all(os.path.isfile(p) for p in paths):
             break
     else:
         raise ValueError(f"{directory} holds neither encoder.json + vocab.bpe nor vocab.json + merges.txt (GPT-2's BPE files)")
-    texts = []
-    for p in paths:
-        with open(p, "rb") as f:
-            try:
-                texts.append(f.read().decode("utf-8"))
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{p} is not UTF-8 text ({e})") from None
+    table, vocabulary = read_json(paths[0], "a BPE vocabulary", MAX_HEADER_BYTES)
     try:
-        table = json.loads(texts[0])
-    except ValueError as e:
-        raise ValueError(f"{paths[0]}: the vocabulary is not JSON ({e})") from None
+        merges = read_regular(paths[1], "a BPE merges file", MAX_HEADER_BYTES).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{paths[1]} is not UTF-8 text ({e})") from None
     if not isinstance(table, dict) or not table or any(type(i) is not int for i in table.values()) \
             or sorted(table.values()) != list(range(len(table))):
         raise ValueError(f"{paths[0]}: the vocabulary is not a JSON object giving the ids 0..n-1 to its tokens, each once")
-    return BpeFiles(texts[0], texts[1], len(table))
+    return BpeFiles(vocabulary, merges, len(table))
 
 
 def encode(vocab, text):
@@ -927,10 +963,29 @@ def decode(vocab, ids):
 
 # --- Hugging Face's GPT-2 folder (what GPT2LMHeadModel.from_pretrained reads; export CKPT --hf DIR writes one) -----
 
+MAX_CONFIG_BYTES = 1 << 20  # (GPT-2's config.json is 665 bytes)
 # GPT2Config's defaults, for a field config.json leaves out
 HF_GPT2_DEFAULTS = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
                     "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.1}
 _HF_GELU_EXACT = {"gelu_new": False, "gelu_pytorch_tanh": False, "gelu": True}  # Hugging Face's names -> gelu_exact
+
+
+def _gpt2_names(names, where):
+    """({name in GPT2: the file's name}, the file's name of lm_head.weight or None) of a Hugging Face GPT-2
+    file's tensors: "transformer." dropped, the causal-mask buffers (h.N.attn.bias, h.N.attn.masked_bias)
+    skipped; a tensor there with and without "transformer." is a ValueError naming `where`."""
+    ours, lm_head = {}, None
+    for name in names:
+        short = name[len("transformer."):] if name.startswith("transformer.") else name
+        if re.fullmatch(r"h\.[0-9]+\.attn\.(bias|masked_bias)", short):
+            continue
+        if short == "lm_head.weight":
+            lm_head = name
+        elif short in ours:
+            raise ValueError(f"{where}: tensor {_short(short)} is there both with and without 'transformer.'")
+        else:
+            ours[short] = name
+    return ours, lm_head
 
 
 def load_hf_folder(directory, verify=True):
@@ -943,13 +998,12 @@ def load_hf_folder(directory, verify=True):
     h.N.attn.masked_bias) skipped. The
     tokenizer files are not read: ids in, logits out. What from_pretrained would fill with random weights (a
     missing tensor), and what GPT-2's maths here cannot follow (another activation, epsilon or inner width,
-    untied output), is a ValueError naming the file (an OSError when one cannot be read)."""
+    untied output), is a ValueError naming the file (an OSError when one cannot be read). config.json is
+    read with bounds (read_json: at most MAX_CONFIG_BYTES, nested MAX_JSON_DEPTH deep), and its sizes are
+    held to model.safetensors' shapes (vocab_size and n_embd to wte's, n_positions to wpe's, n_layer to
+    the layers h.N) before the tensors are read or the model built."""
     config_path, weights_path = os.path.join(directory, "config.json"), os.path.join(directory, "model.safetensors")
-    try:
-        with open(config_path, "rb") as f:
-            hf = json.loads(f.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ValueError(f"{config_path}: not JSON ({one_line(e)})") from None
+    hf, _ = read_json(config_path, "a config file", MAX_CONFIG_BYTES)
     if not isinstance(hf, dict):
         raise ValueError(f"{config_path}: not a JSON object")
     if hf.get("model_type", "gpt2") != "gpt2":
@@ -978,23 +1032,30 @@ def load_hf_folder(directory, verify=True):
     except ValueError as e:
         raise ValueError(f"{config_path}: {e}") from None
 
-    tensors, _ = read_safetensors(weights_path, verify, widen_half=True)
-    state, lm_head = {}, None
-    for name, t in tensors.items():
-        short = name[len("transformer."):] if name.startswith("transformer.") else name
-        if re.fullmatch(r"h\.[0-9]+\.attn\.(bias|masked_bias)", short):
-            continue  # the causal mask, a buffer
-        if short == "lm_head.weight":
-            lm_head = t
-            continue
-        if short in state:
-            raise ValueError(f"{weights_path}: tensor {_short(short)} is there both with and without 'transformer.'")
-        state[short] = t
+    def sizes_are_the_files(shapes):  # before the data is read and the model built
+        names, _ = _gpt2_names(shapes, weights_path)
+        shape = {short: shapes[name] for short, name in names.items()}
+        for key, tensor, axis in (("vocab_size", "wte.weight", 0), ("n_embd", "wte.weight", 1), ("n_positions", "wpe.weight", 0)):
+            if tensor not in shape:
+                raise ValueError(f"{weights_path}: tensor {tensor} is missing (not a GPT-2 file?)")
+            if len(shape[tensor]) != 2:
+                raise ValueError(f"{weights_path}: tensor {tensor} is {shape[tensor]}, not a matrix")
+            if shape[tensor][axis] != field[key]:
+                raise ValueError(f"{config_path}: {key} is {field[key]} but {weights_path} holds {shape[tensor][axis]} "
+                                 f"({tensor} {shape[tensor]})")
+        layers = {int(m.group(1)) for m in map(re.compile(r"h\.([0-9]+)\.").match, shape) if m}
+        if len(layers) != config.n_layer:
+            raise ValueError(f"{config_path}: n_layer is {config.n_layer} but {weights_path} holds {len(layers)} layers")
+        _check_stored(config, sum(float(math.prod(s)) for s in shape.values()), weights_path, config_path)
+
+    tensors, _ = read_safetensors(weights_path, verify, widen_half=True, check_shapes=sizes_are_the_files)
+    names, lm_head = _gpt2_names(tensors, weights_path)
+    state = {short: tensors[name] for short, name in names.items()}
     model = make_model(config)
     _fit(model, state, lambda missing, extra, wrong: (
         f"{weights_path}: the tensors do not fit {config_path}'s GPT-2 (n_embd {config.n_embd} n_layer {config.n_layer} "
         f"vocab {config.vocab} n_positions {config.block}): missing {missing[:8]}, extra {extra[:8]}, wrong shape {wrong[:8]}"))
-    if lm_head is not None and not torch.equal(lm_head, state["wte.weight"]):
+    if lm_head is not None and not torch.equal(tensors[lm_head], state["wte.weight"]):
         raise ValueError(f"{weights_path}: lm_head.weight differs from wte.weight; GPT-2's output layer is tied to the token table")
     return model.eval()
 
@@ -1019,6 +1080,39 @@ def file_kind(mode):
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def open_regular(path, what, limit=None, text=False):
+    """(the file open for reading, its size) once `path` is known to be a regular file of at most `limit`
+    bytes, or a ValueError naming it, as tinygpt's loaders refuse (an OSError when it cannot be opened): a
+    FIFO is refused, not waited on, and a device is not read without end. `what` names the kind of file the
+    path should have been ("a safetensors file"). text: open as open(path, encoding="utf-8") opens it."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # (O_NONBLOCK: opening a FIFO does not wait)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path}: is {file_kind(st.st_mode)}, not {what}")
+        if limit is not None and st.st_size > limit:
+            raise ValueError(f"{path}: the file is {st.st_size} bytes, over the limit of {limit}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "r", encoding="utf-8") if text else os.fdopen(fd, "rb"), st.st_size
+
+
+def _read_exactly(f, n, where):
+    """n bytes of f, which fstat said it holds: a file cut while it is read is refused."""
+    raw = f.read(n)
+    if len(raw) != n:
+        raise ValueError(f"{where}: the file ended after {len(raw)} of {n} bytes: it changed while it was read")
+    return raw
+
+
+def read_regular(path, what, limit=None):
+    """The bytes of a regular file of at most `limit` bytes (open_regular), read by its size."""
+    f, size = open_regular(path, what, limit)
+    with f:
+        return _read_exactly(f, size, path)
 
 
 def _same_file(a, b):

@@ -160,7 +160,8 @@ def weights_digest(model):
 def read_inputs(o):
     """(model, vocab, train ids, validation ids) from --init and --data, or ValueError/OSError naming the file."""
     model, vocab = tg.load(o.init)  # every rank reads the same file: identical replicas from the start
-    with open(o.data, encoding="utf-8") as f:
+    f, _ = tg.open_regular(o.data, "a text file", text=True)  # (a regular file, as tinygpt reads text)
+    with f:
         try:
             text = f.read()
         except UnicodeDecodeError as e:

@@ -7,10 +7,16 @@ runs one case per CTest test (torch_hostile_CASE):
                counts), replace an existing file only with --force, refuse links, directories and devices,
                and leave every file as it was when they refuse; the write is atomic
   errors       bad files and flags give one line on stderr, exit 1 (a file) or 2 (a flag or an output),
-               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files
+               never a traceback: nanoGPT model_args with n_head 0, garbage checkpoints and meta.pkl files (and
+               pickles claiming 2^40 bytes), a vocab.json nested 100000 deep, a device as a text file or ckpt.pt
   corpus       tinygpt_torch's read_safetensors and load accept exactly the files of fuzz/corpus/safetensors
                and fuzz/corpus/checkpoint that tinygpt's loaders accept (tests/python/load_check), each
                refusal a ValueError naming the file; 5 M nested brackets are a ValueError, not a RecursionError
+  bounds       a file is read by what it holds, never by a limit's worth: load of a small checkpoint works in an
+               8 GiB address space (a read of the 16 GiB size limit reserved it all first: MemoryError);
+               load_hf_folder holds config.json's sizes to model.safetensors' shapes before it reads the
+               tensors or builds the model (n_positions 10^9, n_layer 10^6, ...: a ValueError in that address
+               space), and refuses a config.json nested 100000 deep, over 1 MB or not a file
   peer_dies    two ranks of train_ddp.py; rank 0 is killed (then, again, stopped) mid-run: rank 1 ends within
                --timeout with one line saying so and writes nothing; a rank whose peer never comes ends
                within --timeout too; the ranks of a killed launcher (--nproc-per-node) end. Each launch runs
@@ -21,13 +27,16 @@ Each prints what it checked. A failure raises (exit 1) with what differed.
 import argparse
 import glob
 import hashlib
+import json
 import os
 import pickle
 import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
+import zipfile
 
 import torch
 
@@ -96,13 +105,26 @@ class Case(test_torch.Case):
                    self.path(name))
         return self.path(name)
 
-    def bpe_dir(self, name):
-        """A directory of GPT-2's BPE files whose vocab.json is not JSON."""
+    def bpe_dir(self, name, vocabulary='{"a": 0,'):
+        """A directory of GPT-2's BPE files whose vocab.json holds `vocabulary` (by default, not JSON)."""
         os.makedirs(self.path(name))
-        for file, text in (("vocab.json", '{"a": 0,'), ("merges.txt", "#version: 0.2\n")):
+        for file, text in (("vocab.json", vocabulary), ("merges.txt", "#version: 0.2\n")):
             with open(os.path.join(self.path(name), file), "w") as f:
                 f.write(text)
         return name
+
+    def claiming_ckpt(self, name):
+        """A ckpt.pt (torch's zip) whose data.pkl is CLAIM."""
+        with zipfile.ZipFile(self.nanogpt(f"{name}.base")) as base, zipfile.ZipFile(self.path(name), "w") as out:
+            for info in base.infolist():
+                out.writestr(info, CLAIM if info.filename.endswith("/data.pkl") else base.read(info))
+        return self.path(name)
+
+    def write(self, name, raw):
+        """A file holding the bytes `raw`."""
+        with open(self.path(name), "wb") as f:
+            f.write(raw)
+        return self.path(name)
 
     def meta(self, name, obj=None):
         chars = sorted(set(test_torch.TEXT))
@@ -110,6 +132,10 @@ class Case(test_torch.Case):
             pickle.dump(obj if obj is not None else {"vocab_size": len(chars), "itos": dict(enumerate(chars)),
                                                      "stoi": {c: i for i, c in enumerate(chars)}}, f)
         return self.path(name)
+
+
+# a pickle whose BINBYTES8 claims 2^40 bytes and holds 3 (pickle's unpickler reserves the claim before it reads)
+CLAIM = b"\x80\x04\x8e" + (1 << 40).to_bytes(8, "little") + b"abc"
 
 
 class RunsCommand:
@@ -238,12 +264,22 @@ def case_errors(c):
             ("a ckpt.pt holding a list", ["list.pt", "o.st", "--meta", meta], ["list.pt", "not a nanoGPT checkpoint"]),
             ("a missing ckpt.pt", ["missing.pt", "o.st", "--meta", meta], ["missing.pt"]),
             ("a garbage meta.pkl", [ckpt, "o.st", "--meta", "garbage.bin"], ["garbage.bin"]),
+            ("a meta.pkl claiming 2^40 bytes (was a MemoryError)", [ckpt, "o.st", "--meta", c.write("claim.pkl", CLAIM)],
+             ["claim.pkl", "expected 1099511627776 bytes", "but only 3 remain"]),
+            ("a ckpt.pt claiming 2^40 bytes (was a MemoryError)", [c.claiming_ckpt("claim.pt"), "o.st", "--meta", meta],
+             ["claim.pt", "expected 1099511627776 bytes", "but only 3 remain"]),
+            ("a device as ckpt.pt", ["/dev/null", "o.st", "--meta", meta], ["/dev/null: is a character device, not a checkpoint"]),
             ("a meta.pkl without itos", [ckpt, "o.st", "--meta", c.meta("no_itos.pkl", {"vocab_size": 3})], ["itos"]),
             ("a meta.pkl with gaps in itos", [ckpt, "o.st", "--meta", c.meta("gaps.pkl", {"itos": {0: "a", 5: "b"}})],
              ["itos"]),
             ("--vocab-from not UTF-8", [ckpt, "o.st", "--vocab-from", "latin1.txt"], ["latin1.txt", "UTF-8"]),
             ("--tokenizer with a garbage vocab.json", [ckpt, "o.st", "--tokenizer", c.bpe_dir("garbage_bpe")],
-             ["vocab.json", "not JSON"])):
+             ["vocab.json", "not JSON"]),
+            ("--tokenizer with a vocab.json nested 100000 deep (was a RecursionError)",
+             [ckpt, "o.st", "--tokenizer", c.bpe_dir("deep_bpe", "[" * 100_000)],
+             ["deep_bpe/vocab.json: nests arrays and objects 100000 deep, over the limit of 32"]),
+            ("--vocab-from a device (was read as empty text)", [ckpt, "o.st", "--vocab-from", "/dev/null"],
+             ["--vocab-from /dev/null: is a character device, not a text file"])):
         c.refused(f"from_nanogpt.py: {label}", [nano, *args], 1, *needles)
     c.refused("from_nanogpt.py: no vocabulary flag", [nano, ckpt, "o.st"], 2, "--meta")
 
@@ -262,6 +298,8 @@ def case_errors(c):
               "garbage.bin")
     c.refused("train_ddp.py: a missing --init", [ddp, "--init", "missing.st", "--data", "text.txt", "--out", "o.st"], 1,
               "missing.st")
+    c.refused("train_ddp.py: --data a device", [ddp, "--init", "init.st", "--data", "/dev/null", "--out", "o.st"], 1,
+              "/dev/null: is a character device, not a text file")
     c.refused("train_ddp.py: --data not UTF-8", [ddp, "--init", "init.st", "--data", "latin1.txt", "--out", "o.st"], 1,
               "latin1.txt")
     with open(c.path("other.txt"), "w") as f:
@@ -327,6 +365,100 @@ def case_corpus(c):
     e = refusal(lambda: tg.read_safetensors(fifo), "a FIFO")
     check("FIFO" in str(e), f"a FIFO: {e}")
     print(f"{compared} corpus files: tinygpt_torch accepts and refuses exactly what tinygpt does")
+
+
+# --- issue 39: a file is read by what it holds ----------------------------------------------------------------
+
+ADDRESS_LIMIT = 8 << 30  # torch imports in under 1 GiB of address space; a 16 GiB reservation fails
+
+
+def under_address_limit(c, code):
+    """What `code` prints, run with tinygpt_torch imported as tg by a python3 whose address space is limited to
+    ADDRESS_LIMIT (RLIMIT_AS, as `ulimit -v`), in the work directory; first the limit is shown to hold back a
+    16 GiB reservation (one that touches no memory)."""
+    prelude = textwrap.dedent(f"""\
+        import mmap, resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_LIMIT}, {ADDRESS_LIMIT}))
+        sys.path.insert(0, {c.o.python_dir!r})
+        import tinygpt_torch as tg
+        try:
+            mmap.mmap(-1, 16 << 30)
+            sys.exit("the address space limit lets 16 GiB be reserved")
+        except OSError:
+            pass
+        """)
+    r = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                       cwd=c.o.work, stdin=subprocess.DEVNULL)
+    check(r.returncode == 0, f"in {ADDRESS_LIMIT >> 30} GiB of address space: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def case_bounds(c):
+    tg = c.tg
+    vocab = sorted(set(test_torch.TEXT))
+    model = tg.make_model(tg.ModelConfig(kind="gpt", vocab=len(vocab), n_embd=32, n_head=4, n_layer=4, block=8))
+    tg.save(model, vocab, c.path("small.safetensors"))
+    size = os.path.getsize(c.path("small.safetensors"))
+    out = under_address_limit(c, """
+        model, vocab = tg.load("small.safetensors")
+        print(sum(p.numel() for p in model.parameters()), "parameters")""")
+    print(f"a checkpoint of {size} bytes loads in {ADDRESS_LIMIT >> 30} GiB of address space: {out.strip()}")
+
+    # load_hf_folder: config.json's sizes are held to model.safetensors' shapes before its data is read (each
+    # bad config is beside a file whose data fails its checksum: the config must be what is refused) or the
+    # model built (n_positions 10^7 was a model of 5.3 GB before the shapes refused it)
+    C, L, T = 32, 2, 8
+    gpt2 = tg.make_model(tg.ModelConfig(kind="gpt2", vocab=len(vocab), n_embd=C, n_head=2, n_layer=L, block=T))
+    good = {f"transformer.{name}": p for name, p in gpt2.named_parameters()}
+    config = {"model_type": "gpt2", "vocab_size": len(vocab), "n_positions": T, "n_embd": C, "n_layer": L, "n_head": 2,
+              "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}}}
+    wide = 1 << 16  # a file as thin as its config is wide: wte, wpe and one layer of one vector
+    thin = {"wte.weight": torch.zeros(2, wide), "wpe.weight": torch.zeros(1, wide), "h.0.ln_1.bias": torch.zeros(wide)}
+    nested = '{"a":' * 100_000 + "1" + "}" * 100_000
+    folders = {  # name: (config.json's text, the tensors, what the refusal says)
+        "good": (json.dumps(config), good, None),
+        "n_positions": (json.dumps({**config, "n_positions": 10**9}), good, f"n_positions is {10**9} but"),
+        "n_layer": (json.dumps({**config, "n_layer": 10**6}), good, f"n_layer is {10**6} but"),
+        "vocab_size": (json.dumps({**config, "vocab_size": 10**9}), good, f"vocab_size is {10**9} but"),
+        "n_embd": (json.dumps({**config, "n_embd": 1 << 20}), good, f"n_embd is {1 << 20} but"),
+        "thin": (json.dumps({"vocab_size": 2, "n_positions": 1, "n_embd": wide, "n_layer": 1, "n_head": 1}), thin,
+                 "parameters, but the file stores"),
+        "nested_objects": (nested, good, "nests arrays and objects 100000 deep, over the limit of 32"),
+        "nested_arrays": ("[" * 100_000, good, "nests arrays and objects 100000 deep"),
+        "oversized": (json.dumps(config) + " " * (1 << 20), good, "over the limit of 1048576"),
+        "a_device": (None, good, "is a character device, not a config file")}
+    for name, (text, tensors, _) in folders.items():
+        folder = c.path(f"hf_{name}")
+        os.makedirs(folder)
+        weights = os.path.join(folder, "model.safetensors")
+        tg.write_safetensors(weights, tensors, {"format": "pt"})
+        if name != "good":
+            with open(weights, "r+b") as f:  # the last byte of the data: its tensor's checksum fails
+                f.seek(-1, os.SEEK_END)
+                last = f.read(1)
+                f.seek(-1, os.SEEK_END)
+                f.write(bytes([last[0] ^ 1]))
+        if text is None:
+            os.symlink("/dev/null", os.path.join(folder, "config.json"))
+        else:
+            with open(os.path.join(folder, "config.json"), "w") as f:
+                f.write(text)
+    out = under_address_limit(c, f"""
+        for name in {list(folders)!r}:
+            try:
+                tg.load_hf_folder("hf_" + name)
+                print(name, "accepted", sep="\t")
+            except BaseException as e:
+                print(name, type(e).__name__, tg.one_line(e), sep="\t")""")
+    answers = dict(line.split("\t", 1) for line in out.splitlines())
+    for name, (_, _, needle) in folders.items():
+        answer = answers.get(name, "no answer")
+        print(f"{name}: {answer}")
+        if needle is None:
+            check(answer == "accepted", f"{name}: {answer}")
+        else:
+            check(answer.startswith(f"ValueError\thf_{name}/") and needle in answer,
+                  f"{name}: not a ValueError naming the folder's file and saying {needle!r}: {answer}")
 
 
 # --- 13: a rank ends when its peer dies, within --timeout ----------------------------------------------------------
@@ -466,7 +598,7 @@ def main():
     torch.set_num_threads(1)
     c = Case(o)
     {"pickles": case_pickles, "outputs": case_outputs, "errors": case_errors, "corpus": case_corpus,
-     "peer_dies": case_peer_dies}[o.case](c)
+     "peer_dies": case_peer_dies, "bounds": case_bounds}[o.case](c)
     print(f"{o.case}: passed")
 
 
