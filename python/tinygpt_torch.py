@@ -656,6 +656,21 @@ def _tensor_entry(name, value, where, widen_half=False):
     return shape, begin, end, dtype
 
 
+METADATA_CHECKSUM = "crc32c.__metadata__"
+
+
+def metadata_checksum(metadata):
+    """The metadata's own checksum, as tinygpt writes "crc32c.__metadata__": the CRC32C of every other
+    entry (the tensors' checksums included) in key order, each key and value as its 8-byte little-endian
+    length and its UTF-8 bytes. The tensors' checksums cover only their values: this covers the settings."""
+    covered = bytearray()
+    for key in sorted(k for k in metadata if k != METADATA_CHECKSUM):
+        for text in (key, metadata[key]):
+            raw = text.encode("utf-8", "surrogatepass")
+            covered += struct.pack("<Q", len(raw)) + raw
+    return f"{crc32c(bytes(covered)):08x}"
+
+
 def _header_entries(header, data_size, where, widen_half):
     """(entries (name, shape, begin, end, dtype) sorted by begin, metadata, checksums) of a parsed header,
     checked against a data section of data_size bytes before it is read."""
@@ -667,6 +682,8 @@ def _header_entries(header, data_size, where, widen_half):
             for key, text in value.items():
                 if not isinstance(text, str):
                     raise ValueError(f'{where}: "__metadata__" must be an object of strings, but {_short(key)} is {_json_type(text)}')
+                if key == METADATA_CHECKSUM:
+                    continue
                 if key.startswith("crc32c."):
                     checksums[key[len("crc32c."):]] = text
                 else:
@@ -705,6 +722,12 @@ def _header_entries(header, data_size, where, widen_half):
     if checksums:
         for name in names - set(checksums):
             raise ValueError(f"{where}: tensor {_short(name)} has no checksum while the file's other tensors have theirs")
+    all_metadata = header.get("__metadata__", {})
+    if METADATA_CHECKSUM in all_metadata:
+        computed = metadata_checksum(all_metadata)
+        if all_metadata[METADATA_CHECKSUM] != computed:
+            raise ValueError(f"{where}: the metadata does not match its checksum (CRC32C {_short(all_metadata[METADATA_CHECKSUM])} "
+                             f"stored, {computed} computed): its settings were edited or damaged")
     return entries, metadata, checksums
 
 
@@ -750,8 +773,8 @@ def read_safetensors(path, verify=True, widen_half=False, check_shapes=None):
 
 
 def write_safetensors(path, tensors, metadata):
-    """Writes F32 tensors (in the given order) and metadata plus each tensor's "crc32c.NAME", atomically
-    (write_atomically)."""
+    """Writes F32 tensors (in the given order) and metadata plus each tensor's "crc32c.NAME" and the
+    metadata's "crc32c.__metadata__", atomically (write_atomically)."""
     blobs, entries, offset = [], {}, 0
     all_metadata = dict(metadata)
     for name, t in tensors.items():
@@ -760,6 +783,7 @@ def write_safetensors(path, tensors, metadata):
         entries[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
         blobs.append(raw)
         offset += len(raw)
+    all_metadata[METADATA_CHECKSUM] = metadata_checksum(all_metadata)
     header = json.dumps({"__metadata__": all_metadata, **entries}, separators=(",", ":"), ensure_ascii=False).encode()
     header += b" " * ((8 - len(header) % 8) % 8)  # the data starts 8-byte aligned, as tinygpt writes it
     write_atomically(path, [struct.pack("<Q", len(header)), header, *blobs])

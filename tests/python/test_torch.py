@@ -332,6 +332,19 @@ def case_torch_trains(c):
 
     ckpt = c.path("gpt.safetensors")
     c.train("gpt", ckpt, steps=5)
+    # the metadata's own checksum: tinygpt's (C++) verifies here, an edited setting is refused, and the one
+    # written here (save above) tinygpt verified when it read big_path
+    with open(ckpt, "rb") as f:
+        raw = f.read()
+    edited = raw.replace(b'"model.n_head":"2"', b'"model.n_head":"4"', 1)
+    check(edited != raw, "the checkpoint has no model.n_head of 2 to edit")
+    with open(c.path("edited.safetensors"), "wb") as f:
+        f.write(edited)
+    try:
+        tg.load(c.path("edited.safetensors"))
+        check(False, "a checkpoint with an edited setting loaded")
+    except ValueError as e:
+        check("the metadata does not match its checksum" in str(e), f"the refusal: {e}")
     model, vocab = tg.load(ckpt)
     ids = tg.encode(vocab, TEXT)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
