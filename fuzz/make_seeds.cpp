@@ -1,15 +1,23 @@
-// Writes the seed corpus of fuzz/corpus/ (run by hand; its output is committed):
-//     cmake --build build/release --target fuzz_make_seeds && build/release/fuzz/fuzz_make_seeds fuzz/corpus
-// Valid files come from the library itself; the invalid ones are cut or edited from them.
+// Writes the seed corpus of fuzz/corpus/ (run by hand; its output is committed), of every target or of
+// the targets named:
+//     cmake --build build/release --target fuzz_make_seeds && build/release/fuzz/fuzz_make_seeds fuzz/corpus [TARGET...]
+// Valid files come from the library itself; the invalid ones are cut or edited from them. (The checkpoints
+// written since the metadata has its own checksum would be refused by it once edited: the committed
+// checkpoint seeds are from before it, and still reach the checks of the settings they edit.)
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 
 #include <nn/train/safetensors.h>
 #include <nn/layers.h>
+#include <nn/model_registry.h>
+#include <nn/models.h>
+#include <nn/train/gpt2_weights.h>
 #include <nn/train/trainer.h>
 
 #include "seed_text.h"
@@ -23,7 +31,10 @@ std::string slurp(const fs::path& path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::set<std::string> g_only;  // the targets whose seeds are written (all when empty)
+
 void put(const fs::path& path, const std::string& bytes) {
+    if (!g_only.empty() && !g_only.contains(path.parent_path().filename().string())) return;
     fs::create_directories(path.parent_path());
     std::ofstream(path, std::ios::binary) << bytes;
     std::printf("%s (%zu bytes)\n", path.c_str(), bytes.size());
@@ -57,11 +68,12 @@ std::string replaced(std::string s, const std::string& from, const std::string& 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: fuzz_make_seeds CORPUS_DIR\n");
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: fuzz_make_seeds CORPUS_DIR [TARGET...]\n");
         return 2;
     }
     const fs::path root = argv[1];
+    g_only.insert(argv + 2, argv + argc);
     const fs::path tmp = fs::temp_directory_path() / "tinygpt-make-seeds";
     fs::create_directories(tmp);
 
@@ -168,6 +180,46 @@ int main(int argc, char** argv) {
     put(ta / "resume_and_lr", args({"--resume", "x", "--lr", "0.1"}));
     put(ta / "hex_float", args({"--lr", "0x1p-3", "--min-lr", "1e-400", "--top-k", "0"}));
     put(ta / "betas", args({"--beta1", "0.999999999", "--beta2", "0.95"}));  // 1 as a float
+    // model_files: the first byte chooses the file (0 config.json beside a GPT-2's weights, 1 a token file,
+    // 2 a .bin model file), the rest is the file.
+    const fs::path mf = root / "model_files";
+    const auto config = [&](const char* name, const std::string& text) { put(mf / name, std::string(1, '\0') + text); };
+    config("config_gpt2", R"({"n_head": 2, "n_embd": 8, "n_layer": 1, "vocab_size": 5, "n_positions": 4, "activation_function": "gelu_new", )"
+                          R"("task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}})");
+    config("config_heads_not_dividing", R"({"n_head": 3})");
+    config("config_n_embd_disagrees", R"({"n_head": 2, "n_embd": 16})");
+    config("config_nested_17_deep", "{\"n_head\": 2, \"x\": " + std::string(16, '[') + std::string(16, ']') + "}");
+    config("config_nested_objects", std::string(40, '{').insert(1, "\"a\":") + "}");
+    config("config_not_utf8", "{\"n_head\": 2, \"activation_function\": \"\xff\x1b[31m\"}");
+    config("config_not_json", "{\"n_head\": 2,");
+    // 100,000 deep: the message's dump of the value recursed until the stack ran out (SIGSEGV)
+    config("regression_config_nested_100000", "{\"n_head\": 2, \"n_embd\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+    const auto tokens = [&](const char* name, const std::string& bytes) { put(mf / name, std::string(1, '\1') + bytes); };
+    const auto le32 = [](std::initializer_list<int32_t> values, size_t count) {
+        std::string out(4 * count, '\0');
+        size_t i = 0;
+        for (int32_t v : values) std::memcpy(out.data() + 4 * i++, &v, 4);
+        return out;
+    };
+    const std::string ids("\x01\x00\x02\x00\x2b\x01\x04\x00", 8);  // 1, 2, 299, 4
+    tokens("tokens_nanogpt", ids);
+    tokens("tokens_llmc", le32({20240520, 1, 4}, 256) + ids);
+    tokens("tokens_llmc_count_long", le32({20240520, 1, 40}, 256) + ids);
+    tokens("tokens_id_past_vocabulary", ids + std::string("\x2c\x01", 2));  // 300
+    tokens("tokens_llmc_model_magic", le32({20240326, 3, 4}, 256));
+    tokens("tokens_odd_size", ids + "x");
+    {  // llm.c's model file of the config_gpt2 model (its vocabulary padded to 128 rows), and damaged
+        nn::ModelConfig c;
+        c.kind = nn::ModelKind::gpt2;
+        c.vocab = 5, c.n_embd = 8, c.n_head = 2, c.n_layer = 1, c.block = 4;
+        nn::write_llmc_gpt2(tmp / "model.bin", c, nn::make_model(c, gen)->named_parameters());
+        const std::string model = slurp(tmp / "model.bin");
+        put(mf / "llmc_model", std::string(1, '\2') + model);
+        put(mf / "llmc_model_truncated", std::string(1, '\2') + model.substr(0, model.size() - 12));
+        put(mf / "llmc_model_heads_not_dividing", std::string(1, '\2') + le32({20240326, 3, 4, 5, 1, 3, 8, 128}, 256) +
+                                                      model.substr(1024));
+        put(mf / "llmc_model_bad_magic", std::string(1, '\2') + le32({20240327, 3, 4, 5, 1, 2, 8, 128}, 256) + model.substr(1024));
+    }
     fs::remove_all(tmp);
     return 0;
 }
