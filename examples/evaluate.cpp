@@ -22,6 +22,7 @@
 #include <autograd/autograd.h>
 #include <cli.h>
 #include <nlohmann/json.hpp>
+#include <nn/train/sample.h>
 #include <nn/train/text_data.h>
 #include <nn/train/token_ids.h>
 #include <nn/train/tokenizer.h>
@@ -75,9 +76,7 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
     for (int64_t i = 0; i < batches; ++i) {
         const nn::Batch batch = nn::consecutive_window(ids, i, B, T);
         const double loss = autograd::cross_entropy(model.forward(batch.inputs, B, T), batch.targets).item();  // (B, T, V) -> ()
-        if (!std::isfinite(loss))
-            throw std::runtime_error(fmt::format("{}: the loss of window {} (tokens {} to {}) is {}: the model's weights "
-                                                 "or logits are not finite", checkpoint, i, i * window, (i + 1) * window, loss));
+        nn::check_finite_output(checkpoint, fmt::format("the loss of window {} (tokens {} to {})", i, i * window, (i + 1) * window), loss);
         sum += loss;
     }
     return {sum / double(batches), batches * window, batches};
