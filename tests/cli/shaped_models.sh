@@ -6,7 +6,8 @@
 #   - a forward pass larger than kForwardPartBytes (examples/checkpoint_data.h) runs in parts, in bounded
 #     memory with the same mean: evaluate --batch 16 of GPT-2's vocabulary and head_scores --batch 400 of 128
 #     heads (peak RSS, no timing); what one row cannot fit in this machine's memory, and a gradflow batch,
-#     is refused before it is allocated, naming the figure (they ran into std::bad_alloc).
+#     is refused before it is allocated, naming the figure (they ran into std::bad_alloc);
+#   - a file of random bytes, or of llm.c's layout with another magic, is neither checkpoint nor llm.c's.
 #
 #   shaped_models.sh BIN_DIR PEAK_RSS LLMC_MODEL_PY WORK_DIR
 set -u
@@ -71,4 +72,15 @@ refuses 1 "^head_scores: long\.bin: one probe sequence of --length 524288 \(1048
 refuses 1 "^gradflow: wide\.bin: --batch 65536 x --block 256 would need about [0-9.e+]+ GB of memory \([0-9.]+ GB of it the model's weights and their gradients\), $more_than; choose a smaller --batch or --block$" \
   gradflow wide.bin --data ids.bin --batch 65536 --block 256
 
+# --- what a file is not --------------------------------------------------------------------------------
+LC_ALL=C awk 'BEGIN { srand(7); for (i = 0; i < 2048; i++) printf "%c", int(rand() * 256) }' >random.bin
+neither="neither a tinygpt checkpoint \(a safetensors file, whose JSON header starts with '\{' at byte 8: here 0x9a\) nor llm\.c's model file"
+refuses 1 "^generate: random\.bin: $neither \(whose first int32 is the magic 20240326: here 915922556\)$" generate random.bin
+refuses 1 "^evaluate: random\.bin: $neither" evaluate random.bin --data ids.bin
+cp huge.bin magic.bin && printf '\xc7\xd7\x34\x01' | dd of=magic.bin conv=notrunc status=none  # 20240327
+refuses 1 "^generate: magic\.bin: neither a tinygpt checkpoint .* nor llm\.c's model file \(whose first int32 is the magic 20240326: here 20240327\)$" \
+  generate magic.bin
+printf 'abc' >three.bin
+refuses 1 "^generate: three\.bin: neither a tinygpt checkpoint \(a safetensors file\) nor llm\.c's model file: its 3 bytes are too few for either's header$" \
+  generate three.bin
 exit $failed
