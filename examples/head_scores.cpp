@@ -12,8 +12,8 @@
 // A --batch whose activations pass kForwardPartBytes (256 MiB, checkpoint_data.h) runs in parts of that
 // size: the same means, in bounded memory.
 //
-// Exit status: 0 done, 1 a bad checkpoint, a model without heads, or a probe sequence this machine's memory
-// cannot hold; 2 bad arguments.
+// Exit status: 0 done, 1 a bad checkpoint, a model without heads or with a block too short for the probe, or
+// a probe sequence this machine's memory cannot hold; 2 bad arguments.
 //
 // Shape legend: B batch (probe sequences), T = 2 x length positions.
 #include <algorithm>
@@ -67,6 +67,9 @@ int run(const Options& o) {
     nn::LanguageModel& model = *trained.model;
     const std::string kind = fmt::format("{}", trained.config.kind);
     if (nn::attention_heads(model).empty()) throw std::runtime_error(fmt::format("{}: a {} model has no attention head to score", path, kind));
+    if (model.block_size() < 2)
+        throw std::runtime_error(fmt::format("{}: its block of {} token is too short for the repeated-token probe, which needs at "
+                                             "least 2 (a random token and its repeat)", path, model.block_size()));
     const int64_t length = o.length.value_or(std::min(kLength, model.block_size() / 2));
     if (2 * length > model.block_size())
         throw std::runtime_error(fmt::format("--length {}: the probe's 2 x {} tokens are longer than the model's block of {} ({})",

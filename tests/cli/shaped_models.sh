@@ -7,7 +7,8 @@
 #     memory with the same mean: evaluate --batch 16 of GPT-2's vocabulary and head_scores --batch 400 of 128
 #     heads (peak RSS, no timing); what one row cannot fit in this machine's memory, and a gradflow batch,
 #     is refused before it is allocated, naming the figure (they ran into std::bad_alloc);
-#   - a file of random bytes, or of llm.c's layout with another magic, is neither checkpoint nor llm.c's.
+#   - a file of random bytes, or of llm.c's layout with another magic, is neither checkpoint nor llm.c's;
+#     head_scores on a block of 1 names the file and the probe; a prompt past the block counts tokens.
 #
 #   shaped_models.sh BIN_DIR PEAK_RSS LLMC_MODEL_PY WORK_DIR
 set -u
@@ -72,7 +73,7 @@ refuses 1 "^head_scores: long\.bin: one probe sequence of --length 524288 \(1048
 refuses 1 "^gradflow: wide\.bin: --batch 65536 x --block 256 would need about [0-9.e+]+ GB of memory \([0-9.]+ GB of it the model's weights and their gradients\), $more_than; choose a smaller --batch or --block$" \
   gradflow wide.bin --data ids.bin --batch 65536 --block 256
 
-# --- what a file is not --------------------------------------------------------------------------------
+# --- what a file is not, a block too short for the probe, a prompt counted in tokens ---------------------
 LC_ALL=C awk 'BEGIN { srand(7); for (i = 0; i < 2048; i++) printf "%c", int(rand() * 256) }' >random.bin
 neither="neither a tinygpt checkpoint \(a safetensors file, whose JSON header starts with '\{' at byte 8: here 0x9a\) nor llm\.c's model file"
 refuses 1 "^generate: random\.bin: $neither \(whose first int32 is the magic 20240326: here 915922556\)$" generate random.bin
@@ -83,4 +84,10 @@ refuses 1 "^generate: magic\.bin: neither a tinygpt checkpoint .* nor llm\.c's m
 printf 'abc' >three.bin
 refuses 1 "^generate: three\.bin: neither a tinygpt checkpoint \(a safetensors file\) nor llm\.c's model file: its 3 bytes are too few for either's header$" \
   generate three.bin
+model one.bin --block 1 --vocab 64 --layers 1 --heads 2 --width 8
+refuses 1 "^head_scores: one\.bin: its block of 1 token is too short for the repeated-token probe, which needs at least 2 \(a random token and its repeat\)$" \
+  head_scores one.bin
+model four.bin --block 4 --vocab 64 --layers 1 --heads 2 --width 8 --seed 3
+refuses 1 "^heatmap: the prompt has 5 tokens, more than the model's block of 4 \(four\.bin\)$" heatmap four.bin --prompt "1 2 3 4 5"
+refuses 1 "^figure: the prompt has 5 tokens, more than the model's block of 4 \(four\.bin\)$" figure four.bin --prompt "1 2 3 4 5" --json
 exit $failed
