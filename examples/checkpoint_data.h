@@ -27,15 +27,15 @@ inline constexpr double kForwardPartBytes = double(1 << 28);
 // the flag to lower (`advice`).
 inline int64_t rows_at_once(const nn::ModelConfig& model, const std::string& checkpoint, int64_t B, int64_t T, nn::Pass pass,
                             const std::string& rows_are, const std::string& advice) {
+    const bool in_parts = pass == nn::Pass::forward || pass == nn::Pass::forward_heads;
     const nn::MemoryEstimate need = nn::estimate_memory(model, T, pass);
-    const int64_t rows = pass == nn::Pass::gradient ? B : need.rows_within(kForwardPartBytes, B);
-    const uint64_t bytes = need.bytes(pass == nn::Pass::gradient ? B : 1), have = nn::physical_memory_bytes();
+    const uint64_t bytes = need.bytes(in_parts ? 1 : B), have = nn::physical_memory_bytes();
     if (have != 0 && bytes > have)
         throw std::runtime_error(fmt::format("{}: {} would need about {:.3g} GB of memory ({:.3g} GB of it the model's weights{}), "
                                              "more than this machine's {:.3g} GB; {}",
                                              checkpoint, rows_are, double(bytes) / 1e9, need.fixed / 1e9,
-                                             pass == nn::Pass::gradient ? " and their gradients" : "", double(have) / 1e9, advice));
-    return rows;
+                                             in_parts ? "" : " and their gradients", double(have) / 1e9, advice));
+    return in_parts ? need.rows_within(kForwardPartBytes, B) : B;
 }
 
 struct CheckpointData {
@@ -52,11 +52,10 @@ inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std
     const int64_t limit = std::max(trained.config.block, trained.model->block_size());
     const int64_t B = batch, T = block.value_or(limit);
     if (T > limit) throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, limit, checkpoint));
-    const int64_t rows = pass == nn::Pass::gradient
-                             ? rows_at_once(trained.config, checkpoint, B, T, pass, fmt::format("--batch {} x --block {}", B, T),
-                                            "choose a smaller --batch or --block")
-                             : rows_at_once(trained.config, checkpoint, B, T, pass, fmt::format("one row of --block {} tokens", T),
-                                            "choose a shorter --block");
+    const bool gradient = pass == nn::Pass::gradient;  // the whole batch at once; a forward pass row by row at least
+    const int64_t rows = rows_at_once(trained.config, checkpoint, B, T, pass,
+                                      gradient ? fmt::format("--batch {} x --block {}", B, T) : fmt::format("one row of --block {} tokens", T),
+                                      gradient ? "choose a smaller --batch or --block" : "choose a shorter --block");
     nn::TokenIds ids = nn::read_token_ids(data, *trained.tokenizer);
     const int64_t whole = nn::consecutive_windows(ids, B, T);  // each needs B T + 1 tokens
     if (whole == 0)

@@ -87,7 +87,7 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
             const int64_t n = std::min(rows, B - first);
             const std::span<const int64_t> inputs(batch.inputs.data() + first * T, n * T), targets(batch.targets.data() + first * T, n * T);
             const double part = autograd::cross_entropy(model.forward(inputs, n, T), targets).item();  // (n, T, V) -> ()
-            loss += n == B ? part : part * double(n) / double(B);
+            loss += part * (double(n) / double(B));  // exactly `part` for a window in one part
         }
         nn::check_finite_output(checkpoint, fmt::format("the loss of window {} (tokens {} to {})", i, i * window, (i + 1) * window), loss);
         sum += loss;

@@ -130,14 +130,14 @@ Json head(const Request& r) {
 }
 
 // --- saturation ---------------------------------------------------------------------------------------
-// The lab's cell 5 over more widths: random heads per width with and without the divisor, each the
-// medians (over looking rows) of the row gradient that comes back through the softmax and of the largest
-// share, and the fraction of flat rows (nn/tutorial/study.h).
 // The most work one call may ask for, in heads x the sum over widths C of (C + T)^2 (below): 6 times the
 // page's call (its defaults, 4.8e6, about a second). 12 widths of 1024 with 1000 heads and a window of 64,
 // each number within its own limit, would be 1.4e10: most of an hour.
 constexpr double kSaturationWork = 3e7;
 
+// The lab's cell 5 over more widths: random heads per width with and without the divisor, each the
+// medians (over looking rows) of the row gradient that comes back through the softmax and of the largest
+// share, and the fraction of flat rows (nn/tutorial/study.h).
 Json saturation(const Request& r) {
     std::vector<int64_t> widths = {2, 4, 8, 16, 32, 64, 128, 256};
     if (r.contains("widths")) {

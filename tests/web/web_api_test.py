@@ -12,8 +12,9 @@
 - saturation: without the divisor the row gradient collapses as the width grows, with it it does not;
 - training: a run continued (25 + 35 steps) equals one straight run of 60 bit for bit, the loss starts
   near ln V and falls, and the probe's rows sum to 1;
-- bad requests are answered with an error that names the call and the argument, and exit status 1; a
-  saturation call whose work (heads x the sum of (width + window)^2) is past its limit, each number within its own, too.
+- bad requests are answered with an error that names the call and the argument, and exit status 1; so
+  is a saturation call whose work (heads x the sum of (width + window)^2) is past its limit, each number
+  within its own.
 """
 import json
 import math
