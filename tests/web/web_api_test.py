@@ -31,7 +31,8 @@ def check(ok, message):
 
 
 def call(web_api, *requests, status=0):
-    p = subprocess.run([web_api, *map(json.dumps, requests)], capture_output=True, text=True)
+    # (a call past its limits ran for most of an hour: 120 s fails it instead)
+    p = subprocess.run([web_api, *map(json.dumps, requests)], capture_output=True, text=True, timeout=120)
     if p.returncode != status:
         raise SystemExit(f"web_api {requests}: exit status {p.returncode}, expected {status}: {p.stderr}")
     return [json.loads(line) for line in p.stdout.splitlines()]
