@@ -2,6 +2,8 @@
 // --data's ids for the checkpoint's tokenizer, cut into the first consecutive windows of B x T tokens
 // (nn::consecutive_window), checked against the model and the file with messages that name the flags;
 // and the memory a pass over them takes (nn::estimate_memory), checked against this machine's.
+//
+// Shape legend: B batch (rows of a window), T time (tokens of a row).
 #pragma once
 
 #include <algorithm>

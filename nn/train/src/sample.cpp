@@ -1,3 +1,6 @@
+// Sampling from a model, one token at a time, and the check of the logits it draws from.
+//
+// Shape legend: V vocab.
 #include "nn/train/sample.h"
 
 #include <algorithm>
