@@ -1,6 +1,9 @@
 // The data a checkpoint is measured on, for the programs that read one with --data (evaluate, gradflow):
 // --data's ids for the checkpoint's tokenizer, cut into the first consecutive windows of B x T tokens
-// (nn::consecutive_window), checked against the model and the file with messages that name the flags.
+// (nn::consecutive_window), checked against the model and the file with messages that name the flags;
+// and the memory a pass over them takes (nn::estimate_memory), checked against this machine's.
+//
+// Shape legend: B batch (rows of a window), T time (tokens of a row).
 #pragma once
 
 #include <algorithm>
@@ -14,18 +17,47 @@
 #include <nn/train/data_file.h>
 #include <nn/train/trainer.h>
 
+// Bytes of activations a forward pass may take at once: a batch of more rows runs in parts (the same
+// means; far less than a GPT-2 small row of 1024 tokens, 0.55 GB, is work enough for the kernels). Fixed,
+// not the machine's: the parts, and so the last bits of a mean, are the same on every machine.
+inline constexpr double kForwardPartBytes = double(1 << 28);
+
+// The rows of a pass over B rows of T tokens to run at once: a forward pass (nn::Pass::forward,
+// forward_heads) in parts of kForwardPartBytes, at least one row; a gradient in one (its heads' report is
+// of the whole batch). Refuses (std::runtime_error) what this machine's memory cannot hold before it is
+// allocated, naming `checkpoint`, what the rows are (`rows_are`: "one row of --block 1024 tokens") and
+// the flag to lower (`advice`).
+inline int64_t rows_at_once(const nn::ModelConfig& model, const std::string& checkpoint, int64_t B, int64_t T, nn::Pass pass,
+                            const std::string& rows_are, const std::string& advice) {
+    const bool in_parts = pass == nn::Pass::forward || pass == nn::Pass::forward_heads;
+    const nn::MemoryEstimate need = nn::estimate_memory(model, T, pass);
+    const uint64_t bytes = need.bytes(in_parts ? 1 : B), have = nn::physical_memory_bytes();
+    if (have != 0 && bytes > have)
+        throw std::runtime_error(fmt::format("{}: {} would need about {:.3g} GB of memory ({:.3g} GB of it the model's weights{}), "
+                                             "more than this machine's {:.3g} GB; {}",
+                                             checkpoint, rows_are, double(bytes) / 1e9, need.fixed / 1e9,
+                                             in_parts ? "" : " and their gradients", double(have) / 1e9, advice));
+    return in_parts ? need.rows_within(kForwardPartBytes, B) : B;
+}
+
 struct CheckpointData {
     nn::TokenIds ids;
     int64_t B = 0, T = 0, windows = 0;  // the windows to read, from the start
+    int64_t rows = 0;                   // of B, run at once (rows_at_once)
 };
 
-// T defaults to the model's block, the windows to every whole one in the file.
+// T defaults to the model's block, the windows to every whole one in the file. `pass`: what runs on them,
+// checked against the memory before the file is read.
 inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std::string& checkpoint, const std::string& data,
-                                      int64_t batch, std::optional<int64_t> block, std::optional<int64_t> windows) {
+                                      int64_t batch, std::optional<int64_t> block, std::optional<int64_t> windows, nn::Pass pass) {
     // the windows it trained on (a bigram reads one token at a time from windows of any length)
     const int64_t limit = std::max(trained.config.block, trained.model->block_size());
     const int64_t B = batch, T = block.value_or(limit);
     if (T > limit) throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, limit, checkpoint));
+    const bool gradient = pass == nn::Pass::gradient;  // the whole batch at once; a forward pass row by row at least
+    const int64_t rows = rows_at_once(trained.config, checkpoint, B, T, pass,
+                                      gradient ? fmt::format("--batch {} x --block {}", B, T) : fmt::format("one row of --block {} tokens", T),
+                                      gradient ? "choose a smaller --batch or --block" : "choose a shorter --block");
     nn::TokenIds ids = nn::read_token_ids(data, *trained.tokenizer);
     const int64_t whole = nn::consecutive_windows(ids, B, T);  // each needs B T + 1 tokens
     if (whole == 0)
@@ -34,5 +66,5 @@ inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std
     if (windows && *windows > whole)
         throw std::runtime_error(fmt::format("--data {} holds {} whole window{} of {} x {} tokens ({} tokens), fewer than --batches {}",
                                              data, whole, whole == 1 ? "" : "s", B, T, ids.size(), *windows));
-    return {std::move(ids), B, T, windows.value_or(whole)};
+    return {std::move(ids), B, T, windows.value_or(whole), rows};
 }

@@ -9,19 +9,25 @@
 // --data is a text file, encoded with the checkpoint's tokenizer (GPT-2's BPE as it is read), or a token
 // file (.bin, nanoGPT's or llm.c's) whose ids must be below the model's vocabulary. The whole file is
 // read: it is the text to measure, not split. --json prints one line: {"loss","perplexity","tokens","batches"}.
+// A window of more rows than kForwardPartBytes of activations (checkpoint_data.h) runs in parts of that
+// many: memory for a part, whatever --batch, and the same mean.
 //
-// Exit status: 0 done, 1 a bad checkpoint or data file, or a loss that is not finite; 2 bad arguments.
+// Exit status: 0 done, 1 a bad checkpoint or data file, a loss that is not finite, or a row of --block
+// tokens this machine's memory cannot hold; 2 bad arguments.
 //
 // Shape legend: B batch (rows of a window), T time (tokens per row), V vocab.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <autograd/autograd.h>
 #include <cli.h>
 #include <nlohmann/json.hpp>
+#include <nn/train/sample.h>
 #include <nn/train/text_data.h>
 #include <nn/train/token_ids.h>
 #include <nn/train/tokenizer.h>
@@ -65,8 +71,10 @@ struct Result {
     int64_t tokens = 0, batches = 0;
 };
 
-// The mean of the windows' mean losses (every window has B x T targets: the mean over all of them).
-Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, int64_t T, int64_t batches,
+// The mean of the windows' mean losses (every window has B x T targets: the mean over all of them). A
+// window of more than `rows` rows runs in parts of `rows` (memory for that many, whatever --batch), each
+// part's mean weighed by its rows: the same mean.
+Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, int64_t T, int64_t rows, int64_t batches,
                 const std::string& checkpoint) {
     autograd::NoGradGuard no_grad;
     model.eval();
@@ -74,10 +82,14 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
     double sum = 0;
     for (int64_t i = 0; i < batches; ++i) {
         const nn::Batch batch = nn::consecutive_window(ids, i, B, T);
-        const double loss = autograd::cross_entropy(model.forward(batch.inputs, B, T), batch.targets).item();  // (B, T, V) -> ()
-        if (!std::isfinite(loss))
-            throw std::runtime_error(fmt::format("{}: the loss of window {} (tokens {} to {}) is {}: the model's weights "
-                                                 "or logits are not finite", checkpoint, i, i * window, (i + 1) * window, loss));
+        double loss = 0;
+        for (int64_t first = 0; first < B; first += rows) {
+            const int64_t n = std::min(rows, B - first);
+            const std::span<const int64_t> inputs(batch.inputs.data() + first * T, n * T), targets(batch.targets.data() + first * T, n * T);
+            const double part = autograd::cross_entropy(model.forward(inputs, n, T), targets).item();  // (n, T, V) -> ()
+            loss += part * (double(n) / double(B));  // exactly `part` for a window in one part
+        }
+        nn::check_finite_output(checkpoint, fmt::format("the loss of window {} (tokens {} to {})", i, i * window, (i + 1) * window), loss);
         sum += loss;
     }
     return {sum / double(batches), batches * window, batches};
@@ -87,9 +99,9 @@ int run(const Options& o) {
     if (!o.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
     autograd::set_num_threads(static_cast<int>(o.threads));
     nn::TrainedModel trained = nn::load_trained_model(o.checkpoint->path, o.tokenizer);
-    const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches);
+    const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches, nn::Pass::forward);
     const int64_t B = d.B, T = d.T;
-    const Result r = evaluate(*trained.model, d.ids, B, T, d.windows, o.checkpoint->path);
+    const Result r = evaluate(*trained.model, d.ids, B, T, d.rows, d.windows, o.checkpoint->path);
     const double perplexity = std::exp(r.loss);
     if (o.json)
         fmt::print("{}\n", nlohmann::ordered_json{

@@ -135,8 +135,8 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
     const std::vector<int64_t> ids = trained.tokenizer->encode(prompt);  // lists unknown characters
     const auto T = static_cast<int64_t>(ids.size());
     if (T > model.block_size())
-        throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
-                                             model.block_size()));
+        throw std::runtime_error(fmt::format("the prompt has {} {}, more than the model's block of {} ({})", T,
+                                             nn::token_unit(*trained.tokenizer), model.block_size(), path));
     {
         NoGradGuard no_grad;
         model.eval();

@@ -9,8 +9,9 @@
 // window for every character instead. Both read the same windows (a full window keeps its last half),
 // so the same seed gives the same text.
 //
-// Exit status: 0 done, 1 a bad checkpoint or prompt or a failed write (message on stderr), 2 bad arguments,
-// 130 stopped by SIGINT (Ctrl-C; 143 SIGTERM, 129 SIGHUP) with the text printed so far kept.
+// Exit status: 0 done, 1 a bad checkpoint (one whose logits are not finite too) or prompt or a failed write
+// (message on stderr), 2 bad arguments, 130 stopped by SIGINT (Ctrl-C; 143 SIGTERM, 129 SIGHUP) with the text
+// printed so far kept.
 #include <signal.h>
 
 #include <chrono>
@@ -113,7 +114,8 @@ int run(const Options& o) {
         const auto t0 = Clock::now();
         // each character as it comes; a failed write (a closed pipe) stops here, cli::run reports it
         CharacterPrinter printer(o.tokens || ids_only ? INT64_MAX : o.chars);
-        nn::generate(*trained.model, window, context, steps, {.temperature = o.temperature, .top_k = o.top_k}, gen,
+        nn::generate(*trained.model, window, context, steps,
+                     {.temperature = o.temperature, .top_k = o.top_k, .model = o.checkpoint->path}, gen,
                      [&](int64_t id) {
                          ++tokens;
                          const bool more = printer.add(trained.tokenizer->decode(std::span(&id, 1)));

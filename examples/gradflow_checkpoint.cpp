@@ -17,7 +17,7 @@ namespace gradflow {
 int checkpoint_flow(const CheckpointOptions& o) {
     nn::TrainedModel trained = nn::load_trained_model(o.checkpoint, o.tokenizer);
     nn::LanguageModel& model = *trained.model;
-    const CheckpointData d = checkpoint_data(trained, o.checkpoint, o.data, o.batch, o.block, o.batches);
+    const CheckpointData d = checkpoint_data(trained, o.checkpoint, o.data, o.batch, o.block, o.batches, nn::Pass::gradient);
     const int64_t B = d.B, T = d.T;
 
     model.eval();  // no dropout: the gradient of the model as it predicts

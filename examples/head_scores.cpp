@@ -9,7 +9,11 @@
 //   head_scores run.safetensors
 //   head_scores run.safetensors --length 20 --batch 32 --seed 3 --json
 //
-// Exit status: 0 done, 1 a bad checkpoint or a model without heads, 2 bad arguments.
+// A --batch whose activations pass kForwardPartBytes (256 MiB, checkpoint_data.h) runs in parts of that
+// size: the same means, in bounded memory.
+//
+// Exit status: 0 done, 1 a bad checkpoint, a model without heads or with a block too short for the probe, or
+// a probe sequence this machine's memory cannot hold; 2 bad arguments.
 //
 // Shape legend: B batch (probe sequences), T = 2 x length positions.
 #include <algorithm>
@@ -25,6 +29,7 @@
 #include <nn/train/trainer.h>
 #include <nn/tutorial/induction.h>
 
+#include "checkpoint_data.h"
 #include "tools.h"
 
 namespace {
@@ -62,13 +67,35 @@ int run(const Options& o) {
     nn::LanguageModel& model = *trained.model;
     const std::string kind = fmt::format("{}", trained.config.kind);
     if (nn::attention_heads(model).empty()) throw std::runtime_error(fmt::format("{}: a {} model has no attention head to score", path, kind));
+    if (model.block_size() < 2)
+        throw std::runtime_error(fmt::format("{}: its block of {} token is too short for the repeated-token probe, which needs at "
+                                             "least 2 (a random token and its repeat)", path, model.block_size()));
     const int64_t length = o.length.value_or(std::min(kLength, model.block_size() / 2));
     if (2 * length > model.block_size())
         throw std::runtime_error(fmt::format("--length {}: the probe's 2 x {} tokens are longer than the model's block of {} ({})",
                                              length, length, model.block_size(), path));
+    const int64_t T = 2 * length;
+    const int64_t rows = rows_at_once(trained.config, path, o.batch, T, nn::Pass::forward_heads,
+                                      fmt::format("one probe sequence of --length {} ({} tokens, every head's attention kept)", length, T),
+                                      "choose a shorter --length");
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
     const nn::RepeatedTokens probe = nn::make_repeated_tokens(model.vocab_size(), length, o.batch, gen);
-    const std::vector<nn::HeadScores> scores = nn::head_scores(model, probe);
+    // In parts of `rows` sequences (bounded memory); each score is a mean over its part's sequences, all of
+    // one length, so the parts weighed by their sequences give the whole probe's.
+    std::vector<nn::HeadScores> scores;
+    for (int64_t first = 0; first < o.batch; first += rows) {
+        const int64_t n = std::min(rows, o.batch - first);
+        const auto ids = probe.ids.begin() + first * T;
+        const std::vector<nn::HeadScores> part = nn::head_scores(model, {.B = n, .half = length, .ids = {ids, ids + n * T}});
+        if (scores.empty())
+            for (const nn::HeadScores& h : part) scores.push_back({.layer = h.layer, .head = h.head, .name = h.name});
+        const double weight = double(n) / double(o.batch);  // 1 (exactly the score) for a probe in one part
+        for (size_t h = 0; h < part.size(); ++h) {
+            scores[h].previous_token += weight * part[h].previous_token;
+            scores[h].duplicate_token += weight * part[h].duplicate_token;
+            scores[h].induction += weight * part[h].induction;
+        }
+    }
 
     const auto round = [](double v) { return std::round(v * 1e4) / 1e4; };
     if (o.json) {

@@ -140,8 +140,8 @@ Map trained(const Options& o) {
     }
     const nn::InspectableHead* head = &chosen->module;
     if (T > loaded.model->block_size())
-        throw std::runtime_error(fmt::format("the prompt has {} characters, more than the model's block of {}", T,
-                                             loaded.model->block_size()));
+        throw std::runtime_error(fmt::format("the prompt has {} {}, more than the model's block of {} ({})", T,
+                                             nn::token_unit(*loaded.tokenizer), loaded.model->block_size(), o.checkpoint->path));
     NoGradGuard no_grad;
     loaded.model->forward(ids, 1, T);
     return from_attention(head->last_attention(), labels_of(*loaded.tokenizer, ids),

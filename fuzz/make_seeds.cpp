@@ -153,6 +153,15 @@ int main(int argc, char** argv) {
         edited.erase(at, edited[at] != '\\' ? 1 : edited[at + 1] == 'u' ? 6 : 2);
         put(ck / "regression_vocabulary_short", with_header(head, edited));
     }
+    // Neither a checkpoint nor llm.c's file (they were taken for a safetensors file with a bad header):
+    // random bytes, and llm.c's 256-int32 header with the magic one off (20240327).
+    put(ck / "neither_random_bytes", std::string("\x13\x37\xbe\xef\x00\x01\x02\x03\xde\xad\xc0\xde\x7f\x80\x90\xa0", 16));
+    {
+        std::string llmc(1024, '\0');
+        const int32_t fields[8] = {20240327, 3, 4, 8, 1, 1, 4, 128};  // magic, version, maxT, V, L, NH, C, padded V
+        for (size_t i = 0; i < 32; ++i) llmc[i] = static_cast<char>((static_cast<uint32_t>(fields[i / 4]) >> (8 * (i % 4))) & 0xff);
+        put(ck / "neither_llmc_other_magic", llmc);
+    }
 
     const fs::path tk = root / "tokenizer";
     put(tk / "ascii", "hello world\n");

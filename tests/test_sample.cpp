@@ -4,10 +4,13 @@
 #include <nn/train/sample.h>
 
 #include <algorithm>
+#include <limits>
+#include <span>
 
 #include "helpers.h"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
 using namespace autograd;
 
 namespace {
@@ -185,4 +188,28 @@ TEST_CASE("generate reads at most the block: a context longer than the block wor
     nn::Bigram bigram({.vocab = kVocab}, init);
     Generator c(12), d(12);
     CHECK(nn::generate(bigram, long_context, 25, {}, c) == nn::generate(bigram, {long_context.back()}, 25, {}, d));
+}
+
+// Weights of 1e38, finite in a file, make logits that are not: generate drew the last id from them, over
+// and over, and now refuses in the words evaluate uses for a loss that is not finite.
+TEST_CASE("generate refuses logits that are not finite, naming the model", "[sample]") {
+    Generator init(6);
+    nn::GPT model({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = kBlock}, init);
+    for (Tensor& p : model.parameters())
+        for (float& v : p.data()) v = 1e38f;
+    for (bool cache : {true, false}) {
+        Generator gen(1);
+        std::vector<int64_t> emitted;
+        CHECK_THROWS_WITH(nn::generate(model, {1, 2}, 5, {.cache = cache, .model = "huge.st"}, gen,
+                                       [&](int64_t id) { return emitted.push_back(id), true; }),
+                          Contains("huge.st: the logits of sampled token 1 hold") &&
+                              Contains("the model's weights or logits are not finite"));
+        CHECK(emitted.empty());
+    }
+    CHECK_THROWS_WITH(nn::check_finite_output("m.st", "the loss of window 3", std::numeric_limits<double>::infinity()),
+                      Equals("m.st: the loss of window 3 is inf: the model's weights or logits are not finite"));
+    const std::vector<float> logits = {0.5f, 1.0f, -std::numeric_limits<float>::infinity()};
+    CHECK_THROWS_WITH(nn::check_finite_output("", "the logits", logits),
+                      Equals("the logits hold -inf (at id 2): the model's weights or logits are not finite"));
+    CHECK_NOTHROW(nn::check_finite_output("m.st", "the logits", std::span(logits).first(2)));
 }

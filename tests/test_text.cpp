@@ -82,6 +82,13 @@ TEST_CASE("CharTokenizer vocabulary is the sorted distinct characters and ASCII 
     CHECK(tok.decode({}).empty());
 }
 
+// A count of a tokenizer's ids in a message says what they are: the prompt longer than the block was
+// "N characters" for GPT-2's BPE too.
+TEST_CASE("token_unit: characters for the character tokenizer, tokens for the others", "[text]") {
+    CHECK(nn::token_unit(CharTokenizer::from_text("ab")) == "characters");
+    CHECK(nn::token_unit(nn::IdTokenizer(50257, "gpt2.bin")) == "tokens");
+}
+
 TEST_CASE("CharTokenizer treats each multi-byte UTF-8 character as one token", "[text]") {
     // 2-, 3- and 4-byte characters, plus the largest code point and the last one before the surrogates.
     const std::string text = "naïve café — 日本語 🙂🙂 \xF4\x8F\xBF\xBF \xED\x9F\xBF";

@@ -468,6 +468,42 @@ TEST_CASE("estimate_training_bytes counts a kind's own sizes only and refuses ne
                       Contains("n_embd (-4000)"));
 }
 
+// One estimate for every pass (nn::estimate_memory): training's is the one train has always refused by;
+// evaluate's forward pass without a graph keeps far less, and head_scores' keeps every head's weights.
+// GPT-2 small's figures are the measured peak RSS of evaluate and head_scores (docs/gpt2.md, "Memory").
+TEST_CASE("estimate_memory: a training step, a gradient and a forward pass of the same rows", "[trainer][memory]") {
+    const nn::TrainConfig gpt{.model = {.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16},
+                              .batch = 4};
+    const nn::MemoryEstimate train = nn::estimate_memory(gpt.model, 16, nn::Pass::train),
+                             gradient = nn::estimate_memory(gpt.model, 16, nn::Pass::gradient),
+                             forward = nn::estimate_memory(gpt.model, 16, nn::Pass::forward),
+                             heads = nn::estimate_memory(gpt.model, 16, nn::Pass::forward_heads);
+    CHECK(nn::estimate_training_bytes(gpt) == train.bytes(4));
+    const double parameters = nn::model_size(gpt.model).parameters;
+    CHECK(train.fixed == 16 * parameters);  // weights, gradients, AdamW's two moments
+    CHECK(gradient.fixed == 8 * parameters);
+    CHECK(forward.fixed == 4 * parameters);
+    CHECK(gradient.per_row == train.per_row);
+    CHECK(forward.per_row < gradient.per_row / 2);
+    CHECK(heads.per_row - forward.per_row == Approx(4.0 * (8 * 16 * 16 - 16 * 65)));  // 8 heads' (T, T); the logits once
+    CHECK(forward.bytes(3) == uint64_t(forward.fixed + 3 * forward.per_row));
+
+    // rows_within: the most rows whose activations fit, at least 1, at most those asked for
+    const nn::MemoryEstimate ten{.fixed = 1000, .per_row = 10};
+    CHECK(ten.rows_within(25, 100) == 2);
+    CHECK(ten.rows_within(5, 100) == 1);
+    CHECK(ten.rows_within(1e9, 7) == 7);
+
+    // GPT-2 small: 0.55 GB a row of 1024 tokens measured for evaluate (weights 0.50 GB), 0.40 MB a token
+    // for head_scores' 100 positions
+    const nn::ModelConfig gpt2{.kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = 768, .n_head = 12, .n_layer = 12, .block = 1024};
+    const nn::MemoryEstimate small = nn::estimate_memory(gpt2, 1024, nn::Pass::forward);
+    CHECK(small.fixed == Approx(0.498e9).epsilon(0.01));
+    CHECK(small.per_row == Approx(0.55e9).epsilon(0.05));
+    CHECK(nn::estimate_memory(gpt2, 100, nn::Pass::forward_heads).per_row / 100 == Approx(0.40e6).epsilon(0.06));
+    CHECK_THROWS_WITH(nn::estimate_memory(gpt2, 0, nn::Pass::forward), Contains("T (0) must be positive"));
+}
+
 TEST_CASE("resume of a bigram checkpoint ignores the sizes a bigram does not read and refuses a negative window",
           "[trainer][memory]") {
     TempDir dir("bigram-sizes");

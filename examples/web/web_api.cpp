@@ -130,6 +130,11 @@ Json head(const Request& r) {
 }
 
 // --- saturation ---------------------------------------------------------------------------------------
+// The most work one call may ask for, in heads x the sum over widths C of (C + T)^2 (below): 6 times the
+// page's call (its defaults, 4.8e6, about a second). 12 widths of 1024 with 1000 heads and a window of 64,
+// each number within its own limit, would be 1.4e10: most of an hour.
+constexpr double kSaturationWork = 3e7;
+
 // The lab's cell 5 over more widths: random heads per width with and without the divisor, each the
 // medians (over looking rows) of the row gradient that comes back through the softmax and of the largest
 // share, and the fraction of flat rows (nn/tutorial/study.h).
@@ -144,6 +149,14 @@ Json saturation(const Request& r) {
     }
     const int64_t T = integer(r, "saturation", "window", 8, 2, 64);
     const int64_t heads = integer(r, "saturation", "heads", 50, 1, 1000);
+    // A trial's time goes mostly to drawing its three (C, C) weights, the rest to its (T, C) rows and
+    // (T, T) scores: about (C + T)^2. The call runs `heads` trials per width, with and without the divisor.
+    double work = 0;
+    for (int64_t C : widths) work += double(heads) * double((C + T) * (C + T));
+    if (work > kSaturationWork)
+        bad("saturation", fmt::format("{} heads x the sum over widths {} of (width + window {})^2 is {:.3g}, over the limit of "
+                                      "{:.3g} for one call; ask for fewer heads, narrower widths or a shorter window",
+                                      heads, nlohmann::json(widths).dump(), T, work, kSaturationWork));
     Generator gen(seed(r, "saturation"));
     Json answer = {{"widths", widths}, {"window", T}, {"heads", heads}};
     for (bool divided : {true, false}) {

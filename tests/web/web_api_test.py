@@ -12,7 +12,9 @@
 - saturation: without the divisor the row gradient collapses as the width grows, with it it does not;
 - training: a run continued (25 + 35 steps) equals one straight run of 60 bit for bit, the loss starts
   near ln V and falls, and the probe's rows sum to 1;
-- bad requests are answered with an error that names the call and the argument, and exit status 1.
+- bad requests are answered with an error that names the call and the argument, and exit status 1; so
+  is a saturation call whose work (heads x the sum of (width + window)^2) is past its limit, each number
+  within its own.
 """
 import json
 import math
@@ -29,7 +31,8 @@ def check(ok, message):
 
 
 def call(web_api, *requests, status=0):
-    p = subprocess.run([web_api, *map(json.dumps, requests)], capture_output=True, text=True)
+    # (a call past its limits ran for most of an hour: 120 s fails it instead)
+    p = subprocess.run([web_api, *map(json.dumps, requests)], capture_output=True, text=True, timeout=120)
     if p.returncode != status:
         raise SystemExit(f"web_api {requests}: exit status {p.returncode}, expected {status}: {p.stderr}")
     return [json.loads(line) for line in p.stdout.splitlines()]
@@ -81,6 +84,8 @@ def main():
                 check(sharper, "head: without the divisor the map is sharper")
 
     s = call(web_api, {"call": "saturation", "widths": [2, 128], "heads": 20})[0]
+    check(call(web_api, {"call": "saturation"})[0]["widths"] == [2, 4, 8, 16, 32, 64, 128, 256],
+          "saturation: the page's call (the defaults) is within the limit on one call's work")
     check(s["raw"]["row_gradient"][1] < 0.1 * s["raw"]["row_gradient"][0]
           and s["divided"]["row_gradient"][1] > 0.5 * s["divided"]["row_gradient"][0],
           f"saturation: width 128 without the divisor {s['raw']['row_gradient'][1]:.2e} against "
@@ -101,6 +106,10 @@ def main():
            ({"call": "head", "sentence": "ab", "raw": 1}, "head: raw must be true or false"),
            ({"call": "saturation", "widths": [0]}, "saturation: widths must be"),
            ({"call": "saturation", "heads": 5000}, "saturation: heads must be an integer from 1 to 1000, not 5000"),
+           # each number within its limit, their product (most of an hour) over the call's
+           ({"call": "saturation", "widths": [1024] * 12, "heads": 1000, "window": 64},
+            "saturation: 1000 heads x the sum over widths [" + ",".join(["1024"] * 12) + "] of (width + window 64)^2 "
+            "is 1.42e+10, over the limit of 3e+07 for one call"),
            ({"call": "train_steps"}, "train_steps: no run"),
            ({"call": "fly"}, "no call named \"fly\""),
            ({"sentence": "a"}, "a request is an object with \"call\"")]

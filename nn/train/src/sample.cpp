@@ -1,8 +1,12 @@
+// Sampling from a model, one token at a time, and the check of the logits it draws from.
+//
+// Shape legend: V vocab.
 #include "nn/train/sample.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include <nn/decoder.h>
 #include <nn/train/char_tokenizer.h>
@@ -10,6 +14,21 @@
 namespace nn {
 
 using namespace autograd;
+
+namespace {
+[[noreturn]] void refuse_non_finite(std::string_view model, std::string_view what) {
+    throw std::runtime_error(fmt::format("{}{}{}: the model's weights or logits are not finite", model, model.empty() ? "" : ": ", what));
+}
+}  // namespace
+
+void check_finite_output(std::string_view model, std::string_view what, double value) {
+    if (!std::isfinite(value)) refuse_non_finite(model, fmt::format("{} is {}", what, value));
+}
+
+void check_finite_output(std::string_view model, std::string_view what, std::span<const float> logits) {
+    const auto bad = std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != logits.end()) refuse_non_finite(model, fmt::format("{} hold {} (at id {})", what, *bad, bad - logits.begin()));
+}
 
 std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& context, int64_t n,
                               const SampleOptions& options, Generator& gen, const std::function<bool(int64_t)>& emit) {
@@ -46,6 +65,8 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
     std::vector<float> sorted(static_cast<size_t>(V));
     std::span<const float> last = window.start(context);  // (V), the logits of the next token
     for (int64_t step = 0; step < n; ++step) {
+        // NaN would be no token's (dropped below) and +inf every one's: the draw would be the last id's
+        check_finite_output(options.model, fmt::format("the logits of sampled token {}", step + 1), last);
         // top-k: everything below the k-th largest logit is dropped (ties at the threshold are kept)
         float threshold = -std::numeric_limits<float>::infinity();
         if (top_k > 0) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "nn/train/char_tokenizer.h"
 #include "nn/train/token_ids.h"
 
 namespace nn {
@@ -84,5 +85,9 @@ IdTokenizer IdTokenizer::from_checkpoint_metadata(const std::map<std::string, st
 }
 
 const IdTokenizer* as_ids_only(const Tokenizer& tokenizer) { return dynamic_cast<const IdTokenizer*>(&tokenizer); }
+
+std::string_view token_unit(const Tokenizer& tokenizer) {
+    return dynamic_cast<const CharTokenizer*>(&tokenizer) ? "characters" : "tokens";
+}
 
 }  // namespace nn

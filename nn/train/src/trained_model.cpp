@@ -4,6 +4,8 @@
 #include "nn/train/bpe.h"
 #include "nn/train/gpt2_weights.h"
 
+#include <fstream>
+
 namespace nn {
 
 using namespace detail;
@@ -48,6 +50,28 @@ TrainedModel load_foreign(const std::filesystem::path& path, const std::optional
     return out;
 }
 
+// A regular file that weights_format did not take for GPT-2 weights is read as a tinygpt checkpoint, a
+// safetensors file: 8 bytes of header length, then the JSON header, which starts with '{'. Anything else
+// is neither that nor llm.c's model file, and is refused so, naming the magic it has instead of llm.c's.
+void check_safetensors_start(const std::filesystem::path& path) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) return;  // (the reader names what it is instead)
+    std::ifstream in(path, std::ios::binary);
+    unsigned char first[9] = {};
+    in.read(reinterpret_cast<char*>(first), sizeof first);
+    const auto got = static_cast<size_t>(in.gcount());
+    if (!in && got == 0 && !in.eof()) return;  // unreadable: the reader says why
+    if (got == sizeof first && first[8] == '{') return;
+    const std::string name = printable_name(path.string());
+    if (got < sizeof first)
+        throw std::runtime_error(fmt::format("{}: neither a tinygpt checkpoint (a safetensors file) nor llm.c's model file: its {} "
+                                             "byte{} are too few for either's header", name, got, got == 1 ? "" : "s"));
+    const auto magic = static_cast<int32_t>(uint32_t{first[0]} | uint32_t{first[1]} << 8 | uint32_t{first[2]} << 16 | uint32_t{first[3]} << 24);
+    throw std::runtime_error(fmt::format("{}: neither a tinygpt checkpoint (a safetensors file, whose JSON header starts with '{{' "
+                                         "at byte 8: here 0x{:02x}) nor llm.c's model file (whose first int32 is the magic 20240326: "
+                                         "here {})", name, first[8], magic));
+}
+
 }  // namespace
 
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
@@ -60,6 +84,7 @@ void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& save
 
 TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
     if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, tokenizer_dir);
+    check_safetensors_start(path);
     SafetensorsReader file(path);
     check_format(file.metadata(), path);
     TrainedModel out{model_config(file.metadata(), path), checkpoint_tokenizer(file.metadata(), path), nullptr};

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <functional>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <autograd/random.h>
@@ -16,7 +19,15 @@ struct SampleOptions {
     float temperature = 1.0f;  // logits are divided by it: < 1 sharper, > 1 flatter
     int64_t top_k = 0;         // keep only the k most likely tokens; 0 (or k above the vocabulary) keeps all
     bool cache = true;         // model.cached_decoder(); false: window_decoder(model), the reference
+    std::string model = {};    // what names the model in a refusal (check_finite_output): its file
 };
+
+// A model whose output is not finite (weights so large that the logits overflow, say) is refused in the
+// same words by every program that runs one: "MODEL: WHAT is VALUE: the model's weights or logits are
+// not finite" (std::runtime_error; no "MODEL: " when `model` is empty). For logits, the first value that
+// is not finite and its id. generate checks each step's logits before it draws from them.
+void check_finite_output(std::string_view model, std::string_view what, double value);
+void check_finite_output(std::string_view model, std::string_view what, std::span<const float> logits);
 
 // Extends `context` (ids, at least one) by n tokens and returns the n new ids. The model reads the
 // window of nn::GenerationWindow (nn/decoder.h): the last block of the context, and when the window is

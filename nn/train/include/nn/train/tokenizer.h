@@ -60,4 +60,8 @@ private:
 // The IdTokenizer that `tokenizer` is, or null: the programs ask, to print ids and refuse text.
 const IdTokenizer* as_ids_only(const Tokenizer& tokenizer);
 
+// What the ids of `tokenizer` are to its user, as a count names them: "characters" for the character
+// tokenizer, "tokens" for the rest (a BPE token is a piece of a word, an IdTokenizer's a number).
+std::string_view token_unit(const Tokenizer& tokenizer);
+
 }  // namespace nn

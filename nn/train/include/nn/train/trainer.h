@@ -40,12 +40,28 @@ struct StepStats {
     int64_t tokens = 0;      // B * T
 };
 
-// What training `config` needs in memory, roughly, in bytes: parameters x 4 bytes x (weights, gradients
-// and AdamW's two moments), plus one step's activations (each layer keeps a few (B, T, C) tensors and,
-// with attention, its (B, heads, T, T) weights; the logits are (B, T, vocab)). An estimate to refuse
-// absurd sizes before allocating, not an exact figure; it saturates instead of overflowing. `data_bytes`:
-// the token ids held while training (TokenIds::bytes()). A config validate_model_config refuses, or a
-// block or batch that is not positive, is std::invalid_argument.
+// What a pass over a model needs in memory, roughly: an estimate to refuse absurd sizes before
+// allocating, and to choose how many rows run at once, not an exact figure.
+enum class Pass {
+    train,          // a training step: weights, gradients, AdamW's two moments, and the activations kept for backward
+    gradient,       // one backward without an optimizer (gradflow): weights, gradients and the activations
+    forward,        // no graph (NoGradGuard), and the loss: the weights, what the layers keep, the logits twice
+    forward_heads,  // no graph, no loss: the logits once, and every head's (B, T, T) attention (nn::head_scores)
+};
+struct MemoryEstimate {
+    double fixed = 0;    // bytes whatever the batch: the parameters (and their gradients and moments)
+    double per_row = 0;  // bytes per row of T tokens
+    uint64_t bytes(int64_t rows) const;  // fixed + rows x per_row, saturating instead of overflowing
+    // The most rows, at most `rows` and at least 1, whose per_row bytes together fit `budget`.
+    int64_t rows_within(double budget, int64_t rows) const;
+};
+// Each layer keeps a few (T, C) tensors per row and, with attention, its heads' (T, T) weights; the logits
+// are (T, vocab). A config validate_model_config refuses, or a T that is not positive, is std::invalid_argument.
+MemoryEstimate estimate_memory(const ModelConfig& model, int64_t T, Pass pass);
+
+// What training `config` needs in memory, in bytes: estimate_memory's Pass::train of its batch of rows
+// of its block, plus `data_bytes`, the token ids held while training (TokenIds::bytes()). A block or batch
+// that is not positive is std::invalid_argument.
 uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
 
 // What a run id may be (Trainer::set_run_id): 1 to 64 letters, digits, '-' or '_'.
