@@ -6,6 +6,10 @@
 // skipped); with npm but without the package they fail, saying to run dev/setup.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -259,6 +263,51 @@ TEST_CASE("BPE files' errors quote a line or token short and escaped, on one lin
         CHECK(message.find("json.exception") == std::string::npos);
         CHECK(message.size() < 300);
     }
+}
+
+TEST_CASE("BPE refuses a vocabulary that is not UTF-8 naming the byte, without copying it", "[bpe]") {
+    const SmallFiles files = small_files();
+    try {
+        nn::BpeTokenizer("{\"a\xFF\x1B\": 0}", files.merges, "e.json");
+        FAIL("a byte 0xFF was accepted");
+    } catch (const std::invalid_argument& e) {
+        const std::string message = e.what();
+        CHECK_THAT(message, Catch::Equals("e.json: the vocabulary: invalid UTF-8 at byte offset 3: byte 0xFF never appears in UTF-8 "
+                                          "(it would start a code point past U+10FFFF)"));
+    }
+}
+
+TEST_CASE("BPE files are refused by size before they are read, and a named pipe by its kind", "[bpe]") {
+    const SmallFiles files = small_files();
+    test::TempDir dir("bpe-file-kinds");
+    const uint64_t over = (uint64_t{32} << 20) + 1;  // sparse: nothing is written
+    for (const auto& [vocabulary, merges] : {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
+        for (const char* big : {vocabulary, merges}) {
+            const std::string name = fmt::format("{}-{}", vocabulary, big);
+            const fs::path at = dir.path / name;
+            fs::create_directories(at);
+            dir.write(name + "/" + vocabulary, files.vocabulary);
+            dir.write(name + "/" + merges, files.merges);
+            fs::resize_file(at / big, over);
+            CHECK_THROWS_WITH(nn::BpeTokenizer::from_directory(at),
+                              Catch::Equals(fmt::format("BPE tokenizer: '{}' is 33554433 bytes, over the limit of 33554432 bytes "
+                                                        "(32 MiB) for a BPE file", (at / big).string())));
+        }
+    }
+    const fs::path fifo = dir.path / "fifo";
+    fs::create_directories(fifo);
+    dir.write("fifo/vocab.bpe", files.merges);
+    REQUIRE(::mkfifo((fifo / "encoder.json").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(nn::BpeTokenizer::from_directory(fifo),
+                      Catch::Equals(fmt::format("BPE tokenizer: '{}' is a named pipe (FIFO), not a regular file", (fifo / "encoder.json").string())));
+    // (held open for writing as well: a reader that waited for a writer would fail here, not hang; the
+    // program's test, tests/cli/tokenize_files.sh, has no writer and a timeout)
+    const int writer = ::open((fifo / "encoder.json").c_str(), O_RDWR | O_NONBLOCK);
+    REQUIRE(writer >= 0);
+    const nn::BpeTokenizer bpe(files.vocabulary, files.merges);
+    CHECK_THROWS_WITH(bpe.encode_file(fifo / "encoder.json"),
+                      Catch::Equals(fmt::format("BPE encode: '{}' is a named pipe (FIFO), not a text file", (fifo / "encoder.json").string())));
+    ::close(writer);
 }
 
 TEST_CASE("BPE checkpoint metadata rebuilds the same tokenizer", "[bpe]") {

@@ -5,14 +5,17 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <span>
-#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -209,13 +212,58 @@ uint64_t pair_key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
 
+// A BPE file larger than this is refused before it is read (a sparse 3 GB encoder.json took 6 GB and 77 s
+// to fail as JSON). GPT-2's encoder.json is 1 MB, the largest real vocabularies' files 10-20 MB; and a
+// checkpoint keeps both files in its header, which loading reads up to 100 MiB (SafetensorsLimits).
+constexpr uint64_t kMaxFileBytes = uint64_t{32} << 20;
+
+// An open file, closed when it goes.
+struct File {
+    int fd = -1;
+    uint64_t size = 0;
+    File(const File&) = delete;
+    File& operator=(const File&) = delete;
+    ~File() {
+        if (fd >= 0) ::close(fd);
+    }
+
+    // `path` opened for reading; std::runtime_error "<who>: <path> ..." when it cannot be or is not a
+    // regular file (`kind` says what it should be: "a text file").
+    File(const std::filesystem::path& path, std::string_view who, std::string_view kind) {
+        // O_NONBLOCK: a named pipe is refused below instead of waiting for a writer; on a regular file
+        // the flag changes nothing.
+        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct stat st {};
+        if (fd < 0 || ::fstat(fd, &st) != 0)
+            throw std::runtime_error(fmt::format("{}: cannot open {} ({})", who, path_str(path), std::strerror(errno)));
+        if (!S_ISREG(st.st_mode))
+            throw std::runtime_error(fmt::format("{}: {} is {}, not {}", who, path_str(path), file_kind(st.st_mode), kind));
+        size = static_cast<uint64_t>(st.st_size);
+    }
+
+    // Up to `bytes` more bytes into `out` from the current offset; fewer only at the end of the file.
+    size_t read(char* out, size_t bytes, const std::filesystem::path& path, std::string_view who) const {
+        size_t got = 0;
+        while (got < bytes) {
+            const ssize_t n = ::read(fd, out + got, bytes - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw std::runtime_error(fmt::format("{}: cannot read {} ({})", who, path_str(path), std::strerror(errno)));
+            if (n == 0) break;
+            got += static_cast<size_t>(n);
+        }
+        return got;
+    }
+};
+
 std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    check(static_cast<bool>(in), "BPE tokenizer: cannot open {}", path_str(path));
-    std::ostringstream text;
-    text << in.rdbuf();
-    check(!in.bad(), "BPE tokenizer: cannot read {}", path_str(path));
-    return std::move(text).str();
+    constexpr std::string_view who = "BPE tokenizer";
+    const File file(path, who, "a regular file");
+    if (file.size > kMaxFileBytes)
+        throw std::runtime_error(fmt::format("{}: {} is {} bytes, over the limit of {} bytes ({} MiB) for a BPE file", who,
+                                             path_str(path), file.size, kMaxFileBytes, kMaxFileBytes >> 20));
+    std::string text(static_cast<size_t>(file.size), '\0');
+    text.resize(file.read(text.data(), text.size(), path, who));
+    return text;
 }
 
 // nlohmann's message without its tag ("[json.exception.parse_error.101] "), and with the text it last
@@ -432,6 +480,7 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
     t->vocabulary_text = vocabulary;
     t->merges_text = merges;
 
+    detail::check_utf8(vocabulary, fmt::format("{}: the vocabulary", source).c_str());
     nlohmann::json json;
     try {
         json = nlohmann::json::parse(vocabulary);
@@ -529,7 +578,9 @@ BpeTokenizer::~BpeTokenizer() = default;
 
 BpeTokenizer BpeTokenizer::from_directory(const std::filesystem::path& directory) {
     for (const auto& [vocabulary, merges] : {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
-        if (std::filesystem::is_regular_file(directory / vocabulary) && std::filesystem::is_regular_file(directory / merges))
+        // Both names there, of any kind: read_file says what is wrong with one that is not a regular file.
+        std::error_code ignored;
+        if (std::filesystem::exists(directory / vocabulary, ignored) && std::filesystem::exists(directory / merges, ignored))
             return BpeTokenizer(read_file(directory / vocabulary), read_file(directory / merges),
                                 path_str(directory / vocabulary) + " + " + path_str(directory / merges));
     }
@@ -588,48 +639,46 @@ TokenIds BpeTokenizer::encode_ids(std::string_view text) const {
 }
 
 TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress) const {
-    std::ifstream in(path, std::ios::binary);
-    check(static_cast<bool>(in) && std::filesystem::is_regular_file(path), "BPE encode: cannot open {} as a file", path_str(path));
+    constexpr std::string_view who = "BPE encode";
+    const File file(path, who, "a text file");
     TokenIds ids(vocab_size());
     Scratch scratch;
     std::string buffer;
     uint64_t consumed = 0;  // file offset of buffer[0]
-    constexpr size_t kPiece = size_t{1} << 20;
-    bool end = false;
-    try {
-        ids.visit([&](auto& v) {
-            while (!end) {
-                const size_t had = buffer.size();
-                buffer.resize(had + kPiece);
-                in.read(buffer.data() + had, static_cast<std::streamsize>(kPiece));
-                buffer.resize(had + static_cast<size_t>(in.gcount()));
-                check(!in.bad(), "cannot read it");
-                end = in.eof() || in.gcount() == 0;
-                // Encode up to the last point where a printable ASCII character is followed by a space or
-                // a newline: no pre-token crosses it, so the pieces' ids are the whole text's.
-                size_t cut = buffer.size();
-                if (!end) {
-                    cut = 0;
-                    for (size_t i = buffer.size() - 1; i > 0; --i) {
-                        const char c = buffer[i], before = buffer[i - 1];
-                        if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
-                            cut = i;
-                            break;
-                        }
+    constexpr size_t kRead = size_t{1} << 20;
+    ids.visit([&](auto& v) {
+        for (bool end = false; !end;) {
+            const size_t had = buffer.size();
+            buffer.resize(had + kRead);
+            const size_t got = file.read(buffer.data() + had, kRead, path, who);
+            buffer.resize(had + got);
+            end = got == 0;
+            // Encode up to the last point where a printable ASCII character is followed by a space or a
+            // newline: no pre-token crosses it, so the pieces' ids are the whole text's.
+            size_t cut = buffer.size();
+            if (!end) {
+                cut = 0;
+                for (size_t i = buffer.size() - 1; i > 0; --i) {
+                    const char c = buffer[i], before = buffer[i - 1];
+                    if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
+                        cut = i;
+                        break;
                     }
-                    if (cut == 0) continue;  // no such point yet: read more
                 }
-                const std::string_view piece(buffer.data(), cut);
-                detail::check_utf8(piece, "BPE encode", consumed);
-                tables_->pre_tokenize(piece, [&](std::string_view p) { tables_->encode_piece(p, v, scratch); });
-                buffer.erase(0, cut);
-                consumed += cut;
-                if (progress) progress(consumed);
+                if (cut == 0) continue;  // no such point yet: read more
             }
-        });
-    } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
-    }
+            const std::string_view piece(buffer.data(), cut);
+            try {
+                detail::check_utf8(piece, who.data(), consumed);
+            } catch (const std::invalid_argument& e) {
+                throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
+            }
+            tables_->pre_tokenize(piece, [&](std::string_view p) { tables_->encode_piece(p, v, scratch); });
+            buffer.erase(0, cut);
+            consumed += cut;
+            if (progress) progress(consumed);
+        }
+    });
     return ids;
 }
 

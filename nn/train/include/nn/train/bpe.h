@@ -61,7 +61,8 @@ public:
     std::map<std::string, std::string> checkpoint_metadata() const override;
 
     // A text file's ids, read and encoded a piece at a time (never the whole text in memory). Invalid
-    // UTF-8 is refused with its byte offset in the file; errors name the path (std::runtime_error).
+    // UTF-8 is refused with its byte offset in the file; errors name the path (std::runtime_error), and
+    // a file that is not a regular file (a named pipe, a directory) is refused unread.
     // progress(bytes read so far), if given, after each piece.
     TokenIds encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress = {}) const;
 
