@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -310,6 +311,61 @@ TEST_CASE("BPE files are refused by size before they are read, and a named pipe 
     ::close(writer);
 }
 
+// Random BPE files over the letters a-d: tokens of up to 6 letters joined from earlier ones, some made
+// by two merges, and with `shuffled` the merges in any order (a merge may come before the one that
+// makes its part, which OpenAI's encoder still takes round by round).
+SmallFiles random_files(std::mt19937_64& rng, bool shuffled) {
+    std::vector<std::string> tokens = {"a", "b", "c", "d"};
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::set<std::pair<std::string, std::string>> seen;
+    for (int tries = 0; tries < 400 && merges.size() < 60; ++tries) {
+        const std::string& left = tokens[rng() % tokens.size()];
+        const std::string& right = tokens[rng() % tokens.size()];
+        if (left.size() + right.size() > 6 || !seen.insert({left, right}).second) continue;
+        merges.emplace_back(left, right);
+        if (std::find(tokens.begin(), tokens.end(), left + right) == tokens.end()) tokens.push_back(left + right);
+    }
+    if (shuffled) std::shuffle(merges.begin(), merges.end(), rng);
+    SmallFiles files = small_files();
+    files.vocabulary = files.vocabulary.substr(0, files.vocabulary.find("\"ab\""));
+    for (size_t k = 4; k < tokens.size(); ++k) files.vocabulary += fmt::format("\"{}\": {}, ", tokens[k], 256 + k - 4);
+    files.vocabulary.resize(files.vocabulary.size() - 2);
+    files.vocabulary += "}";
+    files.merges = "#version: 0.2\n";
+    for (const auto& [left, right] : merges) files.merges += left + " " + right + "\n";
+    return files;
+}
+
+TEST_CASE("BPE's heap merges as OpenAI's rounds do, with merges in any order", "[bpe]") {
+    using M = nn::BpeTokenizer::Merging;
+    // "cabab": every a+b (rank 2) first, then c+ab (rank 1); cab+a (rank 0) never meets an a
+    const SmallFiles files = small_files();
+    std::string vocabulary = files.vocabulary;
+    const std::string_view made = "\"bc\": 257, \"abc\": 258";
+    vocabulary.replace(vocabulary.find(made), made.size(), "\"cab\": 257, \"caba\": 258");
+    const nn::BpeTokenizer ordered(vocabulary, "#version: 0.2\ncab a\nc ab\na b\n");
+    for (const M how : {M::rounds, M::heap, M::automatic}) CHECK(ordered.merge_piece("cabab", how) == std::vector<int64_t>{257, 256});
+
+    std::mt19937_64 rng(39);
+    for (int round = 0; round < 200; ++round) {
+        const SmallFiles random = random_files(rng, round % 2 == 1);
+        INFO("merges:\n" << random.merges);
+        const nn::BpeTokenizer bpe(random.vocabulary, random.merges);
+        for (int k = 0; k < 10; ++k) {
+            std::string word(1 + rng() % (k == 0 ? 5000 : 60), 'a');
+            const size_t letters = 1 + rng() % 4;
+            for (char& c : word) c = static_cast<char>('a' + rng() % letters);
+            INFO("word: " << word);
+            const std::vector<int64_t> rounds = bpe.merge_piece(word, M::rounds);
+            REQUIRE(bpe.merge_piece(word, M::heap) == rounds);
+            REQUIRE(bpe.merge_piece(word, M::automatic) == rounds);
+            // one pre-token, through encode's cache; a word that is a token is that token (as tiktoken takes it)
+            const int64_t whole = bpe.token_id(word);
+            REQUIRE(bpe.encode(word) == (whole >= 0 ? std::vector<int64_t>{whole} : rounds));
+        }
+    }
+}
+
 TEST_CASE("BPE checkpoint metadata rebuilds the same tokenizer", "[bpe]") {
     const SmallFiles files = small_files();
     const nn::BpeTokenizer bpe(files.vocabulary, files.merges);
@@ -430,4 +486,60 @@ TEST_CASE("GPT-2 BPE encodes a file a piece at a time as it encodes the whole te
     while ((static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;  // to a character boundary
     const fs::path bad_path = dir.write("bad.txt", text.substr(0, at) + "\xFF" + text.substr(at));
     CHECK_THROWS_WITH(bpe.encode_file(bad_path), Catch::Contains("bad.txt") && Catch::Contains(fmt::format("byte offset {}", at)));
+}
+
+TEST_CASE("GPT-2 BPE merges a long word in linear lookups, with OpenAI's ids", "[bpe][gpt2]") {
+    if (!gpt3_encoder_dir()) return;
+    using M = nn::BpeTokenizer::Merging;
+    const nn::BpeTokenizer& bpe = gpt2();
+    std::mt19937_64 rng(13);
+    const auto word = [&](size_t n, std::string_view letters) {
+        std::string w(n, ' ');
+        for (char& c : w) c = letters[rng() % letters.size()];
+        return w;
+    };
+    // The work is the merge-table lookups (each heap operation follows one): at most 2 a byte in the
+    // rounds, then 3 a part in the heap (its first pairs, and two new pairs a merge), whatever the length.
+    // OpenAI's rounds look at every pair every round: about 1,000 lookups a byte on 50 KB of letters.
+    const std::string alphabet = "abcdefghijklmnopqrstuvwxyz";
+    for (const size_t n : {1'000, 10'000, 200'000}) {
+        for (const std::string_view letters : {std::string_view(alphabet), std::string_view("ACGT"), std::string_view("a")}) {
+            const std::string w = word(n, letters);
+            uint64_t automatic = 0, heap = 0;
+            const std::vector<int64_t> ids = bpe.merge_piece(w, M::automatic, &automatic);
+            const bool same = bpe.merge_piece(w, M::heap, &heap) == ids;
+            INFO(n << " bytes of " << letters << ": " << automatic << " lookups (automatic), " << heap << " (heap)");
+            CHECK(same);
+            CHECK(automatic <= 5 * n);
+            CHECK(heap <= 3 * n);
+            if (n < 200'000 || letters.size() < 26) {  // the rounds' reference, where it takes under a second
+                uint64_t rounds = 0;
+                CHECK(bpe.merge_piece(w, M::rounds, &rounds) == ids);
+                if (n == 10'000 && letters.size() == 26) CHECK(rounds > 100 * n);
+            }
+            CHECK(bpe.encode(w) == ids);
+        }
+    }
+    const std::string long_word = word(50'000, alphabet);
+    uint64_t rounds = 0;
+    CHECK(bpe.merge_piece(long_word, M::rounds, &rounds) == bpe.merge_piece(long_word, M::heap));
+    CHECK(rounds > 500 * long_word.size());
+}
+
+TEST_CASE("GPT-2 BPE: the heap's merges are the rounds' on every pre-token of tiny Shakespeare", "[bpe][gpt2]") {
+    if (!gpt3_encoder_dir()) return;
+    const fs::path path = fs::path(TINYGPT_SHARED_DIR) / "data/tinyshakespeare.txt";
+    if (!fs::is_regular_file(path)) {
+        std::cout << "SKIPPED: " << path << " is not on this machine (the tests make no copy of it)\n";
+        return;
+    }
+    using M = nn::BpeTokenizer::Merging;
+    const nn::BpeTokenizer& bpe = gpt2();
+    const std::string text = slurp(path);
+    const std::vector<std::string_view> pieces = bpe.pre_tokenize(text);
+    const std::set<std::string_view> distinct(pieces.begin(), pieces.end());
+    size_t differ = 0;
+    for (const std::string_view piece : distinct) differ += bpe.merge_piece(piece, M::heap) != bpe.merge_piece(piece, M::rounds);
+    CHECK(distinct.size() > 10'000);
+    CHECK(differ == 0);
 }

@@ -56,6 +56,12 @@ constexpr const char* kPattern =
 
 constexpr const char* kKind = "gpt2-bpe";
 
+// A pre-token's merges go by rounds while their pair lookups stay within kRoundsBudget a byte (or
+// kRoundsFloor: a word of up to 46 bytes never leaves them), then by the heap (bench/README.md). Rounds
+// that each halve the word (a run of one letter: under 2 lookups a byte in all) stay, and beat the heap
+// several times; rounds that shrink it little (varied letters) pass 2 a byte within two or three.
+constexpr uint64_t kRoundsBudget = 2, kRoundsFloor = 1024;
+
 // GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes for the
 // code points 256, 257, ... in byte order. Returns the code point each byte is written as.
 std::array<char32_t, 256> byte_to_code_point() {
@@ -291,7 +297,11 @@ struct BpeTokenizer::Tables {
     TokenTable id_of;                          // bytes -> id (no special tokens)
     std::array<int32_t, 256> byte_id{};        // the one-byte tokens
     MergeTable merges;                         // (left id, right id) -> its rank and the merged token
-    std::vector<std::pair<int32_t, int32_t>> merge_list;  // in rank order (for equality)
+    struct Merge {
+        int32_t left, right, result;
+        bool operator==(const Merge&) const = default;
+    };
+    std::vector<Merge> merge_list;             // in rank order
     std::unique_ptr<pcre2_code, PcreCodeDeleter> pattern;
     bool jit = false;
 
@@ -302,13 +312,33 @@ struct BpeTokenizer::Tables {
     // Appends the ids of one pre-token.
     template <typename Out>
     void encode_piece(std::string_view piece, Out& out, Scratch& scratch) const;
-    void bpe(std::string_view piece, std::vector<int32_t>& word, std::vector<int32_t>& merged) const;
+    // The ids of one pre-token by the merges alone into scratch.word; `lookups`, if given, is increased by
+    // the pairs looked up in the merge table (see BpeTokenizer::merge_piece).
+    void bpe(std::string_view piece, Scratch& scratch, Merging how, uint64_t* lookups) const;
+    // The merges of scratch.word by OpenAI's rounds; false, the word left at a round's end, when the next
+    // round would take the lookups past `budget`.
+    bool merge_rounds(Scratch& scratch, uint64_t budget, uint64_t* lookups) const;
+    // The rest of scratch.word's merges with a heap.
+    void merge_heap(Scratch& scratch, uint64_t* lookups) const;
 };
 
 // What one encode call reuses: the merge buffers, and the ids of the pre-tokens it merged before (a
 // text repeats its words; the merges are the slow part).
 struct BpeTokenizer::Scratch {
     std::vector<int32_t> word, merged;
+    // merge_heap's: a long pre-token's parts, its pairs' places listed by rank, the ranks listed
+    struct Part {
+        int32_t token;
+        uint32_t prev, next;  // the neighbours' indices (n: none)
+    };
+    struct Place {
+        uint32_t place;
+        int32_t next;  // the next place listed under the same rank, or -1
+    };
+    std::vector<Part> parts;
+    std::vector<Place> listed;
+    std::vector<uint32_t> places;
+    std::vector<int32_t> first_place, ranks;  // rank -> its last place listed, or -1
     struct Slot {
         uint64_t hash = 0;
         uint32_t key = 0, key_size = 0, ids = 0, ids_size = 0;
@@ -445,17 +475,32 @@ void BpeTokenizer::Tables::encode_piece(std::string_view piece, Out& out, Scratc
         for (uint32_t k = 0; k < hit->ids_size; ++k) out.push_back(static_cast<typename Out::value_type>(scratch.ids[hit->ids + k]));
         return;
     }
-    bpe(piece, scratch.word, scratch.merged);
+    bpe(piece, scratch, Merging::automatic, nullptr);
     scratch.insert(piece, h, scratch.word);
     for (int32_t id : scratch.word) out.push_back(static_cast<typename Out::value_type>(id));
 }
 
-void BpeTokenizer::Tables::bpe(std::string_view piece, std::vector<int32_t>& word, std::vector<int32_t>& merged) const {
-    word.clear();
-    for (char c : piece) word.push_back(byte_id[static_cast<unsigned char>(c)]);
+void BpeTokenizer::Tables::bpe(std::string_view piece, Scratch& scratch, Merging how, uint64_t* lookups) const {
+    check(piece.size() < (uint64_t{1} << 32), "BPE encode: a pre-token of {} bytes is over 4 GiB", piece.size());
+    std::vector<int32_t>& word = scratch.word;
+    word.resize(piece.size());
+    for (size_t i = 0; i < piece.size(); ++i) word[i] = byte_id[static_cast<unsigned char>(piece[i])];
+    // Rounds first: a sequential pass a round, the fastest way while rounds are few (most words, and long
+    // runs of one character). Past a budget of work linear in the piece, the heap finishes: a long word
+    // of varied letters has thousands of rounds. Both are OpenAI's merges, so the switch changes no id.
+    uint64_t budget = std::numeric_limits<uint64_t>::max();
+    if (how == Merging::heap) budget = 0;
+    else if (how == Merging::automatic) budget = std::max<uint64_t>(kRoundsBudget * piece.size(), kRoundsFloor);
+    if (!merge_rounds(scratch, budget, lookups)) merge_heap(scratch, lookups);
+}
+
+bool BpeTokenizer::Tables::merge_rounds(Scratch& scratch, uint64_t budget, uint64_t* lookups) const {
+    std::vector<int32_t>&word = scratch.word, &merged = scratch.merged;
     // As OpenAI's encoder: merge every occurrence (left to right) of the adjacent pair of lowest rank,
     // until no adjacent pair is a merge.
-    while (word.size() > 1) {
+    for (uint64_t spent = 0; word.size() > 1; spent += word.size() - 1) {
+        if (spent + word.size() - 1 > budget) return false;
+        if (lookups) *lookups += word.size() - 1;
         int32_t best_rank = std::numeric_limits<int32_t>::max(), left = -1, right = -1, result = -1;
         for (size_t i = 0; i + 1 < word.size(); ++i) {
             const MergeTable::Merge* merge = merges.find(pair_key(word[i], word[i + 1]));
@@ -473,6 +518,88 @@ void BpeTokenizer::Tables::bpe(std::string_view piece, std::vector<int32_t>& wor
         }
         word.swap(merged);
     }
+    return true;
+}
+
+void BpeTokenizer::Tables::merge_heap(Scratch& scratch, uint64_t* lookups) const {
+    // OpenAI's rounds, each touching only the places of its pair. The parts are a doubly linked list over
+    // word (part i holds token word[i], kGone once merged into the part on its left). Each adjacent pair
+    // that is a merge is listed under its rank, and a min-heap holds the ranks listed: a round pops the
+    // lowest rank and merges its places left to right, skipping a place whose pair has changed since it
+    // was listed. A merge's two new pairs are listed under their ranks for the rounds to come: higher than
+    // the round's, or lower (a merges file may list a merge before the one that makes its part; OpenAI's
+    // encoder finishes the round first too), never the same (they hold the merged token, longer than
+    // either part). A heap entry a rank, where Hugging Face's tokenizers keeps one a pair: fewer heap
+    // operations (a 2 MB word of one letter has a million merges of a few ranks), each place sorted once.
+    constexpr int32_t kGone = -1, kNone = -1;
+    std::vector<int32_t>&word = scratch.word, &first = scratch.first_place;
+    const auto n = static_cast<uint32_t>(word.size());
+    std::vector<Scratch::Part>& part = scratch.parts;  // a part's token and neighbours in one cache line
+    std::vector<Scratch::Place>& listed = scratch.listed;
+    std::vector<uint32_t>& places = scratch.places;
+    std::vector<int32_t>& ranks = scratch.ranks;  // a min-heap of the ranks with places listed
+    if (first.empty()) first.assign(merge_list.size(), kNone);  // and left so: each round empties its list
+    part.resize(n), listed.clear(), ranks.clear();
+    listed.reserve(n);
+    for (uint32_t i = 0; i < n; ++i) part[i] = {word[i], i - 1, i + 1};
+    uint64_t looked = 0;
+    int32_t free = kNone;  // the entries of listed whose rounds are done, chained by next
+    const auto list = [&](uint32_t i) {  // lists part i and the next under their merge's rank, if they are one
+        if (part[i].next >= n) return;
+        ++looked;
+        const MergeTable::Merge* m = merges.find(pair_key(part[i].token, part[part[i].next].token));
+        if (!m) return;
+        int32_t& head = first[static_cast<size_t>(m->rank)];
+        if (head == kNone) {
+            ranks.push_back(m->rank);
+            std::push_heap(ranks.begin(), ranks.end(), std::greater<>());
+        }
+        int32_t at = free;  // a place of a finished round, if any: listed stays at most n long
+        if (at != kNone) free = listed[static_cast<size_t>(at)].next;
+        else at = static_cast<int32_t>(listed.size()), listed.emplace_back();
+        listed[static_cast<size_t>(at)] = {i, head};
+        head = at;
+    };
+    for (uint32_t i = 0; i + 1 < n; ++i) list(i);
+    while (!ranks.empty()) {
+        std::pop_heap(ranks.begin(), ranks.end(), std::greater<>());
+        const int32_t round = ranks.back();
+        ranks.pop_back();
+        places.clear();
+        int32_t& head = first[static_cast<size_t>(round)];
+        for (int32_t k = head;; k = listed[static_cast<size_t>(k)].next) {
+            places.push_back(listed[static_cast<size_t>(k)].place);
+            if (listed[static_cast<size_t>(k)].next == kNone) {  // the round's entries join the free ones
+                listed[static_cast<size_t>(k)].next = free;
+                break;
+            }
+        }
+        free = head, head = kNone;
+        // Listed last first, and in order within each round that listed them: mostly one reverse from sorted.
+        std::reverse(places.begin(), places.end());
+        if (!std::is_sorted(places.begin(), places.end())) std::sort(places.begin(), places.end());
+        const Merge& merge = merge_list[static_cast<size_t>(round)];
+        for (const uint32_t i : places) {
+            Scratch::Part& left = part[i];
+            if (left.token != merge.left || left.next >= n || part[left.next].token != merge.right) continue;  // changed since
+            Scratch::Part& right = part[left.next];
+            left.token = merge.result, right.token = kGone;
+            left.next = right.next;
+            if (left.next < n) part[left.next].prev = i;
+            if (i > 0) list(left.prev);
+            list(i);
+        }
+    }
+    size_t kept = 0;  // the parts left, in order, into word
+    for (uint32_t i = 0; i < n; i = part[i].next) word[kept++] = part[i].token;
+    word.resize(kept);
+    if (lookups) *lookups += looked;
+}
+
+std::vector<int64_t> BpeTokenizer::merge_piece(std::string_view piece, Merging how, uint64_t* lookups) const {
+    Scratch scratch;
+    tables_->bpe(piece, scratch, how, lookups);
+    return {scratch.word.begin(), scratch.word.end()};
 }
 
 BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges, std::string_view source) {
@@ -544,7 +671,7 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
         // refused as ambiguous; OpenAI's files have none.
         const bool fresh = t->merges.insert(pair_key(l->second, r->second), MergeTable::Merge{rank, m->second});
         check(fresh, "{}: merges line {} ({}) repeats an earlier merge", source, line_number, Quoted{line});
-        t->merge_list.emplace_back(l->second, r->second);
+        t->merge_list.push_back({l->second, r->second, m->second});
         reachable[static_cast<size_t>(m->second)] = true;
     }
     t->id_of.build(t->bytes_of, reachable);
@@ -654,11 +781,12 @@ TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std:
             buffer.resize(had + got);
             end = got == 0;
             // Encode up to the last point where a printable ASCII character is followed by a space or a
-            // newline: no pre-token crosses it, so the pieces' ids are the whole text's.
+            // newline: no pre-token crosses it, so the pieces' ids are the whole text's. Only the new bytes
+            // are searched (the rest held no such point), so a long word costs one pass, not one a read.
             size_t cut = buffer.size();
             if (!end) {
                 cut = 0;
-                for (size_t i = buffer.size() - 1; i > 0; --i) {
+                for (size_t i = buffer.size(), lowest = std::max<size_t>(had, 1); i-- > lowest;) {
                     const char c = buffer[i], before = buffer[i - 1];
                     if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
                         cut = i;

@@ -70,6 +70,16 @@ public:
     // hand-written fast path, the rest by PCRE2; `pcre2_only` takes PCRE2 for all (the reference the
     // fast path is tested against).
     std::vector<std::string_view> pre_tokenize(std::string_view text, bool pcre2_only = false) const;
+    // How one pre-token's merges are found, all three giving the same ids. rounds: OpenAI's encoder (each
+    // round looks at every adjacent pair for the lowest rank, so a long word of varied letters costs the
+    // square of its length); heap: each adjacent pair that is a merge listed under its rank, a min-heap of
+    // the ranks, so each merge touches only its neighbours (n log n, as tiktoken and Hugging Face do it);
+    // automatic (encode's): rounds while they cost at most a few lookups a byte, then the heap.
+    enum class Merging { automatic, rounds, heap };
+    // The ids of one pre-token (any bytes) by the merges alone, without encode's cache; for tests and
+    // tools. `lookups`, if given, is increased by the pairs looked up in the merge table, the measure of
+    // the work (the heap's operations and the places it sorts are at most as many).
+    std::vector<int64_t> merge_piece(std::string_view piece, Merging how = Merging::automatic, uint64_t* lookups = nullptr) const;
     // A token's bytes (not necessarily UTF-8 on its own: a token may hold part of a character).
     std::string_view token_bytes(int64_t id) const;
     // The id of the token spelled by `bytes`, or -1.
