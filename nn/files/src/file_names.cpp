@@ -41,7 +41,7 @@ size_t utf8_length(std::string_view s, size_t i) {
     if (length == 0 || i + length > s.size()) return 0;
     for (size_t k = 1; k < length; ++k)
         if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-    const auto second = static_cast<unsigned char>(s[i + 1 < s.size() ? i + 1 : i]);
+    const auto second = static_cast<unsigned char>(length > 1 ? s[i + 1] : 0);
     if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second >= 0xA0) || (lead == 0xF0 && second < 0x90) ||
         (lead == 0xF4 && second >= 0x90))
         return 0;
