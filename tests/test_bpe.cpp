@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -478,9 +479,19 @@ TEST_CASE("GPT-2 BPE encodes a file a piece at a time as it encodes the whole te
     test::TempDir dir("bpe-file");
     const fs::path path = dir.write("text.txt", text);
     std::vector<uint64_t> progress;
-    CHECK(bpe.encode_file(path, [&](uint64_t bytes) { progress.push_back(bytes); }).to_vector() == bpe.encode(text));
+    const std::vector<int64_t> whole = bpe.encode(text);
+    CHECK(bpe.encode_file(path, [&](uint64_t bytes) { progress.push_back(bytes); }).to_vector() == whole);
     REQUIRE(progress.size() >= 3);
     CHECK(progress.back() == text.size());
+    // and given a piece at a time: the pieces' ids one after another, with the bytes read growing
+    std::vector<int64_t> pieces;
+    std::vector<uint64_t> read;
+    bpe.encode_file_pieces(path, [&](std::span<const int64_t> ids, uint64_t bytes) {
+        pieces.insert(pieces.end(), ids.begin(), ids.end());
+        read.push_back(bytes);
+    });
+    CHECK(pieces == whole);
+    CHECK(read == progress);
     // an invalid byte far into the file is refused with its offset in the file, naming it
     size_t at = 2'000'000;
     while ((static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;  // to a character boundary

@@ -9,6 +9,7 @@
 #   tokenize_files.sh TOKENIZE WORK_DIR
 set -euo pipefail
 tokenize=$1 work=$2
+small_bpe=$(cd "$(dirname "$0")" && pwd)/small_bpe.py
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # expect CODE STDERR_PATTERN COMMAND...: exit status CODE (10 s at most) and stderr matching the pattern
@@ -25,21 +26,8 @@ one_short_line() {
   ! LC_ALL=C grep -q -P '[\x00-\x08\x0b-\x1f\x7f]' err.txt || fail "stderr holds a control character: $(cat -v err.txt)"
 }
 
-# BPE files: the 256 byte tokens (GPT-2's byte characters), the merge "a b", then <|endoftext|> if asked
-python3 - <<'PY'
-import json, os
-printable = [b for b in range(256) if ord('!') <= b <= ord('~') or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
-char, extra = {}, 0
-for b in range(256):
-    char[b] = chr(b) if b in printable else chr(256 + extra)
-    extra += b not in printable
-vocab = {char[b]: b for b in range(256)}
-vocab["ab"] = 256
-for name, special in (("plain", False), ("eot", True)):
-    os.mkdir(name)
-    json.dump(dict(vocab, **({"<|endoftext|>": 257} if special else {})), open(f"{name}/encoder.json", "w"), ensure_ascii=False)
-    open(f"{name}/vocab.bpe", "w").write("#version: 0.2\na b\n")
-PY
+python3 "$small_bpe" plain
+python3 "$small_bpe" eot --endoftext
 printf 'ab cab\n' > one.txt
 printf 'b\n' > two.txt
 

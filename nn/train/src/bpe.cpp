@@ -320,6 +320,10 @@ struct BpeTokenizer::Tables {
     bool merge_rounds(Scratch& scratch, uint64_t budget, uint64_t* lookups) const;
     // The rest of scratch.word's merges with a heap.
     void merge_heap(Scratch& scratch, uint64_t* lookups) const;
+    // Encodes a text file a piece at a time into `out`, calling after_piece(bytes of the file read so far)
+    // after each.
+    template <typename Out, typename AfterPiece>
+    void encode_file(const std::filesystem::path& path, Out& out, AfterPiece&& after_piece) const;
 };
 
 // What one encode call reuses: the merge buffers, and the ids of the pre-tokens it merged before (a
@@ -765,49 +769,65 @@ TokenIds BpeTokenizer::encode_ids(std::string_view text) const {
     return ids;
 }
 
-TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress) const {
+template <typename Out, typename AfterPiece>
+void BpeTokenizer::Tables::encode_file(const std::filesystem::path& path, Out& out, AfterPiece&& after_piece) const {
     constexpr std::string_view who = "BPE encode";
     const File file(path, who, "a text file");
-    TokenIds ids(vocab_size());
     Scratch scratch;
     std::string buffer;
     uint64_t consumed = 0;  // file offset of buffer[0]
     constexpr size_t kRead = size_t{1} << 20;
-    ids.visit([&](auto& v) {
-        for (bool end = false; !end;) {
-            const size_t had = buffer.size();
-            buffer.resize(had + kRead);
-            const size_t got = file.read(buffer.data() + had, kRead, path, who);
-            buffer.resize(had + got);
-            end = got == 0;
-            // Encode up to the last point where a printable ASCII character is followed by a space or a
-            // newline: no pre-token crosses it, so the pieces' ids are the whole text's. Only the new bytes
-            // are searched (the rest held no such point), so a long word costs one pass, not one a read.
-            size_t cut = buffer.size();
-            if (!end) {
-                cut = 0;
-                for (size_t i = buffer.size(), lowest = std::max<size_t>(had, 1); i-- > lowest;) {
-                    const char c = buffer[i], before = buffer[i - 1];
-                    if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
-                        cut = i;
-                        break;
-                    }
+    for (bool end = false; !end;) {
+        const size_t had = buffer.size();
+        buffer.resize(had + kRead);
+        const size_t got = file.read(buffer.data() + had, kRead, path, who);
+        buffer.resize(had + got);
+        end = got == 0;
+        // Encode up to the last point where a printable ASCII character is followed by a space or a
+        // newline: no pre-token crosses it, so the pieces' ids are the whole text's. Only the new bytes
+        // are searched (the rest held no such point), so a long word costs one pass, not one a read.
+        size_t cut = buffer.size();
+        if (!end) {
+            cut = 0;
+            for (size_t i = buffer.size(), lowest = std::max<size_t>(had, 1); i-- > lowest;) {
+                const char c = buffer[i], before = buffer[i - 1];
+                if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
+                    cut = i;
+                    break;
                 }
-                if (cut == 0) continue;  // no such point yet: read more
             }
-            const std::string_view piece(buffer.data(), cut);
-            try {
-                detail::check_utf8(piece, who.data(), consumed);
-            } catch (const std::invalid_argument& e) {
-                throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
-            }
-            tables_->pre_tokenize(piece, [&](std::string_view p) { tables_->encode_piece(p, v, scratch); });
-            buffer.erase(0, cut);
-            consumed += cut;
-            if (progress) progress(consumed);
+            if (cut == 0) continue;  // no such point yet: read more
         }
+        const std::string_view piece(buffer.data(), cut);
+        try {
+            detail::check_utf8(piece, who.data(), consumed);
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
+        }
+        pre_tokenize(piece, [&](std::string_view p) { encode_piece(p, out, scratch); });
+        buffer.erase(0, cut);
+        consumed += cut;
+        after_piece(consumed);
+    }
+}
+
+TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress) const {
+    TokenIds ids(vocab_size());
+    ids.visit([&](auto& v) {
+        tables_->encode_file(path, v, [&](uint64_t bytes) {
+            if (progress) progress(bytes);
+        });
     });
     return ids;
+}
+
+void BpeTokenizer::encode_file_pieces(const std::filesystem::path& path,
+                                      const std::function<void(std::span<const int64_t>, uint64_t)>& on_ids) const {
+    std::vector<int64_t> ids;
+    tables_->encode_file(path, ids, [&](uint64_t bytes) {
+        on_ids(ids, bytes);
+        ids.clear();
+    });
 }
 
 std::string BpeTokenizer::decode(std::span<const int64_t> ids) const {

@@ -65,6 +65,10 @@ public:
     // a file that is not a regular file (a named pipe, a directory) is refused unread.
     // progress(bytes read so far), if given, after each piece.
     TokenIds encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress = {}) const;
+    // The same, the ids not kept: on_ids(the piece's ids, bytes read so far) after each piece, in order
+    // (the file's ids are the pieces' ids one after another), for a program that writes them as they come.
+    void encode_file_pieces(const std::filesystem::path& path,
+                            const std::function<void(std::span<const int64_t> ids, uint64_t bytes)>& on_ids) const;
 
     // The pre-tokens of `text` (GPT-2's pattern), as views into it; for tests and tools. ASCII goes by a
     // hand-written fast path, the rest by PCRE2; `pcre2_only` takes PCRE2 for all (the reference the
