@@ -489,9 +489,8 @@ void BpeTokenizer::Tables::bpe(std::string_view piece, Scratch& scratch, Merging
     std::vector<int32_t>& word = scratch.word;
     word.resize(piece.size());
     for (size_t i = 0; i < piece.size(); ++i) word[i] = byte_id[static_cast<unsigned char>(piece[i])];
-    // Rounds first: a sequential pass a round, the fastest way while rounds are few (most words, and long
-    // runs of one character). Past a budget of work linear in the piece, the heap finishes: a long word
-    // of varied letters has thousands of rounds. Both are OpenAI's merges, so the switch changes no id.
+    // Rounds while within the budget (kRoundsBudget), then the heap: both are OpenAI's merges, so where
+    // the one hands over to the other changes no id.
     uint64_t budget = std::numeric_limits<uint64_t>::max();
     if (how == Merging::heap) budget = 0;
     else if (how == Merging::automatic) budget = std::max<uint64_t>(kRoundsBudget * piece.size(), kRoundsFloor);
