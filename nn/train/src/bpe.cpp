@@ -5,20 +5,42 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <span>
-#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
 #include <autograd/check.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+namespace nn {
+namespace {
+
+// A part of a file (a token, a line) quoted in a message by quoted_text, only when a failed check formats
+// it: check()'s arguments are made on every call, and a vocabulary's 50,000 tokens all pass one.
+struct Quoted {
+    std::string_view text;
+};
+
+}  // namespace
+}  // namespace nn
+
+template <>
+struct fmt::formatter<nn::Quoted> : fmt::formatter<std::string_view> {
+    auto format(const nn::Quoted& q, fmt::format_context& ctx) const {
+        return fmt::formatter<std::string_view>::format(nn::quoted_text(q.text), ctx);
+    }
+};
 
 namespace nn {
 
@@ -34,6 +56,12 @@ constexpr const char* kPattern =
 
 constexpr const char* kKind = "gpt2-bpe";
 
+// A pre-token's merges go by rounds while their pair lookups stay within kRoundsBudget a byte (or
+// kRoundsFloor: a word of up to 46 bytes never leaves them), then by the heap (bench/README.md). Rounds
+// that each halve the word (a run of one letter: under 2 lookups a byte in all) stay, and beat the heap
+// several times; rounds that shrink it little (varied letters) pass 2 a byte within two or three.
+constexpr uint64_t kRoundsBudget = 2, kRoundsFloor = 1024;
+
 // GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes for the
 // code points 256, 257, ... in byte order. Returns the code point each byte is written as.
 std::array<char32_t, 256> byte_to_code_point() {
@@ -47,8 +75,8 @@ std::array<char32_t, 256> byte_to_code_point() {
 }
 
 // A vocabulary token as written in encoder.json ("Ġthe") back to its bytes (" the"); throws naming the
-// token when a character is not one of the 256 that stand for bytes.
-std::string token_to_bytes(std::string_view written, std::string_view source) {
+// token (and the merges line it is on, if any) when a character is not one of the 256 that stand for bytes.
+std::string token_to_bytes(std::string_view written, std::string_view source, size_t merges_line = 0) {
     static const auto code_point_to_byte = [] {
         std::unordered_map<char32_t, unsigned char> inverse;
         const auto map = byte_to_code_point();
@@ -68,8 +96,10 @@ std::string token_to_bytes(std::string_view written, std::string_view source) {
             c = 0, length = 0;  // 3- and 4-byte characters never stand for a byte
         }
         const auto it = length ? code_point_to_byte.find(c) : code_point_to_byte.end();
-        check(it != code_point_to_byte.end(), "{}: token \"{}\" holds a character that is not one of GPT-2's 256 byte characters",
-              source, written);
+        if (it == code_point_to_byte.end())
+            throw std::invalid_argument(fmt::format("{}: {}token {} holds a character that is not one of GPT-2's 256 byte characters",
+                                                    source, merges_line ? fmt::format("merges line {}: ", merges_line) : "",
+                                                    quoted_text(written)));
         bytes += static_cast<char>(it->second);
         i += length;
     }
@@ -188,13 +218,73 @@ uint64_t pair_key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
 
+// A BPE file larger than this is refused before it is read (a sparse 3 GB encoder.json took 6 GB and 77 s
+// to fail as JSON). GPT-2's encoder.json is 1 MB, the largest real vocabularies' files 10-20 MB; and a
+// checkpoint keeps both files in its header, which loading reads up to 100 MiB (SafetensorsLimits).
+constexpr uint64_t kMaxFileBytes = uint64_t{32} << 20;
+
+// An open file, closed when it goes.
+struct File {
+    int fd = -1;
+    uint64_t size = 0;
+    File(const File&) = delete;
+    File& operator=(const File&) = delete;
+    ~File() {
+        if (fd >= 0) ::close(fd);
+    }
+
+    // `path` opened for reading; std::runtime_error "<who>: <path> ..." when it cannot be or is not a
+    // regular file (`kind` says what it should be: "a text file").
+    File(const std::filesystem::path& path, std::string_view who, std::string_view kind) {
+        // O_NONBLOCK: a named pipe is refused below instead of waiting for a writer; on a regular file
+        // the flag changes nothing.
+        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct stat st {};
+        if (fd < 0 || ::fstat(fd, &st) != 0)
+            throw std::runtime_error(fmt::format("{}: cannot open {} ({})", who, path_str(path), std::strerror(errno)));
+        if (!S_ISREG(st.st_mode))
+            throw std::runtime_error(fmt::format("{}: {} is {}, not {}", who, path_str(path), file_kind(st.st_mode), kind));
+        size = static_cast<uint64_t>(st.st_size);
+    }
+
+    // Up to `bytes` more bytes into `out` from the current offset; fewer only at the end of the file.
+    size_t read(char* out, size_t bytes, const std::filesystem::path& path, std::string_view who) const {
+        size_t got = 0;
+        while (got < bytes) {
+            const ssize_t n = ::read(fd, out + got, bytes - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw std::runtime_error(fmt::format("{}: cannot read {} ({})", who, path_str(path), std::strerror(errno)));
+            if (n == 0) break;
+            got += static_cast<size_t>(n);
+        }
+        return got;
+    }
+};
+
 std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    check(static_cast<bool>(in), "BPE tokenizer: cannot open {}", path_str(path));
-    std::ostringstream text;
-    text << in.rdbuf();
-    check(!in.bad(), "BPE tokenizer: cannot read {}", path_str(path));
-    return std::move(text).str();
+    constexpr std::string_view who = "BPE tokenizer";
+    const File file(path, who, "a regular file");
+    if (file.size > kMaxFileBytes)
+        throw std::runtime_error(fmt::format("{}: {} is {} bytes, over the limit of {} bytes ({} MiB) for a BPE file", who,
+                                             path_str(path), file.size, kMaxFileBytes, kMaxFileBytes >> 20));
+    std::string text(static_cast<size_t>(file.size), '\0');
+    text.resize(file.read(text.data(), text.size(), path, who));
+    return text;
+}
+
+// nlohmann's message without its tag ("[json.exception.parse_error.101] "), and with the text it last
+// read (a whole string, however long) quoted short.
+std::string json_error(const nlohmann::json::exception& e) {
+    std::string_view what = e.what();
+    if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos) what.remove_prefix(what.find("] ") + 2);
+    constexpr std::string_view kRead = "; last read: '";
+    const size_t read = what.find(kRead);
+    if (read == std::string_view::npos) return std::string(what);
+    const size_t from = read + kRead.size();
+    size_t to = what.rfind("'; expected ");
+    if (to == std::string_view::npos || to < from) to = what.size() - 1;
+    return fmt::format("{}; last read: {}{}", what.substr(0, read), quoted_text(what.substr(from, to - from), 40),
+                       what.substr(std::min(to + 1, what.size())));
 }
 
 }  // namespace
@@ -207,7 +297,11 @@ struct BpeTokenizer::Tables {
     TokenTable id_of;                          // bytes -> id (no special tokens)
     std::array<int32_t, 256> byte_id{};        // the one-byte tokens
     MergeTable merges;                         // (left id, right id) -> its rank and the merged token
-    std::vector<std::pair<int32_t, int32_t>> merge_list;  // in rank order (for equality)
+    struct Merge {
+        int32_t left, right, result;
+        bool operator==(const Merge&) const = default;
+    };
+    std::vector<Merge> merge_list;             // in rank order
     std::unique_ptr<pcre2_code, PcreCodeDeleter> pattern;
     bool jit = false;
 
@@ -218,13 +312,37 @@ struct BpeTokenizer::Tables {
     // Appends the ids of one pre-token.
     template <typename Out>
     void encode_piece(std::string_view piece, Out& out, Scratch& scratch) const;
-    void bpe(std::string_view piece, std::vector<int32_t>& word, std::vector<int32_t>& merged) const;
+    // The ids of one pre-token by the merges alone into scratch.word; `lookups`, if given, is increased by
+    // the pairs looked up in the merge table (see BpeTokenizer::merge_piece).
+    void bpe(std::string_view piece, Scratch& scratch, Merging how, uint64_t* lookups) const;
+    // The merges of scratch.word by OpenAI's rounds; false, the word left at a round's end, when the next
+    // round would take the lookups past `budget`.
+    bool merge_rounds(Scratch& scratch, uint64_t budget, uint64_t* lookups) const;
+    // The rest of scratch.word's merges with a heap.
+    void merge_heap(Scratch& scratch, uint64_t* lookups) const;
+    // Encodes a text file a piece at a time into `out`, calling after_piece(bytes of the file read so far)
+    // after each.
+    template <typename Out, typename AfterPiece>
+    void encode_file(const std::filesystem::path& path, Out& out, AfterPiece&& after_piece) const;
 };
 
 // What one encode call reuses: the merge buffers, and the ids of the pre-tokens it merged before (a
 // text repeats its words; the merges are the slow part).
 struct BpeTokenizer::Scratch {
     std::vector<int32_t> word, merged;
+    // merge_heap's: a long pre-token's parts, its pairs' places listed by rank, the ranks listed
+    struct Part {
+        int32_t token;
+        uint32_t prev, next;  // the neighbours' indices (n: none)
+    };
+    struct Place {
+        uint32_t place;
+        int32_t next;  // the next place listed under the same rank, or -1
+    };
+    std::vector<Part> parts;
+    std::vector<Place> listed;
+    std::vector<uint32_t> places;
+    std::vector<int32_t> first_place, ranks;  // rank -> its last place listed, or -1
     struct Slot {
         uint64_t hash = 0;
         uint32_t key = 0, key_size = 0, ids = 0, ids_size = 0;
@@ -361,17 +479,31 @@ void BpeTokenizer::Tables::encode_piece(std::string_view piece, Out& out, Scratc
         for (uint32_t k = 0; k < hit->ids_size; ++k) out.push_back(static_cast<typename Out::value_type>(scratch.ids[hit->ids + k]));
         return;
     }
-    bpe(piece, scratch.word, scratch.merged);
+    bpe(piece, scratch, Merging::automatic, nullptr);
     scratch.insert(piece, h, scratch.word);
     for (int32_t id : scratch.word) out.push_back(static_cast<typename Out::value_type>(id));
 }
 
-void BpeTokenizer::Tables::bpe(std::string_view piece, std::vector<int32_t>& word, std::vector<int32_t>& merged) const {
-    word.clear();
-    for (char c : piece) word.push_back(byte_id[static_cast<unsigned char>(c)]);
+void BpeTokenizer::Tables::bpe(std::string_view piece, Scratch& scratch, Merging how, uint64_t* lookups) const {
+    check(piece.size() < (uint64_t{1} << 32), "BPE encode: a pre-token of {} bytes is over 4 GiB", piece.size());
+    std::vector<int32_t>& word = scratch.word;
+    word.resize(piece.size());
+    for (size_t i = 0; i < piece.size(); ++i) word[i] = byte_id[static_cast<unsigned char>(piece[i])];
+    // Rounds while within the budget (kRoundsBudget), then the heap: both are OpenAI's merges, so where
+    // the one hands over to the other changes no id.
+    uint64_t budget = std::numeric_limits<uint64_t>::max();
+    if (how == Merging::heap) budget = 0;
+    else if (how == Merging::automatic) budget = std::max<uint64_t>(kRoundsBudget * piece.size(), kRoundsFloor);
+    if (!merge_rounds(scratch, budget, lookups)) merge_heap(scratch, lookups);
+}
+
+bool BpeTokenizer::Tables::merge_rounds(Scratch& scratch, uint64_t budget, uint64_t* lookups) const {
+    std::vector<int32_t>&word = scratch.word, &merged = scratch.merged;
     // As OpenAI's encoder: merge every occurrence (left to right) of the adjacent pair of lowest rank,
     // until no adjacent pair is a merge.
-    while (word.size() > 1) {
+    for (uint64_t spent = 0; word.size() > 1; spent += word.size() - 1) {
+        if (spent + word.size() - 1 > budget) return false;
+        if (lookups) *lookups += word.size() - 1;
         int32_t best_rank = std::numeric_limits<int32_t>::max(), left = -1, right = -1, result = -1;
         for (size_t i = 0; i + 1 < word.size(); ++i) {
             const MergeTable::Merge* merge = merges.find(pair_key(word[i], word[i + 1]));
@@ -389,6 +521,88 @@ void BpeTokenizer::Tables::bpe(std::string_view piece, std::vector<int32_t>& wor
         }
         word.swap(merged);
     }
+    return true;
+}
+
+void BpeTokenizer::Tables::merge_heap(Scratch& scratch, uint64_t* lookups) const {
+    // OpenAI's rounds, each touching only the places of its pair. The parts are a doubly linked list over
+    // word (part i holds token word[i], kGone once merged into the part on its left). Each adjacent pair
+    // that is a merge is listed under its rank, and a min-heap holds the ranks listed: a round pops the
+    // lowest rank and merges its places left to right, skipping a place whose pair has changed since it
+    // was listed. A merge's two new pairs are listed under their ranks for the rounds to come: higher than
+    // the round's, or lower (a merges file may list a merge before the one that makes its part; OpenAI's
+    // encoder finishes the round first too), never the same (they hold the merged token, longer than
+    // either part). A heap entry a rank, where Hugging Face's tokenizers keeps one a pair: fewer heap
+    // operations (a 2 MB word of one letter has a million merges of a few ranks), each place sorted once.
+    constexpr int32_t kGone = -1, kNone = -1;
+    std::vector<int32_t>&word = scratch.word, &first = scratch.first_place;
+    const auto n = static_cast<uint32_t>(word.size());
+    std::vector<Scratch::Part>& part = scratch.parts;  // a part's token and neighbours in one cache line
+    std::vector<Scratch::Place>& listed = scratch.listed;
+    std::vector<uint32_t>& places = scratch.places;
+    std::vector<int32_t>& ranks = scratch.ranks;  // a min-heap of the ranks with places listed
+    if (first.empty()) first.assign(merge_list.size(), kNone);  // and left so: each round empties its list
+    part.resize(n), listed.clear(), ranks.clear();
+    listed.reserve(n);
+    for (uint32_t i = 0; i < n; ++i) part[i] = {word[i], i - 1, i + 1};
+    uint64_t looked = 0;
+    int32_t free = kNone;  // the entries of listed whose rounds are done, chained by next
+    const auto list = [&](uint32_t i) {  // lists part i and the next under their merge's rank, if they are one
+        if (part[i].next >= n) return;
+        ++looked;
+        const MergeTable::Merge* m = merges.find(pair_key(part[i].token, part[part[i].next].token));
+        if (!m) return;
+        int32_t& head = first[static_cast<size_t>(m->rank)];
+        if (head == kNone) {
+            ranks.push_back(m->rank);
+            std::push_heap(ranks.begin(), ranks.end(), std::greater<>());
+        }
+        int32_t at = free;  // a place of a finished round, if any: listed stays at most n long
+        if (at != kNone) free = listed[static_cast<size_t>(at)].next;
+        else at = static_cast<int32_t>(listed.size()), listed.emplace_back();
+        listed[static_cast<size_t>(at)] = {i, head};
+        head = at;
+    };
+    for (uint32_t i = 0; i + 1 < n; ++i) list(i);
+    while (!ranks.empty()) {
+        std::pop_heap(ranks.begin(), ranks.end(), std::greater<>());
+        const int32_t round = ranks.back();
+        ranks.pop_back();
+        places.clear();
+        int32_t& head = first[static_cast<size_t>(round)];
+        for (int32_t k = head;; k = listed[static_cast<size_t>(k)].next) {
+            places.push_back(listed[static_cast<size_t>(k)].place);
+            if (listed[static_cast<size_t>(k)].next == kNone) {  // the round's entries join the free ones
+                listed[static_cast<size_t>(k)].next = free;
+                break;
+            }
+        }
+        free = head, head = kNone;
+        // Listed last first, and in order within each round that listed them: mostly one reverse from sorted.
+        std::reverse(places.begin(), places.end());
+        if (!std::is_sorted(places.begin(), places.end())) std::sort(places.begin(), places.end());
+        const Merge& merge = merge_list[static_cast<size_t>(round)];
+        for (const uint32_t i : places) {
+            Scratch::Part& left = part[i];
+            if (left.token != merge.left || left.next >= n || part[left.next].token != merge.right) continue;  // changed since
+            Scratch::Part& right = part[left.next];
+            left.token = merge.result, right.token = kGone;
+            left.next = right.next;
+            if (left.next < n) part[left.next].prev = i;
+            if (i > 0) list(left.prev);
+            list(i);
+        }
+    }
+    size_t kept = 0;  // the parts left, in order, into word
+    for (uint32_t i = 0; i < n; i = part[i].next) word[kept++] = part[i].token;
+    word.resize(kept);
+    if (lookups) *lookups += looked;
+}
+
+std::vector<int64_t> BpeTokenizer::merge_piece(std::string_view piece, Merging how, uint64_t* lookups) const {
+    Scratch scratch;
+    tables_->bpe(piece, scratch, how, lookups);
+    return {scratch.word.begin(), scratch.word.end()};
 }
 
 BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges, std::string_view source) {
@@ -396,11 +610,12 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
     t->vocabulary_text = vocabulary;
     t->merges_text = merges;
 
+    detail::check_utf8(vocabulary, fmt::format("{}: the vocabulary", source).c_str());
     nlohmann::json json;
     try {
         json = nlohmann::json::parse(vocabulary);
     } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(fmt::format("{}: the vocabulary is not JSON: {}", source, e.what()));
+        throw std::invalid_argument(fmt::format("{}: the vocabulary is not JSON: {}", source, json_error(e)));
     }
     check(json.is_object() && !json.empty(), "{}: the vocabulary is not a JSON object of token -> id", source);
     const size_t n = json.size();
@@ -408,10 +623,10 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
     t->bytes_of.assign(n, std::string());
     std::vector<bool> seen(n, false);
     for (const auto& [written, id_json] : json.items()) {
-        check(id_json.is_number_integer(), "{}: the id of token \"{}\" is not an integer", source, written);
+        check(id_json.is_number_integer(), "{}: the id of token {} is not an integer", source, Quoted{written});
         const auto id = id_json.get<int64_t>();
-        check(id >= 0 && static_cast<size_t>(id) < n, "{}: token \"{}\" has id {}, outside [0, {}) (ids must be 0..n-1)",
-              source, written, id, n);
+        check(id >= 0 && static_cast<size_t>(id) < n, "{}: token {} has id {}, outside [0, {}) (ids must be 0..n-1)",
+              source, Quoted{written}, id, n);
         check(!seen[static_cast<size_t>(id)], "{}: id {} is given to two tokens", source, id);
         seen[static_cast<size_t>(id)] = true;
         t->bytes_of[static_cast<size_t>(id)] = token_to_bytes(written, source);
@@ -446,19 +661,20 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
         const size_t space = line.find(' ');
         check(space != std::string_view::npos && space > 0 && space + 1 < line.size() &&
                   line.find(' ', space + 1) == std::string_view::npos,
-              "{}: merges line {} is not two tokens separated by one space: \"{}\"", source, line_number, line);
-        const std::string left = token_to_bytes(line.substr(0, space), source);
-        const std::string right = token_to_bytes(line.substr(space + 1), source);
+              "{}: merges line {} is not two tokens separated by one space: {}", source, line_number, Quoted{line});
+        const std::string left = token_to_bytes(line.substr(0, space), source, line_number);
+        const std::string right = token_to_bytes(line.substr(space + 1), source, line_number);
         const auto l = all_ids.find(left), r = all_ids.find(right), m = all_ids.find(left + right);
-        check(l != all_ids.end() && r != all_ids.end(), "{}: merges line {} (\"{}\") joins a token not in the vocabulary",
-              source, line_number, line);
-        check(m != all_ids.end(), "{}: merges line {} (\"{}\") makes a token not in the vocabulary", source, line_number, line);
+        check(l != all_ids.end() && r != all_ids.end(), "{}: merges line {} ({}) joins a token not in the vocabulary",
+              source, line_number, Quoted{line});
+        check(m != all_ids.end(), "{}: merges line {} ({}) makes a token not in the vocabulary", source, line_number,
+              Quoted{line});
         const auto rank = static_cast<int32_t>(t->merge_list.size());
         // A repeated pair would get two ranks (Python's dict keeps the last, a first-match the first):
         // refused as ambiguous; OpenAI's files have none.
         const bool fresh = t->merges.insert(pair_key(l->second, r->second), MergeTable::Merge{rank, m->second});
-        check(fresh, "{}: merges line {} (\"{}\") repeats an earlier merge", source, line_number, line);
-        t->merge_list.emplace_back(l->second, r->second);
+        check(fresh, "{}: merges line {} ({}) repeats an earlier merge", source, line_number, Quoted{line});
+        t->merge_list.push_back({l->second, r->second, m->second});
         reachable[static_cast<size_t>(m->second)] = true;
     }
     t->id_of.build(t->bytes_of, reachable);
@@ -492,7 +708,9 @@ BpeTokenizer::~BpeTokenizer() = default;
 
 BpeTokenizer BpeTokenizer::from_directory(const std::filesystem::path& directory) {
     for (const auto& [vocabulary, merges] : {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
-        if (std::filesystem::is_regular_file(directory / vocabulary) && std::filesystem::is_regular_file(directory / merges))
+        // Both names there, of any kind: read_file says what is wrong with one that is not a regular file.
+        std::error_code ignored;
+        if (std::filesystem::exists(directory / vocabulary, ignored) && std::filesystem::exists(directory / merges, ignored))
             return BpeTokenizer(read_file(directory / vocabulary), read_file(directory / merges),
                                 path_str(directory / vocabulary) + " + " + path_str(directory / merges));
     }
@@ -550,50 +768,65 @@ TokenIds BpeTokenizer::encode_ids(std::string_view text) const {
     return ids;
 }
 
-TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress) const {
-    std::ifstream in(path, std::ios::binary);
-    check(static_cast<bool>(in) && std::filesystem::is_regular_file(path), "BPE encode: cannot open {} as a file", path_str(path));
-    TokenIds ids(vocab_size());
+template <typename Out, typename AfterPiece>
+void BpeTokenizer::Tables::encode_file(const std::filesystem::path& path, Out& out, AfterPiece&& after_piece) const {
+    constexpr std::string_view who = "BPE encode";
+    const File file(path, who, "a text file");
     Scratch scratch;
     std::string buffer;
     uint64_t consumed = 0;  // file offset of buffer[0]
-    constexpr size_t kPiece = size_t{1} << 20;
-    bool end = false;
-    try {
-        ids.visit([&](auto& v) {
-            while (!end) {
-                const size_t had = buffer.size();
-                buffer.resize(had + kPiece);
-                in.read(buffer.data() + had, static_cast<std::streamsize>(kPiece));
-                buffer.resize(had + static_cast<size_t>(in.gcount()));
-                check(!in.bad(), "cannot read it");
-                end = in.eof() || in.gcount() == 0;
-                // Encode up to the last point where a printable ASCII character is followed by a space or
-                // a newline: no pre-token crosses it, so the pieces' ids are the whole text's.
-                size_t cut = buffer.size();
-                if (!end) {
-                    cut = 0;
-                    for (size_t i = buffer.size() - 1; i > 0; --i) {
-                        const char c = buffer[i], before = buffer[i - 1];
-                        if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
-                            cut = i;
-                            break;
-                        }
-                    }
-                    if (cut == 0) continue;  // no such point yet: read more
+    constexpr size_t kRead = size_t{1} << 20;
+    for (bool end = false; !end;) {
+        const size_t had = buffer.size();
+        buffer.resize(had + kRead);
+        const size_t got = file.read(buffer.data() + had, kRead, path, who);
+        buffer.resize(had + got);
+        end = got == 0;
+        // Encode up to the last point where a printable ASCII character is followed by a space or a
+        // newline: no pre-token crosses it, so the pieces' ids are the whole text's. Only the new bytes
+        // are searched (the rest held no such point), so a long word costs one pass, not one a read.
+        size_t cut = buffer.size();
+        if (!end) {
+            cut = 0;
+            for (size_t i = buffer.size(), lowest = std::max<size_t>(had, 1); i-- > lowest;) {
+                const char c = buffer[i], before = buffer[i - 1];
+                if ((c == ' ' || c == '\n') && before > ' ' && before <= '~') {
+                    cut = i;
+                    break;
                 }
-                const std::string_view piece(buffer.data(), cut);
-                detail::check_utf8(piece, "BPE encode", consumed);
-                tables_->pre_tokenize(piece, [&](std::string_view p) { tables_->encode_piece(p, v, scratch); });
-                buffer.erase(0, cut);
-                consumed += cut;
-                if (progress) progress(consumed);
             }
-        });
-    } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
+            if (cut == 0) continue;  // no such point yet: read more
+        }
+        const std::string_view piece(buffer.data(), cut);
+        try {
+            detail::check_utf8(piece, who.data(), consumed);
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
+        }
+        pre_tokenize(piece, [&](std::string_view p) { encode_piece(p, out, scratch); });
+        buffer.erase(0, cut);
+        consumed += cut;
+        after_piece(consumed);
     }
+}
+
+TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress) const {
+    TokenIds ids(vocab_size());
+    ids.visit([&](auto& v) {
+        tables_->encode_file(path, v, [&](uint64_t bytes) {
+            if (progress) progress(bytes);
+        });
+    });
     return ids;
+}
+
+void BpeTokenizer::encode_file_pieces(const std::filesystem::path& path,
+                                      const std::function<void(std::span<const int64_t>, uint64_t)>& on_ids) const {
+    std::vector<int64_t> ids;
+    tables_->encode_file(path, ids, [&](uint64_t bytes) {
+        on_ids(ids, bytes);
+        ids.clear();
+    });
 }
 
 std::string BpeTokenizer::decode(std::span<const int64_t> ids) const {

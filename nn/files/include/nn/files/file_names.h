@@ -17,6 +17,11 @@ const char* file_kind(mode_t mode);
 std::string printable_name(std::string_view name);
 // `text` with each control character as a C escape (\n, \t, \r, \x01), and with `quotes` also `"` and `\`.
 std::string escape_controls(std::string_view text, bool quotes = false);
+// Part of a file's content (a line, a token) as a message quotes it: in double quotes, escaped as JSON
+// escapes a string (\", \\, \n, \u001b; C1 controls too), a byte that is not UTF-8 as U+FFFD, and cut
+// after `max_characters` characters with "..." and the whole length, so that a 20 MB line or a NUL
+// byte leaves the message one short line.
+std::string quoted_text(std::string_view text, size_t max_characters = 80);
 
 // At most `max_characters` of a text read from a file (a line of a vocabulary, a value of a config), as
 // a message shows it: control characters, quotes and bytes that are not UTF-8 escaped (\n, \", \xff),

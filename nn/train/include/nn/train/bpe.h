@@ -61,14 +61,29 @@ public:
     std::map<std::string, std::string> checkpoint_metadata() const override;
 
     // A text file's ids, read and encoded a piece at a time (never the whole text in memory). Invalid
-    // UTF-8 is refused with its byte offset in the file; errors name the path (std::runtime_error).
+    // UTF-8 is refused with its byte offset in the file; errors name the path (std::runtime_error), and
+    // a file that is not a regular file (a named pipe, a directory) is refused unread.
     // progress(bytes read so far), if given, after each piece.
     TokenIds encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress = {}) const;
+    // The same, the ids not kept: on_ids(the piece's ids, bytes read so far) after each piece, in order
+    // (the file's ids are the pieces' ids one after another), for a program that writes them as they come.
+    void encode_file_pieces(const std::filesystem::path& path,
+                            const std::function<void(std::span<const int64_t> ids, uint64_t bytes)>& on_ids) const;
 
     // The pre-tokens of `text` (GPT-2's pattern), as views into it; for tests and tools. ASCII goes by a
     // hand-written fast path, the rest by PCRE2; `pcre2_only` takes PCRE2 for all (the reference the
     // fast path is tested against).
     std::vector<std::string_view> pre_tokenize(std::string_view text, bool pcre2_only = false) const;
+    // How one pre-token's merges are found, all three giving the same ids. rounds: OpenAI's encoder (each
+    // round looks at every adjacent pair for the lowest rank, so a long word of varied letters costs the
+    // square of its length); heap: each adjacent pair that is a merge listed under its rank, a min-heap of
+    // the ranks, so each merge touches only its neighbours (n log n, as tiktoken and Hugging Face do it);
+    // automatic (encode's): rounds while they cost at most a few lookups a byte, then the heap.
+    enum class Merging { automatic, rounds, heap };
+    // The ids of one pre-token (any bytes) by the merges alone, without encode's cache; for tests and
+    // tools. `lookups`, if given, is increased by the pairs looked up in the merge table, the measure of
+    // the work (the heap's operations and the places it sorts are at most as many).
+    std::vector<int64_t> merge_piece(std::string_view piece, Merging how = Merging::automatic, uint64_t* lookups = nullptr) const;
     // A token's bytes (not necessarily UTF-8 on its own: a token may hold part of a character).
     std::string_view token_bytes(int64_t id) const;
     // The id of the token spelled by `bytes`, or -1.
