@@ -224,7 +224,7 @@ TEST_CASE("BPE refuses text that is not UTF-8 with its byte offset, and ids outs
 
 TEST_CASE("BPE files that are wrong are refused naming what is wrong", "[bpe]") {
     const SmallFiles files = small_files();
-    CHECK_THROWS_WITH(nn::BpeTokenizer("{not json", files.merges, "x.json"), Catch::Contains("x.json: the vocabulary is not JSON"));
+    CHECK_THROWS_WITH(nn::BpeTokenizer("{not json", files.merges, "x.json"), Catch::Contains("x.json: the vocabulary is not valid JSON"));
     CHECK_THROWS_WITH(nn::BpeTokenizer("[1, 2]", files.merges), Catch::Contains("not a JSON object"));
     CHECK_THROWS_WITH(nn::BpeTokenizer(R"({"a": 0})", ""), Catch::Contains("lacks the token of byte 0x00"));
     std::string gap = files.vocabulary;
@@ -261,7 +261,7 @@ TEST_CASE("BPE files' errors quote a line or token short and escaped, on one lin
         FAIL("an unterminated string was accepted");
     } catch (const std::invalid_argument& e) {
         const std::string message = e.what();
-        CHECK_THAT(message, Catch::StartsWith("v.json: the vocabulary is not JSON: parse error at line 1, column 100003: "));
+        CHECK_THAT(message, Catch::StartsWith("v.json: the vocabulary is not valid JSON: parse error at line 1, column 100003: "));
         CHECK(message.find("json.exception") == std::string::npos);
         CHECK(message.size() < 300);
     }
@@ -301,7 +301,7 @@ TEST_CASE("BPE files are refused by size before they are read, and a named pipe 
     dir.write("fifo/vocab.bpe", files.merges);
     REQUIRE(::mkfifo((fifo / "encoder.json").c_str(), 0600) == 0);
     CHECK_THROWS_WITH(nn::BpeTokenizer::from_directory(fifo),
-                      Catch::Equals(fmt::format("BPE tokenizer: '{}' is a named pipe (FIFO), not a regular file", (fifo / "encoder.json").string())));
+                      Catch::Equals(fmt::format("BPE tokenizer: '{}' is a named pipe (FIFO), not a BPE file", (fifo / "encoder.json").string())));
     // (held open for writing as well: a reader that waited for a writer would fail here, not hang; the
     // program's test, tests/cli/tokenize_files.sh, has no writer and a timeout)
     const int writer = ::open((fifo / "encoder.json").c_str(), O_RDWR | O_NONBLOCK);

@@ -376,8 +376,8 @@ TEST_CASE("gpt2 weights: a hostile config.json beside Hugging Face's weights is 
     CHECK_THAT(line(refusal(nested(100000, "{\"a\":", "1", "}"))), Contains("more than 16 deep"));
     // a value, a parse error and a byte that is not UTF-8 are quoted short and escaped
     CHECK_THAT(line(refusal("{\"n_head\": 4, \"activation_function\": \"" + std::string(100000, 'x') + "\"}")),
-               Contains("\"activation_function\" is \"xxxx") && Contains("...\""));
-    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": \"\xff\x1b[31m\"}")), Contains("not valid JSON") && Contains("\\xff"));
+               Contains("\"activation_function\" is \"xxxx") && Contains("\"... (100000 bytes)"));
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": \"\xff\x1b[31m\"}")), Contains("not valid JSON") && Contains("ill-formed UTF-8"));
     std::string ones;
     for (int i = 0; i < 50000; ++i) ones += "1,";
     CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": [" + ones + "1]}")), Contains("\"n_embd\" is [1,1,1,") && Contains("..."));

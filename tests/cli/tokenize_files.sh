@@ -44,7 +44,7 @@ expect 0 "" "$tokenize" --tokenizer eot one.txt two.txt --out two.bin
 mkfifo in.fifo
 expect 1 "^tokenize: 'in.fifo' is a named pipe \(FIFO\), not a text file$" "$tokenize" --tokenizer plain in.fifo --out fifo.bin
 mkdir fifo_vocab && cp plain/vocab.bpe fifo_vocab/ && mkfifo fifo_vocab/encoder.json
-expect 1 "^tokenize: BPE tokenizer: 'fifo_vocab/encoder.json' is a named pipe \(FIFO\), not a regular file$" \
+expect 1 "^tokenize: BPE tokenizer: 'fifo_vocab/encoder.json' is a named pipe \(FIFO\), not a BPE file$" \
   "$tokenize" --tokenizer fifo_vocab one.txt --out fifo.bin
 
 # over the size limit (32 MiB): refused by its size, before reading (both files sparse)

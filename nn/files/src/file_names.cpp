@@ -81,50 +81,6 @@ std::string printable_name(std::string_view name) {
     return escaped == name ? escaped : '"' + escaped + '"';
 }
 
-namespace {
-
-// The length of the UTF-8 character at the start of `s` (2 to 4 bytes, continuation bytes checked, no
-// overlong or surrogate forms), or 0 when it does not start one.
-size_t utf8_length(std::string_view s) {
-    const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-    const auto continuation = [&](size_t i) { return i < s.size() && (b(i) & 0xC0) == 0x80; };
-    const unsigned char lead = b(0);
-    const size_t n = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
-    if (n == 0 || !continuation(1)) return 0;
-    if ((lead == 0xE0 && b(1) < 0xA0) || (lead == 0xED && b(1) > 0x9F) || (lead == 0xF0 && b(1) < 0x90) ||
-        (lead == 0xF4 && b(1) > 0x8F))
-        return 0;
-    for (size_t i = 2; i < n; ++i)
-        if (!continuation(i)) return 0;
-    return n;
-}
-
-}  // namespace
-
-std::string escaped_excerpt(std::string_view text, size_t max_characters) {
-    std::string out;
-    size_t i = 0, characters = 0;
-    for (; i < text.size() && characters < max_characters; ++characters) {
-        const auto u = static_cast<unsigned char>(text[i]);
-        if (u < 0x80) {
-            out += escape_controls(text.substr(i, 1), true);
-            ++i;
-        } else if (const size_t n = utf8_length(text.substr(i)); n != 0) {
-            out += text.substr(i, n);
-            i += n;
-        } else {
-            out += fmt::format("\\x{:02x}", u);
-            ++i;
-        }
-    }
-    if (i < text.size()) out += "...";
-    return out;
-}
-
-std::string quoted_excerpt(std::string_view text, size_t max_characters) {
-    return '"' + escaped_excerpt(text, max_characters) + '"';
-}
-
 namespace detail {
 
 std::string path_str(const std::filesystem::path& path) {

@@ -1,5 +1,6 @@
 #include "nn/train/bpe.h"
 #include <nn/files/file_names.h>
+#include "json_file.h"
 #include "utf8.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -223,7 +224,7 @@ uint64_t pair_key(int32_t left, int32_t right) {
 // checkpoint keeps both files in its header, which loading reads up to 100 MiB (SafetensorsLimits).
 constexpr uint64_t kMaxFileBytes = uint64_t{32} << 20;
 
-// An open file, closed when it goes.
+// An open file read as it is encoded (encode_file), closed when it goes.
 struct File {
     int fd = -1;
     uint64_t size = 0;
@@ -262,29 +263,7 @@ struct File {
 };
 
 std::string read_file(const std::filesystem::path& path) {
-    constexpr std::string_view who = "BPE tokenizer";
-    const File file(path, who, "a regular file");
-    if (file.size > kMaxFileBytes)
-        throw std::runtime_error(fmt::format("{}: {} is {} bytes, over the limit of {} bytes ({} MiB) for a BPE file", who,
-                                             path_str(path), file.size, kMaxFileBytes, kMaxFileBytes >> 20));
-    std::string text(static_cast<size_t>(file.size), '\0');
-    text.resize(file.read(text.data(), text.size(), path, who));
-    return text;
-}
-
-// nlohmann's message without its tag ("[json.exception.parse_error.101] "), and with the text it last
-// read (a whole string, however long) quoted short.
-std::string json_error(const nlohmann::json::exception& e) {
-    std::string_view what = e.what();
-    if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos) what.remove_prefix(what.find("] ") + 2);
-    constexpr std::string_view kRead = "; last read: '";
-    const size_t read = what.find(kRead);
-    if (read == std::string_view::npos) return std::string(what);
-    const size_t from = read + kRead.size();
-    size_t to = what.rfind("'; expected ");
-    if (to == std::string_view::npos || to < from) to = what.size() - 1;
-    return fmt::format("{}; last read: {}{}", what.substr(0, read), quoted_text(what.substr(from, to - from), 40),
-                       what.substr(std::min(to + 1, what.size())));
+    return detail::read_regular_file(path, kMaxFileBytes, "BPE tokenizer", "a BPE file");
 }
 
 }  // namespace
@@ -612,10 +591,10 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
 
     detail::check_utf8(vocabulary, fmt::format("{}: the vocabulary", source).c_str());
     nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(vocabulary);
-    } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(fmt::format("{}: the vocabulary is not JSON: {}", source, json_error(e)));
+    try {  // (a flat object: nested values are refused as they are read)
+        json = detail::parse_json(vocabulary, 2, fmt::format("{}: the vocabulary", source));
+    } catch (const std::runtime_error& e) {
+        throw std::invalid_argument(e.what());  // (the constructor's errors are about its arguments)
     }
     check(json.is_object() && !json.empty(), "{}: the vocabulary is not a JSON object of token -> id", source);
     const size_t n = json.size();

@@ -295,7 +295,7 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         const nlohmann::json j = detail::read_json_file(config_json, kConfigLimits);
         if (!j.is_object()) refuse(config_json, fmt::format("is not a JSON object but {}", j.type_name()));
         const auto quote = [&](const char* key) {  // a value as the message quotes it: a line at most
-            if (j[key].is_string()) return quoted_excerpt(j[key].get<std::string>(), 40);
+            if (j[key].is_string()) return quoted_text(j[key].get<std::string>(), 40);
             const std::string d = j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
             return d.size() > 40 ? d.substr(0, 40) + "..." : d;
         };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -19,7 +20,7 @@ namespace {
 struct TooDeep {};
 
 std::runtime_error fail(const std::string& source, const std::string& what) {
-    return std::runtime_error(fmt::format("{}: {}", source, what));
+    return std::runtime_error(fmt::format("{} {}", source, what));
 }
 
 }  // namespace
@@ -36,39 +37,56 @@ nlohmann::json parse_json(std::string_view text, int max_depth, const std::strin
     } catch (const TooDeep&) {
         throw fail(source, fmt::format("nests arrays and objects more than {} deep, the limit for this kind of file", max_depth));
     } catch (const nlohmann::json::exception& e) {
-        // (the parser's message quotes what it last read: raw bytes of any length)
-        std::string_view what = e.what();
-        if (what.starts_with("[json.exception.")) what.remove_prefix(what.find("] ") + 2);
-        throw fail(source, fmt::format("is not valid JSON: {}", escaped_excerpt(what, 160)));
+        throw fail(source, fmt::format("is not valid JSON: {}", json_error_text(e)));
     }
 }
 
-nlohmann::json read_json_file(const std::filesystem::path& path, JsonLimits limits) {
-    const std::string source = path_str(path);
+std::string json_error_text(const nlohmann::json::exception& e) {
+    std::string_view what = e.what();
+    if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos) what.remove_prefix(what.find("] ") + 2);
+    constexpr std::string_view kRead = "; last read: '";
+    const size_t read = what.find(kRead);
+    if (read == std::string_view::npos) return std::string(what.substr(0, 200)) + (what.size() > 200 ? "..." : "");
+    const size_t from = read + kRead.size();
+    size_t to = what.rfind("'; expected ");
+    if (to == std::string_view::npos || to < from) to = what.size() - 1;
+    return fmt::format("{}; last read: {}{}", what.substr(0, read), quoted_text(what.substr(from, to - from), 40),
+                       what.substr(std::min(to + 1, what.size())));
+}
+
+std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view who, std::string_view kind) {
+    const std::string file = (who.empty() ? std::string() : fmt::format("{}: ", who)) + path_str(path);  // starts each message
     // O_NONBLOCK: opening a named pipe would wait for a writer; it is refused below instead
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) throw fail(source, fmt::format("cannot open ({})", std::strerror(errno)));
+    if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open ({})", file, std::strerror(errno)));
     struct Closer {
         int fd;
         ~Closer() { ::close(fd); }
     } closer{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0) throw fail(source, fmt::format("cannot stat ({})", std::strerror(errno)));
-    if (!S_ISREG(st.st_mode)) throw fail(source, fmt::format("is {}, not a JSON file", file_kind(st.st_mode)));
+    if (::fstat(fd, &st) != 0)
+        throw std::runtime_error(fmt::format("{}: cannot stat ({})", file, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode))
+        throw std::runtime_error(fmt::format("{} is {}, not {}", file, file_kind(st.st_mode), kind));
     const auto size = static_cast<uint64_t>(st.st_size);
-    if (size > limits.max_bytes)
-        throw fail(source, fmt::format("is {} bytes, over the limit of {} for this kind of file", size, limits.max_bytes));
+    if (size > max_bytes)
+        throw std::runtime_error(fmt::format("{} is {} bytes, over the limit of {} bytes ({} MiB) for {}", file, size, max_bytes,
+                                             max_bytes >> 20, kind));
     std::string text(size, '\0');
     size_t done = 0;
     while (done < size) {
         const ssize_t n = ::read(fd, text.data() + done, size - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw fail(source, fmt::format("cannot read ({})", std::strerror(errno)));
-        if (n == 0) break;  // shortened while read: the parser names where it ends
+        if (n < 0) throw std::runtime_error(fmt::format("{}: cannot read ({})", file, std::strerror(errno)));
+        if (n == 0) break;  // shortened while read: what reads it names where it ends
         done += static_cast<size_t>(n);
     }
     text.resize(done);
-    return parse_json(text, limits.max_depth, source);
+    return text;
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& path, JsonLimits limits) {
+    return parse_json(read_regular_file(path, limits.max_bytes, "", "a JSON file"), limits.max_depth, path_str(path));
 }
 
 }  // namespace nn::detail

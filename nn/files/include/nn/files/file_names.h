@@ -23,14 +23,6 @@ std::string escape_controls(std::string_view text, bool quotes = false);
 // byte leaves the message one short line.
 std::string quoted_text(std::string_view text, size_t max_characters = 80);
 
-// At most `max_characters` of a text read from a file (a line of a vocabulary, a value of a config), as
-// a message shows it: control characters, quotes and bytes that are not UTF-8 escaped (\n, \", \xff),
-// and "..." at the end when it was cut. A hostile line of megabytes, a NUL byte or a terminal escape
-// cannot make a message long, cut it short or act on the terminal.
-std::string escaped_excerpt(std::string_view text, size_t max_characters = 80);
-// The same in double quotes.
-std::string quoted_excerpt(std::string_view text, size_t max_characters = 80);
-
 namespace detail {
 
 // A path as the library's messages show it: in quotes ('run.st'; one with a newline or another control
