@@ -14,9 +14,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "autograd/shape.h"
+
 namespace autograd {
 
-using Shape = std::vector<int64_t>;
 
 // A shape as text, "(2, 3, 4)" or "()" for a scalar, formatted only when printed: every op passes
 // shape_str(...) to check(), and a check that passes must cost nothing. It views the shape, so use it
