@@ -254,9 +254,68 @@ TEST_CASE("causal_attention rejects q, k and v that are not one (B, T, H)", "[fu
     REQUIRE_THROWS_WITH(causal_attention(zeros({3, 4}), zeros({3, 4}), zeros({3, 4}), 1.0f),
                         Contains("causal_attention:") && Contains("q (3, 4), k (3, 4) and v (3, 4)"));
     REQUIRE_THROWS_WITH(causal_attention(zeros({2, 0, 4}), zeros({2, 0, 4}), zeros({2, 0, 4}), 1.0f),
-                        Contains("causal_attention:") && Contains("q (2, 0, 4)") && Contains("T > 0"));
+                        Contains("causal_attention:") && Contains("q (2, 0, 4)") && Contains("0 < Tq"));
     REQUIRE_THROWS_WITH(causal_attention(zeros({2, 3, 0}), zeros({2, 3, 0}), zeros({2, 3, 0}), 1.0f),
                         Contains("causal_attention:") && Contains("q (2, 3, 0)") && Contains("H > 0"));
+}
+
+// --- queries after a cache's keys: Tq < Tk ----------------------------------------------------------------
+
+TEST_CASE("causal attention of the last Tq queries against all Tk keys equals the last Tq rows of the whole window",
+          "[fused][cache]") {
+    // What a cache of keys and values relies on: positions already seen are not computed again, and the
+    // new rows are those the whole window would give them (the mask shifted by Tk - Tq).
+    Generator gen(37);
+    for (const auto& [Tk, Tq] : {std::pair<int64_t, int64_t>{1, 1}, {9, 1}, {9, 4}, {64, 1}, {130, 3}, {200, 70}, {256, 256}})
+        for (const int64_t H : {8, 64}) {
+            INFO("Tk " << Tk << " Tq " << Tq << " H " << H);
+            const int64_t B = 2;
+            const float factor = 1.0f / std::sqrt(static_cast<float>(H));
+            const Tensor q = randn({B, Tk, H}, gen), k = randn({B, Tk, H}, gen), v = randn({B, Tk, H}, gen);
+            const Tensor last_q = q.slice(1, Tk - Tq, Tk);
+            CHECK(test::max_abs_diff(causal_attention(last_q, k, v, factor), causal_attention(q, k, v, factor).slice(1, Tk - Tq, Tk)) < 1e-5);
+            CHECK(test::max_abs_diff(causal_attention_weights(last_q, k, factor),
+                                     causal_attention_weights(q, k, factor).slice(1, Tk - Tq, Tk)) < 1e-6);
+        }
+}
+
+TEST_CASE("causal attention with Tq < Tk equals the composition with the shifted mask, values and gradients",
+          "[fused][cache]") {
+    Generator gen(38);
+    for (const auto& [Tk, Tq] : {std::pair<int64_t, int64_t>{5, 2}, {70, 3}, {130, 66}}) {
+        INFO("Tk " << Tk << " Tq " << Tq);
+        const int64_t B = 2, H = 8;
+        const float factor = 0.5f;
+        Tensor mask = zeros({Tq, Tk});  // 1 where query i (position Tk - Tq + i) may not see key j
+        for (int64_t i = 0; i < Tq; ++i)
+            for (int64_t j = Tk - Tq + i + 1; j < Tk; ++j) mask.at({i, j}) = 1.0f;
+        const auto composed_weights = [&](const Tensor& q, const Tensor& k) {
+            return softmax(masked_fill(scale(matmul(q, k.transpose(1, 2)), factor), mask, -kInf), -1);
+        };
+        const Inputs qkv = {randn({B, Tq, H}, gen), randn({B, Tk, H}, gen), randn({B, Tk, H}, gen)};
+        CHECK(disagreement([&](const Inputs& in) { return causal_attention_weights(in[0], in[1], factor); },
+                           [&](const Inputs& in) { return composed_weights(in[0], in[1]); }, {qkv[0], qkv[1]}, gen) < 2e-6);
+        CHECK(disagreement([&](const Inputs& in) { return causal_attention(in[0], in[1], in[2], factor); },
+                           [&](const Inputs& in) { return matmul(composed_weights(in[0], in[1]), in[2]); }, qkv, gen) < 1e-5);
+    }
+    const Tensor q = test::uniform_param({2, 3, 4}, gen), k = test::uniform_param({2, 7, 4}, gen), v = test::uniform_param({2, 7, 4}, gen);
+    REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention_weights(in[0], in[1], 0.8f); }, {q, k});
+    REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention(in[0], in[1], in[2], 0.8f); }, {q, k, v});
+    CHECK_THROWS_WITH(causal_attention_weights(zeros({1, 4, 2}), zeros({1, 3, 2}), 1.0f), Contains("0 < Tq <= Tk"));
+}
+
+TEST_CASE("leading_rows views the first rows of a tensor's storage, and refuses one in the graph", "[ops][cache]") {
+    const Tensor cache = tensor({1, 2, 3, 4, 5, 6}, {3, 2});
+    const Tensor view = leading_rows(cache, 2);
+    CHECK(view.shape() == Shape{2, 2});
+    CHECK(view.to_vector() == std::vector<float>{1, 2, 3, 4});
+    cache.data()[1] = 20.0f;  // the same storage: a write shows through
+    CHECK(view.data()[1] == 20.0f);
+    CHECK(leading_rows(cache, 0).numel() == 0);
+    CHECK(view.reshape({1, 2, 2}).to_vector() == std::vector<float>{1, 20, 3, 4});
+    CHECK_THROWS_WITH(leading_rows(cache, 4), Contains("leading_rows") && Contains("(3, 2)"));
+    Tensor p = cache.clone().requires_grad_();
+    CHECK_THROWS_WITH(leading_rows(p, 1), Contains("requires a gradient"));
 }
 
 // --- layer_norm --------------------------------------------------------------------------------------------

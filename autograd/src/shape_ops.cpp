@@ -193,4 +193,14 @@ Tensor causal_mask(const Tensor& x, SourceLocation where) {
     return masked_fill(x, upper_triangle_mask(s.back()), -std::numeric_limits<float>::infinity(), where);
 }
 
+Tensor leading_rows(const Tensor& x, int64_t rows) {
+    check(x.dim() >= 1 && rows >= 0 && rows <= x.size(0), "leading_rows: {} rows of a tensor of shape {}", rows,
+          shape_str(x.shape()));
+    check(!x.requires_grad(), "leading_rows: the view has no backward, but the tensor of shape {} requires a gradient",
+          shape_str(x.shape()));
+    Shape shape = x.shape();
+    shape[0] = rows;
+    return make_result("leading_rows", std::move(shape), x.impl()->data, {}, nullptr);
+}
+
 }  // namespace autograd

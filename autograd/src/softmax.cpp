@@ -185,46 +185,49 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
 }
 
 Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, SourceLocation where) {
-    check(q.dim() == 3 && q.shape() == k.shape() && q.size(1) > 0,
-          "causal_attention_weights: q {} and k {} must be the same (B, T, H) with T > 0", shape_str(q.shape()),
-          shape_str(k.shape()));
-    const int64_t B = q.size(0), T = q.size(1), H = q.size(2);
-    // scores_b (T, T) = q_b (T, H) @ k_b^T for each b, then their softmax into out. Not in place: a row's
-    // vector store, masked to the row, still overlaps the next row's load for the CPU, which then waits
-    // for the store (attention rows of 8 took 48 ns in place, 15 out of place).
-    Buffer scores(static_cast<size_t>(B * T * T)), out(static_cast<size_t>(B * T * T));  // (B, T, T) each
+    check(q.dim() == 3 && k.dim() == 3 && q.size(0) == k.size(0) && q.size(2) == k.size(2) && q.size(1) > 0 &&
+              q.size(1) <= k.size(1),
+          "causal_attention_weights: q {} and k {} must be (B, Tq, H) and (B, Tk, H) with 0 < Tq <= Tk",
+          shape_str(q.shape()), shape_str(k.shape()));
+    // the queries are the last Tq of the Tk positions: query i sees keys j <= shift + i
+    const int64_t B = q.size(0), Tq = q.size(1), Tk = k.size(1), H = q.size(2), shift = Tk - Tq;
+    // scores_b (Tq, Tk) = q_b (Tq, H) @ k_b^T for each b, then their softmax into out. Not in place: a
+    // row's vector store, masked to the row, still overlaps the next row's load for the CPU, which then
+    // waits for the store (attention rows of 8 took 48 ns in place, 15 out of place).
+    Buffer scores(static_cast<size_t>(B * Tq * Tk)), out(static_cast<size_t>(B * Tq * Tk));  // (B, Tq, Tk) each
     const float *qv = q.data().data(), *kv = k.data().data();
-    kernels::gemm_batched(false, true, T, T, H, B, qv, {}, kv, {}, scores.data(), {}, false);
+    kernels::gemm_batched(false, true, Tq, Tk, H, B, qv, {}, kv, {}, scores.data(), {}, false);
     const auto softmax_row = detail::vector_loops().softmax_row;
-    parallel_for(B * T, rows_per_thread(T, kMinExpsPerThread), [&](int64_t begin, int64_t end) {
+    parallel_for(B * Tq, rows_per_thread(Tk, kMinExpsPerThread), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-            const int64_t visible = r % T + 1;
-            float* y = out.data() + r * T;
-            softmax_row(scores.data() + r * T, factor, visible, y);
-            std::fill(y + visible, y + T, 0.0f);
+            const int64_t visible = shift + r % Tq + 1;
+            float* y = out.data() + r * Tk;
+            softmax_row(scores.data() + r * Tk, factor, visible, y);
+            std::fill(y + visible, y + Tk, 0.0f);
         }
     });
-    return make_result("causal_attention_weights", {B, T, T}, std::move(out), {q, k}, [B, T, H, factor](const GradContext& g) {
+    return make_result("causal_attention_weights", {B, Tq, Tk}, std::move(out), {q, k},
+                       [B, Tq, Tk, H, shift, factor](const GradContext& g) {
         // dscores = factor * y * (dy - sum(dy * y)) on the visible part (causal_softmax's backward), then
-        // dq_b (T, H) += dscores_b @ k_b;  dk_b (T, H) += dscores_b^T @ q_b
-        Buffer dscores(static_cast<size_t>(B * T * T));
+        // dq_b (Tq, H) += dscores_b @ k_b;  dk_b (Tk, H) += dscores_b^T @ q_b
+        Buffer dscores(static_cast<size_t>(B * Tq * Tk));
         const auto backward_row = detail::vector_loops().softmax_backward_row;
-        parallel_for(B * T, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+        parallel_for(B * Tq, rows_per_thread(Tk), [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
-                const int64_t visible = r % T + 1;
-                float* ds = dscores.data() + r * T;
-                backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, visible, ds, true);
-                std::fill(ds + visible, ds + T, 0.0f);
+                const int64_t visible = shift + r % Tq + 1;
+                float* ds = dscores.data() + r * Tk;
+                backward_row(g.out.data() + r * Tk, g.dout.data() + r * Tk, factor, visible, ds, true);
+                std::fill(ds + visible, ds + Tk, 0.0f);
             }
         });
         const float *q_in = g.inputs[0].data().data(), *k_in = g.inputs[1].data().data();
         if (g.needs(0)) {
             const auto dq = g.grad_target(0);
-            kernels::gemm_batched(false, false, T, H, T, B, dscores.data(), {}, k_in, {}, dq.values.data(), {}, !dq.fresh);
+            kernels::gemm_batched(false, false, Tq, H, Tk, B, dscores.data(), {}, k_in, {}, dq.values.data(), {}, !dq.fresh);
         }
         if (g.needs(1)) {
             const auto dk = g.grad_target(1);
-            kernels::gemm_batched(true, false, T, H, T, B, dscores.data(), {}, q_in, {}, dk.values.data(), {}, !dk.fresh);
+            kernels::gemm_batched(true, false, Tk, H, Tq, B, dscores.data(), {}, q_in, {}, dk.values.data(), {}, !dk.fresh);
         }
     }, where);
 }

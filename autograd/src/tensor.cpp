@@ -19,6 +19,7 @@ thread_local bool grad_enabled = true;
 std::shared_ptr<TensorImpl> new_impl(Shape shape, Buffer values) {
     auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = std::move(shape);
+    impl->numel = static_cast<int64_t>(values.size());
     impl->data = detail::make_pooled<Buffer>(std::move(values));
     return impl;
 }
@@ -27,6 +28,7 @@ std::shared_ptr<TensorImpl> new_impl(Shape shape, Buffer values) {
 Tensor grad_view(const TensorImpl& impl) {
     auto g = detail::make_pooled<TensorImpl>();
     g->shape = impl.shape;
+    g->numel = impl.numel;
     g->data = impl.grad;
     return Tensor(std::move(g));
 }
@@ -60,14 +62,14 @@ bool GradContext::needs(size_t i) const { return inputs[i].requires_grad(); }
 
 std::span<float> GradContext::grad(size_t i) const {
     TensorImpl& impl = *inputs[i].impl();
-    if (!impl.grad) impl.grad = detail::make_pooled<Buffer>(impl.data->size(), 0.0f);
+    if (!impl.grad) impl.grad = detail::make_pooled<Buffer>(static_cast<size_t>(impl.numel), 0.0f);
     return *impl.grad;
 }
 
 GradContext::Target GradContext::grad_target(size_t i) const {
     TensorImpl& impl = *inputs[i].impl();
     if (impl.grad) return {*impl.grad, false};
-    impl.grad = detail::make_pooled<Buffer>(impl.data->size());
+    impl.grad = detail::make_pooled<Buffer>(static_cast<size_t>(impl.numel));
     return {*impl.grad, true};
 }
 
@@ -107,9 +109,12 @@ const Shape& Tensor::shape() const { return checked_impl().shape; }
 
 int64_t Tensor::size(int64_t dim) const { return shape()[detail::dim_of(shape(), dim, "size")]; }
 
-int64_t Tensor::numel() const { return static_cast<int64_t>(checked_impl().data->size()); }
+int64_t Tensor::numel() const { return checked_impl().numel; }
 
-std::span<float> Tensor::data() const { return *checked_impl().data; }
+std::span<float> Tensor::data() const {
+    const TensorImpl& impl = checked_impl();
+    return {impl.data->data(), static_cast<size_t>(impl.numel)};
+}
 
 float Tensor::item() const {
     check(numel() == 1, "item: tensor of shape {} has {} elements, not 1", shape_str(shape()), numel());
@@ -166,6 +171,7 @@ Tensor& Tensor::set_name(std::string name) {
 Tensor Tensor::detach() const {
     auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = shape();
+    impl->numel = impl_->numel;
     impl->data = impl_->data;
     return Tensor(std::move(impl));
 }
@@ -276,7 +282,7 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
     }
     {
         auto& g = impl_->grad;
-        if (!g) g = detail::make_pooled<Buffer>(impl_->data->size(), 0.0f);
+        if (!g) g = detail::make_pooled<Buffer>(static_cast<size_t>(impl_->numel), 0.0f);
         const auto seed = output_grad.data();
         for (size_t i = 0; i < g->size(); ++i) (*g)[i] += seed[i];
     }
@@ -331,6 +337,8 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
 
 Tensor make_result(const char* op, Shape shape, Buffer values, NodeInputs inputs, BackwardFn backward,
                    std::source_location where) {
+    check(numel_of(shape) == static_cast<int64_t>(values.size()), "{}: result shape {} does not hold {} values", op,
+          shape_str(shape), values.size());
     return make_result(op, std::move(shape), detail::make_pooled<Buffer>(std::move(values)), std::move(inputs),
                        std::move(backward), where);
 }
@@ -343,11 +351,14 @@ Tensor make_result(const char* op, Shape shape, const std::vector<float>& values
 
 Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
                    NodeInputs inputs, BackwardFn backward, std::source_location where) {
-    check(numel_of(shape) == static_cast<int64_t>(storage->size()), "{}: result shape {} does not hold {} values",
-          op, shape_str(shape), storage->size());
-    if (detail::anomaly_checks()) [[unlikely]] detail::check_forward(op, shape, *storage, inputs, where);
+    const int64_t numel = numel_of(shape);
+    check(numel <= static_cast<int64_t>(storage->size()), "{}: result shape {} holds more than the storage's {} values", op,
+          shape_str(shape), storage->size());
+    if (detail::anomaly_checks()) [[unlikely]]
+        detail::check_forward(op, shape, std::span<const float>(storage->data(), static_cast<size_t>(numel)), inputs, where);
     auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = std::move(shape);
+    impl->numel = numel;
     impl->data = std::move(storage);
     const bool track = grad_enabled && std::any_of(inputs.begin(), inputs.end(),
                                                    [](const Tensor& t) { return t.requires_grad(); });

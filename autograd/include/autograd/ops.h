@@ -85,6 +85,10 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, SourceLocation whe
 // [start, end) along dim
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end,
              SourceLocation where = SourceLocation::current());
+// x: (N, ...) -> (rows, ...): its first rows along dim 0 as a view of x's own storage, not a copy (the
+// filled rows of a cache of keys and values, read in place as they grow). No graph: x must not require a
+// gradient. Writes to x's storage show through it.
+Tensor leading_rows(const Tensor& x, int64_t rows);
 // all shapes equal except dim
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where = SourceLocation::current());
 // chunks of `size` (the last may be shorter), or of the given sizes
@@ -117,14 +121,17 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where = SourceLocati
 Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where = SourceLocation::current());
 // q, k: (B, T, H) -> (B, T, T): causal_softmax(matmul(q, k.transpose(1, 2)), factor), the attention
 // weights, in one op: k is read in place (no transposed copy) and the scores are never stored. Equal
-// to the composition up to float rounding (the products are summed in another order).
+// to the composition up to float rounding (the products are summed in another order). k may hold more
+// positions than q, (B, Tk, H) with Tk >= T: the queries are then the last T of them (query i sees keys
+// j <= Tk - T + i), as when the keys before come from a cache; -> (B, T, Tk).
 Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor,
                                 SourceLocation where = SourceLocation::current());
 // q, k, v: (B, T, H) -> (B, T, H): matmul(causal_attention_weights(q, k, factor), v), the causal
 // attention of one head, in one op that never holds the (B, T, T) weights: it works a block of 64
 // queries against 64 keys at a time with an online softmax (FlashAttention), skips the blocks above the
 // diagonal, and keeps for backward only its output and a log-sum-exp per row (B, T), recomputing the
-// weights block by block there. Equal to the composition up to float rounding.
+// weights block by block there. Equal to the composition up to float rounding. As
+// causal_attention_weights, k and v may hold Tk >= T positions, the queries being the last T of them.
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, float factor,
                         SourceLocation where = SourceLocation::current());
 // log_softmax along dim. A fully masked row gives -inf everywhere and passes no gradient.

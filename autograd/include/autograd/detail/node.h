@@ -185,7 +185,8 @@ struct Node {
 struct TensorImpl {
     TensorImpl() noexcept {}  // NOLINT(modernize-use-equals-default): "= default" would zero it all first in make_pooled
     Shape shape;
-    std::shared_ptr<Buffer> data;  // shared by reshape() and detach() results
+    int64_t numel = 0;             // the values: the first numel of data (all of it but in leading_rows' views)
+    std::shared_ptr<Buffer> data;  // shared by reshape(), detach() and leading_rows() results
     std::shared_ptr<Buffer> grad;  // allocated on the first accumulation
     std::shared_ptr<Node> grad_fn;             // null for leaves
     bool requires_grad = false;
