@@ -433,3 +433,23 @@ TEST_CASE("fmt summarizes large tensors", "[tensor]") {
     REQUIRE(fmt::format("{:.0f}", arange(1000)).find("...") == std::string::npos);
     REQUIRE(fmt::format("{:.0f}", arange(1001)).find("...") != std::string::npos);
 }
+
+TEST_CASE("Shape holds up to 8 dimensions inline and reads as the vector it replaced", "[tensor]") {
+    Shape s{2, 3};
+    s.push_back(4);
+    s.insert(s.begin(), 1);  // {1, 2, 3, 4}
+    REQUIRE(s.size() == 4);
+    REQUIRE(std::vector<int64_t>(s) == std::vector<int64_t>{1, 2, 3, 4});
+    s.erase(s.begin() + 1);  // {1, 3, 4}
+    REQUIRE(s == Shape{1, 3, 4});
+    REQUIRE(s != Shape{1, 3});
+    REQUIRE(Shape{1, 3} < s);
+    const std::span<const int64_t> view(s);
+    REQUIRE((view.size() == 3 && view[2] == 4));
+    REQUIRE(Shape(std::vector<int64_t>{5, 6}) == Shape{5, 6});
+
+    const std::vector<int64_t> nine(Shape::kMaxDims + 1, 1);
+    REQUIRE(Shape(nine.begin(), nine.end() - 1).size() == Shape::kMaxDims);
+    REQUIRE_THROWS_WITH(Shape(nine.begin(), nine.end()), Catch::Contains("at most 8 dimensions, asked for 9"));
+    REQUIRE_THROWS_WITH(zeros(nine), Catch::Contains("at most 8 dimensions"));
+}

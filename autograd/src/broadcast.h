@@ -13,7 +13,7 @@ namespace autograd::detail {
 
 struct Broadcast {
     Shape out;
-    std::vector<int64_t> a_stride, b_stride;  // general kind only: per result dim, 0 where stretched
+    Shape a_stride, b_stride;  // general kind only: per result dim, 0 where stretched
     enum class Kind { same, b_scalar, a_scalar, general } kind = Kind::general;
 
     // The walk of for_each for an f that writes only at one place per element: the result (i) or an
@@ -53,10 +53,7 @@ struct Broadcast {
         if (n == 0 || out.empty()) return;
         const size_t rank = out.size();
         const int64_t inner = out[rank - 1], sa = a_stride[rank - 1], sb = b_stride[rank - 1];
-        // the odometer: on the stack for the usual ranks (no allocation per walk)
-        int64_t small_index[8] = {};
-        std::vector<int64_t> large_index(rank > 8 ? rank : 0, 0);
-        int64_t* const index = rank > 8 ? large_index.data() : small_index;
+        int64_t index[Shape::kMaxDims] = {};  // the odometer, on the stack (no allocation per walk)
         int64_t ia = 0, ib = 0;
         for (int64_t i = 0; i < n; i += inner) {
             for (int64_t k = 0; k < inner; ++k) f(i + k, ia + k * sa, ib + k * sb);

@@ -17,7 +17,9 @@ Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape
     Buffer out(ids.size() * C);
     const float* table = weight.data().data();
     for (size_t i = 0; i < ids.size(); ++i) std::copy_n(table + ids[i] * C, C, out.data() + i * C);
-    std::vector<int64_t> rows(ids.begin(), ids.end());
+    // the ids, for the backward only (no copy without a graph: cached decoding allocates nothing)
+    std::vector<int64_t> rows;
+    if (is_grad_enabled() && weight.requires_grad()) rows.assign(ids.begin(), ids.end());
     return make_result("embedding", std::move(out_shape), std::move(out), {weight},
                        [rows = std::move(rows), C](const GradContext& g) {
                            auto gw = g.grad(0);

@@ -184,9 +184,9 @@ constexpr int64_t kThreadWork = int64_t(1) << 21;
 // no shared packing and no barrier but the join (2 threads: 2^19 took 0.6 ms off the baby GPT's 24 ms
 // step, where weights @ v is 12 products of 2^17; 2^17 made the small model's step 6% slower).
 constexpr int64_t kBatchThreadWork = int64_t(1) << 19;
-// A product of at most kFewRows rows asked of the small path (a sampled token's: nn's decoders) reads
-// all of B for little arithmetic: from kStreamFloats floats of B (1 MiB, ~60 us at ~16 GB/s), two
-// threads reading a half each beat one.
+// A product of at most kFewRows rows (a sampled token's) reads all of B for little arithmetic: the small
+// path, or with B transposed dot products of rows (dot_rows); from kStreamFloats floats of B (1 MiB,
+// ~60 us at ~16 GB/s), two threads reading a half each beat one.
 constexpr int64_t kFewRows = 8, kStreamFloats = int64_t(1) << 18;
 // Below this many multiply-adds the unpacked small path is the faster one.
 constexpr int64_t kSmallWork = int64_t(1) << 18;
@@ -250,9 +250,49 @@ void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
 
 }  // namespace
 
+namespace {
+
+// C (M, N) (+)= A (M, K) @ B (N, K)^T for a few rows of A: every C(i, n) a dot product of A's row i with
+// B's row n, read in place (the other paths copy a transposed B first: for a sampled token's tied
+// logits, all of GPT-2's 154 MB token table, every token). Rows of B are split across threads from a
+// quarter million floats each (two cores stream a table faster than one); each sum is its own on any
+// thread: 16 partial sums, which the compiler keeps in vector registers, then added in order.
+void dot_rows(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C, bool accumulate, int threads) {
+    const auto rows = [&](int64_t begin, int64_t end) {
+        constexpr int64_t kLanes = 16;
+        for (int64_t n = begin; n < end; ++n) {
+            const float* row = B + n * K;
+            for (int64_t i = 0; i < M; ++i) {
+                const float* a = A + i * K;
+                float partial[kLanes] = {};
+                int64_t k = 0;
+                for (; k + kLanes <= K; k += kLanes)
+                    for (int64_t j = 0; j < kLanes; ++j) partial[j] += a[k + j] * row[k + j];
+                float total = 0.0f;
+                for (; k < K; ++k) total += a[k] * row[k];
+                for (const float p : partial) total += p;
+                C[i * N + n] = accumulate ? C[i * N + n] + total : total;
+            }
+        }
+    };
+    if (threads > 1) parallel_for(N, rows_per_thread(M * K, int64_t(1) << 18), rows);
+    else rows(0, N);
+}
+
+// Whether a product of a few rows (a sampled token's) with B transposed is dot_rows' (the same choice in
+// gemm and gemm_batched, so that the two give the same bits).
+bool dot_rows_fit(GemmPath path, bool trans_a, bool trans_b, int64_t M) {
+    return path == GemmPath::automatic && M <= kFewRows && !trans_a && trans_b;
+}
+
+}  // namespace
+
 void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
                float* C, bool accumulate, GemmPath path) {
     check(detail::cpu_has(isa), "gemm_with: this CPU cannot run the {} kernel", isa_name(isa));
+    // A few rows (a sampled token's products) read all of B for little arithmetic: B in place, unpacked.
+    if (dot_rows_fit(path, trans_a, trans_b, M)) return dot_rows(M, N, K, A, B, C, accumulate, num_threads());
+    if (path == GemmPath::automatic && M <= kFewRows && !trans_a) path = GemmPath::small;
     // Threads only where each gets real work; the split never changes the result.
     const bool streams_b = path == GemmPath::small && M <= kFewRows && N * K >= kStreamFloats;
     const int threads = M * N * K >= kThreadWork || streams_b ? num_threads() : 1;
@@ -269,6 +309,8 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
     auto product = [&](int64_t i, int threads) {
         const int64_t ia = a_index.empty() ? i : a_index[i], ib = b_index.empty() ? i : b_index[i];
         const int64_t ic = c_index.empty() ? i : c_index[i];
+        if (dot_rows_fit(GemmPath::automatic, trans_a, trans_b, M))
+            return dot_rows(M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N, accumulate, threads);
         run_gemm(isa, GemmPath::automatic, {trans_a, trans_b, M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N,
                                             accumulate, nullptr, threads});
     };

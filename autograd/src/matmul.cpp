@@ -10,7 +10,8 @@ namespace {
 // Where each result batch reads its operands: offsets (in matrices) into a's and b's batches.
 struct BatchPlan {
     Shape batch;                        // broadcast leading dims
-    std::vector<int64_t> a_batch, b_batch;  // per result batch: index of the a / b matrix
+    int64_t batches = 1;                // their product
+    std::vector<int64_t> a_batch, b_batch;  // per result batch: index of the a / b matrix; empty: the batch's own
 };
 
 BatchPlan plan_batches(const Shape& a_lead, const Shape& b_lead, const Shape& a, const Shape& b) {
@@ -23,6 +24,9 @@ BatchPlan plan_batches(const Shape& a_lead, const Shape& b_lead, const Shape& a,
     }
     plan.batch = bc.out;
     const int64_t n = numel_of(bc.out);
+    plan.batches = n;
+    // nothing stretched (as many matrices as batches, leading 1s aside): no index lists, no allocation
+    if (numel_of(a_lead) == n && numel_of(b_lead) == n) return plan;
     plan.a_batch.resize(n);
     plan.b_batch.resize(n);
     bc.for_each([&](int64_t i, int64_t ia, int64_t ib) {
@@ -63,13 +67,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
     Shape out_shape = plan.batch;
     out_shape.push_back(M);
     out_shape.push_back(N);
-    const auto batches = static_cast<int64_t>(plan.a_batch.size());
+    const int64_t batches = plan.batches;
     Buffer out(batches * M * N);
     // (an empty index list is batch i itself: the result's batches, and dout's)
     kernels::gemm_batched(false, false, M, N, K, batches, a.data().data(), plan.a_batch, b.data().data(), plan.b_batch,
                           out.data(), {}, false);
     return make_result("matmul", std::move(out_shape), std::move(out), {a, b},
-                       [plan = std::move(plan), batches, M, N, K](const GradContext& g) {
+                       [a_batch = std::move(plan.a_batch), b_batch = std::move(plan.b_batch), batches, M, N,
+                        K](const GradContext& g) {
         const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dc = g.dout.data();
         // dA_i += dC_i @ B_i^T;  dB_i += A_i^T @ dC_i. A broadcast operand's matrix is reused by several
         // batches: gemm_batched sums their gradients into it in batch order.
@@ -82,13 +87,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
         };
         if (g.needs(0)) {
             const auto da = target(0);
-            kernels::gemm_batched(false, true, M, K, N, batches, dc, {}, w, plan.b_batch, da.values.data(),
-                                  plan.a_batch, !da.fresh);
+            kernels::gemm_batched(false, true, M, K, N, batches, dc, {}, w, b_batch, da.values.data(), a_batch, !da.fresh);
         }
         if (g.needs(1)) {
             const auto db = target(1);
-            kernels::gemm_batched(true, false, K, N, M, batches, x, plan.a_batch, dc, {}, db.values.data(),
-                                  plan.b_batch, !db.fresh);
+            kernels::gemm_batched(true, false, K, N, M, batches, x, a_batch, dc, {}, db.values.data(), b_batch, !db.fresh);
         }
     }, where);
 }

@@ -21,7 +21,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     // x: (..., C)  gain, bias: (C)  ->  (..., C);  per row: mean, rstd = 1 / sqrt(biased variance + eps)
     const float *src = x.data().data(), *w = gain.data().data(), *b = bias.data().data();
     Buffer out(x.numel());                        // (..., C)
-    std::vector<float> mean(rows), rstd(rows);    // (rows): what the backward needs besides x
+    Buffer mean(rows), rstd(rows);                // (rows): what the backward needs besides x (pooled)
     const auto normalize_rows = detail::vector_loops().normalize_rows;
     parallel_for(rows, rows_per_thread(C), [&](int64_t begin, int64_t end) {
         normalize_rows(src, w, b, C, eps, begin, end, out.data(), mean.data(), rstd.data());

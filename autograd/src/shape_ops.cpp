@@ -106,8 +106,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
     }
     const Axis out_ax = axis_of(out_shape, dim);
     Buffer out(numel_of(out_shape));
-    std::vector<int64_t> offsets;  // where each input starts along dim
-    int64_t offset = 0;
+    int64_t offset = 0;  // where each input starts along dim
     for (const Tensor& x : xs) {
         const Axis ax = axis_of(x.shape(), dim);
         const int64_t run = ax.n * ax.inner;  // contiguous floats of x per outer index
@@ -115,11 +114,15 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
             for (int64_t o = begin; o < end; ++o)
                 std::copy_n(x.data().data() + ax.at(o, 0, 0), run, out.data() + out_ax.at(o, offset, 0));
         });
-        offsets.push_back(offset);
         offset += ax.n;
     }
-    return make_result("concat", std::move(out_shape), std::move(out), xs, [out_ax, offsets, dim](const GradContext& g) {
-        for (size_t k = 0; k < g.inputs.size(); ++k) {
+    // (the inputs go into the graph only when it records: more than three of them would take an
+    // allocation, which a forward without a graph, as cached decoding, never makes)
+    const bool records = is_grad_enabled() && std::any_of(xs.begin(), xs.end(), [](const Tensor& x) { return x.requires_grad(); });
+    return make_result("concat", std::move(out_shape), std::move(out), records ? NodeInputs(xs) : NodeInputs(),
+                       [out_ax, dim](const GradContext& g) {
+        int64_t offset = 0;  // where input k starts along dim
+        for (size_t k = 0; k < g.inputs.size(); offset += g.inputs[k].shape()[dim], ++k) {
             if (!g.needs(k)) continue;
             const Axis ax = axis_of(g.inputs[k].shape(), dim);
             const int64_t run = ax.n * ax.inner;
@@ -127,7 +130,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
             parallel_for(ax.outer, rows_per_thread(run), [&](int64_t begin, int64_t end) {
                 for (int64_t o = begin; o < end; ++o)
                     detail::write_or_add(gx.fresh, 0, run, gx.values.data() + ax.at(o, 0, 0),
-                                         [&](int64_t j) { return g.dout[out_ax.at(o, offsets[k], 0) + j]; });
+                                         [&](int64_t j) { return g.dout[out_ax.at(o, offset, 0) + j]; });
             });
         }
     }, where);
@@ -178,19 +181,21 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocat
     }, where);
 }
 
-Tensor upper_triangle_mask(int64_t T) {
-    check(T >= 0, "upper_triangle_mask: negative size {}", T);
-    Tensor mask = zeros({T, T});
-    for (int64_t i = 0; i < T; ++i)
-        for (int64_t j = i + 1; j < T; ++j) mask.data()[i * T + j] = 1.0f;
+Tensor upper_triangle_mask(int64_t T) { return upper_triangle_mask(T, T); }
+
+Tensor upper_triangle_mask(int64_t Tq, int64_t Tk) {
+    check(Tq >= 0 && Tq <= Tk, "upper_triangle_mask: {} queries and {} keys (needs 0 <= Tq <= Tk)", Tq, Tk);
+    Tensor mask = zeros({Tq, Tk});
+    for (int64_t i = 0; i < Tq; ++i)
+        for (int64_t j = Tk - Tq + i + 1; j < Tk; ++j) mask.data()[i * Tk + j] = 1.0f;
     return mask;
 }
 
 Tensor causal_mask(const Tensor& x, SourceLocation where) {
     const Shape& s = x.shape();
-    check(s.size() >= 2 && s[s.size() - 1] == s[s.size() - 2],
-          "causal_mask: needs (..., T, T) scores, got shape {}", shape_str(s));
-    return masked_fill(x, upper_triangle_mask(s.back()), -std::numeric_limits<float>::infinity(), where);
+    check(s.size() >= 2 && s[s.size() - 2] <= s[s.size() - 1],
+          "causal_mask: needs (..., Tq, Tk) scores with Tq <= Tk, got shape {}", shape_str(s));
+    return masked_fill(x, upper_triangle_mask(s[s.size() - 2], s.back()), -std::numeric_limits<float>::infinity(), where);
 }
 
 Tensor leading_rows(const Tensor& x, int64_t rows) {

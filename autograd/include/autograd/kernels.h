@@ -43,7 +43,9 @@ void set_isa(Isa isa);                    // use another from now on; throws if 
 // C tile in registers (gemm_small.h), the rest cache-blocked and packed (gemm_blocked.h); automatic picks
 // by size. The small path runs on the calling thread, but for a product of a few rows asked of it by name
 // (GemmPath::small) that reads a large B: its K blocks (one row) or its columns are then split across
-// the threads.
+// the threads. Automatic sends a product of a few rows (up to 8: a sampled token's) to the small path, or,
+// with B transposed, to dot products of A's rows with B's read in place (its own sums: within float
+// rounding of the two paths).
 enum class GemmPath { automatic, small, blocked };
 // gemm with a given implementation (and path), for tests and benchmarks; throws if this CPU cannot run it.
 void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,

@@ -109,7 +109,10 @@ std::vector<int64_t> argmax(const Tensor& x, int64_t dim);  // no gradient (no n
 // mask: broadcastable to x; where mask != 0 the result is `value` and no gradient flows to x.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocation where = SourceLocation::current());
 Tensor upper_triangle_mask(int64_t T);  // (T, T): 1 strictly above the diagonal, else 0 (a constant leaf)
-// x: (..., T, T) -> same, with -inf strictly above the diagonal (position i cannot see j > i).
+// (Tq, Tk), Tq <= Tk: the queries are the last Tq of Tk positions, 1 where j > Tk - Tq + i
+Tensor upper_triangle_mask(int64_t Tq, int64_t Tk);
+// x: (..., T, T) -> same, with -inf strictly above the diagonal (position i cannot see j > i); or
+// (..., Tq, Tk) with Tq <= Tk, the queries the last Tq positions (after a cache's keys).
 Tensor causal_mask(const Tensor& x, SourceLocation where = SourceLocation::current());
 
 // softmax along dim, numerically stable (the row max is subtracted). A row that is entirely -inf

@@ -131,7 +131,7 @@ public:
     void operator()(const GradContext& g) const { ops_->call(const_cast<unsigned char*>(storage_), g); }
 
 private:
-    static constexpr size_t kInline = 112;
+    static constexpr size_t kInline = 256;  // (a broadcast op's walk, three inline shapes, fits)
     struct Ops {
         void (*call)(void* storage, const GradContext& g);
         void (*move)(void* from, void* to) noexcept;  // into uninitialized storage; `from` is destroyed
