@@ -211,10 +211,10 @@ TEST_CASE("generate over a caller's window: one window serves every sample, and 
         const auto fresh = nn::generate(model, context, 3 * kBlock, {.top_k = 4, .cache = false}, b);
         CHECK(reused == fresh);
     }
-    // a model without a cached decoder of its own (the default LanguageModel::cached_decoder) reruns the window
+    // a model that does not say it can continue a sequence from caches (can_cache()) reruns the window
     struct WithoutCache : nn::Bigram {
         using nn::Bigram::Bigram;
-        std::unique_ptr<nn::Decoder> cached_decoder() override { return nn::LanguageModel::cached_decoder(); }
+        bool can_cache() const override { return false; }
     } plain({.vocab = kVocab}, g);
     nn::GenerationWindow plain_window(plain.cached_decoder());
     CHECK_FALSE(plain_window.decoder().cached());

@@ -29,10 +29,17 @@ Tensor Head::forward(const Tensor& x) {
     const Tensor k = keys(x);     // (B, T, H), or (B, T, C) raw
     const Tensor v = values(x);   // (B, T, H)
     const float factor = 1.0f / divisor();
-    input_ = x.detach();  // the rows, not the graph: holding x would keep the whole forward alive
     attention_ = Tensor();
     scores_ = Tensor();
     queries_ = keys_ = Tensor();
+    if (cache_) {  // decoding: the new positions against every one cached, themselves included
+        input_ = Tensor();
+        const auto [cached_k, cached_v] = cache_->append(1, 0, k, v);  // (1, L + T, H) each
+        cache_->advance(x.size(1));
+        return output(cached_k.size(1) >= options.flash_from ? causal_attention(q, cached_k, cached_v, factor)
+                                                             : matmul(causal_attention_weights(q, cached_k, factor), cached_v));
+    }
+    input_ = x.detach();  // the rows, not the graph: holding x would keep the whole forward alive
     if (options.causal && !options.record_scores && x.size(1) >= options.flash_from) {
         // one op for the whole head that keeps no (B, T, T) weights for backward (tests/test_fused.cpp
         // proves it equal to the path below); last_attention() makes them from q and k when asked
@@ -57,6 +64,11 @@ Tensor Head::forward(const Tensor& x) {
     return output(matmul(weights, v));                            // (B, T, H)
 }
 
+void Head::use_cache(KVCache* cache) {
+    check(!cache || options.causal, "Head: a head without the causal mask reads later positions: no cache is exact");
+    cache_ = cache;
+}
+
 Tensor Head::queries(const Tensor& x) const { return options.compare_raw ? x : query.forward(x); }
 Tensor Head::keys(const Tensor& x) const { return options.compare_raw ? x : key.forward(x); }
 Tensor Head::values(const Tensor& x) const { return value.forward(x); }
@@ -75,12 +87,16 @@ const Tensor& Head::last_attention() const {
     return attention_;
 }
 
-Tensor Average::forward(const Tensor& x) const {
+Tensor Average::forward(const Tensor& x) {
     check(x.dim() == 3, "Average: input must be (B, T, C), got {}", shape_str(x.shape()));
     // softmax of equal (zero) scores under the causal mask: row i holds 1/(i+1) on positions 0..i
-    const int64_t T = x.size(1);
-    const Tensor weights = softmax(causal_mask(zeros({T, T})), -1);  // (T, T)
-    return output(matmul(weights, x));                                // (T, T) @ (B, T, C) -> (B, T, C)
+    Tensor rows = x;  // (B, Tk, C): the rows averaged, those cached before x's included
+    if (rows_) {
+        rows = rows_->append(1, 0, x, zeros({1, x.size(1), 1})).first;
+        rows_->advance(x.size(1));
+    }
+    const Tensor weights = softmax(causal_mask(zeros({x.size(1), rows.size(1)})), -1);  // (T, Tk)
+    return output(matmul(weights, rows));  // (T, Tk) @ (B, Tk, C) -> (B, T, C)
 }
 
 AttentionStats attention_row_stats(std::span<const float> row) {

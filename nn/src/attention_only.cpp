@@ -21,7 +21,8 @@ Tensor AttentionOnly::forward(std::span<const int64_t> ids, int64_t B, int64_t T
     check_ids(ids, B, T, "AttentionOnly");
     Tensor x = embed(ids, B, T);                                         // (B, T, C)
     for (auto& layer : layers) x = x + layer->forward(x, no_dropout_);   // each layer adds to the residual stream
-    return output(unembed.forward(x));                                   // (B, T, V)
+    advance_cache(T);
+    return output(unembed.forward(last_rows(x)));                        // (B, T, V)
 }
 
 }  // namespace nn

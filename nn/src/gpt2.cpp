@@ -3,6 +3,7 @@
 #include <autograd/ops.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "nn/attention.h"  // HeadOptions::kFlashFrom
 
@@ -26,23 +27,35 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
 
 Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     const int64_t C = c_proj.options.in, H = C / n_head;
-    const std::vector<Tensor> qkv = split(c_attn.forward(x), C, 2);  // q, k, v: each (B, T, C)
-    input_ = x.detach();  // handles on storage the step holds anyway; the heads make their weights when asked
-    queries_ = qkv[0].detach();
-    keys_ = qkv[1].detach();
+    const Tensor all = c_attn.forward(x);  // (B, T, 3C)
+    const Tensor qkv[3] = {slice(all, 2, 0, C), slice(all, 2, C, 2 * C), slice(all, 2, 2 * C, 3 * C)};  // q, k, v: (B, T, C)
+    const bool decoding = cache_ != nullptr;
+    // handles on storage the step holds anyway; the heads make their weights when asked (not kept while
+    // decoding: the keys are the cache's)
+    input_ = decoding ? Tensor() : x.detach();
+    queries_ = decoding ? Tensor() : qkv[0].detach();
+    keys_ = decoding ? Tensor() : qkv[1].detach();
     ++forwards_;
     const float factor = 1.0f / std::sqrt(static_cast<float>(H));
-    std::vector<Tensor> outputs;  // (B, T, H) per head
+    std::vector<Tensor>& outputs = outputs_;  // (B, T, H) per head
+    outputs.clear();
     for (int64_t h = 0; h < n_head; ++h) {
-        const Tensor q = slice(qkv[0], 2, h * H, (h + 1) * H), k = slice(qkv[1], 2, h * H, (h + 1) * H),
-                     v = slice(qkv[2], 2, h * H, (h + 1) * H);  // each (B, T, H)
+        const Tensor q = slice(qkv[0], 2, h * H, (h + 1) * H);  // (B, T, H)
+        Tensor k = slice(qkv[1], 2, h * H, (h + 1) * H), v = slice(qkv[2], 2, h * H, (h + 1) * H);  // (B, Tk, H)
+        // decoding: the keys and values of every position cached, these T included (Tk = L + T)
+        if (decoding) std::tie(k, v) = cache_->append(n_head, h, k, v);
         // as nn::Head with record_scores off: the weights op, or from kFlashFrom positions the one op
         // that keeps no (B, T, T) weights
-        outputs.push_back(x.size(1) >= HeadOptions::kFlashFrom ? causal_attention(q, k, v, factor)
+        outputs.push_back(k.size(1) >= HeadOptions::kFlashFrom ? causal_attention(q, k, v, factor)
                                                                : matmul(causal_attention_weights(q, k, factor), v));
     }
-    return output(dropout(c_proj.forward(concat(outputs, 2)), dropout_p, is_training(), dropout_gen));  // (B, T, C)
+    if (decoding) cache_->advance(x.size(1));
+    const Tensor heads_out = concat(outputs, 2);  // (B, T, C)
+    outputs.clear();                              // (their storage is the step's, not the module's)
+    return output(dropout(c_proj.forward(heads_out), dropout_p, is_training(), dropout_gen));  // (B, T, C)
 }
+
+
 
 Tensor GPT2Head::part(const Tensor& qkv_part) const {
     const int64_t H = qkv_part.size(2) / attention_.n_head;
@@ -127,12 +140,11 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
 
 Tensor GPT2::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT2");
-    std::vector<int64_t> positions(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) positions[t] = t;
-    Tensor x = wte.forward(ids, {B, T}) + wpe.forward(positions, {T});  // (B, T, C) + (T, C)
+    Tensor x = wte.forward(ids, {B, T}) + wpe.forward(positions(first_position(), T), {T});  // (B, T, C) + (T, C)
     x = dropout(x, options.dropout, is_training(), dropout_gen_);
     for (auto& block : h) x = block->forward(x, dropout_gen_);
-    return output(matmul_transposed(ln_f.forward(x), wte.weight));  // (B, T, C) @ (V, C)^T -> (B, T, V)
+    advance_cache(T);
+    return output(matmul_transposed(ln_f.forward(last_rows(x)), wte.weight));  // (B, T, C) @ (V, C)^T -> (B, T, V)
 }
 
 }  // namespace nn

@@ -13,9 +13,40 @@ void LanguageModel::check_ids(std::span<const int64_t> ids, int64_t B, int64_t T
     check(B > 0 && T > 0 && static_cast<int64_t>(ids.size()) == B * T, "{}: {} ids do not form a ({}, {}) window",
           model, ids.size(), B, T);
     check(T <= block_size(), "{}: window of {} is longer than the block size {}", model, T, block_size());
+    check(!cache_ || (B == 1 && cache_->length() + T <= cache_->capacity()),
+          "{}: while caching, a forward continues one sequence within the cache's {} positions; got ({}, {}) after {}", model,
+          cache_ ? cache_->capacity() : 0, B, T, cache_length());
     for (size_t i = 0; i < ids.size(); ++i)
         check(ids[i] >= 0 && ids[i] < vocab_size(), "{}: id {} at position {} is outside the vocabulary of {}", model,
               ids[i], i, vocab_size());
+}
+
+// --- decoding with a cache ----------------------------------------------------------------------------
+
+void LanguageModel::use_cache(ModelCache* cache) {
+    check(!cache || cache->model_ == this, "use_cache: the cache was made for another model");
+    if (cache == cache_) return;
+    if (cache_)  // (the modules found when the cache was made: no walk of the model per token)
+        for (CachingModule* m : cache_->modules_) m->use_cache(nullptr);
+    cache_ = cache;
+    if (cache)
+        for (size_t i = 0; i < cache->modules_.size(); ++i) cache->modules_[i]->use_cache(&cache->caches_[i]);
+}
+
+void LanguageModel::advance_cache(int64_t T) {
+    if (cache_) cache_->length_ += T;
+}
+
+std::span<const int64_t> LanguageModel::positions(int64_t first, int64_t T) const {
+    if (positions_.size() < static_cast<size_t>(block_size())) {
+        positions_.resize(static_cast<size_t>(block_size()));
+        for (size_t t = 0; t < positions_.size(); ++t) positions_[t] = static_cast<int64_t>(t);
+    }
+    return std::span<const int64_t>(positions_).subspan(static_cast<size_t>(first), static_cast<size_t>(T));
+}
+
+Tensor LanguageModel::last_rows(const Tensor& x) const {
+    return caching() && x.size(1) > 1 ? x.slice(1, x.size(1) - 1, x.size(1)) : x;
 }
 
 // --- PositionalModel ---------------------------------------------------------------------------------
@@ -27,9 +58,7 @@ PositionalModel::PositionalModel(int64_t vocab, int64_t n_embd, int64_t block, G
 }
 
 Tensor PositionalModel::embed(std::span<const int64_t> ids, int64_t B, int64_t T) const {
-    std::vector<int64_t> positions(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) positions[t] = t;
-    return token.forward(ids, {B, T}) + position.forward(positions, {T});  // (B, T, C) + (T, C)
+    return token.forward(ids, {B, T}) + position.forward(positions(first_position(), T), {T});  // (B, T, C) + (T, C)
 }
 
 // --- Bigram ------------------------------------------------------------------------------------------
@@ -42,7 +71,10 @@ Tensor Bigram::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     // Reads each position's own character only, so any window length works.
     check(B > 0 && T > 0 && static_cast<int64_t>(ids.size()) == B * T, "Bigram: {} ids do not form a ({}, {}) window",
           ids.size(), B, T);
-    return output(logits_table.forward(ids, {B, T}));  // (B, T, V)
+    check(!caching() || B == 1, "Bigram: while caching, a forward continues one sequence; got B = {}", B);
+    advance_cache(T);
+    const std::span<const int64_t> read = caching() ? ids.last(1) : ids;  // (the last id's logits alone)
+    return output(logits_table.forward(read, {B, static_cast<int64_t>(read.size()) / B}));  // (B, T, V)
 }
 
 // --- AverageModel --------------------------------------------------------------------------------------
@@ -51,12 +83,15 @@ AverageModel::AverageModel(AverageModelOptions opts, Generator& gen)
     : PositionalModel(opts.vocab, opts.n_embd, opts.block, gen),
       options(opts),
       lm_head({.in = opts.n_embd, .out = opts.vocab}, gen) {
+    register_module("average", average);  // (no parameters: found by the cache, and its hooks by name)
     register_module("lm_head", lm_head);
 }
 
 Tensor AverageModel::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "AverageModel");
-    return output(lm_head.forward(average.forward(embed(ids, B, T))));  // (B, T, V)
+    const Tensor x = average.forward(embed(ids, B, T));  // (B, T, C)
+    advance_cache(T);
+    return output(lm_head.forward(last_rows(x)));  // (B, T, V)
 }
 
 // --- SingleHead -----------------------------------------------------------------------------------------
@@ -76,7 +111,9 @@ SingleHead::SingleHead(SingleHeadOptions opts, Generator& gen)
 
 Tensor SingleHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "SingleHead");
-    return output(lm_head.forward(head.forward(embed(ids, B, T))));  // (B, T, V)
+    const Tensor x = head.forward(embed(ids, B, T));  // (B, T, H)
+    advance_cache(T);
+    return output(lm_head.forward(last_rows(x)));  // (B, T, V)
 }
 
 // --- MultiHeadAttention and FeedForward ------------------------------------------------------------------
@@ -96,9 +133,11 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
-    std::vector<Tensor> outs;
-    for (auto& head : heads) outs.push_back(head->forward(x));  // each (B, T, C / n_head)
-    return output(dropout(projection.forward(concat(outs, -1)), options.dropout, is_training(), dropout_gen));  // (B, T, C)
+    outputs_.clear();  // (a member: its room is reused, no allocation per forward)
+    for (auto& head : heads) outputs_.push_back(head->forward(x));  // each (B, T, C / n_head)
+    const Tensor heads_out = concat(outputs_, -1);                   // (B, T, C)
+    outputs_.clear();
+    return output(dropout(projection.forward(heads_out), options.dropout, is_training(), dropout_gen));  // (B, T, C)
 }
 
 FeedForward::FeedForward(FeedForwardOptions opts, Generator& gen)
@@ -133,7 +172,8 @@ MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
 Tensor MultiHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "MultiHead");
     Generator unused;  // no dropout in this model
-    Tensor x = attention.forward(embed(ids, B, T), unused);  // (B, T, C)
+    Tensor x = last_rows(attention.forward(embed(ids, B, T), unused));  // (B, T, C)
+    advance_cache(T);
     if (feed_forward) x = feed_forward->forward(x, unused);
     return output(lm_head.forward(x));  // (B, T, V)
 }
@@ -187,7 +227,8 @@ Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT");
     Tensor x = dropout(embed(ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
     for (auto& block : blocks) x = block->forward(x, dropout_gen_);
-    return output(lm_head.forward(final_norm.forward(x)));  // (B, T, V)
+    advance_cache(T);
+    return output(lm_head.forward(final_norm.forward(last_rows(x))));  // (B, T, V)
 }
 
 }  // namespace nn

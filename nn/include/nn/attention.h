@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/kv_cache.h"
 #include "nn/layers.h"
 
 namespace nn {
@@ -63,10 +64,13 @@ public:
 // (with record_scores off, Q K^T, scale, mask and softmax are the one fused op causal_attention_weights,
 // and from flash_from positions on, everything after Q, K and V is the one op causal_attention).
 // With compare_raw, Q = K = x (the self-matching failure) and the divisor is 1/sqrt(C).
-class Head : public InspectableHead {
+class Head : public InspectableHead, public CachingModule {
 public:
     explicit Head(HeadOptions options, autograd::Generator& gen = autograd::default_generator());
-    Tensor forward(const Tensor& x);  // x: (B, T, C) -> (B, T, H)
+    // x: (B, T, C) -> (B, T, H). With a cache (nn/kv_cache.h): B = 1, x the next T positions, which
+    // attend to every position cached before them and are cached in turn (the fused ops, whatever
+    // record_scores says; last_attention(), last_scores() and last_input() are not kept).
+    Tensor forward(const Tensor& x);
 
     // The attention weights of the last forward, (B, T, T), detached from the graph; rows sum to 1.
     // After a forward through causal_attention (see flash_from), made on the first call from that
@@ -94,6 +98,8 @@ private:
     Tensor scores_;
     Tensor queries_, keys_;     // (B, T, H) of a causal_attention forward, for last_attention()
     float factor_ = 1.0f;
+    KVCache* cache_ = nullptr;
+    void use_cache(KVCache* cache) override;
 };
 
 // How spread attention is: the entropy (nats) of the shares and the largest share. A row that looks
@@ -119,9 +125,15 @@ struct AttentionHead {
 std::vector<AttentionHead> attention_heads(const Module& model);
 
 // "Just average them": position i takes the plain mean of positions 0..i. No parameters.
-class Average : public Module {
+class Average : public Module, public CachingModule {
 public:
-    Tensor forward(const Tensor& x) const;  // x: (B, T, C) -> (B, T, C)
+    // x: (B, T, C) -> (B, T, C). With a cache: B = 1, x the next T positions, averaged with every row
+    // cached before them.
+    Tensor forward(const Tensor& x);
+
+private:
+    KVCache* rows_ = nullptr;  // the rows seen (as keys; no values are read)
+    void use_cache(KVCache* cache) override { rows_ = cache; }
 };
 
 }  // namespace nn

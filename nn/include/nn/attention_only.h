@@ -30,6 +30,7 @@ public:
     explicit AttentionOnly(AttentionOnlyOptions options, autograd::Generator& gen = autograd::default_generator());
     // x = embed(ids); for each layer x = x + layer(x); logits = unembed(x)
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    bool can_cache() const override { return true; }
 
     AttentionOnlyOptions options;
     std::vector<std::unique_ptr<MultiHeadAttention>> layers;  // "layers.0", ...: heads and projection

@@ -1,6 +1,7 @@
 // Generating one token at a time: a Decoder appends tokens to a window and returns the logits of the
-// next one. The cached decoder keeps, in every attention head, the keys and values of the positions
-// already seen, so a new token costs one row of attention instead of a T x T window; the window decoder
+// next one. Both run the model's own forward, in eval mode without a graph. The cached decoder hands the
+// model a ModelCache (nn/kv_cache.h): every attention module keeps the keys and values of the positions
+// already seen, so a new token costs one row of attention instead of a T x T window. The window decoder
 // is the reference that runs the whole window through model.forward() again.
 //
 // Shape legend: T time (tokens in the window), C n_embd, H head width, V vocab.

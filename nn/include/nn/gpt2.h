@@ -68,8 +68,9 @@ private:
     mutable int64_t made_at_ = -1;   // the attention's forward count they were made from
 };
 
-// q, k, v from one c_attn projection, causal attention per head, c_proj: (B, T, C) -> (B, T, C).
-class GPT2Attention : public Module {
+// q, k, v from one c_attn projection, causal attention per head, c_proj: (B, T, C) -> (B, T, C). With a
+// cache (nn/kv_cache.h): B = 1, x the next T positions, which read every position cached before them.
+class GPT2Attention : public Module, public CachingModule {
 public:
     GPT2Attention(const GPT2Options& options, autograd::Generator& gen);
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
@@ -84,6 +85,9 @@ private:
     // the last forward's input and q, k (B, T, C), detached: what the heads show
     Tensor input_, queries_, keys_;
     int64_t forwards_ = 0;
+    std::vector<Tensor> outputs_;  // the heads' (B, T, H), reused from forward to forward (no allocation)
+    KVCache* cache_ = nullptr;     // while decoding: n_head heads
+    void use_cache(KVCache* cache) override { cache_ = cache; }
 };
 
 // c_fc, GELU (tanh, or exact), c_proj: (B, T, C) -> (B, T, C).
@@ -117,7 +121,7 @@ public:
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
     int64_t block_size() const override { return options.block; }
     int64_t vocab_size() const override { return options.vocab; }
-    std::unique_ptr<Decoder> cached_decoder() override;  // keys and values per layer and head (nn/decoder.h)
+    bool can_cache() const override { return true; }
 
     GPT2Options options;
     Embedding wte, wpe;  // (V, C), (block, C)

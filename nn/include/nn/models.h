@@ -18,6 +18,7 @@
 
 #include "nn/attention.h"
 #include "nn/decoder.h"
+#include "nn/kv_cache.h"
 #include "nn/layers.h"
 #include "nn/model_registry.h"  // ModelConfig, ModelKind, make_model
 
@@ -26,16 +27,41 @@ namespace nn {
 // What every model of the ladder is: ids in, next-token logits out.
 class LanguageModel : public Module {
 public:
-    // ids: (B, T) row-major, each in [0, V), T <= block_size()  ->  logits (B, T, V)
+    // ids: (B, T) row-major, each in [0, V), T <= block_size()  ->  logits (B, T, V). While caching
+    // (below): B = 1, the ids are the positions cache_length() .. cache_length() + T - 1, and the logits
+    // are the last position's alone, (1, 1, V).
     virtual Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) = 0;
     virtual int64_t block_size() const = 0;  // the longest window the model reads
     virtual int64_t vocab_size() const = 0;
-    // Generates one token at a time (nn/decoder.h), keeping each attention head's keys and values; the
-    // model must outlive it. A model without its own (a custom one) gets window_decoder(*this).
-    virtual std::unique_ptr<Decoder> cached_decoder();
+    // Generates one token at a time (nn/decoder.h): with the model's own caches when it can_cache(),
+    // else by running the whole window again (window_decoder). The model must outlive it.
+    std::unique_ptr<Decoder> cached_decoder();
+
+    // --- decoding with a cache (nn/kv_cache.h) ------------------------------------------------------
+    // Whether every module of the model that mixes positions keeps what it read (a CachingModule), so
+    // that a forward can continue a sequence from a ModelCache: the built-in kinds can; a model of your
+    // own says so.
+    virtual bool can_cache() const { return false; }
+    // The forwards from now on continue `cache`'s sequence (one of this model's; nullptr: none, each
+    // forward reads its whole window). nn::UsingCache does this for a scope.
+    void use_cache(ModelCache* cache);
+    bool caching() const { return cache_ != nullptr; }
+    int64_t cache_length() const { return cache_ ? cache_->length() : 0; }
 
 protected:
     void check_ids(std::span<const int64_t> ids, int64_t B, int64_t T, const char* model) const;
+    // first, first + 1, ..., first + T - 1, in a buffer of the model's (reused: no allocation per call)
+    std::span<const int64_t> positions(int64_t first, int64_t T) const;
+    // The position of a forward's first id: cache_length() while caching, else 0. A model's forward
+    // calls advance_cache(T) once every module has read the ids, and gives the logits of last_rows(x)
+    // only (the last position while caching: the others' are never read).
+    int64_t first_position() const { return cache_length(); }
+    void advance_cache(int64_t T);
+    Tensor last_rows(const Tensor& x) const;  // x: (B, T, C) -> (B, 1, C) while caching, else x
+
+private:
+    ModelCache* cache_ = nullptr;
+    mutable std::vector<int64_t> positions_;
 };
 
 // The rungs that read positions (AverageModel, SingleHead, MultiHead, GPT): token and position
@@ -44,7 +70,7 @@ class PositionalModel : public LanguageModel {
 public:
     int64_t block_size() const override { return position.options.num; }
     int64_t vocab_size() const override { return token.options.num; }
-    // ids: (B, T)  ->  token + position embeddings (B, T, C)
+    // ids: (B, T)  ->  token + position embeddings (B, T, C), the positions from first_position()
     Tensor embed(std::span<const int64_t> ids, int64_t B, int64_t T) const;
 
     Embedding token, position;  // (V, C), (block, C)
@@ -63,7 +89,7 @@ class Bigram : public LanguageModel {
 public:
     explicit Bigram(BigramOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    std::unique_ptr<Decoder> cached_decoder() override;
+    bool can_cache() const override { return true; }
     int64_t block_size() const override { return 1; }
     int64_t vocab_size() const override { return options.vocab; }
 
@@ -81,7 +107,7 @@ class AverageModel : public PositionalModel {
 public:
     explicit AverageModel(AverageModelOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    std::unique_ptr<Decoder> cached_decoder() override;
+    bool can_cache() const override { return true; }
 
     AverageModelOptions options;
     Average average;
@@ -101,7 +127,7 @@ class SingleHead : public PositionalModel {
 public:
     explicit SingleHead(SingleHeadOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    std::unique_ptr<Decoder> cached_decoder() override;
+    bool can_cache() const override { return true; }
 
     SingleHeadOptions options;
     Head head;
@@ -122,6 +148,9 @@ public:
     MultiHeadAttentionOptions options;
     std::vector<std::unique_ptr<Head>> heads;
     Linear projection;
+
+private:
+    std::vector<Tensor> outputs_;  // the heads' outputs during a forward
 };
 
 struct FeedForwardOptions {
@@ -152,7 +181,7 @@ class MultiHead : public PositionalModel {
 public:
     explicit MultiHead(MultiHeadOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    std::unique_ptr<Decoder> cached_decoder() override;
+    bool can_cache() const override { return true; }
 
     MultiHeadOptions options;
     MultiHeadAttention attention;
@@ -186,7 +215,7 @@ class GPT : public PositionalModel {
 public:
     explicit GPT(GPTOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    std::unique_ptr<Decoder> cached_decoder() override;
+    bool can_cache() const override { return true; }
     autograd::Generator& dropout_generator() { return dropout_gen_; }
     const autograd::Generator& dropout_generator() const { return dropout_gen_; }
 
