@@ -55,11 +55,14 @@ void print_tables(const nn::GradientReport& report, const std::vector<HeadRows>&
     if (heads.empty()) return;
     fmt::print("\n{:<{}}  {:>7}  {:>13}  {:>12}  {:>9}\n{:<{}}  {:>7}  {:>13}  {:>12}\n", "head", width, "entropy", "largest share",
                "row gradient", "flat rows", "", width, "(nats)", "(mean)", "(median)");
-    for (const HeadRows& h : heads)
-        fmt::print("{:<{}}  {:7.3f}  {:13.3f}  {:12.2e}  {:8.0f}%\n", h.name, width, h.entropy, h.largest_share, h.median(), 100 * h.flat());
+    for (const HeadRows& h : heads)  // (a window of one token has no looking row: a dash)
+        fmt::print("{:<{}}  {:7.3f}  {:13.3f}  {:>12}  {:>9}\n", h.name, width, h.entropy, h.largest_share,
+                   h.row_gradients.empty() ? "-" : fmt::format("{:.2e}", h.median()),
+                   h.row_gradients.empty() ? "-" : fmt::format("{:.0f}%", 100 * h.flat()));
     fmt::print("\nentropy, largest share: means over every row of the head's attention on the data. row gradient: what a\n"
                "row's softmax passes back to its scores for a gradient N(0, 1) at its shares, as the saturation study\n"
-               "(gradflow without CKPT) measures it: healthy rows pass about 0.3; flat: under {:g}.\n{}",
+               "(gradflow without CKPT) measures it: a row spread evenly over n positions passes about 1/sqrt(n) (0.33\n"
+               "over 8), one that looks at a single position 0; flat: under {:g}.\n{}",
                nn::study::kFlatRowGradient, flat_heads(heads));
 }
 
@@ -92,6 +95,7 @@ int checkpoint_flow(const CheckpointOptions& o) {
             loss += part.item() * weight;
             for (size_t h = 0; h < heads.size(); ++h) {
                 const autograd::Tensor& w = attention[h].module.last_attention();  // (n, T, T)
+                if (!w.defined()) continue;  // a head the forward did not run
                 const nn::AttentionStats stats = nn::attention_stats(w);
                 heads[h].entropy += weight * stats.entropy;
                 heads[h].largest_share += weight * stats.largest_share;
