@@ -13,6 +13,7 @@
 #   inspect_words.sh BIN_DIR LLMC_MODEL_PY WORK_DIR
 set -u
 bin=$1 make=$2 work=$3
+source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
@@ -85,9 +86,9 @@ else
   fail "gradflow on a checkpoint of step 30: ${flow:0:600}"
 fi
 [[ $("$bin/gradflow" run.st --data small.txt --json 2>/dev/null) == *'"model":"gpt","step":30,'* ]] || fail "gradflow --json does not name step 30"
-python3 "$make" zero.bin --block 64 --vocab 64 --layers 1 --heads 2 --width 64
-python3 "$make" saturated.bin --block 64 --vocab 64 --layers 1 --heads 2 --width 64 --seed 1 --scale 3
-python3 -c "import struct; open('ids.bin', 'wb').write(struct.pack('<5000H', *(i * 7 % 64 for i in range(5000))))"
+model zero.bin --block 64 --vocab 64 --layers 1 --heads 2 --width 64
+model saturated.bin --block 64 --vocab 64 --layers 1 --heads 2 --width 64 --seed 1 --scale 3
+ids ids.bin 5000 64
 for m in zero saturated; do
   "$bin/gradflow" $m.bin --data ids.bin --json > $m.json 2>/dev/null || fail "gradflow $m.bin --json: exit $?"
   "$bin/gradflow" $m.bin --data ids.bin > $m.txt 2>/dev/null || fail "gradflow $m.bin: exit $?"

@@ -13,13 +13,10 @@
 #   shaped_models.sh BIN_DIR PEAK_RSS LLMC_MODEL_PY WORK_DIR
 set -u
 bin=$1 peak=$2 make=$3 work=$4
+source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
-model() { python3 "$make" "$@" || { echo "cannot make $1"; exit 1; }; }
-ids() {  # ids FILE N MOD: N uint16 ids (nanoGPT's token file), i * 7 % MOD
-  python3 -c "import struct, sys; n, m = int(sys.argv[2]), int(sys.argv[3]); open(sys.argv[1], 'wb').write(struct.pack(f'<{n}H', *(i * 7 % m for i in range(n))))" "$@"
-}
 # refuses CODE PATTERN PROGRAM ARGS...: exits CODE with PATTERN (a bash regex) on stderr, nothing drawn on stdout
 refuses() {
   local code=$1 pattern=$2 program=$3
