@@ -1,7 +1,8 @@
 // The data a checkpoint is measured on, for the programs that read one with --data (evaluate, gradflow):
 // --data's ids for the checkpoint's tokenizer, cut into the first consecutive windows of B x T tokens
 // (nn::consecutive_window), checked against the model and the file with messages that name the flags;
-// and the memory a pass over them takes (nn::estimate_memory), checked against this machine's.
+// and the memory a pass over them takes (nn::estimate_memory), checked against this machine's, and the
+// parts a window runs in.
 //
 // Shape legend: B batch (rows of a window), T time (tokens of a row).
 #pragma once
@@ -17,27 +18,26 @@
 #include <nn/train/data_file.h>
 #include <nn/train/trainer.h>
 
-// Bytes of activations a forward pass may take at once: a batch of more rows runs in parts (the same
-// means; far less than a GPT-2 small row of 1024 tokens, 0.55 GB, is work enough for the kernels). Fixed,
-// not the machine's: the parts, and so the last bits of a mean, are the same on every machine.
-inline constexpr double kForwardPartBytes = double(1 << 28);
+// Bytes of activations a pass (forward, or forward and backward) may take at once: a batch of more rows
+// runs in parts (the same means and gradients; far less than a GPT-2 small row of 1024 tokens, 0.55 GB
+// forward, is work enough for the kernels). Fixed, not the machine's: the parts, and so the last bits of
+// a mean, are the same on every machine.
+inline constexpr double kPartBytes = double(1 << 28);
 
-// The rows of a pass over B rows of T tokens to run at once: a forward pass (nn::Pass::forward,
-// forward_heads) in parts of kForwardPartBytes, at least one row; a gradient in one (its heads' report is
-// of the whole batch). Refuses (std::runtime_error) what this machine's memory cannot hold before it is
-// allocated, naming `checkpoint`, what the rows are (`rows_are`: "one row of --block 1024 tokens") and
-// the flag to lower (`advice`).
+// The rows of a pass over B rows of T tokens to run at once (a forward pass, nn::Pass::forward or
+// forward_heads, or a gradient): in parts of kPartBytes of activations, at least one row. Refuses
+// (std::runtime_error) a row this machine's memory cannot hold before it is allocated, naming
+// `checkpoint`, what the row is (`row_is`: "one row of --block 1024 tokens") and the flag to lower (`advice`).
 inline int64_t rows_at_once(const nn::ModelConfig& model, const std::string& checkpoint, int64_t B, int64_t T, nn::Pass pass,
-                            const std::string& rows_are, const std::string& advice) {
-    const bool in_parts = pass == nn::Pass::forward || pass == nn::Pass::forward_heads;
+                            const std::string& row_is, const std::string& advice) {
     const nn::MemoryEstimate need = nn::estimate_memory(model, T, pass);
-    const uint64_t bytes = need.bytes(in_parts ? 1 : B), have = nn::physical_memory_bytes();
+    const uint64_t bytes = need.bytes(1), have = nn::physical_memory_bytes();
     if (have != 0 && bytes > have)
         throw std::runtime_error(fmt::format("{}: {} would need about {:.3g} GB of memory ({:.3g} GB of it the model's weights{}), "
                                              "more than this machine's {:.3g} GB; {}",
-                                             checkpoint, rows_are, double(bytes) / 1e9, need.fixed / 1e9,
-                                             in_parts ? "" : " and their gradients", double(have) / 1e9, advice));
-    return in_parts ? need.rows_within(kForwardPartBytes, B) : B;
+                                             checkpoint, row_is, double(bytes) / 1e9, need.fixed / 1e9,
+                                             pass == nn::Pass::gradient ? " and their gradients" : "", double(have) / 1e9, advice));
+    return need.rows_within(kPartBytes, B);
 }
 
 struct CheckpointData {
@@ -54,10 +54,8 @@ inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std
     const int64_t limit = std::max(trained.config.block, trained.model->block_size());
     const int64_t B = batch, T = block.value_or(limit);
     if (T > limit) throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, limit, checkpoint));
-    const bool gradient = pass == nn::Pass::gradient;  // the whole batch at once; a forward pass row by row at least
-    const int64_t rows = rows_at_once(trained.config, checkpoint, B, T, pass,
-                                      gradient ? fmt::format("--batch {} x --block {}", B, T) : fmt::format("one row of --block {} tokens", T),
-                                      gradient ? "choose a smaller --batch or --block" : "choose a shorter --block");
+    const int64_t rows = rows_at_once(trained.config, checkpoint, B, T, pass, fmt::format("one row of --block {} tokens", T),
+                                      "choose a shorter --block");
     nn::TokenIds ids = nn::read_token_ids(data, *trained.tokenizer);
     const int64_t whole = nn::consecutive_windows(ids, B, T);  // each needs B T + 1 tokens
     if (whole == 0)

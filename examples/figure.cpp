@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "figure_page.h"
+#include "load_checkpoint.h"
 #include "tensor_json.h"
 #include "tools.h"
 
@@ -126,7 +127,7 @@ std::string axis_label(const std::string& c) {
 // what it read.
 std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::string& prompt) {
     auto w = std::make_unique<Window>();
-    const nn::TrainedModel& trained = w->trained.emplace(nn::load_trained_model(path));
+    const nn::TrainedModel& trained = w->trained.emplace(load_checkpoint(path));
     nn::LanguageModel& model = *trained.model;
     const nn::ModelKindInfo& kind = nn::model_kind_info(trained.config.kind);
     const std::vector<nn::AttentionHead> heads = nn::attention_heads(model);

@@ -12,8 +12,6 @@
 // Exit status: 0 done, 1 a bad checkpoint (one whose logits are not finite too) or prompt or a failed write
 // (message on stderr), 2 bad arguments, 130 stopped by SIGINT (Ctrl-C; 143 SIGTERM, 129 SIGHUP) with the text
 // printed so far kept.
-#include <signal.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +23,9 @@
 #include <nn/train/sample.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
+
+#include "load_checkpoint.h"
+#include "stop_signals.h"
 #include "tools.h"
 
 namespace {
@@ -38,18 +39,6 @@ struct Options {
     float temperature = 1.0f;
     bool cache = true, json = false;
 };
-
-// A signal only sets this; the sampling loop reads it after each character and stops there.
-volatile sig_atomic_t g_stop_signal = 0;
-extern "C" void on_generate_stop_signal(int signal) { g_stop_signal = signal; }
-
-void catch_stop_signals() {
-    struct sigaction action {};
-    action.sa_handler = on_generate_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;  // a write in progress carries on
-    for (int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &action, nullptr);
-}
 
 // Bytes of decoded tokens out as whole UTF-8 characters, counting them: a BPE token may end inside a
 // character, which waits for the next token; a byte that cannot start or continue one is U+FFFD.
@@ -89,12 +78,12 @@ private:
 };
 
 int run(const Options& o) {
-    nn::TrainedModel trained = nn::load_trained_model(o.checkpoint->path, o.tokenizer);
+    nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, o.tokenizer);
     const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
                                             : o.prompt.value_or(nn::default_prompt(*trained.tokenizer));
     const std::vector<int64_t> context = trained.tokenizer->encode(start);
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
-    catch_stop_signals();
+    const cli::StopSignals stop;  // the sampling loop reads it after each character and stops there
 
     using Clock = std::chrono::steady_clock;
     int64_t produced = 0, tokens = 0;
@@ -107,7 +96,7 @@ int run(const Options& o) {
     const int64_t steps = o.tokens ? *o.tokens : characters || ids_only ? o.chars : 4 * o.chars;
     // one window for every sample; its decoder says whether a cache ran (a kind without one reruns the window)
     nn::GenerationWindow window(o.cache ? trained.model->cached_decoder() : nn::window_decoder(*trained.model));
-    for (int64_t sample = 0; sample < o.samples && g_stop_signal == 0; ++sample) {
+    for (int64_t sample = 0; sample < o.samples && cli::stop_signal() == 0; ++sample) {
         if (sample > 0) std::fputs("---------------\n", stdout);  // between samples, as nanoGPT's sample.py
         std::fputs(start.c_str(), stdout);
         std::fflush(stdout);
@@ -119,7 +108,7 @@ int run(const Options& o) {
                      [&](int64_t id) {
                          ++tokens;
                          const bool more = printer.add(trained.tokenizer->decode(std::span(&id, 1)));
-                         return std::fflush(stdout) == 0 && g_stop_signal == 0 && (more || o.tokens);
+                         return std::fflush(stdout) == 0 && cli::stop_signal() == 0 && (more || o.tokens);
                      });
         produced += printer.printed();
         seconds += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -133,10 +122,10 @@ int run(const Options& o) {
                                      {"cache", window.decoder().cached()}};
         std::fputs((line.dump() + "\n").c_str(), stdout);
     }
-    if (g_stop_signal != 0) {
+    if (cli::stop_signal() != 0) {
         std::fflush(stdout);
         std::fprintf(stderr, "generate: interrupted after %lld characters\n", static_cast<long long>(produced));
-        return 128 + g_stop_signal;
+        return 128 + cli::stop_signal();
     }
     return 0;  // cli::run checks that standard output was written
 }

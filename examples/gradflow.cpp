@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradflow_checkpoint.h"
+#include "progress.h"
 #include "svg_chart.h"
 
 using namespace autograd;
@@ -45,6 +46,7 @@ struct Options {
     int64_t trials = 50, window = 8, steps = 300;
     std::optional<std::string> csv, svg, train_svg, dot;
     bool json = false, force = false;
+    int64_t threads = 1;
     // a checkpoint's gradient on --data instead of the study
     std::optional<cli::Input> checkpoint;
     std::optional<std::string> data, tokenizer;
@@ -81,7 +83,9 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.block = v.integer(1, 1 << 20); });
     p.option("--batches", "N", "consecutive windows from the start of the file      (default 1)",
              [&o](const cli::Value& v) { o.batches = v.integer(1, 1 << 20); });
-    p.section("output");
+    p.section("output and threads");
+    p.option("--threads", "N", "threads for the kernels                             (default 1)",
+             [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print the measured values as one JSON object instead of tables", [&o] { o.json = true; });
     return p;
@@ -103,11 +107,13 @@ uint64_t stream_seed(uint64_t seed, int64_t width, bool divided) {
 
 std::vector<Row> run_study(const Options& o) {
     std::vector<Row> rows;
+    progress::Bar bar("the study", "rows");
     for (int64_t width : kWidths)
         for (bool divided : {true, false}) {
             const uint64_t stream = stream_seed(o.seed, width, divided);
             Generator gen(stream);
             rows.push_back({stream, nn::study::saturation(width, divided, o.window, o.trials, gen)});
+            bar.update(rows.size(), 2 * kWidths.size());
         }
     return rows;
 }
@@ -226,26 +232,13 @@ struct Curve {
     double seconds = 0;
 };
 
-// The median over looking rows of every window of ||dL/dscores|| for one row: the typical row's gradient.
-double typical_row_gradient(const nn::Head& head) {
-    const Tensor& g = head.last_scores().grad();  // (B, T, T)
-    const int64_t B = g.size(0), T = g.size(1);
-    std::vector<double> norms;
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 1; i < T; ++i) {
-            double g2 = 0.0;
-            for (int64_t j = 0; j <= i; ++j) g2 += double(g.at({b, i, j})) * g.at({b, i, j});
-            norms.push_back(std::sqrt(g2));
-        }
-    return nn::study::summarize(norms).median;
-}
-
-Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokenizer& tokenizer, const nn::TextData& data) {
+Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokenizer& tokenizer, const nn::TextData& data,
+                progress::Bar& bar, int64_t first_step) {
     Curve curve{.divided = divided};
     Generator init(seed), batches(seed + 1);
     nn::SingleHead model(
         {.vocab = tokenizer.vocab_size(), .n_embd = kTrainWidth, .block = kTrainBlock, .scaled = divided, .record_scores = true},
-        init);  // record_scores: typical_row_gradient reads the head's last_scores().grad()
+        init);  // record_scores: the row gradients are of the head's last_scores().grad()
     nn::AdamW opt(model, {.lr = kTrainLr, .beta2 = 0.99f, .weight_decay = 0.1f});
     const nn::CosineSchedule schedule{.lr = kTrainLr, .min_lr = kTrainLr / 10, .warmup = 0, .total = steps};
     const int64_t every = std::max<int64_t>(1, steps / 20);
@@ -266,7 +259,8 @@ Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokeni
         const nn::Batch b = data.batch(nn::Split::train, kTrainBatch, kTrainBlock, batches);
         const Tensor loss = cross_entropy(model.forward(b.inputs, b.B, b.T), b.targets);  // logits (B, T, V)
         loss.backward();
-        const double row_gradient = typical_row_gradient(model.head);
+        // the typical row's: the median over every window's looking rows
+        const double row_gradient = nn::study::summarize(nn::study::row_gradients(model.head.last_scores().grad())).median;
         const double grad_query = nn::study::norm(model.head.query.weight.grad());
         nn::clip_grad_norm(model.parameters(), 1.0f);
         opt.step();
@@ -277,6 +271,7 @@ Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokeni
             curve.grad_query.push_back(grad_query);
             curve.val_loss.push_back(val_loss());
         }
+        bar.update(uint64_t(first_step + it + 1), uint64_t(2 * steps));
     }
     curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return curve;
@@ -417,8 +412,9 @@ int run(const Options& o) {
         const auto tokenizer = nn::CharTokenizer::from_text(text);
         const nn::TextData data(tokenizer.encode(text));
         const uint64_t train_seed = o.seed + 1000;
-        curves.push_back(train_one(true, o.steps, train_seed, tokenizer, data));
-        curves.push_back(train_one(false, o.steps, train_seed, tokenizer, data));
+        progress::Bar bar("training", "steps");
+        curves.push_back(train_one(true, o.steps, train_seed, tokenizer, data, bar, 0));
+        curves.push_back(train_one(false, o.steps, train_seed, tokenizer, data, bar, o.steps));
         if (!o.json) {
             print_training(curves[0], curves[1]);
             fmt::print("\n{}", training_finding(curves[0], curves[1]));
@@ -439,6 +435,7 @@ int main(int argc, char** argv) {
     Options o;
     cli::Parser parser = make_parser(o);
     return cli::run(parser, argc, argv, [&] {
+        set_num_threads(static_cast<int>(o.threads));
         if (!o.checkpoint) {
             for (const char* flag : {"--data", "--tokenizer", "--batch", "--block", "--batches"})
                 if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint (give CKPT)", flag));

@@ -27,6 +27,8 @@
 #include <nn/models.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
+
+#include "load_checkpoint.h"
 #include "tools.h"
 
 using namespace autograd;
@@ -123,7 +125,7 @@ Map untrained(const Options& o) {
 }
 
 Map trained(const Options& o) {
-    nn::TrainedModel loaded = nn::load_trained_model(o.checkpoint->path, o.tokenizer);
+    nn::TrainedModel loaded = load_checkpoint(o.checkpoint->path, o.tokenizer);
     const nn::ModelConfig& config = loaded.config;
     const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());

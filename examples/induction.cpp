@@ -101,7 +101,9 @@ cli::Parser make_parser(Options& o) {
 
 struct HeadScore {
     int64_t layer = -1, head = -1;
-    double score = NAN;
+    double score = NAN;  // a mean share of attention
+    std::string name() const { return fmt::format("layer {} head {}", layer, head); }
+    std::string percent() const { return fmt::format("{:.{}f}%", 100 * score, 100 * score < 9.95 ? 1 : 0); }
 };
 
 // One evaluation of a model on the fixed batch.
@@ -173,10 +175,9 @@ Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_l
             page->write(*o.report, "--report");
         }
         const HeadScore prev = e.best(e.previous_token), induction = e.best(e.prefix_matching);
-        fmt::print(stderr, "{} step {:>5}: loss on repeats {:.3f}, on first occurrences {:.3f}; previous-token head {}.{} {:.2f}, "
-                               "induction head {}.{} {:.2f}\n",
-                       name, step, e.losses.repeated, e.losses.first, prev.layer, prev.head, prev.score, induction.layer, induction.head,
-                       induction.score);
+        fmt::print(stderr, "{} step {:>5}: loss on repeats {:.3f}, on first occurrences {:.3f}; best previous-token head {} ({}), "
+                           "induction head {} ({})\n",
+                   name, step, e.losses.repeated, e.losses.first, prev.name(), prev.percent(), induction.name(), induction.percent());
     };
     measure(0, NAN);
     const int64_t page_every = std::max<int64_t>(1, o.eval_every / 5);
@@ -350,8 +351,9 @@ int run(const Options& o) {
                "in-context score {:.3f}; phase change {}\n",
                two.params, last.losses.repeated, last.losses.first, std::log(double(o.data.vocab)), last.losses.icl_score(),
                phase ? fmt::format("at step {}", *phase) : std::string("not seen"));
-    fmt::print("  previous-token head {}.{} ({:.2f}), induction head {}.{} (prefix matching {:.2f})\n", prev.layer, prev.head, prev.score,
-               induction.layer, induction.head, induction.score);
+    fmt::print("  the previous-token head is {}: {} of its attention on the previous token\n", prev.name(), prev.percent());
+    fmt::print("  the induction head is {}: {} of a repeated token's attention on the token after its earlier occurrence\n",
+               induction.name(), induction.percent());
     fmt::print("one layer ({} parameters): loss on repeated tokens {:.3f}, on first occurrences {:.3f}, in-context score {:.3f}\n",
                control.params, control_last.losses.repeated, control_last.losses.first, control_last.losses.icl_score());
     if (o.json) {

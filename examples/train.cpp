@@ -10,7 +10,6 @@
 // JSON line with --json. Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments,
 // 130 interrupted by SIGINT (143 by SIGTERM, 129 by SIGHUP) after saving a checkpoint to --out. SIGPIPE
 // is ignored: a closed stderr only silences the progress, a closed stdout is an error at the end.
-#include <signal.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -29,6 +28,7 @@
 #include <nn/train/trainer.h>
 
 #include "run_report.h"
+#include "stop_signals.h"
 #include "tools.h"
 #include "train_args.h"
 #include "train_logs.h"
@@ -42,37 +42,6 @@ namespace {
 
 using train_args::Options;
 using train_progress::note;
-
-// SIGINT and SIGTERM only set this flag; the training loop reads it after each step, saves and stops.
-// A second signal while saving sets it again and changes nothing: the save always completes.
-volatile sig_atomic_t g_stop_signal = 0;
-
-extern "C" void on_train_stop_signal(int signal) { g_stop_signal = signal; }
-
-// Installs the handler (SA_RESTART: reads and writes in progress carry on) for the training loop;
-// the destructor restores the previous dispositions, so a Ctrl-C while sampling ends the program.
-class StopSignals {
-public:
-    StopSignals() {
-        struct sigaction action {};
-        action.sa_handler = on_train_stop_signal;
-        sigemptyset(&action.sa_mask);
-        action.sa_flags = SA_RESTART;
-        ::sigaction(SIGINT, &action, &old_int_);
-        ::sigaction(SIGTERM, &action, &old_term_);
-        ::sigaction(SIGHUP, &action, &old_hup_);  // a closed terminal or ssh session
-    }
-    StopSignals(const StopSignals&) = delete;
-    StopSignals& operator=(const StopSignals&) = delete;
-    ~StopSignals() {
-        ::sigaction(SIGINT, &old_int_, nullptr);
-        ::sigaction(SIGTERM, &old_term_, nullptr);
-        ::sigaction(SIGHUP, &old_hup_, nullptr);
-    }
-
-private:
-    struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
-};
 
 // One run, from its outputs to its results, in steps: the constructor checks the prompt and opens the
 // page and the logs; run() trains (train: evaluate_untrained, take_step, evaluate_and_save), then
@@ -114,7 +83,7 @@ private:
     std::vector<std::string> sample_tokens_;  // each token's text, the maps' labels
     train_logs::Logs logs_;
     train_progress::Progress progress_;
-    std::optional<StopSignals> stop_signals_;
+    std::optional<cli::StopSignals> stop_signals_;  // SIGINT, SIGTERM and SIGHUP while training and sampling
     Clock::time_point start_;
     double train_seconds_ = 0.0;
     int64_t tokens_ = 0;
@@ -124,8 +93,9 @@ private:
     int64_t logged_step_ = -1;  // the step of the last row written to the logs
 };
 
-// Evaluations and the sample ask for the signal flag as they go: a Ctrl-C never waits for them.
-bool stop_requested() { return g_stop_signal != 0; }
+// Evaluations and the sample ask for the signal flag as they go: a Ctrl-C never waits for them. The training
+// loop reads it after each step, saves and stops; a second signal while saving changes nothing.
+bool stop_requested() { return cli::stop_signal() != 0; }
 
 Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContinued continued)
     : o_(o),
@@ -167,7 +137,7 @@ int Training::run() {
     progress_.finish();
     logs_.close();  // the logs are complete: closed before the sample
     const std::string sample = draw_sample();
-    const int stopped_by = g_stop_signal;
+    const int stopped_by = cli::stop_signal();
     stop_signals_.reset();
     print_results(sample);
     if (stopped_by != 0) {
@@ -182,26 +152,26 @@ int Training::run() {
 // rows, and the last evaluation. False when a signal stopped the run (interrupted() then saves).
 bool Training::train() {
     if ((logs_.csv || page_) && trainer_.step_count() == 0) evaluate_untrained();
-    if (g_stop_signal != 0) return false;
-    while (trainer_.step_count() < last_ && g_stop_signal == 0) {
+    if (cli::stop_signal() != 0) return false;
+    while (trainer_.step_count() < last_ && cli::stop_signal() == 0) {
         take_step();
-        if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
+        if (cli::stop_signal() != 0) break;  // no evaluation: save and stop as soon as possible
         if (stats_.step % config().run.eval_every == 0 && stats_.step != last_)
             evaluate_and_save();
         else if (is_log_step(stats_.step) || is_page_step(stats_.step))
             at_step([&] { log_row(NAN, NAN, is_log_step(stats_.step)); });
     }
-    if (g_stop_signal != 0) return false;
+    if (cli::stop_signal() != 0) return false;
     stats_.step = trainer_.step_count();
     evaluate_and_save();
-    return g_stop_signal == 0;  // (a signal during the last evaluation: saved already)
+    return cli::stop_signal() == 0;  // (a signal during the last evaluation: saved already)
 }
 
 // Step 0's row and page: the untrained model (nothing to save).
 void Training::evaluate_untrained() {
     const double train0 = trainer_.evaluate(nn::Split::train, config().run.eval_iters, stop_requested);
     const double val0 = trainer_.evaluate(nn::Split::validation, config().run.eval_iters, stop_requested);
-    if (g_stop_signal != 0) return;
+    if (cli::stop_signal() != 0) return;
     progress_.message(fmt::format("step 0: train loss {:.4f}, val loss {:.4f}", train0, val0));
     at_step([&] {
         log_row(train0, val0);
@@ -230,7 +200,7 @@ void Training::take_step() {
 void Training::evaluate_and_save() {
     train_loss_ = trainer_.evaluate(nn::Split::train, config().run.eval_iters, stop_requested);
     val_loss_ = trainer_.evaluate(nn::Split::validation, config().run.eval_iters, stop_requested);
-    if (g_stop_signal != 0) return;  // the caller saves and stops
+    if (cli::stop_signal() != 0) return;  // the caller saves and stops
     progress_.message(fmt::format("step {}: train loss {:.4f}, val loss {:.4f}", stats_.step, train_loss_, val_loss_));
     // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
     // stops before applying a NaN) are not saved over a good checkpoint.
@@ -308,7 +278,7 @@ void Training::write_page(int64_t step) {
 // the logs have of this step goes first, as at an evaluation: a log step's row (the loop breaks
 // before writing it), and the page with the rows since the last evaluation.
 int Training::interrupted() {
-    const int signal = g_stop_signal;
+    const int signal = cli::stop_signal();
     progress_.finish();
     const int64_t step = trainer_.step_count();
     if (saved_step_ != step)
@@ -328,7 +298,7 @@ std::string Training::draw_sample() {
     Generator gen(config().seed + 3);
     const auto produced = nn::generate(trainer_.model(), prompt_ids_, config().run.sample,
                                        {.temperature = config().run.temperature, .top_k = config().run.top_k}, gen,
-                                       [](int64_t) { return g_stop_signal == 0; });
+                                       [](int64_t) { return cli::stop_signal() == 0; });
     return prompt_ + trainer_.tokenizer().decode(produced);  // token ids without a tokenizer: " 464 3290"
 }
 

@@ -14,6 +14,7 @@
 #include <nn/train/token_file.h>
 #include <nn/tutorial/tasks.h>
 
+#include "load_checkpoint.h"
 #include "train_progress.h"
 
 namespace train_start {
@@ -109,7 +110,7 @@ nn::NamedTensors cropped_to_window(nn::NamedTensors params, const nn::Module& mo
 // character outside it is refused, naming the characters and both files.
 nn::Trainer start_from_checkpoint(const Options& o) {
     const std::string& path = *o.init_from;
-    nn::TrainedModel start = nn::load_trained_model(path, o.tokenizer);
+    nn::TrainedModel start = load_checkpoint(path, o.tokenizer);
     nn::TrainConfig config = o.config;
     const auto given = [&](const char* flag) {
         return std::find(o.model_flags.begin(), o.model_flags.end(), flag) != o.model_flags.end();

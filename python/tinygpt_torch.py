@@ -35,6 +35,8 @@ import os
 import re
 import stat
 import struct
+import sys
+import time
 from dataclasses import dataclass
 
 import numpy
@@ -447,6 +449,59 @@ def _fit(model, state, refusal):
             p.copy_(state[name])
 
 
+# --- progress ----------------------------------------------------------------------------------------------
+
+class Progress:
+    """tinygpt's progress bar (examples/support/progress.h) on stderr when it is a terminal, and nothing when it
+    is not: `label [#########.....................] 540/1485 MB  61.2 MB/s  ETA 0m15s`, redrawn at most ten times a
+    second, and at the total with the time it took (`in 0m24s`), where its line ends. `unit` names what is
+    counted, each `per_unit` of update's counts (1e6: bytes shown as MB)."""
+
+    def __init__(self, label, unit, per_unit=1):
+        self.label, self.unit, self.per_unit = label, unit, per_unit
+        self.terminal = sys.stderr.isatty()
+        self.start = self.drawn = time.monotonic()
+        self.done = False
+
+    @staticmethod
+    def _amount(v):
+        return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+    def update(self, done, total):
+        if not self.terminal or self.done:
+            return
+        now = time.monotonic()
+        complete = done >= total
+        if not complete and now - self.drawn < 0.1 and self.drawn != self.start:
+            return
+        self.drawn = now
+        seconds = now - self.start
+        text = f"{self._amount(done / self.per_unit)}/{self._amount(total / self.per_unit)} {self.unit}"
+        if done > 0 and seconds > 0:
+            rate = done / seconds
+            text += f"  {self._amount(rate / self.per_unit)} {self.unit}/s  "
+            text += f"in {_duration(seconds)}" if complete else f"ETA {_duration((total - done) / rate)}"
+        filled = int(30 * min(max(done / total if total else 1.0, 0.0), 1.0))
+        line = f"{self.label} [{'#' * filled}{'.' * (30 - filled)}] {text}"
+        try:
+            columns = os.get_terminal_size(sys.stderr.fileno()).columns
+        except OSError:
+            columns = 0
+        if columns:  # a full line would wrap, and \r then redraw only its last row
+            line = line[:columns - 1]
+        try:
+            sys.stderr.write(f"\r{line}\x1b[K" + ("\n" if complete else ""))
+            sys.stderr.flush()
+        except OSError:  # a closed stderr only silences the bar
+            pass
+        self.done = complete
+
+
+def _duration(seconds):
+    s = round(seconds)
+    return f"{s // 3600}h{s // 60 % 60:02}m" if s >= 3600 else f"{s // 60}m{s % 60:02}s"
+
+
 # --- safetensors with tinygpt's checksums (nn/train/include/nn/train/safetensors.h) -------------------------------
 
 def _crc32c_table():
@@ -753,22 +808,24 @@ def read_safetensors(path, verify=True, widen_half=False, check_shapes=None):
         entries, metadata, checksums = _header_entries(header, size - 8 - n, where, widen_half)
         if check_shapes:
             check_shapes({name: shape for name, shape, *_ in entries})
-        data = memoryview(_read_exactly(f, size - 8 - n, where))
-    tensors = {}
-    for name, shape, begin, end, dtype in entries:
-        raw = data[begin:end]
-        if verify and checksums:
-            found = f"{crc32c(raw):08x}"
-            if found != checksums[name]:
-                raise ValueError(f"{where}: tensor {_short(name)} does not match its checksum (CRC32C {checksums[name]} "
-                                 f"stored, {found} computed): the file is corrupt")
-        if end == begin:
-            t = torch.zeros(0)
-        elif dtype == "F32":
-            t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
-        else:
-            t = torch.frombuffer(bytearray(raw), dtype=_HALF_DTYPES[dtype]).to(torch.float32)
-        tensors[name] = t.reshape(shape)
+        bar = Progress(f"loading {os.path.basename(where)}", "MB", 1e6)
+        tensors = {}
+        for name, shape, begin, end, dtype in entries:  # in file order: they tile the data section
+            raw = _read_exactly(f, end - begin, where)
+            if verify and checksums:
+                found = f"{crc32c(raw):08x}"
+                if found != checksums[name]:
+                    raise ValueError(f"{where}: tensor {_short(name)} does not match its checksum (CRC32C {checksums[name]} "
+                                     f"stored, {found} computed): the file is corrupt")
+            if end == begin:
+                t = torch.zeros(0)
+            elif dtype == "F32":
+                t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
+            else:
+                t = torch.frombuffer(bytearray(raw), dtype=_HALF_DTYPES[dtype]).to(torch.float32)
+            tensors[name] = t.reshape(shape)
+            bar.update(8 + n + end, size)
+        bar.update(size, size)
     return tensors, metadata
 
 

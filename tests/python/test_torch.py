@@ -24,6 +24,8 @@ runs one case per CTest test:
                 python/from_nanogpt.py (bias=False onto gpt, bias=True with its query bias onto gpt2; characters
                 in any order, or a BPE vocabulary in padded rows); tinygpt's logits equal the nanoGPT model's
                 within 1e-5 relative; an untied output and a vocabulary of another size are refused
+  load_progress tg.load draws tinygpt's progress bar on a terminal's stderr (a pseudo-terminal), ending at the
+                file's size in MB, and writes nothing to a stderr that is not a terminal
 
 Each prints its figures. A failure raises (exit 1) with what differed.
 """
@@ -32,6 +34,8 @@ import json
 import math
 import os
 import pickle
+import pty
+import re
 import shutil
 import signal
 import struct
@@ -457,6 +461,36 @@ def case_gradflow(c):
     check(got["batches"] == N and got["tokens"] == N * B * T and len(got["heads"]) == 4, f"gradflow printed {got}")
 
 
+def case_load_progress(c):
+    """tg.load draws tinygpt's progress bar (examples/support/progress.h) on stderr when it is a terminal: the
+    file's MB read, the rate, and at the end the time it took; when stderr is not a terminal, nothing."""
+    ckpt = c.path("gpt.safetensors")
+    c.train("gpt", ckpt, steps=2)
+    script = f"import sys; sys.path.insert(0, {c.o.python_dir!r}); import tinygpt_torch as tg; tg.load({ckpt!r}); print('loaded')"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out = proc.stdout.read()
+    check(proc.wait() == 0 and out == b"loaded\n", f"tg.load on a terminal: exit {proc.returncode}, {out!r}, {seen!r}")
+    os.close(master)
+    megabytes = f"{os.path.getsize(ckpt) / 1e6:.3g}"
+    end = re.compile(rb"\rloading gpt\.safetensors \[#{30}\] " + re.escape(megabytes.encode()) + rb"/" + re.escape(megabytes.encode()) +
+                     rb" MB  [0-9.]+ MB/s  in 0m[0-9]{2}s\x1b\[K\r?\n$")
+    print(f"tg.load on a terminal drew: {seen[-120:]!r}")
+    check(end.search(seen), f"tg.load's bar on a terminal does not end at {megabytes}/{megabytes} MB: {seen!r}")
+    piped = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    check(piped.returncode == 0 and piped.stderr == b"", f"tg.load with stderr on a pipe wrote {piped.stderr!r}")
+
+
 def case_ddp(c):
     tg = c.tg
     ckpt = c.path("gpt.safetensors")
@@ -767,7 +801,7 @@ def main():
         case_logits(c, o.case[len("logits_"):])
     else:
         {"gpt2_full_vocab": case_gpt2_full_vocab, "gpt2_hf": case_gpt2_hf, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
-         "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
+         "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt, "load_progress": case_load_progress}[o.case](c)
     print(f"{o.case}: passed")
 
 

@@ -194,26 +194,30 @@ std::optional<uint64_t> llmc_file_bytes(const ModelConfig& c, int64_t padded, in
 }
 
 // Reads `out.size()` values of llm.c's dtype (4-byte fp32 or 2-byte bf16, little-endian) into `out`:
-// fp32 straight into place, bf16 through one tensor's bytes.
-void read_values(std::ifstream& in, std::span<float> out, int bytes_per_value, const std::filesystem::path& path) {
+// fp32 straight into place, bf16 through a bounded buffer; a piece of 16 Mi values at most at a time,
+// each followed by `read` (where the file has been read to).
+void read_values(std::ifstream& in, std::span<float> out, int bytes_per_value, const std::filesystem::path& path,
+                 const std::function<void()>& read) {
     const auto position = static_cast<int64_t>(in.tellg());
     const auto check = [&](size_t bytes) {
         if (!in) refuse(path, fmt::format("the file ends before byte {} (truncated while being read?)", position + static_cast<int64_t>(bytes)));
     };
-    if (bytes_per_value == 4) {
-        in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size_bytes()));
-        check(out.size_bytes());
-        if constexpr (std::endian::native == std::endian::big)
-            for (float& v : out) v = std::bit_cast<float>(le32(reinterpret_cast<const unsigned char*>(&v)));
-        return;
-    }
-    constexpr size_t kPiece = size_t{1} << 20;  // values widened at a time: a bounded buffer
-    std::vector<unsigned char> halves(2 * std::min(out.size(), kPiece));
+    constexpr size_t kPiece = size_t{1} << 24;
+    std::vector<unsigned char> halves(bytes_per_value == 2 ? 2 * std::min(out.size(), kPiece) : 0);
     for (size_t first = 0; first < out.size(); first += kPiece) {
         const size_t n = std::min(out.size() - first, kPiece);
-        in.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(2 * n));
-        check(2 * (first + n));
-        for (size_t i = 0; i < n; ++i) out[first + i] = bf16_to_float(static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8));
+        const std::span<float> piece = out.subspan(first, n);
+        if (bytes_per_value == 4) {
+            in.read(reinterpret_cast<char*>(piece.data()), static_cast<std::streamsize>(piece.size_bytes()));
+            check(4 * (first + n));
+            if constexpr (std::endian::native == std::endian::big)
+                for (float& v : piece) v = std::bit_cast<float>(le32(reinterpret_cast<const unsigned char*>(&v)));
+        } else {
+            in.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(2 * n));
+            check(2 * (first + n));
+            for (size_t i = 0; i < n; ++i) piece[i] = bf16_to_float(static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8));
+        }
+        read();
     }
 }
 
@@ -239,11 +243,12 @@ WeightsFormat weights_format(const std::filesystem::path& path) {
     return WeightsFormat::tinygpt;
 }
 
-ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into) {
+ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into, const ReadProgress& progress) {
     SafetensorsLimits options;
     options.widen_half = true;
     options.warn_without_checksums = false;  // Hugging Face's files have none
     SafetensorsReader file(path, options);  // the header checked; the values are read below, into place
+    if (progress) file.on_progress(progress);
     ForeignWeights out;
     std::map<std::string, Shape> tensors;
     std::map<std::string, size_t> index;            // tinygpt name -> the file's tensor
@@ -350,7 +355,7 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
     return out;
 }
 
-ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into) {
+ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into, const ReadProgress& progress) {
     // (a named pipe is refused here rather than waited on)
     std::error_code error;
     if (!std::filesystem::is_regular_file(path, error)) refuse(path, "not a regular file");
@@ -390,6 +395,10 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
                                  needed ? fmt::to_string(*needed) : std::string("more than 2^64"),
                                  !needed || *needed > file_size ? "the file is short" : "the file is longer"));
 
+    const auto read = [&] {
+        if (progress) progress(static_cast<uint64_t>(in.tellg()), file_size);
+    };
+    read();
     ForeignWeights out;
     out.config = c;
     out.weights = places(c, into);  // each tensor read straight into its place
@@ -399,23 +408,24 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
         if (p.transposed) {  // stored (out, in): ours is (in, out), through one tensor's buffer
             const int64_t ins = p.shape[0], outs = p.shape[1];
             std::vector<float> stored(static_cast<size_t>(ins * outs));
-            read_values(in, stored, bytes, path);
+            read_values(in, stored, bytes, path, read);
             auto d = t.data();
             for (int64_t o = 0; o < outs; ++o)
                 for (int64_t i = 0; i < ins; ++i) d[static_cast<size_t>(i * outs + o)] = stored[static_cast<size_t>(o * ins + i)];
         } else {
-            read_values(in, t.data(), bytes, path);
+            read_values(in, t.data(), bytes, path, read);
         }
         if (p.name == "wte.weight") in.seekg((padded - c.vocab) * c.n_embd * bytes, std::ios::cur);  // the padding rows
     }
+    if (progress) progress(file_size, file_size);
     if (bytes == 2) out.notes.push_back("bf16 (version 5) widened to fp32");
     return out;
 }
 
-ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into) {
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into, const ReadProgress& progress) {
     switch (weights_format(path)) {
-        case WeightsFormat::llmc: return read_llmc_gpt2(path, into);
-        case WeightsFormat::hugging_face: return read_hf_gpt2(path, into);
+        case WeightsFormat::llmc: return read_llmc_gpt2(path, into, progress);
+        case WeightsFormat::hugging_face: return read_hf_gpt2(path, into, progress);
         case WeightsFormat::tinygpt: break;
     }
     refuse(path, "neither Hugging Face's GPT-2 model.safetensors nor llm.c's model file");

@@ -448,24 +448,38 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
 SafetensorsReader::SafetensorsReader(SafetensorsReader&& other) noexcept
     : path_(std::move(other.path_)), limits_(other.limits_), fd_(std::exchange(other.fd_, -1)), file_size_(other.file_size_),
       data_start_(other.data_start_), entries_(std::move(other.entries_)), metadata_(std::move(other.metadata_)),
-      checksums_(std::move(other.checksums_)), checksummed_(other.checksummed_), metadata_checked_(other.metadata_checked_) {}
+      checksums_(std::move(other.checksums_)), checksummed_(other.checksummed_), metadata_checked_(other.metadata_checked_),
+      progress_(std::move(other.progress_)), reached_(other.reached_) {}
 
 SafetensorsReader::~SafetensorsReader() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-// Reads exactly `size` bytes at `offset`, or fails naming where the file ended.
+void SafetensorsReader::on_progress(ReadProgress progress) {
+    progress_ = std::move(progress);
+    report(data_start_);
+}
+
+void SafetensorsReader::report(uint64_t reached) {
+    reached_ = std::max(reached_, reached);
+    if (progress_) progress_(reached_, file_size_);
+}
+
+// Reads exactly `size` bytes at `offset`, or fails naming where the file ended; in reads of 64 MiB at
+// most, so a progress bar moves through a large tensor.
 void SafetensorsReader::read_exact(void* out, size_t size, uint64_t offset) {
+    constexpr size_t kMostAtOnce = size_t{64} << 20;
     const Reader reader(path_);
     auto* p = static_cast<char*>(out);
     while (size > 0) {
-        const ssize_t n = ::pread(fd_, p, size, static_cast<off_t>(offset));
+        const ssize_t n = ::pread(fd_, p, std::min(size, kMostAtOnce), static_cast<off_t>(offset));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) reader.fail(fmt::format("read failed at byte {} ({})", offset, std::strerror(errno)));
         if (n == 0) reader.fail(fmt::format("the file ends at byte {} while reading (truncated while being read?)", offset));
         p += n;
         size -= static_cast<size_t>(n);
         offset += static_cast<uint64_t>(n);
+        if (progress_) report(offset);
     }
 }
 
@@ -527,6 +541,7 @@ void SafetensorsReader::finish() {
     do n = ::pread(fd_, &extra, 1, static_cast<off_t>(file_size_));
     while (n < 0 && errno == EINTR);
     if (n != 0) Reader(path_).fail("the file grew or failed while being read");
+    report(file_size_);
     if (!checksummed_ && !entries_.empty() && limits_.warn_without_checksums)
         warning_handler()(fmt::format("{} carries no checksums (written before tinygpt stored them): its bytes are not "
                                       "verified; saving it again adds them", path_str(path_)));

@@ -21,14 +21,18 @@ bool has_bpe_files(const std::filesystem::path& dir) {
 // Hugging Face's or llm.c's GPT-2 weights: the tokenizer comes from `tokenizer_dir`, or from the files
 // beside the weights (a Hugging Face download keeps them together); without either, the model reads and
 // writes token ids only (IdTokenizer), and a note says so.
-TrainedModel load_foreign(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
+TrainedModel load_foreign(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir,
+                          const ReadProgress& progress) {
     // The weights straight into a new model's parameters (the model's size in memory, not twice it)
     autograd::Generator unused_init;  // every weight is overwritten by the file's
     std::unique_ptr<LanguageModel> model;
-    ForeignWeights w = read_gpt2_weights(path, [&](const ModelConfig& config) {
-        model = naming_path(path, [&] { return make_model(config, unused_init); });
-        return model->named_parameters();
-    });
+    ForeignWeights w = read_gpt2_weights(
+        path,
+        [&](const ModelConfig& config) {
+            model = naming_path(path, [&] { return make_model(config, unused_init); });
+            return model->named_parameters();
+        },
+        progress);
     check_finite(w.weights, printable_name(path.string()));
     for (const std::string& note : w.notes) fmt::print(stderr, "note: {}: {}\n", printable_name(path.string()), note);
     const std::filesystem::path beside = path.parent_path().empty() ? "." : path.parent_path();
@@ -82,12 +86,15 @@ void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& save
                                              bpe ? "another BPE vocabulary or merges" : as_ids_only(saved) ? "none (token ids only)" : "characters"));
 }
 
-TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir) {
-    if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, tokenizer_dir);
+TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir,
+                                const ReadProgress& progress) {
+    if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, tokenizer_dir, progress);
     check_safetensors_start(path);
     SafetensorsReader file(path);
     check_format(file.metadata(), path);
     TrainedModel out{model_config(file.metadata(), path), checkpoint_tokenizer(file.metadata(), path), nullptr};
+    if (const auto step = file.metadata().find("train.step"); step != file.metadata().end())
+        out.step = static_cast<int64_t>(to_u64(step->second, step->first, path));
     // A vocabulary shorter than the model's output would let a sampler draw an id it cannot print, after
     // printing the text before it: refused here, before anything is drawn.
     if (out.tokenizer->vocab_size() != out.config.vocab)
@@ -95,6 +102,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const std::op
                                              printable_name(path.string()), out.tokenizer->vocab_size(), out.config.vocab));
     if (tokenizer_dir) check_tokenizer_dir(*tokenizer_dir, *out.tokenizer, path.string());
     check_sizes_against_weights(out.config, file, path);
+    if (progress) file.on_progress(progress);  // from here: making the model, then reading
     autograd::Generator unused_init;  // every weight is overwritten by the file's
     out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
     // The weights straight into the model's parameters; the optimizer state is read (its checksums and

@@ -82,19 +82,14 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Ge
         grad_query.push_back(norm(head.query.weight.grad()));
         grad_key.push_back(norm(head.key.weight.grad()));
 
-        const Tensor& w = head.last_attention();             // (1, T, T)
-        const Tensor dscores = head.last_scores().grad();    // (1, T, T)
+        const Tensor& w = head.last_attention();  // (1, T, T)
         for (int64_t i = 1; i < T; ++i) {
             const AttentionStats row = attention_row_stats(w.data().subspan(static_cast<size_t>(i * T), static_cast<size_t>(i + 1)));
-            double g2 = 0.0;
-            for (int64_t j = 0; j <= i; ++j) {
-                const double g = dscores.at({0, i, j});
-                g2 += g * g;
-            }
             largest.push_back(row.largest_share);
             entropy += row.entropy;
-            row_gradient.push_back(std::sqrt(g2));
         }
+        const std::vector<double> rows = row_gradients(head.last_scores().grad());  // of (1, T, T)
+        row_gradient.insert(row_gradient.end(), rows.begin(), rows.end());
     }
     Saturation result;
     result.width = width;
@@ -102,12 +97,47 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Ge
     result.largest_share = summarize(largest);
     result.entropy = entropy / static_cast<double>(largest.size());
     result.row_gradient = summarize(row_gradient);
-    result.flat_rows = static_cast<double>(std::count_if(row_gradient.begin(), row_gradient.end(),
-                                                         [](double g) { return g < kFlatRowGradient; })) /
-                       static_cast<double>(row_gradient.size());
+    result.flat_rows = flat_share(row_gradient);
     result.grad_query = summarize(grad_query).median;
     result.grad_key = summarize(grad_key).median;
     return result;
+}
+
+std::vector<double> row_gradients(const Tensor& dscores) {
+    check(dscores.dim() == 3 && dscores.size(1) == dscores.size(2), "row_gradients: dscores must be (B, T, T), got {}",
+          shape_str(dscores.shape()));
+    const int64_t B = dscores.size(0), T = dscores.size(1);
+    const std::span<const float> g = dscores.data();
+    std::vector<double> norms;
+    norms.reserve(static_cast<size_t>(B * std::max<int64_t>(T - 1, 0)));
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 1; i < T; ++i) {
+            double g2 = 0.0;
+            for (int64_t j = 0; j <= i; ++j) {
+                const double v = g[static_cast<size_t>((b * T + i) * T + j)];
+                g2 += v * v;
+            }
+            norms.push_back(std::sqrt(g2));
+        }
+    return norms;
+}
+
+double flat_share(const std::vector<double>& row_gradients) {
+    check(!row_gradients.empty(), "flat_share: no rows");
+    return static_cast<double>(std::ranges::count_if(row_gradients, [](double g) { return g < kFlatRowGradient; })) /
+           static_cast<double>(row_gradients.size());
+}
+
+Tensor passed_back(const Tensor& weights, Generator& gen) {
+    check(weights.dim() == 3 && weights.size(1) == weights.size(2), "passed_back: weights must be (B, T, T), got {}",
+          shape_str(weights.shape()));
+    Tensor scores = [&] {
+        NoGradGuard no_grad;
+        return log(weights);  // softmax(log w) = w; a weight of 0 (the mask, or one too small for a float) is -inf
+    }();
+    scores.requires_grad_();
+    sum(softmax(scores, -1) * randn(weights.shape(), gen)).backward();
+    return scores.grad();
 }
 
 // --- the key-value cache ---------------------------------------------------------------------------------

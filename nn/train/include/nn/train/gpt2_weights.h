@@ -43,10 +43,12 @@ struct ForeignWeights {
 // names (a new model's parameters, so that loading takes the model's size in memory once, not twice);
 // the ones it does not give, or an empty WeightsPlace, are new tensors. ForeignWeights::weights holds
 // whichever were filled. On a refusal, the given tensors may be partly overwritten.
+// `progress`, if given, is told how far the file has been read (SafetensorsReader::on_progress).
 using WeightsPlace = std::function<NamedTensors(const ModelConfig&)>;
-ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into = {});
-ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into = {});
-ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into = {});  // either, by weights_format
+ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into = {}, const ReadProgress& progress = {});
+ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into = {}, const ReadProgress& progress = {});
+// either, by weights_format
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into = {}, const ReadProgress& progress = {});
 
 // `weights` under tinygpt's names for a `gpt2` config. write_hf_gpt2 makes `directory` if needed and
 // writes model.safetensors (names with the "transformer." prefix, as save_pretrained writes them, and

@@ -48,6 +48,10 @@ struct Safetensors {
     bool checksummed = false;  // every tensor's checksum was there and matched (false: a file from before them)
 };
 
+// How far a loader has read its file, for a progress bar: the bytes up to where it has read and the
+// file's size, from the header's end to the size (at the end, size of size).
+using ReadProgress = std::function<void(uint64_t done, uint64_t total)>;
+
 // Bounds checked before anything is allocated from the file's own numbers.
 struct SafetensorsLimits {
     uint64_t max_header_bytes = 100 << 20;      // as the reference implementation's 100 MB
@@ -122,9 +126,12 @@ public:
                           const std::optional<std::string>& finite_where = std::nullopt);
     // After the reads: refuses a file that grew while being read, and warns of one without checksums.
     void finish();
+    // Tells `progress` how far the reads have come: now, as they go (every 64 MiB at most), and at finish().
+    void on_progress(ReadProgress progress);
 
 private:
     void read_exact(void* out, size_t size, uint64_t offset);
+    void report(uint64_t reached);
     std::filesystem::path path_;
     SafetensorsLimits limits_;
     int fd_ = -1;
@@ -133,6 +140,8 @@ private:
     std::map<std::string, std::string> metadata_, checksums_;
     bool checksummed_ = false;
     bool metadata_checked_ = false;  // its metadata's own checksum was there and matched
+    ReadProgress progress_;
+    uint64_t reached_ = 0;  // the furthest byte read
 };
 
 // Where the loaders' warnings go: by default stderr, as "warning: MESSAGE". An empty handler silences them.

@@ -27,6 +27,7 @@
 #include "nn/train/machine.h"
 #include "nn/train/optim.h"
 #include "nn/train/report.h"
+#include "nn/train/safetensors.h"  // ReadProgress
 #include "nn/train/text.h"
 #include "nn/train/train_config.h"
 
@@ -146,13 +147,16 @@ struct TrainedModel {
     ModelConfig config;
     std::shared_ptr<const Tokenizer> tokenizer;  // a CharTokenizer, or the BpeTokenizer a BPE run saved
     std::unique_ptr<LanguageModel> model;
+    std::optional<int64_t> step = std::nullopt;  // the training step it was saved at (none: GPT-2's weights, nn::save_module's)
 };
 // Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/train/gpt2_weights.h), as
 // the `gpt2` kind, with GPT-2's BPE from `tokenizer_dir` or from vocab.json + merges.txt beside the file;
 // a tinygpt checkpoint keeps its own tokenizer, which must then be the one in `tokenizer_dir`
-// (check_tokenizer_dir).
+// (check_tokenizer_dir). `progress`, if given, is told how far the file has been read as it is read
+// (a checkpoint of GPT-2 small's size takes seconds).
 TrainedModel load_trained_model(const std::filesystem::path& path,
-                                const std::optional<std::filesystem::path>& tokenizer_dir = std::nullopt);
+                                const std::optional<std::filesystem::path>& tokenizer_dir = std::nullopt,
+                                const ReadProgress& progress = {});
 
 // Throws std::runtime_error when `saved` (the tokenizer of `checkpoint`) is not GPT-2's BPE in `dir`, the
 // same vocabulary and merges: "--tokenizer DIR and the checkpoint CKPT disagree: ...".

@@ -53,6 +53,17 @@ struct Saturation {
 inline constexpr double kFlatRowGradient = 1e-3;
 Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, autograd::Generator& gen);
 
+// The row gradients of causal attention scores' gradient dL/dscores, (B, T, T): per looking row (every
+// row but each window's first, which sees only itself), ||dL/dscores|| over the positions it sees.
+std::vector<double> row_gradients(const autograd::Tensor& dscores);
+// The fraction of them under kFlatRowGradient.
+double flat_share(const std::vector<double>& row_gradients);
+// What the softmax of causal attention weights (B, T, T) (any head's last_attention()) passes back to
+// its scores, dL/dscores, for a gradient drawn N(0, 1) at the shares: saturation's upstream, so that
+// row_gradients of it measure a trained head's own rows as the study measures random heads (gradflow
+// CKPT). Runs the library's softmax backward on scores log(weights); needs grad mode on.
+autograd::Tensor passed_back(const autograd::Tensor& weights, autograd::Generator& gen);
+
 // The L2 norm of a tensor's values (0 for an undefined tensor).
 double norm(const autograd::Tensor& t);
 

@@ -1,0 +1,8 @@
+# Sourced by the scripts that run the programs on files made to a shape (shaped_models.sh, progress.sh,
+# inspect_words.sh), with $make the path of llmc_model.py:
+#   model OUT.bin FLAGS...   llm.c's model file of that shape (llmc_model.py's flags)
+#   ids FILE N MOD           N uint16 ids (nanoGPT's token file), i * 7 % MOD
+model() { python3 "$make" "$@" || { echo "cannot make $1"; exit 1; }; }
+ids() {
+  python3 -c "import struct, sys; n, m = int(sys.argv[2]), int(sys.argv[3]); open(sys.argv[1], 'wb').write(struct.pack(f'<{n}H', *(i * 7 % m for i in range(n))))" "$@"
+}
