@@ -36,10 +36,9 @@ def page_ms(page, steps):
     page.wait_for("window.tinygpt.training && window.tinygpt.training.losses.length === 0 && !window.tinygpt.training.running",
                   30, "a fresh run")
     start = time.time()
-    page.eval("document.getElementById('train-start').click()")
-    page.wait_for(f"window.tinygpt.training.losses.length >= {steps}", 600, f"{steps} steps")
+    page.eval(f"document.getElementById('train-count').value = {steps}; document.getElementById('train-start').click()")
+    page.wait_for(f"window.tinygpt.training.losses.length >= {steps} && !window.tinygpt.training.running", 600, f"{steps} steps")
     wall = time.time() - start
-    page.eval("document.getElementById('train-stop').click()")
     t = page.eval("window.tinygpt.training")
     n = len(t["losses"])
     return 1000 * t["seconds_total"] / n, 1000 * wall / n

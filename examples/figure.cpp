@@ -4,7 +4,9 @@
 //
 //   figure                                           random rows (seed 1), width 16: figure.html
 //   figure --seed 7 --window 6 --out seven.html      another draw, six positions
-//   figure run.safetensors --prompt "the cat"       a trained model's first head (or --checkpoint run.safetensors)
+//   figure run.safetensors --prompt "the cat"       a trained model's head 0 of layer 0 (or --checkpoint run.safetensors)
+//   figure gpt2/model.safetensors --prompt "the cat sat" --layer 5 --head 5   any head, here GPT-2's
+//                                                    (--tokenizer DIR when its BPE files are not beside it)
 //   figure --json                                    print the page's numbers instead
 //
 // Every number on the page is computed here, with the library's ops on the head's parts (its queries,
@@ -12,9 +14,10 @@
 // JSON; the page's script only displays them. With x through Wq and Wk, divided, they are the head's own
 // forward (to float rounding). Any head a model holds can be shown: an nn::Head divides by sqrt(H), a
 // head of your own by whatever it divides by (examples/custom_model's learns it).
-// The JSON (`--json`, one line): source, description, seed, checkpoint, model, prompt, window (T),
-// n_embd (C), head_size (H), head_divisor (null when it is sqrt(H), else the head's own), labels, and
-// states[2 * raw + scale], each with the row's journey (scores, scaled, masked, shares, ...).
+// The JSON (`--json`, one line): source, description, seed, checkpoint, model, layer, head, prompt, unit
+// (what a position is: "characters" or "tokens"), window (T), n_embd (C), head_size (H), head_divisor
+// (null when it is sqrt(H), else the head's own), labels (axis_label.h), and states[2 * raw + scale],
+// each with the row's journey (scores, scaled, masked, shares, ...).
 // The state (checkboxes, selected row, journey step) lives in the URL fragment, e.g.
 // figure.html#raw=1&scale=0&row=3&step=2.
 // The page loads nothing: inline CSS and JS, system fonts.
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include <autograd/autograd.h>
+#include <axis_label.h>
 #include <cli.h>
 #include <script_json.h>
 #include <nn/attention.h>
@@ -38,6 +42,7 @@
 #include <nn/train/trainer.h>
 #include <nlohmann/json.hpp>
 
+#include "chosen_head.h"
 #include "figure_page.h"
 #include "load_checkpoint.h"
 #include "tensor_json.h"
@@ -50,9 +55,9 @@ namespace {
 constexpr int64_t kRandomWidth = 16;  // C = H = 16, the tutorial's "divide by √16"
 
 struct Options {
-    std::optional<std::string> out, prompt;
+    std::optional<std::string> out, prompt, tokenizer;
     std::optional<cli::Input> checkpoint;
-    std::optional<int64_t> seed, window;
+    std::optional<int64_t> seed, window, layer, head;
     bool json = false, force = false;
 };
 
@@ -64,9 +69,13 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.option("--window", "T", "positions of the random window, 2 to 16         (default 8)",
              [&o](const cli::Value& v) { o.window = v.integer(2, 16); });
-    cli::checkpoint_argument(p, o.checkpoint, "show a trained model's first head instead (with --prompt)", false);
-    p.option("--prompt", "TEXT", "the characters the trained head reads (at most the model's block)",
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "show a trained model's head instead (with --prompt)", false);
+    p.option("--prompt", "TEXT", "the text the trained head reads (at most the model's block)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
+    p.option("--layer", "L", "which layer's head, for a checkpoint             (default 0)",
+             [&o](const cli::Value& v) { o.layer = v.integer(0, 1 << 20); });
+    p.option("--head", "N", "which head of that layer, for a checkpoint       (default 0)",
+             [&o](const cli::Value& v) { o.head = v.integer(0, 1 << 20); });
     p.flag("--json", "print the page's numbers as JSON on stdout (the page is then\nwritten only when --out is given)",
            [&o] { o.json = true; });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
@@ -76,6 +85,9 @@ cli::Parser make_parser(Options& o) {
 void check_options(const Options& o) {
     if (o.prompt && !o.checkpoint)
         throw cli::UsageError("--prompt needs a checkpoint (CKPT or --checkpoint CKPT): random rows have no characters");
+    for (const auto& [flag, given] : {std::pair{"--layer", o.layer.has_value()}, {"--head", o.head.has_value()},
+                                      {"--tokenizer", o.tokenizer.has_value()}})
+        if (given && !o.checkpoint) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
     if (!o.checkpoint) return;
     const std::string given_as = o.checkpoint->flag.empty() ? "CKPT" : o.checkpoint->flag;
     if (!o.prompt) throw cli::UsageError(fmt::format("{} needs --prompt: the characters the head reads", given_as));
@@ -93,7 +105,8 @@ struct Window {
     std::string source;                    // "random" or "checkpoint"
     std::string description;               // one line for the page's header
     uint64_t seed = 0;
-    std::string checkpoint, prompt, model;
+    std::string checkpoint, prompt, model, unit;
+    int64_t layer = 0, head_in_layer = 0;
     // owners
     std::unique_ptr<nn::Head> own_head;
     std::optional<nn::TrainedModel> trained;
@@ -113,25 +126,16 @@ std::unique_ptr<Window> random_window(uint64_t seed, int64_t T) {
     return w;
 }
 
-// How a character is written on an axis: visible stand-ins for blanks.
-std::string axis_label(const std::string& c) {
-    if (c == " ") return "␣";
-    if (c == "\n") return "↵";
-    if (c == "\t") return "⇥";
-    if (c.size() == 1 && static_cast<unsigned char>(c[0]) < 0x20) return fmt::format("\\x{:02x}", c[0]);
-    return c;
-}
-
-// The first head of a trained model, reading the prompt as that head sees it inside the model (for a
-// GPT, the first block's LayerNorm of the embeddings): the model runs on the prompt and the head keeps
-// what it read.
-std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::string& prompt) {
+// A head of a trained model, reading the prompt as that head sees it inside the model (for a GPT, its
+// block's LayerNorm of the residual stream): the model runs on the prompt and the head keeps what it read.
+std::unique_ptr<Window> checkpoint_window(const Options& o) {
     auto w = std::make_unique<Window>();
-    const nn::TrainedModel& trained = w->trained.emplace(load_checkpoint(path));
+    const std::string& path = o.checkpoint->path;
+    const std::string& prompt = *o.prompt;
+    const nn::TrainedModel& trained = w->trained.emplace(load_checkpoint(path, o.tokenizer));
     nn::LanguageModel& model = *trained.model;
     const nn::ModelKindInfo& kind = nn::model_kind_info(trained.config.kind);
-    const std::vector<nn::AttentionHead> heads = nn::attention_heads(model);
-    if (heads.empty()) throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", path, kind.name));
+    const nn::AttentionHead chosen = tools::chosen_head(nn::attention_heads(model), o.layer.value_or(0), o.head.value_or(0), path, kind.kind);
 
     const std::vector<int64_t> ids = trained.tokenizer->encode(prompt);  // lists unknown characters
     const auto T = static_cast<int64_t>(ids.size());
@@ -143,14 +147,18 @@ std::unique_ptr<Window> checkpoint_window(const std::string& path, const std::st
         model.eval();
         (void)model.forward(ids, 1, T);
     }
-    w->head = &heads.front().module;
+    w->head = &chosen.module;
     w->x = w->head->last_input();  // (1, T, C)
-    for (int64_t id : ids) w->labels.push_back(axis_label(trained.tokenizer->decode(std::vector<int64_t>{id})));
+    for (int64_t id : ids) w->labels.push_back(axis::label(trained.tokenizer->decode(std::vector<int64_t>{id})));
     w->source = "checkpoint";
     w->checkpoint = path;
     w->prompt = prompt;
     w->model = kind.name;
-    w->description = fmt::format("the first head of a trained {} model ({}), reading the prompt", kind.title, path);
+    w->unit = nn::token_unit(*trained.tokenizer);
+    w->layer = chosen.layer;
+    w->head_in_layer = chosen.head;
+    w->description = fmt::format("head {} of layer {} of a trained {} model ({}), reading the prompt", chosen.head, chosen.layer,
+                                 kind.title, path);
     return w;
 }
 
@@ -239,7 +247,10 @@ Json figure_json(const Window& w) {
             {"seed", w.source == "random" ? Json(w.seed) : Json()},
             {"checkpoint", optional_string(w.checkpoint)},
             {"model", optional_string(w.model)},
+            {"layer", w.source == "checkpoint" ? Json(w.layer) : Json()},
+            {"head", w.source == "checkpoint" ? Json(w.head_in_layer) : Json()},
             {"prompt", optional_string(w.prompt)},
+            {"unit", optional_string(w.unit)},
             {"window", w.x.size(1)},
             {"n_embd", w.x.size(-1)},
             {"head_size", head_width(w)},
@@ -257,7 +268,7 @@ int run(const Options& o) {
     if (page) outputs.push_back({.flag = "--out", .path = *page});
     const cli::OutputLocks locks = cli::claim_outputs(inputs, outputs, o.force);
 
-    const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(o.checkpoint->path, *o.prompt)
+    const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(o)
                                                         : random_window(o.seed.value_or(1), o.window.value_or(8));
     // invalid UTF-8 (a checkpoint's path can be any bytes) as U+FFFD
     const std::string json = figure_json(*window).dump(-1, ' ', false, Json::error_handler_t::replace);

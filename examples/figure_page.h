@@ -50,7 +50,16 @@ button:disabled { opacity: .35; cursor: default; }
 .spacer { flex: 1; }
 a.link { font-family: var(--mono); font-size: 12px; color: var(--muted); text-decoration: none; }
 a.link:hover { color: var(--accent); }
-.layout { display: grid; grid-template-columns: max-content minmax(300px, 1fr); gap: 26px; align-items: start; }
+/* The grid takes what room it needs up to what the window leaves beside the caption, and scrolls inside
+   itself beyond that (its row and column labels stay in view); below 900 px the caption goes under it. */
+.layout { display: grid; grid-template-columns: minmax(0, max-content) minmax(300px, 1fr); gap: 26px; align-items: start; }
+@media (max-width: 900px) { .layout { grid-template-columns: minmax(0, 1fr); } }
+.scroller { overflow: auto; max-height: 80vh; }
+.scroller th { background: var(--paper); }
+.scroller th.query, .scroller th.stage { position: sticky; left: 0; z-index: 1; }
+.scroller tr:first-child th { position: sticky; top: 0; z-index: 1; }
+.scroller tr:first-child th:first-child { z-index: 2; }
+table.compact td.cell { min-width: 44px; height: 28px; font-size: 12px; padding: 0 3px; }
 .panel { background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 12px 14px; }
 .panel h2 { font-size: 14px; margin: 0 0 8px; color: var(--muted); font-weight: 600; letter-spacing: .02em; }
 table { border-collapse: separate; border-spacing: 3px; }
@@ -77,7 +86,7 @@ tr.now td.cell:not(.masked) { box-shadow: 0 0 0 2px var(--accent); }
 .caption code, .formula { font-family: var(--mono); font-size: 13.5px; background: #f3f1ec; padding: 1px 5px; border-radius: 4px; }
 .caption .formula { display: inline-block; margin: 2px 0 10px; padding: 4px 9px; }
 .caption .measure { color: var(--muted); font-size: 14px; border-top: 1px solid var(--line); padding-top: 8px; margin: 0; }
-.below { margin-top: 18px; display: grid; gap: 18px; }
+.below { margin-top: 18px; display: grid; grid-template-columns: minmax(0, 1fr); gap: 18px; }
 .blend td.cell { min-width: 46px; height: 28px; font-size: 12px; }
 .blend td.op { color: var(--muted); text-align: center; padding: 0 2px; }
 .blend tr.out td.cell { box-shadow: 0 0 0 2px var(--accent); font-weight: 600; }
@@ -109,14 +118,14 @@ footer { margin-top: 20px; color: var(--muted); font-size: 13px; }
   <div class="layout">
     <div class="panel">
       <h2 id="grid-title"></h2>
-      <table class="grid" id="grid"></table>
+      <div class="scroller"><table class="grid" id="grid"></table></div>
       <p class="legend" id="legend"></p>
     </div>
     <div class="panel caption" id="caption"></div>
   </div>
   <div class="below">
-    <div class="panel" id="journey-panel"><h2 id="journey-title"></h2><table id="journey"></table></div>
-    <div class="panel blend" id="blend-panel"><h2 id="blend-title"></h2><table id="blend"></table></div>
+    <div class="panel" id="journey-panel"><h2 id="journey-title"></h2><div class="scroller"><table id="journey"></table></div></div>
+    <div class="panel blend" id="blend-panel"><h2 id="blend-title"></h2><div class="scroller"><table id="blend"></table></div></div>
   </div>
   <footer id="footer"></footer>
 </main>
@@ -130,6 +139,8 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
   // Everything below only displays the numbers above: each was computed by tinygpt (examples/figure).
   const data = JSON.parse(document.getElementById("figure-data").textContent);
   const T = data.window;
+  // A long window's numbers in smaller cells (the grid then scrolls inside itself: .scroller).
+  for (const id of ["grid", "journey"]) document.getElementById(id).classList.toggle("compact", T > 10);
   const STAGES = ["scores", "scaled", "masked", "shares", "blend"];
   const state = { raw: 0, scale: 1, row: T - 1, step: 0 };
   const $ = (id) => document.getElementById(id);
@@ -290,7 +301,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     if (state.step !== 4) return;
     const i = state.row;
     $("blend-title").textContent =
-      `The blend: ${rowName(i)}'s output = Σ share × value  (values: ${T} positions × width ${data.head_size})`;
+      `The blend: ${rowName(i)}'s output = Σ share × value (values: ${T} positions × width ${data.head_size})`;
     for (let j = 0; j < T; j++) {
       const masked = st.masked[i][j] === null;
       const tr = el("tr", masked ? "masked" : "");
@@ -429,7 +440,7 @@ inline constexpr std::string_view kPageAfterData = R"html(</script>
     data.source === "random"
       ? `tinygpt · ${data.description}. Nothing is trained, so which position attends to which is arbitrary; ` +
         `the triangle, the rows adding to one and what the divisor does are true of every head.`
-      : `tinygpt · ${data.description} “${data.prompt}” (${T} characters; x has width ${data.n_embd}, the head ${data.head_size}).`;
+      : `tinygpt · ${data.description} “${data.prompt}” (${T} ${data.unit}; x has width ${data.n_embd}, the head ${data.head_size}).`;
   $("footer").textContent =
     `Every number on this page was computed by tinygpt (examples/figure, from the head's queries, keys, values ` +
     `and divisor) for each of the four ` +

@@ -28,6 +28,7 @@
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
 
+#include "chosen_head.h"
 #include "load_checkpoint.h"
 #include "tools.h"
 
@@ -130,17 +131,7 @@ Map trained(const Options& o) {
     const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
     const std::vector<nn::AttentionHead> heads = nn::attention_heads(*loaded.model);
-    if (heads.empty())
-        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to show", o.checkpoint->path, config.kind));
-    const auto chosen = std::ranges::find_if(heads, [&](const nn::AttentionHead& h) { return h.layer == o.layer && h.head == o.head; });
-    if (chosen == heads.end()) {
-        const int64_t layers = heads.back().layer + 1;
-        const auto per_layer = std::ranges::count_if(heads, [](const nn::AttentionHead& h) { return h.layer == 0; });
-        throw std::runtime_error(fmt::format("{}: no head {} in layer {}: this {} model has {} layer{} of {} head{} (numbered from 0)",
-                                             o.checkpoint->path, o.head, o.layer, config.kind, layers, layers == 1 ? "" : "s",
-                                             per_layer, per_layer == 1 ? "" : "s"));
-    }
-    const nn::InspectableHead* head = &chosen->module;
+    const nn::InspectableHead* head = &tools::chosen_head(heads, o.layer, o.head, o.checkpoint->path, config.kind).module;
     if (T > loaded.model->block_size())
         throw std::runtime_error(fmt::format("the prompt has {} {}, more than the model's block of {} ({})", T,
                                              nn::token_unit(*loaded.tokenizer), loaded.model->block_size(), o.checkpoint->path));

@@ -35,15 +35,15 @@ std::optional<run_logs::Log> grad_csv_log(const Options& o) {
 // step 0 again.
 int64_t logged_through(const nn::Trainer& trainer) { return trainer.step_count() > 0 ? trainer.step_count() : -1; }
 
-// The run's settings as the report page lists them: the model's (nn::model_fields()), then every training setting
-// (nn::settings()) by its name; floats to 6 digits (0.001, not 0.0010000000474974513), a special value
-// by its meaning ("lr/10", "off").
+// The run's settings as the report page lists them: the model's that its kind reads (nn::model_fields()),
+// then every training setting (nn::settings()) by its name; floats to 6 digits (0.001, not
+// 0.0010000000474974513), a special value by its meaning ("lr/10", "off").
 double six_digits(float v) { return std::stod(fmt::format("{:.6g}", v)); }
 nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, int64_t parameters) {
     nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
                                        {"parameters", parameters}};
     for (const nn::ModelField& f : nn::model_fields()) {
-        if (f.only_when_read && !nn::model_kind_info(c.model.kind).reads(f.option)) continue;  // (as in the checkpoint)
+        if (f.option != 0 && !nn::model_kind_info(c.model.kind).reads(f.option)) continue;  // only what the kind reads
         const std::string name(f.name());
         std::visit(
             [&](auto member) {

@@ -1,6 +1,6 @@
 // The inspection examples from the outside: gradflow, heatmap and plot_loss run as programs (their
 // paths come from CMake), their output is parsed and checked against the library; and the SVG chart
-// they share, unit by unit. Exit codes of bad invocations are tested in CMake (cli/expect_exit.cmake).
+// they share, unit by unit, and the axis labels of the pages. Exit codes of bad invocations are tested in CMake (cli/expect_exit.cmake).
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include <nn/tutorial/study.h>
 #include <nn/train/trainer.h>
 
+#include "axis_label.h"
 #include "svg_chart.h"
 #include "temp_dir.h"
 
@@ -215,6 +216,20 @@ TEST_CASE("svg_chart: a document with escaped names, broken lines where a log ax
 }
 
 // --- gradflow -------------------------------------------------------------------------------------------
+
+TEST_CASE("axis::label: a token character by character, the invisible ones made visible, a byte of no character in hex",
+          "[pages]") {
+    CHECK(axis::label("a") == "a");
+    CHECK(axis::label(" the") == "␣the");
+    CHECK(axis::label("é") == "é");          // one character, not \xc3 \xa9
+    CHECK(axis::label("日本") == "日本");
+    CHECK(axis::label("a\nb\t") == "a↵b⇥");
+    CHECK(axis::label(std::string("\0\x1f\x7f", 3)) == "␀␟␡");
+    CHECK(axis::label("\xc3") == "\\xc3");      // a GPT-2 token can hold part of a character
+    CHECK(axis::label("\xe6\x97") == "\\xe6\\x97");
+    CHECK(axis::label("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate is no character
+    CHECK(axis::label("\xc0\xaf") == "\\xc0\\xaf");          // nor an overlong form
+}
 
 TEST_CASE("gradflow: --json holds the study's table, which is nn::study::saturation's and shows its claims", "[gradflow]") {
     test::TempDir dir("gradflow_json");

@@ -17,6 +17,7 @@
 #include <nn/files/atomic_file.h>
 #include <nn/train/trainer.h>
 
+#include "axis_label.h"
 #include "script_json.h"
 
 namespace report {
@@ -42,6 +43,18 @@ std::optional<int64_t> step_of(const nlohmann::ordered_json& entry) {
 }
 double significant(double v, int digits) { return std::stod(fmt::format("{:.{}g}", v, digits)); }
 
+// The attention maps' labels (axis_label.h): the sample's tokens, or without them its characters.
+nlohmann::ordered_json labels_of(const std::string& sample, const nlohmann::ordered_json& tokens) {
+    nlohmann::ordered_json labels = nlohmann::ordered_json::array();
+    for (const auto& token : tokens) labels.push_back(axis::label(token.get<std::string>()));
+    for (size_t i = 0; tokens.empty() && i < sample.size();) {
+        const size_t n = std::max<size_t>(1, axis::utf8_length(sample, i));
+        labels.push_back(axis::label(sample.substr(i, n)));
+        i += n;
+    }
+    return labels;
+}
+
 // The page around the data: styles, layout and the drawing script.
 constexpr std::string_view kPageHead = R"html(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tinygpt run report</title>
@@ -50,7 +63,8 @@ body{font:14px system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
 table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bottom:1px solid #eee}
 .charts{display:flex;flex-wrap:wrap;gap:16px}.maps{display:flex;flex-wrap:wrap;gap:12px}
-.head-map{font-size:12px}svg text{font:11px system-ui,sans-serif}
+.head-map{font-size:12px}svg text{font:11px system-ui,sans-serif}.head-map svg text{font:10px system-ui,sans-serif}
+.heatmap{max-width:100%;overflow-x:auto}.legend .key svg{vertical-align:middle}
 .legend{max-width:560px}.legend span{margin-right:12px;white-space:nowrap}
 .heatmap svg text{font:9px system-ui,sans-serif}
 </style></head><body>
@@ -70,7 +84,7 @@ table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bot
 <p><input type="range" id="eval-slider" min="0" max="0" value="0"> evaluation at step <b id="eval-step"></b>
 (drag to step back through earlier evaluations)</p>
 <p><label>layer <select id="layer-select"></select></label> <label>head <select id="head-select"></select></label>
-<span id="maps-shown"></span></p>
+<span id="maps-shown"></span> <span id="maps-labels"></span></p>
 <div class="maps" id="maps"></div>
 <h2>Heads over training: entropy and largest share</h2><div class="charts" id="head-charts"></div>
 <h2>Settings</h2><table id="settings"></table>
@@ -82,32 +96,66 @@ const D = JSON.parse(document.getElementById("run-data").textContent);
 const colors = ["#1f77b4","#d62728","#2ca02c","#ff7f0e","#9467bd","#8c564b","#e377c2","#7f7f7f","#bcbd22","#17becf"];
 const esc = s => String(s).replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;"}[c]));
 const fmtNum = v => (v === null || v === undefined) ? "" : (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4 ? v.toPrecision(4) : v.toExponential(2));
-// series: [{name, points: [[x, y], ...]}]; a log y axis when asked (non-positive values skipped)
+// Text widths in the page's font, for labels that must not collide.
+const textWidth = (() => { const c = document.createElement("canvas").getContext("2d"); return (s, px = 11) => { c.font = `${px}px system-ui, sans-serif`; return c.measureText(s).width; }; })();
+// Ticks at round numbers: about n multiples of 1, 2 or 5 x 10^k from lo to hi (svg_chart.h's rule),
+// each written with the decimals the step needs.
+function roundTicks(lo, hi, n) {
+  const raw = (hi - lo) / n, p = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / p;
+  const step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const values = [];
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; ++k) values.push(k * step);
+  return {step, values, text: v => decimals > 6 ? v.toExponential(0) : v.toFixed(decimals).replace(/^-(0\.?0*)$/, "$1")};
+}
+// On a log axis (values in log10): whole decades, with 2 and 5 between them over at most two decades.
+function logTicks(lo, hi) {
+  const a = Math.floor(lo + 1e-9), b = Math.max(Math.ceil(hi - 1e-9), a + 1), values = [];
+  for (let k = a; k <= b; ++k) for (const m of b - a <= 2 ? [1, 2, 5] : [1]) if (k + Math.log10(m) <= b + 1e-9) values.push(k + Math.log10(m));
+  const every = Math.ceil((b - a + 1) / 7);  // at most about 7 labels
+  return {lo: a, hi: b, values: values.filter(v => Math.abs(v - Math.round(v)) > 1e-9 || (Math.round(v) - a) % every === 0),
+          text: v => { const t = Number(Math.pow(10, v).toPrecision(1)); return t >= 1e-3 && t < 1e5 ? String(t) : t.toExponential(0); }};
+}
+// A line's look, drawn in the chart and in its legend: {color, width, dash, marker: "dot" or "ring"}.
+const lineStyle = s => `stroke="${s.color}" stroke-width="${s.width || 1.5}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}`;
+const marker = (s, x, y) => s.marker === "ring" ? `<circle cx="${x}" cy="${y}" r="3.5" fill="none" stroke="${s.color}" stroke-width="1.3"/>`
+                            : s.marker === "dot" ? `<circle cx="${x}" cy="${y}" r="2.2" fill="${s.color}"/>` : "";
+// series: [{name, points: [[x, y], ...], and the look above (a colour by default)}], drawn in order; a log
+// y axis when asked (non-positive values skipped). Ticks at round numbers, the y axis widened to them.
 function chart(title, series, logY) {
-  const W = 360, H = 220, L = 52, R = 10, T = 22, B = 28;
+  series = series.map((s, i) => ({color: colors[i % colors.length], ...s}));
+  const W = 380, H = 230, R = 12, T = 22, B = 38;
   const f = y => logY ? Math.log10(y) : y;
   const pts = series.flatMap(s => s.points).filter(p => p[1] !== null && (!logY || p[1] > 0));
-  let svg = `<div><svg width="${W}" height="${H}" role="img"><text x="${L}" y="14">${esc(title)}</text>`;
+  let svg = "", L = 40;
   if (pts.length) {
     let x0 = Math.min(...pts.map(p => p[0])), x1 = Math.max(...pts.map(p => p[0]));
     let y0 = Math.min(...pts.map(p => f(p[1]))), y1 = Math.max(...pts.map(p => f(p[1])));
     if (x1 === x0) x1 = x0 + 1;
     if (y1 === y0) { const d = Math.abs(y0) * 0.1 || 0.5; y0 -= d; y1 += d; }
-    const X = x => L + (x - x0) / (x1 - x0) * (W - L - R), Y = y => T + (y1 - f(y)) / (y1 - y0) * (H - T - B);
-    svg += `<rect x="${L}" y="${T}" width="${W-L-R}" height="${H-T-B}" fill="none" stroke="#ccc"/>`;
-    const lab = v => logY ? fmtNum(Math.pow(10, v)) : fmtNum(v);
-    svg += `<text x="2" y="${T+8}">${lab(y1)}</text><text x="2" y="${H-B}">${lab(y0)}</text>`;
-    svg += `<text x="${L}" y="${H-10}">${x0}</text><text x="${W-R}" y="${H-10}" text-anchor="end">step ${x1}</text>`;
-    series.forEach((s, i) => {
+    let yt;
+    if (logY) { yt = logTicks(y0, y1); y0 = yt.lo; y1 = yt.hi; }
+    else { yt = roundTicks(y0, y1, 5); y0 = Math.floor(y0 / yt.step + 1e-9) * yt.step; y1 = Math.ceil(y1 / yt.step - 1e-9) * yt.step; yt = roundTicks(y0, y1, 5); }
+    const xt = roundTicks(x0, x1, Math.min(5, x1 - x0));  // (steps are whole: a tick every step at most)
+    L = Math.ceil(12 + Math.max(...yt.values.map(v => textWidth(yt.text(v)))));
+    const X = x => L + (x - x0) / (x1 - x0) * (W - L - R), Y = y => T + (y1 - y) / (y1 - y0) * (H - T - B);
+    for (const v of yt.values) svg += `<line x1="${L}" x2="${W-R}" y1="${Y(v).toFixed(1)}" y2="${Y(v).toFixed(1)}" stroke="#eee"/>` +
+      `<text class="tick y" x="${L-5}" y="${(Y(v) + 4).toFixed(1)}" text-anchor="end">${yt.text(v)}</text>`;
+    for (const v of xt.values) svg += `<line x1="${X(v).toFixed(1)}" x2="${X(v).toFixed(1)}" y1="${T}" y2="${H-B}" stroke="#eee"/>` +
+      `<text class="tick x" x="${X(v).toFixed(1)}" y="${H-B+14}" text-anchor="middle">${xt.text(v)}</text>`;
+    svg += `<rect x="${L}" y="${T}" width="${W-L-R}" height="${H-T-B}" fill="none" stroke="#bbb"/>`;
+    svg += `<text x="${(L + W - R) / 2}" y="${H-6}" text-anchor="middle">step</text>`;
+    for (const s of series) {
       const p = s.points.filter(q => q[1] !== null && (!logY || q[1] > 0));
-      if (!p.length) return;
-      const c = colors[i % colors.length];
-      svg += `<polyline fill="none" stroke="${c}" stroke-width="1.5" points="${p.map(q => X(q[0]).toFixed(1) + "," + Y(q[1]).toFixed(1)).join(" ")}"/>`;
-      if (p.length < 40) p.forEach(q => svg += `<circle cx="${X(q[0]).toFixed(1)}" cy="${Y(q[1]).toFixed(1)}" r="2" fill="${c}"/>`);
-    });
+      if (!p.length) continue;
+      const xy = p.map(q => [X(q[0]).toFixed(1), Y(f(q[1])).toFixed(1)]);
+      svg += `<polyline class="line" fill="none" ${lineStyle(s)} points="${xy.map(q => q.join(",")).join(" ")}"><title>${esc(s.name)}</title></polyline>`;
+      if (p.length < 40) svg += xy.map(([x, y]) => marker(s, x, y)).join("");
+    }
   }
-  svg += `</svg><div class="legend">${series.map((s, i) => `<span style="color:${colors[i % colors.length]}">&#9632; ${esc(s.name)}</span>`).join(" ")}</div></div>`;
-  return svg;
+  const key = s => `<span class="key"><svg width="30" height="10"><line x1="2" y1="5" x2="28" y2="5" ${lineStyle(s)}/>${marker(s, 15, 5)}</svg> ${esc(s.name)}</span>`;
+  return `<div><svg width="${W}" height="${H}" role="img"><text x="${L}" y="14">${esc(title)}${logY ? " (log scale)" : ""}</text>${svg}</svg>` +
+         `<div class="legend">${series.map(key).join(" ")}</div></div>`;
 }
 // More series than colours read badly as lines (148 for GPT-2 small): a heatmap instead, one row per
 // series and one column per step (at most 240, evenly picked), its colour the value (log10 when logY) on
@@ -134,8 +182,11 @@ function heatmap(kind, title, names, steps, value, logY, ownScale) {
     });
     svg += "</g>";
   });
-  const yEnd = T + names.length * cellH + 12;
-  if (cols.length) svg += `<text x="${L}" y="${yEnd}">step ${steps[cols[0]]}</text><text x="${L + cols.length * cellW}" y="${yEnd}" text-anchor="end">step ${steps[cols[cols.length - 1]]}</text>`;
+  // the first and last steps under their columns, or both in one label where they would collide
+  const yEnd = T + names.length * cellH + 12, first = `step ${steps[cols[0]]}`, last = `step ${steps[cols[cols.length - 1]]}`;
+  if (cols.length && textWidth(first, 9) + textWidth(last, 9) + 8 <= cols.length * cellW)
+    svg += `<text class="tick x" x="${L}" y="${yEnd}">${first}</text><text class="tick x" x="${L + cols.length * cellW}" y="${yEnd}" text-anchor="end">${last}</text>`;
+  else if (cols.length) svg += `<text class="tick x" x="${L}" y="${yEnd}">steps ${steps[cols[0]]} to ${steps[cols[cols.length - 1]]}</text>`;
   svg += "</svg>";
   const key = [0, 0.25, 0.5, 0.75, 1].map(t => `<span style="background:${shade(t)}">&nbsp;&nbsp;&nbsp;&nbsp;</span>`).join("");
   svg += `<div class="legend">${key} ${ownScale ? "each row from its own smallest (light) to its largest (dark)" : `${esc(lab(all[0]))} (light) to ${esc(lab(all[1]))} (dark)${logY ? ", log scale" : ""}`}${cols.length < steps.length ? `; ${cols.length} of ${steps.length} steps shown` : ""}</div></div>`;
@@ -160,15 +211,18 @@ document.getElementById("summary-val-loss").textContent = valRow ? valRow[3].toF
 document.getElementById("summary-lr").textContent = last ? String(last[4]) : "";
 document.getElementById("summary-rows").textContent = D.log.length;
 document.getElementById("summary-evals").textContent = D.evals.length;
+// The train and val losses are measured at the same steps and often nearly equal: the val line is dashed
+// over the train line, so where they meet both show.
 document.getElementById("loss-charts").innerHTML =
-  chart("loss", [{name: "batch loss", points: column(1)}, {name: "train loss", points: column(2)}, {name: "val loss", points: column(3)}], false) +
+  chart("loss", [{name: "batch loss", points: column(1), width: 1}, {name: "train loss", points: column(2), width: 2.5, marker: "dot"},
+                 {name: "val loss", points: column(3), width: 1.8, dash: "6 4", marker: "ring"}], false) +
   chart("learning rate", [{name: "lr", points: column(4)}], false);
 const ownScale = document.getElementById("grad-own-scale");
 ownScale.checked = state.get("scale") === "own";
 function drawGrads() {
   document.getElementById("grad-scale-choice").hidden = !(D.grads.length && manySeries(D.parameters.length));
   document.getElementById("grad-charts").innerHTML = D.grads.length
-    ? seriesView("grad", "gradient norm (log scale)", D.parameters, D.grads.map(g => g.step), (i, c) => D.grads[c].norms[i], true, ownScale.checked)
+    ? seriesView("grad", "gradient norm", D.parameters, D.grads.map(g => g.step), (i, c) => D.grads[c].norms[i], true, ownScale.checked)
     : "<p>no gradient norms recorded</p>";
 }
 ownScale.addEventListener("change", () => { if (ownScale.checked) state.set("scale", "own"); else state.delete("scale"); saveState(); drawGrads(); });
@@ -180,9 +234,6 @@ document.getElementById("head-charts").innerHTML = D.heads.length
   : "<p>this model has no attention heads</p>";
 document.getElementById("settings").innerHTML =
   Object.entries(D.settings).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(typeof v === "object" ? JSON.stringify(v) : v)}</td></tr>`).join("");
-// The sample's tokens as text: GPT-2's BPE tokens are words and pieces; without "tokens", one character
-// a token.
-const chars = D.tokens && D.tokens.length ? D.tokens : Array.from(D.sample);
 // The heads by layer: a head's name without its last number ("h.11.attn.heads" of "h.11.attn.heads.3").
 const layers = [];
 D.heads.forEach((name, h) => {
@@ -209,22 +260,25 @@ function drawMaps(k) {
   if (!e) { document.getElementById("maps").innerHTML = "<p>no evaluation yet</p>"; return; }
   const heads = shownHeads();
   document.getElementById("maps-shown").textContent = `${heads.length} of ${D.heads.length} heads`;
-  const n = chars.length, cell = Math.max(6, Math.min(14, Math.floor(240 / Math.max(n, 1))));
-  const shown = c => c.replace(/\n/g, "\u21b5").replace(/ /g, "\u2423");
-  // tokens longer than a character: the column labels stand upright, and the margins fit the longest
-  const longest = Math.min(12, Math.max(1, ...chars.map(c => Array.from(shown(c)).length)));
-  const pad = longest > 1 ? 8 * longest + 6 : 14;
+  // The sample's tokens as labels (axis_label.h: one a character or GPT-2 token, ␣ for a space), upright.
+  // Where the widest would run into its neighbour only every k-th column is labelled, and every k-th row
+  // where a row is lower than the text; every cell's tooltip names its row's and column's token.
+  const labels = D.labels, n = labels.length, cell = Math.max(6, Math.min(14, Math.floor(240 / Math.max(n, 1))));
+  const widestLabel = Math.max(6, ...labels.map(l => textWidth(l, 10)));  // (10 px: .head-map's text)
+  const colEvery = Math.ceil((widestLabel + 4) / cell), rowEvery = Math.ceil(13 / cell);
+  const left = Math.ceil(widestLabel) + 6, top = 16, right = Math.ceil(widestLabel / 2);
+  const every = (k, what) => k > 1 ? `1 ${what} in ${k}` : `every ${what}`;
+  document.getElementById("maps-labels").textContent = colEvery > 1 || rowEvery > 1
+    ? `· labels on ${every(colEvery, "column")} and ${every(rowEvery, "row")}; a cell's tooltip names both tokens` : "";
   document.getElementById("maps").innerHTML = heads.map(h => {
     const name = D.heads[h];
-    let s = `<div class="head-map" data-head="${esc(name)}"><div>${esc(name)}</div><svg width="${pad + n * cell}" height="${pad + n * cell}">`;
+    let s = `<div class="head-map" data-head="${esc(name)}"><div>${esc(name)}</div><svg width="${left + n * cell + right}" height="${top + n * cell}">`;
     for (let i = 0; i < n; ++i) {
-      const x = pad + i * cell + cell / 2;
-      s += longest > 1 ? `<text transform="translate(${x + 4},${pad - 2}) rotate(-90)">${esc(shown(chars[i]))}</text>`
-                       : `<text x="${x}" y="10" text-anchor="middle">${esc(shown(chars[i]))}</text>`;
-      if (cell >= 10) s += `<text x="${pad - 2}" y="${pad + i * cell + cell - 2}" text-anchor="end">${esc(shown(chars[i]))}</text>`;
+      if (i % colEvery === 0) s += `<text class="col" x="${left + i * cell + cell / 2}" y="${top - 4}" text-anchor="middle">${esc(labels[i])}</text>`;
+      if (i % rowEvery === 0) s += `<text class="row" x="${left - 3}" y="${top + i * cell + cell / 2 + 4}" text-anchor="end">${esc(labels[i])}</text>`;
       for (let j = 0; j <= i; ++j) {
         const w = e.maps[h][i][j];
-        s += `<rect x="${pad + j * cell}" y="${pad + i * cell}" width="${cell}" height="${cell}" fill="#1f4e9c" fill-opacity="${w}"><title>${esc(shown(chars[i]))} \u2192 ${esc(shown(chars[j]))}: ${w}</title></rect>`;
+        s += `<rect x="${left + j * cell}" y="${top + i * cell}" width="${cell}" height="${cell}" fill="#1f4e9c" fill-opacity="${w}"><title>${esc(labels[i])} \u2192 ${esc(labels[j])}: ${w}</title></rect>`;
       }
     }
     return s + `</svg><div>entropy ${e.entropy[h].toFixed(3)}, largest share ${e.largest[h].toFixed(3)}</div></div>`;
@@ -249,6 +303,7 @@ RunReport::RunReport(nlohmann::ordered_json settings) {
     data_ = {{"settings", std::move(settings)},
              {"sample", ""},
              {"tokens", nlohmann::ordered_json::array()},
+             {"labels", nlohmann::ordered_json::array()},
              {"heads", nlohmann::ordered_json::array()},
              {"parameters", nlohmann::ordered_json::array()},
              {"log", nlohmann::ordered_json::array()},
@@ -270,6 +325,7 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
         nlohmann::ordered_json old = nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
         for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"}) report.data_[key] = old.at(key);
         if (old.contains("tokens")) report.data_["tokens"] = old["tokens"];  // (pages before it have none)
+        report.data_["labels"] = labels_of(report.data_["sample"].get<std::string>(), report.data_["tokens"]);
         if (old.contains("run_id")) {
             const auto id = old["run_id"].get<std::string>();
             if (!nn::is_run_id(id))  // (not shown: it may hold anything)
@@ -329,6 +385,7 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
     }
     data_["sample"] = sample_text;
     data_["tokens"] = token_texts;
+    data_["labels"] = labels_of(sample_text, data_["tokens"]);
     auto& names = data_["heads"];
     const bool naming = names.empty();
     nlohmann::ordered_json maps = nlohmann::ordered_json::array(), entropy = maps, largest = maps;

@@ -41,8 +41,8 @@ public:
     void add_gradients(const nn::GradientReport& gradients);
     // Runs `model` on the sample (eval mode, no graph) and keeps every head's attention map (rounded
     // to 3 decimals), mean row entropy (nats) and mean largest share. Leaves the model in training mode.
-    // The maps are labelled with `token_texts`, each token's text (GPT-2's BPE: words and pieces), or
-    // when empty with the characters of `sample_text`, one a token.
+    // The maps are labelled (axis_label.h) with `token_texts`, each token's text (GPT-2's BPE: words and
+    // pieces), or when empty with the characters of `sample_text`, one a token.
     void add_attention(int64_t step, nn::LanguageModel& model, std::span<const int64_t> sample_ids,
                        const std::string& sample_text, const std::vector<std::string>& token_texts = {});
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <autograd/autograd.h>
+#include <axis_label.h>
 #include <fmt/format.h>
 #include <nn/attention.h>
 #include <nn/models.h>
@@ -57,57 +58,64 @@ bool flag(const Request& r, std::string_view call, const char* key, bool fallbac
     return r[key].get<bool>();
 }
 
-// How a byte is written on an axis: visible stand-ins for blanks, \xNN for the rest outside ASCII.
-std::string axis_label(unsigned char c) {
-    if (c == ' ') return "␣";
-    if (c == '\n') return "↵";
-    if (c < 0x20 || c >= 0x7f) return fmt::format("\\x{:02x}", c);
-    return std::string(1, static_cast<char>(c));
-}
-
 // --- head ---------------------------------------------------------------------------------------------
-// The figure's head (C = H = 16, "divide by √16") reading a sentence, one position per byte. Each byte
-// has its own random row (a table of 256 rows, as an untrained embedding), so a letter that repeats
-// brings the same row back and "compare x with x" shows it matching itself. The head's weights and the
-// random upstream gradient come from the same seed whatever the options, so toggling an option changes
-// only what the option changes. The weights are drawn N(0, 1/C): queries and keys of everyday size, as
-// the tutorial's figure and the lab's cell 5 have them, so that without the divisor the scores spread
-// like √16 and the softmax sharpens.
-//   loss = sum(head(x) * upstream); backward() gives the gradient of the scores the softmax received.
-// Answer: labels, T, width, raw, divide, divisor, scores (Q Kᵀ, or x xᵀ), scaled (÷ divisor, or the
-// scores), masked (null above the diagonal), shares (the attention map), values, output (T x H),
-// score_grad (T x T, dloss/dmasked), loss, graph (to_dot of the loss after backward, with grad norms).
+// The figure's head (C = H = 16, "divide by √16") reading a sentence, one position per character. Each
+// character has its own random row (as an untrained embedding: the first 256 code points from a table
+// of 256 rows, the others each from its own generator), so a letter that repeats brings the same row
+// back and "compare x with x" shows it matching itself. The head's weights and the random upstream
+// gradient come from the same seed whatever the options, so toggling an option changes only what the
+// option changes. The weights are drawn N(0, 1/C): queries and keys of everyday size, as the tutorial's
+// figure and the lab's cell 5 have them, so that without the divisor the scores spread like √16 and the
+// softmax sharpens.
+//   backward() from sum(output * upstream), the output dotted with a random gradient (no loss: it only
+//   sends that gradient back), gives the gradient of the scores the softmax received.
+// Answer: labels (axis_label.h), T, width, raw, divide, divisor, scores (Q Kᵀ, or x xᵀ), scaled
+// (÷ divisor, or the scores), masked (null above the diagonal), shares (the attention map), values,
+// output (T x H), score_grad (T x T, its gradient at the masked scores), output_dot_upstream, graph
+// (to_dot of it after backward, with grad norms).
 constexpr int64_t kHeadWidth = 16;
 constexpr int64_t kLongestSentence = 64;
 
 Json head(const Request& r) {
     if (!r.contains("sentence") || !r["sentence"].is_string()) bad("head", "needs a sentence (a string)");
     const std::string sentence = r["sentence"].get<std::string>();
-    const auto T = static_cast<int64_t>(sentence.size());
-    if (T < 1 || T > kLongestSentence)
-        bad("head", fmt::format("the sentence has {} bytes; it must have 1 to {}", T, kLongestSentence));
+    if (sentence.empty()) bad("head", fmt::format("the sentence is empty; it must have 1 to {} characters", kLongestSentence));
+    const nn::CharTokenizer characters = nn::CharTokenizer::from_text(sentence);  // (JSON strings are UTF-8)
+    const std::vector<int64_t> ids = characters.encode(sentence);
+    const auto T = static_cast<int64_t>(ids.size());
+    if (T > kLongestSentence)
+        bad("head", fmt::format("the sentence has {} characters; it must have 1 to {}", T, kLongestSentence));
     const bool raw = flag(r, "head", "raw", false), divide = flag(r, "head", "divide", true);
-    Generator gen(seed(r, "head"));
+    const uint64_t draws = seed(r, "head");
+    Generator gen(draws);
 
-    const Tensor table = randn({256, kHeadWidth}, gen);  // (256, C): one row per byte
+    const Tensor table = randn({256, kHeadWidth}, gen);  // (256, C): the rows of the first 256 code points
     nn::Head head({.n_embd = kHeadWidth, .head_size = kHeadWidth, .scaled = divide, .compare_raw = raw}, gen);
     // of everyday size (above): q·k spreads like √16, and the divisor brings it back to 1
     for (nn::Linear* w : {&head.query, &head.key, &head.value})
         for (float& v : w->weight.data()) v = gen.normal(0.0f, 1.0f / std::sqrt(float(kHeadWidth)));
-    const Tensor upstream = randn({1, T, kHeadWidth}, gen);  // (1, T, H)
-    Tensor x = zeros({1, T, kHeadWidth});                    // (1, T, C)
+    Tensor upstream = randn({1, T, kHeadWidth}, gen);  // (1, T, H)
+    upstream.set_name("upstream");
+    Tensor x = zeros({1, T, kHeadWidth});  // (1, T, C)
     Json labels = Json::array();
     for (int64_t t = 0; t < T; ++t) {
-        const auto byte = static_cast<unsigned char>(sentence[static_cast<size_t>(t)]);
-        std::ranges::copy(table.data().subspan(byte * kHeadWidth, kHeadWidth), x.data().begin() + t * kHeadWidth);
-        labels.push_back(axis_label(byte));
+        const std::span<const int64_t> id(&ids[static_cast<size_t>(t)], 1);
+        const char32_t c = characters.vocabulary()[static_cast<size_t>(id[0])];
+        Tensor own;  // (C): the row of a character past the table, from the seed and its code point
+        if (c >= 256) {
+            Generator character_gen(Generator(draws).next_u64() ^ (uint64_t(c) * 0x9E3779B97F4A7C15u));
+            own = randn({kHeadWidth}, character_gen);
+        }
+        const std::span<const float> row = c < 256 ? table.data().subspan(c * kHeadWidth, kHeadWidth) : own.data();
+        std::ranges::copy(row, x.data().begin() + t * kHeadWidth);
+        labels.push_back(axis::label(characters.decode(id)));
     }
     x.set_name("x").requires_grad_();  // so the scores of "compare x with x", made of x alone, get a gradient too
 
     const Tensor out = head.forward(x);  // (1, T, H)
-    Tensor loss = sum(out * upstream);
-    loss.set_name("loss");
-    loss.backward(/*retain_graph=*/true);  // kept for to_dot, which then shows every gradient's norm
+    Tensor out_dot_upstream = sum(out * upstream);
+    out_dot_upstream.set_name("output·upstream");
+    out_dot_upstream.backward(/*retain_graph=*/true);  // kept for to_dot, which then shows every gradient's norm
 
     NoGradGuard no_grad;
     const Tensor scores = matmul(head.queries(x), head.keys(x).transpose(1, 2));  // (1, T, T)
@@ -125,8 +133,8 @@ Json head(const Request& r) {
             {"values", rows_of(head.values(x))},
             {"output", rows_of(out)},
             {"score_grad", rows_of(head.last_scores().grad())},
-            {"loss", loss.item()},
-            {"graph", to_dot(loss, {.title = fmt::format("loss = sum(head(x) * upstream), {} positions", T)})}};
+            {"output_dot_upstream", out_dot_upstream.item()},
+            {"graph", to_dot(out_dot_upstream, {.title = fmt::format("sum(output * upstream), {} positions", T)})}};
 }
 
 // --- saturation ---------------------------------------------------------------------------------------
@@ -226,10 +234,9 @@ std::unique_ptr<CopyTaskRun> run;  // the page's one training run (a worker's mo
 Json train_start(const Request& r) {
     run = std::make_unique<CopyTaskRun>(seed(r, "train_start"));
     Json vocab = Json::array();
-    for (int64_t id = 0; id < run->tokenizer.vocab_size(); ++id)  // the copy task's characters are ASCII
-        vocab.push_back(axis_label(static_cast<unsigned char>(run->tokenizer.decode(std::span(&id, 1)).front())));
+    for (int64_t id = 0; id < run->tokenizer.vocab_size(); ++id) vocab.push_back(axis::label(run->tokenizer.decode(std::span(&id, 1))));
     Json probe_labels = Json::array();
-    for (char c : run->probe_window()) probe_labels.push_back(axis_label(static_cast<unsigned char>(c)));
+    for (char c : run->probe_window()) probe_labels.push_back(axis::label(std::string(1, c)));  // (the copy task's characters are ASCII)
     return {{"vocab", vocab},
             {"n_embd", CopyTaskRun::kWidth},
             {"block", CopyTaskRun::kBlock},

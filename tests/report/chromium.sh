@@ -14,3 +14,14 @@ dump() {
     --disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir="$work/profile-$run" \
     --virtual-time-budget=2000 --dump-dom "$1" 2>>"$work/chromium.log"
 }
+# `layout URL WORK [page_layout.py's checks]`: the page's layout at 800 and 1280 px in headless Chromium
+# (tests/web/page_layout.py, by a python3 with Debian's python3-websocket; exits 77 without one).
+page_layout=$(cd "$(dirname "${BASH_SOURCE[0]}")/../web" && pwd)/page_layout.py
+python=$(for p in /usr/bin/python3 python3; do "$p" -c 'import websocket' 2>/dev/null && command -v "$p" && break; done || true)
+layout() {
+  if [[ -z $python ]]; then
+    echo "python3-websocket is not installed (dev/setup installs it): skipping $(basename "$0")"
+    exit 77
+  fi
+  "$python" "$page_layout" "$@"
+}

@@ -6,7 +6,9 @@
 # - the page has rows often enough that the warmup shows (the peak rate inside the run, not at an end);
 # - the layer and head picker, set from the URL fragment, draws the maps asked for;
 # - the maps are labelled by token, not by character: GPT-2's tokens are words and pieces (here a token
-#   file's ids, " 20").
+#   file's ids, " 20"), upright (a rotated ␣ reads as ɹ), every row, and every other column where the
+#   labels are wider than a column, none on another at 800 and 1280 px (screenshots in WORK_DIR);
+# - the settings are gpt2's: gelu_exact, not gpt's gpt2_init or multihead's feed_forward.
 #
 #   gpt2_page_test.sh TRAIN WORK_DIR
 #
@@ -81,7 +83,13 @@ perl -e 'print pack("v*", map { $_ * 7 % 40 } 0 .. 2999)' >"$work/train.bin"
 dump "file://$work/ids.html" >"$work/ids-dom.html"
 check "maps drawn for a model of token ids" "$(count "$work/ids-dom.html" 'class="head-map" data-head="h\.[^"]*"')" 2
 first_map=$(perl -0ne 'print $1 if /(class="head-map".*?<\/svg>)/s' "$work/ids-dom.html")
-check "the first map's column labels, one a token" "$(grep -o 'rotate(-90)">␣[0-9]*<' <<<"$first_map" | wc -l)" 16
+check "the first map's row labels, one a token" "$(grep -o 'class="row"[^>]*>␣[0-9]*<' <<<"$first_map" | wc -l)" 16
+check "the first map's column labels, one a token, every other" "$(grep -o 'class="col"[^>]*>␣[0-9]*<' <<<"$first_map" | wc -l)" 8
+check "labels turned" "$(grep -c 'rotate(' <<<"$first_map" || true)" 0
+check "the settings listed" "$(grep -o '<th>\(gelu_exact\|gpt2_init\|feed_forward\)</th>' "$work/dom.html" | tr '\n' ' ' || true)" \
+  "<th>gelu_exact</th> "
+layout "$work" "file://$work/ids.html" --labels '.head-map text.row=32' --labels '.head-map text.col=16' \
+  --shot "$work/ids-{width}.png" || failed=1
 
 if ((failed)); then
   echo "chromium's messages: $work/chromium.log"

@@ -4,6 +4,7 @@ page and its workers make.
 
 Needs Debian's chromium and python3-websocket (dev/setup installs both); run by /usr/bin/python3.
 """
+import base64
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import websocket  # Debian's python3-websocket
 # As the other browser tests start it (tests/report/chromium.sh): no background traffic of its own.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--remote-debugging-port=0", "--window-size=1280,2000"]
+         "--disable-dev-shm-usage", "--remote-debugging-port=0"]
 
 
 def browser_path():
@@ -25,13 +26,14 @@ def browser_path():
 
 class Page:
     """One fresh browser (its own profile) with one page. Every request of the page and of its workers
-    is paused on its way out: the page's own file goes on, anything else is refused, and all are
-    listed in self.requests."""
+    is paused on its way out: the page's own file (or a file opened since, open()) goes on, anything
+    else is refused, and all are listed in self.requests."""
 
-    def __init__(self, url, work):
+    def __init__(self, url, work, width=1280, height=2000):
         self.profile = tempfile.mkdtemp(prefix="profile-", dir=work)
         self.log = open(os.path.join(work, "chromium.log"), "a")
-        self.proc = subprocess.Popen([browser_path(), *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+        self.proc = subprocess.Popen([browser_path(), *FLAGS, f"--window-size={width},{height}",
+                                      f"--user-data-dir={self.profile}", "about:blank"],
                                      stdout=self.log, stderr=self.log)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.time() + 30
@@ -45,13 +47,14 @@ class Page:
         self.requests = []        # every URL requested, by the page or a worker
         self.refused = []         # the ones refused (anything but the page itself)
         self.errors = []          # console errors and uncaught exceptions
-        self.url = url
+        self.urls = set()  # the files opened, as requested: without the fragment
         target = self.send("Target.createTarget", url="about:blank")["targetId"]
         self.session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         self.watch(self.session)
         self.send("Target.setAutoAttach", self.session, autoAttach=True, waitForDebuggerOnStart=True, flatten=True)
         self.send("Page.enable", self.session)
-        self.send("Page.navigate", self.session, url=url)
+        self.set_viewport(width, height)
+        self.open(url)
 
     def watch(self, session, worker=False):
         """Logs the session's requests and collects its console errors; a page's requests are paused too
@@ -98,7 +101,7 @@ class Page:
             self.requests.append(params["request"]["url"])
         elif method == "Fetch.requestPaused":  # the page's own file goes on; anything else is refused
             url = params["request"]["url"]
-            if url == self.url:
+            if url in self.urls:
                 self.post("Fetch.continueRequest", session, requestId=params["requestId"])
             else:
                 self.refused.append(url)
@@ -108,6 +111,12 @@ class Page:
                                or params["exceptionDetails"].get("text"))
         elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
             self.errors.append(" ".join(str(a.get("value", a.get("description"))) for a in params.get("args", [])))
+
+    def open(self, url):
+        """Opens `url` in the page, loaded anew even when only its fragment differs from the last one."""
+        self.urls.add(url.split("#")[0])
+        self.send("Page.navigate", self.session, url="about:blank")
+        self.send("Page.navigate", self.session, url=url)
 
     def pump(self, seconds=0.05):
         """Handles the events that arrive within `seconds`."""
@@ -138,9 +147,16 @@ class Page:
                 raise TimeoutError(f"{what}: not within {timeout} s")
             self.pump(0.2)
 
+    def set_viewport(self, width, height):
+        """The window's inner size, as a window of that size has it (the page sees a resize)."""
+        self.send("Emulation.setDeviceMetricsOverride", self.session, width=width, height=height, deviceScaleFactor=1,
+                  mobile=False)
+
     def screenshot(self, path):
-        import base64
-        data = self.send("Page.captureScreenshot", self.session, format="png", captureBeyondViewport=True)["data"]
+        """The whole page, not only the window, as a PNG."""
+        size = self.send("Page.getLayoutMetrics", self.session)["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+        data = self.send("Page.captureScreenshot", self.session, format="png", captureBeyondViewport=True, clip=clip)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
 

@@ -6,10 +6,12 @@
   2. the live head: after each change (the sentence edited, each checkbox toggled) the map the page
      draws equals native nn::Head's for the same options (web_api's head call), within 1e-5 of the
      map's largest value, and differs from the map before the change;
-  3. training in the worker: its first 50 losses equal the native run's within 1e-4 and fall; stop
-     stops it, continue goes on;
+  3. training in the worker: train runs the count of steps asked for (200) and stops by itself, its
+     losses equal the native run's within 1e-4 and fall; continue runs as many more; stop stops a run;
   4. the saturation chart and the graph are drawn;
-  5. no request leaves the page: each request of the page and its worker is paused, and anything but the
+  5. the layout at 1280 and 800 px, on a sentence of non-ASCII characters: the page fits the window,
+     the maps are shown whole, labelled by character, the labels apart (screenshots in WORK);
+  6. no request leaves the page: each request of the page and its worker is paused, and anything but the
      page's own file is refused and fails the test; no console error either.
 
   page_test.py PAGE WEB_API LAB WORK     (exit 0 passed, 1 failed, 77 skipped: no chromium)
@@ -24,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chromium_page  # noqa: E402
+import page_layout  # noqa: E402
 
 failures = []
 
@@ -115,7 +118,6 @@ def main():
         check(not outside and not page.refused,
               f"no request leaves the page: {len(page.requests)} requested {schemes}, "
               f"{len(outside)} outside the page's file ({[u[:80] for u in outside[:3]]}), {len(page.refused)} refused")
-        page.screenshot(os.path.join(work, "page.png"))
     finally:
         page.close()
     print(f"{len(failures)} failed" if failures else "all passed")
@@ -166,30 +168,41 @@ def run_checks(page, web_api, lab, work):
     d = matrix_difference(grad, answer["score_grad"])
     check(d <= 1e-5, f"the scores' gradient as native backward() gives it (largest difference {d:.1e})")
 
-    # 3. Training in the worker.
-    reference = native(web_api, {"call": "train_start"}, {"call": "train_steps", "steps": 50})[1]["losses"]
-    page.eval("document.getElementById('train-start').click()")
-    page.wait_for("window.tinygpt.training && window.tinygpt.training.losses.length >= 50", 120, "50 training steps")
-    page.eval("document.getElementById('train-stop').click()")
-    losses = page.eval("window.tinygpt.training.losses")[:50]
-    worst = max(abs(a - b) for a, b in zip(losses, reference))
-    check(len(losses) == 50 and worst <= 1e-4,
-          f"the worker's first 50 losses equal the native run's within 1e-4 (largest difference {worst:.1e}; "
-          f"{losses[0]:.4f} → {losses[-1]:.4f})")
-    check(sum(losses[-10:]) / 10 < losses[0] - 0.1, "the loss falls over 50 steps")
-    page.pump(1.0)
-    stopped = page.eval("window.tinygpt.training.losses.length")
-    page.pump(1.0)
-    check(page.eval("window.tinygpt.training.losses.length") == stopped, f"stop stops the run (at step {stopped})")
-    page.eval("document.getElementById('train-start').click()")
-    page.wait_for(f"window.tinygpt.training.losses.length > {stopped} + 20", 30, "continue")
+    # The head's scalar named for what it is, and a sentence past the limit said in one line.
+    line = page.eval("document.getElementById('grad-line').textContent")
+    check("sum(output · upstream)" in line and "loss" not in line, f"#grad-line: {line}")
+    set_sentence = "(s => { const e = document.getElementById('sentence'); e.value = s; e.dispatchEvent(new Event('input', {bubbles: true})); })"
+    page.eval(f"{set_sentence}({json.dumps('x' * 65)})")
+    note = page.eval("document.getElementById('head-error').textContent")
+    check("65 characters" in note and "  " not in note, f"#head-error: {note}")
+    page.eval(f"{set_sentence}({json.dumps(state['sentence'])})")
+
+    # 3. Training in the worker: the count of steps asked for, then it stops by itself.
+    count = page.eval("+document.getElementById('train-count').value")
+    training = "window.tinygpt.training"
+    reference = native(web_api, {"call": "train_start"}, {"call": "train_steps", "steps": 2 * count})[1]["losses"]
+    for done in (count, 2 * count):  # train, then continue
+        button = page.eval("document.getElementById('train-start').textContent")
+        page.eval("document.getElementById('train-start').click()")
+        page.wait_for(f"{training}.losses.length >= {done} && !{training}.running", 120, f"{done} training steps")
+        page.pump(1.0)
+        losses = page.eval(f"{training}.losses")
+        worst = max(abs(a - b) for a, b in zip(losses, reference))
+        check(len(losses) == done and worst <= 1e-4,
+              f"{button}: {len(losses)} steps, then it stops by itself; every loss the native run's within 1e-4 "
+              f"(largest difference {worst:.1e}; {losses[0]:.4f} → {losses[-1]:.4f})")
+    check(sum(losses[-10:]) / 10 < losses[0] - 0.1, "the loss falls")
+    page.eval("document.getElementById('train-count').value = 100000; document.getElementById('train-start').click()")
+    page.wait_for(f"{training}.losses.length > {2 * count} + 20", 30, "a long run")
     page.eval("document.getElementById('train-stop').click()")
     page.pump(0.5)
-    losses = page.eval("window.tinygpt.training.losses")
+    stopped = page.eval(f"{training}.losses.length")
+    page.pump(1.0)
+    check(page.eval(f"{training}.losses.length") == stopped, f"stop stops a run of 100000 steps (at step {stopped})")
+    losses = page.eval(f"{training}.losses")
     reference = native(web_api, {"call": "train_start"}, {"call": "train_steps", "steps": len(losses)})[1]["losses"]
     worst = max(abs(a - b) for a, b in zip(losses, reference))
-    check(worst <= 1e-4, f"continue goes on from step {stopped}: all {len(losses)} losses as one native run's "
-                         f"(largest difference {worst:.1e})")
+    check(worst <= 1e-4, f"all {len(losses)} losses as one native run's (largest difference {worst:.1e})")
 
     # 4. The saturation chart and the graph.
     page.wait_for("document.querySelectorAll('#saturation-chart circle').length > 0", 60, "the saturation chart")
@@ -203,6 +216,22 @@ def run_checks(page, web_api, lab, work):
     dot_nodes = len(re.findall(r"^\s*n\d+ \[", dot, re.M))
     check(nodes == dot_nodes and edges == dot.count(" -> ") and nodes > 10,
           f"the graph drawn has the DOT's {nodes} nodes and {edges} edges")
+
+    # 5. The layout, on a sentence of non-ASCII characters: one label a character, as native.
+    sentence = "naïve café, déjà vu"
+    page.eval(f"{set_sentence}({json.dumps(sentence)})")
+    labels = native(web_api, {"call": "head", "sentence": sentence})[0]["labels"]
+    check(labels == [c if c != " " else "␣" for c in sentence], f"the sentence's labels, one a character: {labels}")
+    maps = ["#head-map", "#score-grad", "#head-output", "#saturation-chart", "#loss-curve", "#train-map"]
+    for width in (1280, 800):
+        page.set_viewport(width, 2000)
+        page.pump(0.5)
+        drawn = page.eval("[...document.querySelectorAll('#head-map text.lab.col')].map(e => e.textContent)")
+        problems = page_layout.check_layout(page, visible=["#lab-summary", "#graph-wrap"], whole=maps,
+                                            labels=[["#head-map text.lab", 2 * len(sentence)], ["#score-grad text.lab", 2 * len(sentence)]])
+        check(not problems and drawn == labels, f"at {width} px: the page fits the window, the maps whole and labelled by character, "
+                                                f"the labels apart {problems[:4]} {drawn}")
+        page.screenshot(os.path.join(work, f"page-{width}.png"))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@
   scaled = scores / divisor (√16, or 1 without the divisor); with raw, a letter that repeats brings its
   row back (equal x·x scores); the gradient of the scores is 0 above the diagonal, not 0 everywhere, and
   each of its rows sums to 0 (the softmax ignores a shift: the op's own gradient is checked against finite
-  differences in the Catch2 tests); without the divisor the map is sharper; the graph is DOT of the loss;
+  differences in the Catch2 tests); without the divisor the map is sharper; the graph is DOT of
+  sum(output * upstream), through softmax; a sentence of non-ASCII characters has one position and one
+  label per character ("é", not \xc3 and \xa9), a repeated one brings its row back, and ASCII's rows are
+  the table's;
 - saturation: without the divisor the row gradient collapses as the width grows, with it it does not;
 - training: a run continued (25 + 35 steps) equals one straight run of 60 bit for bit, the loss starts
   near ln V and falls, and the probe's rows sum to 1;
@@ -75,13 +78,24 @@ def main():
                 # "the" at 0 and 15: the same letters, the same rows, so x·x scores repeat exactly
                 check(abs(h["scores"][15][0] - h["scores"][15][15]) < 1e-5 and abs(h["scores"][0][0] - h["scores"][15][15]) < 1e-5,
                       f"{name}: a repeated letter brings its row back (x·x equal)")
-            check(h["graph"].startswith("digraph") and "loss" in h["graph"] and "softmax" in h["graph"],
-                  f"{name}: the graph is DOT of the loss, through softmax")
+            check(h["graph"].startswith("digraph") and "output·upstream" in h["graph"] and "softmax" in h["graph"]
+                  and "output_dot_upstream" in h and "loss" not in h,
+                  f"{name}: the graph is DOT of sum(output * upstream), through softmax")
             if not raw and divide:
                 plain = h
             if not raw and not divide:
                 sharper = sum(max(r) for r in h["shares"][1:]) > sum(max(r) for r in plain["shares"][1:])
                 check(sharper, "head: without the divisor the map is sharper")
+
+    # One position per character, labelled by character: "é" and "日" are one each, the space ␣.
+    h = call(web_api, {"call": "head", "sentence": "é日 é日", "raw": True})[0]
+    check(h["T"] == 5 and h["labels"] == ["é", "日", "␣", "é", "日"],
+          f"head: a non-ASCII sentence, one position and label a character: {h['T']} positions, {h['labels']}")
+    check(abs(h["scores"][3][0] - h["scores"][3][3]) < 1e-5 and abs(h["scores"][4][1] - h["scores"][4][4]) < 1e-5,
+          "head: a repeated non-ASCII character brings its row back (x·x equal)")
+    ascii_row = call(web_api, {"call": "head", "sentence": "ab", "raw": True})[0]["scores"][0][0]
+    check(abs(call(web_api, {"call": "head", "sentence": "aé", "raw": True})[0]["scores"][0][0] - ascii_row) < 1e-6,
+          "head: an ASCII character's row is the same beside a non-ASCII one")
 
     s = call(web_api, {"call": "saturation", "widths": [2, 128], "heads": 20})[0]
     check(call(web_api, {"call": "saturation"})[0]["widths"] == [2, 4, 8, 16, 32, 64, 128, 256],
@@ -102,7 +116,8 @@ def main():
           "training: the probe window's 16 rows of attention sum to 1")
 
     bad = [({"call": "head"}, "head: needs a sentence"),
-           ({"call": "head", "sentence": "x" * 65}, "head: the sentence has 65 bytes"),
+           ({"call": "head", "sentence": "é" * 65}, "head: the sentence has 65 characters; it must have 1 to 64"),
+           ({"call": "head", "sentence": ""}, "head: the sentence is empty; it must have 1 to 64 characters"),
            ({"call": "head", "sentence": "ab", "raw": 1}, "head: raw must be true or false"),
            ({"call": "saturation", "widths": [0]}, "saturation: widths must be"),
            ({"call": "saturation", "heads": 5000}, "saturation: heads must be an integer from 1 to 1000, not 5000"),
