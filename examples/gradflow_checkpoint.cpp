@@ -15,7 +15,7 @@
 namespace gradflow {
 
 int checkpoint_flow(const CheckpointOptions& o) {
-    nn::TrainedModel trained = nn::load_trained_model(o.checkpoint, o.tokenizer);
+    nn::TrainedModel trained = nn::load_trained_model(o.checkpoint, {o.tokenizer, o.n_head});
     nn::LanguageModel& model = *trained.model;
     const CheckpointData d = checkpoint_data(trained, o.checkpoint, o.data, o.batch, o.block, o.batches, nn::Pass::gradient);
     const int64_t B = d.B, T = d.T;

@@ -148,11 +148,14 @@ struct TrainedModel {
     std::unique_ptr<LanguageModel> model;
 };
 // Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/train/gpt2_weights.h), as
-// the `gpt2` kind, with GPT-2's BPE from `tokenizer_dir` or from vocab.json + merges.txt beside the file;
-// a tinygpt checkpoint keeps its own tokenizer, which must then be the one in `tokenizer_dir`
-// (check_tokenizer_dir).
-TrainedModel load_trained_model(const std::filesystem::path& path,
-                                const std::optional<std::filesystem::path>& tokenizer_dir = std::nullopt);
+// the `gpt2` kind, with GPT-2's BPE from `tokenizer` or from vocab.json + merges.txt beside the file, and
+// the head count from config.json beside it or `n_head` (read_hf_gpt2). A tinygpt checkpoint keeps its
+// own tokenizer and head count, which must then be the ones given (check_tokenizer_dir).
+struct LoadOptions {
+    std::optional<std::filesystem::path> tokenizer;  // a reading program's --tokenizer DIR
+    std::optional<int64_t> n_head;                   // its --n-head N
+};
+TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
 // Throws std::runtime_error when `saved` (the tokenizer of `checkpoint`) is not GPT-2's BPE in `dir`, the
 // same vocabulary and merges: "--tokenizer DIR and the checkpoint CKPT disagree: ...".
