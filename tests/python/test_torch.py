@@ -11,6 +11,9 @@ runs one case per CTest test:
                 shapes GPT2LMHeadModel.from_pretrained looks for, config.json its fields, and
                 tinygpt_torch.load_hf_folder reads the folder with logits equal to tinygpt's within 1e-5 (also
                 without "transformer.", with lm_head and the mask buffers, in F16 and BF16); refusals
+  load_kinds    tinygpt_torch.load reads a gpt2 checkpoint of GPT-2's BPE and one of token ids alone (and a
+                character one) with logits equal to tinygpt's, and save() writes them back as tinygpt reads
+                them (the same samples); GPT-2's own files are refused naming what they are and what reads them
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
   evaluate      examples/evaluate's loss over consecutive windows of a text file, and of the same ids as a
@@ -32,6 +35,7 @@ import json
 import math
 import os
 import pickle
+import re
 import shutil
 import signal
 import struct
@@ -316,6 +320,36 @@ def case_gpt2_hf(c):
     refused("a tensor of the wrong shape", tensor_change=lambda t: t.update({"h.0.ln_1.bias": torch.zeros(C + 1)}),
             names=("h.0.ln_1.bias", f"({C + 1},)", f"({C},)"))
     refused("an untied lm_head", tensor_change=lambda t: t.update({"lm_head.weight": t["wte.weight"] + 1}))
+
+
+def case_load_kinds(c):
+    bpe_dir, n_tokens = _small_bpe_dir(c)
+    ids_file = c.path("ids.bin")  # nanoGPT's token file: uint16 ids, no header
+    ids = torch.randint(0, 40, (400,), generator=torch.Generator().manual_seed(1))
+    with open(ids_file, "wb") as f:
+        f.write(struct.pack(f"<{len(ids)}H", *ids.tolist()))
+    for label, data, tokenizer, vocab_type, prompt in (
+            ("bpe", c.data, ["--tokenizer", bpe_dir], "BpeFiles", "abc"),
+            ("token_ids", ids_file, [], "TokenIds", "3 1 4"),
+            ("chars", c.data, [], "list", "the")):
+        ckpt, again = c.path(f"{label}.safetensors"), c.path(f"{label}_again.safetensors")
+        run([c.o.train, *KIND_ARGS["gpt2"], *tokenizer, "--data", data, "--steps", 3, "--batch", 4, "--eval-iters", 1,
+             "--sample", 0, "--out", ckpt])
+        model, vocab = c.tg.load(ckpt)
+        check(type(vocab).__name__ == vocab_type, f"{label}: load gave the tokenizer as {type(vocab).__name__}, not {vocab_type}")
+        check(c.tg._vocab_size(vocab) == model.config.vocab, f"{label}: {c.tg._vocab_size(vocab)} tokens for {model.config.vocab} rows")
+        c.compare_logits(ckpt, model, f"load_kinds {label}")
+        c.tg.save(model, vocab, again)
+        samples = [run([c.o.generate, f, "--prompt", prompt, "--tokens", 8, "--seed", 3]) for f in (ckpt, again)]
+        check(samples[0] == samples[1], f"{label}: generate on the saved copy gives {samples[1]!r}, on the original {samples[0]!r}")
+        print(f"load_kinds {label}: {model.config.vocab} tokens ({type(vocab).__name__}), saved back: the same sample {samples[0].strip()!r}")
+    hf, llmc = c.path("hf"), c.path("m.bin")
+    run([c.o.export, c.path("bpe.safetensors"), "--hf", hf])
+    run([c.o.export, c.path("bpe.safetensors"), "--llmc", llmc])
+    for path, expected in ((os.path.join(hf, "model.safetensors"), "load_hf_folder"), (llmc, "--hf DIR")):
+        e = refusal(lambda: c.tg.load(path), path)
+        check("not a tinygpt checkpoint" in str(e) and expected in str(e), f"{path}: load said {e}")
+        print(f"load_kinds: {e}")
 
 
 def case_torch_trains(c):
@@ -766,7 +800,7 @@ def main():
     if o.case.startswith("logits_"):
         case_logits(c, o.case[len("logits_"):])
     else:
-        {"gpt2_full_vocab": case_gpt2_full_vocab, "gpt2_hf": case_gpt2_hf, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
+        {"gpt2_full_vocab": case_gpt2_full_vocab, "gpt2_hf": case_gpt2_hf, "load_kinds": case_load_kinds, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
          "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt}[o.case](c)
     print(f"{o.case}: passed")
 
