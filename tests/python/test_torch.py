@@ -518,11 +518,14 @@ def case_ddp(c):
     check(text.startswith("a "), f"generate wrote {text!r}")
 
 
-    # the script starting torchrun itself
+    # the script starting torchrun itself, which it gives OMP_NUM_THREADS (torchrun's warning block, not shown)
+    unset = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     log = run_ddp(lambda: [sys.executable, script, "--nproc-per-node", 2, "--init", out, "--data", c.data,
                            "--out", c.path("ddp2.safetensors"), "--steps", 3, "--batch", 4, "--eval-batches", 2,
-                           "--timeout", 60], env)
+                           "--timeout", 60], unset)
     check("replicas: 2 ranks, identical" in log, f"--nproc-per-node: {log}")
+    check("OMP_NUM_THREADS" not in log and "*****" not in log, f"--nproc-per-node printed torchrun's warning: {log}")
+    check(re.search(r"^step 3/3 loss [0-9.]+ lr \S+ ETA 0m\d\ds$", log, re.M), f"--nproc-per-node showed no progress: {log}")
     tg.load(c.path("ddp2.safetensors"))
 
 
