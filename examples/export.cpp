@@ -7,10 +7,11 @@
 //   export gpt2/model.safetensors --llmc gpt2_124M.bin   (Hugging Face's file to llm.c's, or back)
 //
 // CKPT is a tinygpt checkpoint of a gpt2 model (train --model gpt2), or GPT-2 weights in either format
-// (with their vocab.json + merges.txt beside them or in --tokenizer DIR, which --hf copies). The values are copied bit for bit,
-// so loading the export gives the same model, and generate reads the folder's text with its tokenizer.
-// The files appear only when complete: every output is checked before any is written (an existing one
-// needs --force), --hf's files are renamed into place together, and a refused export leaves no folder.
+// (their vocab.json + merges.txt beside them or in --tokenizer DIR, which --hf copies). The values are
+// copied bit for bit, so loading the export gives the same model, and generate reads the folder's text
+// with its tokenizer. The files appear only when complete: every output is checked before any is
+// written (an existing one needs --force), --hf's files are renamed into place together, and a refused
+// export leaves no folder.
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
 #include <array>
@@ -50,6 +51,7 @@ std::string megabytes(uintmax_t bytes) { return fmt::format("{:.0f} MB", static_
 
 int run(const Options& o) {
     const std::string& path = o.checkpoint->path;
+    const std::string& out = o.hf.empty() ? o.llmc : o.hf;
     std::vector<cli::Output> outputs;
     if (o.hf.empty()) outputs.push_back({"--llmc", o.llmc});
     for (const char* name : o.hf.empty() ? std::span<const char* const>() : kHfFiles)
@@ -68,7 +70,7 @@ int run(const Options& o) {
     const nn::TrainedModel trained = nn::load_trained_model(path, {o.tokenizer, o.n_head});
     const nn::NamedTensors weights = trained.model->named_parameters();
     if (announced)
-        train_progress::note(fmt::format("export: read in {:.1f} s; writing {} ({} of weights)\n", seconds(), o.hf.empty() ? o.llmc : o.hf,
+        train_progress::note(fmt::format("export: read in {:.1f} s; writing {} ({} of weights)\n", seconds(), out,
                                          megabytes(uintmax_t{4} * static_cast<uintmax_t>(trained.model->parameter_count()))));
     const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(trained.tokenizer.get());
     if (!o.hf.empty() && !bpe)
@@ -80,7 +82,7 @@ int run(const Options& o) {
     if (made) made->keep();
     if (announced) train_progress::note(fmt::format("export: done in {:.1f} s\n", seconds()));
     const nn::ModelConfig& c = trained.config;
-    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {} ({})\n", o.hf.empty() ? o.llmc : o.hf, c.n_layer,
+    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {} ({})\n", out, c.n_layer,
                c.n_head, c.n_embd, c.vocab, c.block,
                !o.hf.empty() ? (bpe ? "model.safetensors + config.json + vocab.json + merges.txt" : "model.safetensors + config.json")
                              : "llm.c version 3, fp32");

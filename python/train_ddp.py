@@ -25,7 +25,7 @@ is not carried over from the checkpoint (it starts fresh, as train --init-from d
 AdamW made the validation loss rise (docs/pytorch.md).
 
 Prints on rank 0: the mean loss of --eval-batches fixed validation windows before and after ("loss before:
-X", "loss after: Y"), the progress ("step 50/500 loss 1.9123 lr 0.000976 ETA 1m10s": a tenth of the run at
+X", "loss after: Y"), the progress ("step 50/500 loss 1.9123 lr 0.000294 ETA 1m10s": a tenth of the run at
 a time, or every --log-every steps), and "replicas: N ranks, identical" (or "differ"). With
 --nproc-per-node, each process gets OMP_NUM_THREADS = the cores / N unless it is set (torchrun would set 1
 and print a warning block saying so).

@@ -334,8 +334,8 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
                                            c.n_head, c.n_embd));
     } else {
         refuse(path, fmt::format("no config.json beside it to give n_head, and n_embd {} is none of GPT-2's published widths "
-                                 "(768, 1024, 1280, 1600, heads of 64): give --n-head N, or put its config.json beside it",
-                                 c.n_embd));
+                                 "({}, heads of 64): give --n-head N, or put its config.json beside it",
+                                 c.n_embd, fmt::join(kPublishedWidths, ", ")));
     }
     if (c.n_head <= 0 || c.n_embd % c.n_head != 0)
         refuse(path, fmt::format("n_embd {} is not a multiple of n_head {}", c.n_embd, c.n_head));
