@@ -885,8 +885,8 @@ def _not_a_checkpoint(path):
 def load(path, verify=True):
     """(model, vocab) from a tinygpt checkpoint of any kind (train --out, or save() below). The model is in
     eval mode on the CPU; vocab is the checkpoint's tokenizer: the characters in id order (a list), GPT-2's
-    BPE files (BpeFiles: encode and decode with GPT-2's tokenizer; tinygpt's generate reads them back), or
-    TokenIds for a model trained on token ids without a tokenizer. The optimizer state in a training
+    BPE files (BpeFiles, carried for save(); tinygpt's tokenize and generate use them), or TokenIds for a
+    model trained on token ids without a tokenizer. The optimizer state in a training
     checkpoint ("train_state.*") is ignored. What tinygpt's nn::load_trained_model refuses is refused here,
     with a ValueError naming the file and the problem: read_safetensors' list, another format, a NaN or an
     infinity in any tensor, a config tinygpt would not read or build, a vocabulary that is not distinct
@@ -974,8 +974,8 @@ def save(model, vocab, path, metadata=None):
     """Writes the model as a tinygpt checkpoint: its weights, config and vocabulary and each tensor's
     CRC32C. `vocab` is the characters in id order (sorted by code point, no repeats, as tinygpt's character
     tokenizer requires), GPT-2's BPE files (BpeFiles, read_bpe_dir), which the checkpoint keeps as
-    `train --tokenizer DIR` does, or TokenIds (a model of token ids without a tokenizer): what load() gives. generate, heatmap, figure and gradflow read it; train --init-from CKPT
-    starts a run from it. It holds no optimizer state, so train --resume does not take it. `metadata`:
+    `train --tokenizer DIR` does, or TokenIds (a model of token ids without a tokenizer): what load() gives.
+    generate, heatmap, figure and gradflow read it; train --init-from CKPT starts a run from it. It holds no optimizer state, so train --resume does not take it. `metadata`:
     extra string entries to record."""
     config = model.config
     meta = dict(metadata or {})
