@@ -50,6 +50,8 @@ loss=$("$bin/evaluate" nc/model.safetensors --n-head 2 --data small.txt --batche
 [ "$loss" = "$first_loss" ] || fail "evaluate --n-head 2: $loss, the checkpoint: $first_loss"
 if "$bin/generate" hf/model.safetensors --n-head 1 --tokens 2 2> err.txt; then fail "--n-head 1 against config.json's 2"; fi
 grep -q "hf/config.json.*\"n_head\" is 2 but --n-head gives 1" err.txt || fail "--n-head 1: $(cat err.txt)"
+"$bin/train" --init-from nc/model.safetensors --n-head 2 --data small.txt --steps 1 --sample 0 --eval-iters 1 --out nc.st \
+  > /dev/null 2> err.txt || fail "train --init-from nc/model.safetensors --n-head 2: $(cat err.txt)"
 "$bin/export" nc/model.safetensors --n-head 2 --hf nc2 > /dev/null 2>&1 && grep -q '"n_head": 2' nc2/config.json &&
   cmp -s nc2/vocab.json "$tok/encoder.json" || fail "export of weights without config.json, --n-head 2: $(ls nc2)"
 
