@@ -15,16 +15,13 @@ With --transcripts, instead: every fenced block of README.md and docs/*.md that 
     <!-- transcript
     build/release/examples/lab --cell 4
     omit: ^The attention lab|^4\. |^$|passed, \d+ failed$
-    varies: \(\d+ tokens/s\)
     -->
 
-is what those commands print: they run in order in bash, in an empty scratch directory, with
-build/release/ meaning BUILD_DIR; each must exit 0 but the last, which exits N when the block ends with
-"(exit N)" and 0 otherwise; and the block is the last one's output (stdout and stderr), line for line,
-trailing spaces ignored, but the lines an `omit:` regular expression finds (a heading the page has in
-prose). The commands before it make what it reads.
-Text matching a `varies:` regular expression (a time, a speed) is compared as "…". Only cheap commands
-(seconds) get a transcript comment.
+is what its commands print: they run in order in bash, in an empty scratch directory, with
+build/release/ meaning BUILD_DIR; the ones before the last make what it reads and must exit 0; the last
+must exit N when the block ends with "(exit N)", 0 otherwise, and the block is its output (stdout and
+stderr) line for line, trailing spaces ignored, but the lines an `omit:` regular expression finds (a
+heading the page gives in prose). Only cheap commands (seconds) get a transcript comment.
 """
 import re
 import subprocess
@@ -104,39 +101,42 @@ EXIT_LINE = re.compile(r"^\(exit (\d+)\)$")
 
 
 def transcripts(page):
-    """(line number of the block, commands, varies and omit patterns, the block's lines) of each transcript comment."""
+    """(line number of the block's fence, commands, omit patterns, the block's lines) of each transcript comment."""
     lines = page.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
         if not TRANSCRIPT_START.match(lines[i]):
             i += 1
             continue
-        commands, varies, omit = [], [], []
+        commands, omit = [], []
         i += 1
         while i < len(lines) and lines[i].strip() != "-->":
-            if lines[i].startswith("varies: "):
-                varies.append(re.compile(lines[i][len("varies: "):]))
-            elif lines[i].startswith("omit: "):
+            if lines[i].startswith("omit: "):
                 omit.append(re.compile(lines[i][len("omit: "):]))
             elif lines[i].strip():
                 commands.append(lines[i])
             i += 1
         i += 1
         if i >= len(lines) or not FENCE.match(lines[i]):
-            yield i + 1, commands, varies, omit, None  # no block after the comment
+            yield i + 1, commands, omit, None  # no block after the comment
             continue
         start, block = i + 1, []
         i += 1
         while i < len(lines) and not FENCE.match(lines[i]):
             block.append(lines[i])
             i += 1
-        yield start, commands, varies, omit, block
+        yield start, commands, omit, block
+
+
+def run_bash(script, cwd, build):
+    return subprocess.run(["bash", "-c", script.replace("build/release/", f"{build}/")], cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
 
 
 def transcript_problems(root, build, page):
     problems = []
     shown = page.relative_to(root)
-    for number, commands, varies, omit, block in transcripts(page):
+    for number, commands, omit, block in transcripts(page):
         if block is None:
             problems.append(f"{shown}:{number}: a transcript comment without a fenced block after it")
             continue
@@ -144,12 +144,9 @@ def transcript_problems(root, build, page):
         if block and EXIT_LINE.match(block[-1]):
             expected_status = int(EXIT_LINE.match(block[-1]).group(1))
             block = block[:-1]
-        def bash(script, cwd):
-            return subprocess.run(["bash", "-c", script.replace("build/release/", f"{build}/")], cwd=cwd,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
         with tempfile.TemporaryDirectory(prefix="docs-transcript-") as scratch:
-            setup = bash("set -e\n" + "".join(f"{c}\n" for c in commands[:-1]), scratch)
-            result = bash(commands[-1], scratch) if setup.returncode == 0 else None
+            setup = run_bash("set -e\n" + "".join(f"{c}\n" for c in commands[:-1]), scratch, build)
+            result = run_bash(commands[-1], scratch, build) if setup.returncode == 0 else None
         if result is None:
             problems.append(f"{shown}:{number}: the commands before the last failed (exit {setup.returncode}): "
                             f"{setup.stdout.strip().splitlines()[-1:] or ''}")
@@ -159,16 +156,13 @@ def transcript_problems(root, build, page):
             problems.append(f"{shown}:{number}: {said} exited {result.returncode}, not {expected_status}: "
                             f"{result.stdout.strip().splitlines()[-1:] or ''}")
             continue
-
-        def normal(line):
-            for pattern in varies:
-                line = pattern.sub("…", line)
-            return line.rstrip()
-        want = [normal(line) for line in block]
-        got = [normal(line) for line in result.stdout.splitlines() if not any(p.search(line) for p in omit)]
+        want = [line.rstrip() for line in block]
+        got = [line.rstrip() for line in result.stdout.splitlines() if not any(p.search(line) for p in omit)]
         if got == want:
             continue
-        n = next(k for k in range(min(len(got), len(want)) + 1) if k == min(len(got), len(want)) or got[k] != want[k])
+        n = 0  # the first line where they part
+        while n < len(got) and n < len(want) and got[n] == want[n]:
+            n += 1
         printed = got[n] if n < len(got) else "nothing more"
         shows = want[n] if n < len(want) else "nothing more"
         problems.append(f"{shown}:{number + 1 + n}: {said} prints {printed!r} where the doc shows {shows!r}")
