@@ -49,6 +49,7 @@ struct Options {
     std::optional<cli::Input> checkpoint;  // given: the parser requires it
     std::optional<std::string> data;
     std::optional<std::string> tokenizer;
+    std::optional<int64_t> n_head;
     std::optional<int64_t> block, batches;
     int64_t batch = 4, threads = 1;
     bool json = false;
@@ -57,7 +58,7 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("evaluate", "CKPT --data FILE [options]",
                   "A checkpoint's mean loss and perplexity over the first consecutive windows of a data file.");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "a checkpoint saved by train --out, or GPT-2 weights", true);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
              [&o](const cli::Value& v) { o.data = v.file(); });
     p.option("--batch", "B", "rows of a window                                  (default 4)",
@@ -111,7 +112,7 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
 int run(const Options& o) {
     if (!o.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
     autograd::set_num_threads(static_cast<int>(o.threads));
-    nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, o.tokenizer);
+    nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
     const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches, nn::Pass::forward);
     const int64_t B = d.B, T = d.T;
     const cli::StopSignals stop;

@@ -1,17 +1,23 @@
 // A `gpt2` model to GPT-2's published formats (docs/gpt2_weights.md): a folder Hugging Face's
 // GPT2LMHeadModel.from_pretrained reads, or llm.c's version-3 model file.
 //
-//   export run.safetensors --hf gpt2-mine/          (gpt2-mine/model.safetensors and config.json)
+//   export run.safetensors --hf gpt2-mine/          (gpt2-mine/model.safetensors, config.json, and the
+//                                                    BPE tokenizer's vocab.json + merges.txt)
 //   export run.safetensors --llmc gpt2_mine.bin     (train_gpt2.c's --load file: 256 int32, then fp32)
 //   export gpt2/model.safetensors --llmc gpt2_124M.bin   (Hugging Face's file to llm.c's, or back)
 //
-// CKPT is a tinygpt checkpoint of a gpt2 model (train --model gpt2), or GPT-2 weights in either format.
-// The values are copied bit for bit, so loading the export gives the same model. The files appear only
-// when complete: every output is checked before any is written (an existing one needs --force), --hf's
-// two files are renamed into place together, and a refused export leaves no folder behind.
+// CKPT is a tinygpt checkpoint of a gpt2 model (train --model gpt2), or GPT-2 weights in either format
+// (their vocab.json + merges.txt beside them or in --tokenizer DIR, which --hf copies). The values are
+// copied bit for bit, so loading the export gives the same model, and generate reads the folder's text
+// with its tokenizer. The files appear only when complete: every output is checked before any is
+// written (an existing one needs --force), --hf's files are renamed into place together, and a refused
+// export leaves no folder.
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
+#include <array>
+#include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,45 +25,68 @@
 #include <fmt/format.h>
 #include <nn/files/atomic_file.h>
 #include <nn/models.h>
+#include <nn/train/bpe.h>
 #include <nn/train/gpt2_weights.h>
 #include <nn/train/trainer.h>
+
+#include "load_checkpoint.h"
+#include "train_progress.h"
 
 namespace {
 
 struct Options {
     std::optional<cli::Input> checkpoint;
     std::string hf, llmc;
+    std::optional<std::string> tokenizer;
+    std::optional<int64_t> n_head;
     bool force = false;
 };
 
+// Hugging Face's folder: the weights, their config, and GPT2Tokenizer's files
+constexpr std::array<const char*, 4> kHfFiles = {"model.safetensors", "config.json", "vocab.json", "merges.txt"};
+// A checkpoint this large takes seconds to read and write (GPT-2 small's: 0.5 GB, 1.5 GB with AdamW's
+// moments): each part is announced on stderr as it starts, and timed.
+constexpr uintmax_t kAnnouncedBytes = uintmax_t{64} << 20;
+
+std::string megabytes(uintmax_t bytes) { return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6); }
+
 int run(const Options& o) {
     const std::string& path = o.checkpoint->path;
-    std::vector<cli::Output> outputs = {{"--llmc", o.llmc}};
-    if (!o.hf.empty())
-        outputs = {{"--hf", (std::filesystem::path(o.hf) / "model.safetensors").string()},
-                   {"--hf", (std::filesystem::path(o.hf) / "config.json").string()}};
+    const std::string& out = o.hf.empty() ? o.llmc : o.hf;
+    std::vector<cli::Output> outputs;
+    if (o.hf.empty()) outputs.push_back({"--llmc", o.llmc});
+    for (const char* name : o.hf.empty() ? std::span<const char* const>() : kHfFiles)
+        outputs.push_back({"--hf", (std::filesystem::path(o.hf) / name).string()});
     // Every output checked before anything is written; the folder (the checks need it) is removed again
     // when the export is refused or fails. (`made` outlives the locks: their files are in it.)
     std::optional<nn::NewDirectories> made;
     if (!o.hf.empty()) made.emplace(o.hf, "export");
     const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint}, outputs, o.force);
-    nn::ModelConfig config;
-    nn::NamedTensors weights;
-    if (nn::weights_format(path) != nn::WeightsFormat::tinygpt) {  // no tokenizer needed to convert
-        nn::ForeignWeights w = nn::read_gpt2_weights(path);
-        config = w.config;
-        weights = std::move(w.weights);
-    } else {
-        nn::TrainedModel trained = nn::load_trained_model(path);
-        config = trained.config;
-        weights = trained.model->named_parameters();
-    }
-    if (!o.hf.empty()) nn::write_hf_gpt2(o.hf, config, weights);
-    else nn::write_llmc_gpt2(o.llmc, config, weights);
+    std::error_code error;
+    const uintmax_t size = std::filesystem::file_size(path, error);
+    const bool announced = !error && size >= kAnnouncedBytes;
+    const auto start = std::chrono::steady_clock::now();
+    const auto seconds = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    if (announced) train_progress::note(fmt::format("export: reading {} ({})\n", path, megabytes(size)));
+    const nn::TrainedModel trained = load_checkpoint(path, {o.tokenizer, o.n_head});
+    const nn::NamedTensors weights = trained.model->named_parameters();
+    if (announced)
+        train_progress::note(fmt::format("export: read in {:.1f} s; writing {} ({} of weights)\n", seconds(), out,
+                                         megabytes(uintmax_t{4} * static_cast<uintmax_t>(trained.model->parameter_count()))));
+    const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(trained.tokenizer.get());
+    if (!o.hf.empty() && !bpe)
+        train_progress::note(fmt::format("note: {} has {}, which Hugging Face's folder cannot hold: {} gets no vocab.json and "
+                                         "merges.txt, and reads and writes token ids\n",
+                                         path, nn::as_ids_only(*trained.tokenizer) ? "no tokenizer" : "a character tokenizer", o.hf));
+    if (!o.hf.empty()) nn::write_hf_gpt2(o.hf, trained.config, weights, bpe);
+    else nn::write_llmc_gpt2(o.llmc, trained.config, weights);
     if (made) made->keep();
-    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {} ({})\n", o.hf.empty() ? o.llmc : o.hf,
-               config.n_layer, config.n_head, config.n_embd, config.vocab, config.block,
-               o.hf.empty() ? "llm.c version 3, fp32" : "model.safetensors + config.json");
+    if (announced) train_progress::note(fmt::format("export: done in {:.1f} s\n", seconds()));
+    const nn::ModelConfig& c = trained.config;
+    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {} ({})\n", out, c.n_layer,
+               c.n_head, c.n_embd, c.vocab, c.block,
+               !o.hf.empty() ? (bpe ? "model.safetensors + config.json + vocab.json + merges.txt" : "model.safetensors + config.json")
+                             : "llm.c version 3, fp32");
     return 0;
 }
 
@@ -66,9 +95,13 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
     Options o;
     cli::Parser p("export", "CKPT (--hf DIR | --llmc FILE) [options]",
-                  "A gpt2 model to Hugging Face's folder (model.safetensors + config.json) or llm.c's model file.");
-    cli::checkpoint_argument(p, o.checkpoint, "a gpt2 checkpoint, or GPT-2 weights (Hugging Face's or llm.c's)", true);
-    p.option("--hf", "DIR", "write DIR/model.safetensors and DIR/config.json", [&o](const cli::Value& v) { o.hf = v.nonempty(); });
+                  "A gpt2 model to Hugging Face's folder (model.safetensors, config.json and the tokenizer's\n"
+                  "vocab.json + merges.txt) or llm.c's model file.");
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a gpt2 checkpoint, or GPT-2 weights (Hugging Face's or llm.c's)",
+                             true);
+    p.option("--hf", "DIR", "write DIR/model.safetensors, DIR/config.json, and the BPE tokenizer's\n"
+             "DIR/vocab.json + DIR/merges.txt",
+             [&o](const cli::Value& v) { o.hf = v.nonempty(); });
     p.option("--llmc", "FILE", "write llm.c's version-3 (fp32) model file", [&o](const cli::Value& v) { o.llmc = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     return cli::run(p, argc, argv, [&o] {

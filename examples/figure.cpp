@@ -57,7 +57,7 @@ constexpr int64_t kRandomWidth = 16;  // C = H = 16, the tutorial's "divide by â
 struct Options {
     std::optional<std::string> out, prompt, tokenizer;
     std::optional<cli::Input> checkpoint;
-    std::optional<int64_t> seed, window, layer, head;
+    std::optional<int64_t> seed, window, layer, head, n_head;
     bool json = false, force = false;
 };
 
@@ -69,7 +69,7 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.option("--window", "T", "positions of the random window, 2 to 16         (default 8)",
              [&o](const cli::Value& v) { o.window = v.integer(2, 16); });
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "show a trained model's head instead (with --prompt)", false);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "show a trained model's head instead (with --prompt)", false);
     p.option("--prompt", "TEXT", "the text the trained head reads (at most the model's block)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.option("--layer", "L", "which layer's head, for a checkpoint             (default 0)",
@@ -86,7 +86,7 @@ void check_options(const Options& o) {
     if (o.prompt && !o.checkpoint)
         throw cli::UsageError("--prompt needs a checkpoint (CKPT or --checkpoint CKPT): random rows have no characters");
     for (const auto& [flag, given] : {std::pair{"--layer", o.layer.has_value()}, {"--head", o.head.has_value()},
-                                      {"--tokenizer", o.tokenizer.has_value()}})
+                                      {"--tokenizer", o.tokenizer.has_value()}, {"--n-head", o.n_head.has_value()}})
         if (given && !o.checkpoint) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
     if (!o.checkpoint) return;
     const std::string given_as = o.checkpoint->flag.empty() ? "CKPT" : o.checkpoint->flag;
@@ -132,7 +132,7 @@ std::unique_ptr<Window> checkpoint_window(const Options& o) {
     auto w = std::make_unique<Window>();
     const std::string& path = o.checkpoint->path;
     const std::string& prompt = *o.prompt;
-    const nn::TrainedModel& trained = w->trained.emplace(load_checkpoint(path, o.tokenizer));
+    const nn::TrainedModel& trained = w->trained.emplace(load_checkpoint(path, {o.tokenizer, o.n_head}));
     nn::LanguageModel& model = *trained.model;
     const nn::ModelKindInfo& kind = nn::model_kind_info(trained.config.kind);
     const nn::AttentionHead chosen = tools::chosen_head(nn::attention_heads(model), o.layer.value_or(0), o.head.value_or(0), path, kind.kind);

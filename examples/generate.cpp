@@ -33,6 +33,7 @@ namespace {
 struct Options {
     std::optional<cli::Input> checkpoint;  // given: the parser requires it
     std::optional<std::string> tokenizer;
+    std::optional<int64_t> n_head;
     std::optional<std::string> prompt, prompt_file;
     int64_t chars = 500, top_k = 0, seed = 1, samples = 1;
     std::optional<int64_t> tokens;  // --tokens N: N tokens instead of --chars characters
@@ -78,7 +79,7 @@ private:
 };
 
 int run(const Options& o) {
-    nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, o.tokenizer);
+    nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
     const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
                                             : o.prompt.value_or(nn::default_prompt(*trained.tokenizer));
     const std::vector<int64_t> context = trained.tokenizer->encode(start);
@@ -135,7 +136,7 @@ int run(const Options& o) {
 int tools::generate(int argc, char** argv) {
     Options o;
     cli::Parser p("generate", "CKPT [options]", "Sample text from a checkpoint saved by train, printed as it comes.");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "a checkpoint saved by train --out, or GPT-2 weights", true);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--prompt", "TEXT", "what the sample starts from (default a newline, or the first character)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.option("--prompt-file", "F", "the prompt read from a file (instead of --prompt)",

@@ -50,6 +50,7 @@ struct Options {
     // a checkpoint's gradient on --data instead of the study
     std::optional<cli::Input> checkpoint;
     std::optional<std::string> data, tokenizer;
+    std::optional<int64_t> n_head;
     int64_t batch = 4, batches = 1;
     std::optional<int64_t> block;
 };
@@ -74,7 +75,7 @@ cli::Parser make_parser(Options& o) {
     p.option("--dot", "FILE", "write the graph of one small head's forward and backward (Graphviz DOT)",
              [&o](const cli::Value& v) { o.dot = v.file(); });
     p.section("a checkpoint on your data");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "a checkpoint saved by train --out, or GPT-2 weights: its gradient\non --data", false);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights: its gradient\non --data", false);
     p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
              [&o](const cli::Value& v) { o.data = v.file(); });
     p.option("--batch", "B", "rows of a window                                    (default 4)",
@@ -437,7 +438,7 @@ int main(int argc, char** argv) {
     return cli::run(parser, argc, argv, [&] {
         set_num_threads(static_cast<int>(o.threads));
         if (!o.checkpoint) {
-            for (const char* flag : {"--data", "--tokenizer", "--batch", "--block", "--batches"})
+            for (const char* flag : {"--data", "--tokenizer", "--n-head", "--batch", "--block", "--batches"})
                 if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint (give CKPT)", flag));
             return run(o);
         }
@@ -447,7 +448,7 @@ int main(int argc, char** argv) {
         std::vector<cli::Output> outputs;
         if (o.csv) outputs.push_back({.flag = "--csv", .path = *o.csv});
         const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint, {"--data", *o.data}}, outputs, o.force);
-        return gradflow::checkpoint_flow({.checkpoint = o.checkpoint->path, .data = *o.data, .tokenizer = o.tokenizer, .batch = o.batch,
-                                          .batches = o.batches, .block = o.block, .csv = o.csv, .json = o.json});
+        return gradflow::checkpoint_flow({.checkpoint = o.checkpoint->path, .data = *o.data, .tokenizer = o.tokenizer, .n_head = o.n_head,
+                                          .batch = o.batch, .batches = o.batches, .block = o.block, .csv = o.csv, .json = o.json});
     });
 }

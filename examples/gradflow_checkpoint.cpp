@@ -69,7 +69,7 @@ void print_tables(const nn::GradientReport& report, const std::vector<HeadRows>&
 }  // namespace
 
 int checkpoint_flow(const CheckpointOptions& o) {
-    nn::TrainedModel trained = load_checkpoint(o.checkpoint, o.tokenizer);
+    nn::TrainedModel trained = load_checkpoint(o.checkpoint, {o.tokenizer, o.n_head});
     nn::LanguageModel& model = *trained.model;
     const CheckpointData d = checkpoint_data(trained, o.checkpoint, o.data, o.batch, o.block, o.batches, nn::Pass::gradient);
     const int64_t B = d.B, T = d.T;

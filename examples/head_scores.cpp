@@ -43,6 +43,7 @@ constexpr int64_t kLength = 50;  // TransformerLens's probe: 50 random tokens, t
 struct Options {
     std::optional<cli::Input> checkpoint;  // given: the parser requires it
     std::optional<std::string> tokenizer;
+    std::optional<int64_t> n_head;
     std::optional<int64_t> length, top;
     int64_t batch = 16, seed = 1, threads = 1;
     bool json = false;
@@ -51,7 +52,7 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("head_scores", "CKPT [options]",
                   "Previous-token, duplicate-token and induction scores of every head, on random tokens repeated.");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "a checkpoint saved by train --out, or GPT-2 weights", true);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--length", "N", "random tokens before their repeat             (default 50, or half the block)",
              [&o](const cli::Value& v) { o.length = v.integer(1, 1 << 20); });
     p.option("--batch", "B", "probe sequences                                (default 16)",
@@ -119,7 +120,7 @@ int run(const Options& o) {
     if (o.json && o.top) throw cli::UsageError("--top applies to the table: --json lists every head");
     autograd::set_num_threads(static_cast<int>(o.threads));
     const std::string& path = o.checkpoint->path;
-    nn::TrainedModel trained = load_checkpoint(path, o.tokenizer);
+    nn::TrainedModel trained = load_checkpoint(path, {o.tokenizer, o.n_head});
     nn::LanguageModel& model = *trained.model;
     const std::string kind = fmt::format("{}", trained.config.kind);
     if (nn::attention_heads(model).empty()) throw std::runtime_error(fmt::format("{}: a {} model has no attention head to score", path, kind));

@@ -43,6 +43,7 @@ struct Options {
     std::optional<std::string> prompt;
     std::optional<cli::Input> checkpoint;
     std::optional<std::string> tokenizer;
+    std::optional<int64_t> n_head;
     int64_t layer = 0, head = 0, width = 16;
     uint64_t seed = 1;
     std::string color = "auto";
@@ -51,7 +52,7 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("heatmap", "[CKPT] --prompt TEXT [options]", "An attention heatmap in the terminal.");
     p.option("--prompt", "TEXT", "the characters to look at (both axes)", [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, "a trained model (from train --out, or GPT-2 weights); without it, an\nuntrained head", false);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a trained model (from train --out, or GPT-2 weights); without it, an\nuntrained head", false);
     p.option("--layer", "L", "which block, for a GPT                                   (default 0)",
              [&o](const cli::Value& v) { o.layer = v.integer(0, 1 << 20); });
     p.option("--head", "N", "which head of that layer                                 (default 0)",
@@ -126,7 +127,7 @@ Map untrained(const Options& o) {
 }
 
 Map trained(const Options& o) {
-    nn::TrainedModel loaded = load_checkpoint(o.checkpoint->path, o.tokenizer);
+    nn::TrainedModel loaded = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
     const nn::ModelConfig& config = loaded.config;
     const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
@@ -201,7 +202,7 @@ int tools::heatmap(int argc, char** argv) {
         if (!o.prompt) throw cli::UsageError("--prompt is required");
         if (o.checkpoint && parser.given("--width"))
             throw cli::UsageError("--width applies to the untrained head only (a checkpoint fixes it)");
-        for (const char* flag : {"--layer", "--head", "--tokenizer"})
+        for (const char* flag : {"--layer", "--head", "--tokenizer", "--n-head"})
             if (!o.checkpoint && parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
         const Map m = o.checkpoint ? trained(o) : untrained(o);
         const char* no_colour = std::getenv("NO_COLOR");

@@ -255,9 +255,10 @@ inline void check_options(Options& o) {
                                           o.model_flags.front()));
     if (o.init_from && o.resume)
         throw cli::UsageError("--init-from starts a new run and --resume continues one: give one of them");
-    // --init-from: the checkpoint fixes the model (its kind and sizes); --dropout may still change
+    // --init-from: the checkpoint fixes the model (its kind and sizes); --dropout may still change, and
+    // --n-head gives the head count that Hugging Face's weights without config.json lack
     for (const std::string& flag : o.model_flags)
-        if (o.init_from && fixed_by_init_from(flag))
+        if (o.init_from && fixed_by_init_from(flag) && flag != "--n-head")
             throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
     if (c.run.log_every != 0 && !o.csv && !o.report)
         throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
@@ -269,7 +270,7 @@ inline void check_options(Options& o) {
     for (const std::string& flag : o.model_flags)
         if (!o.init_from && !applies(flag, c.model.kind))  // with --init-from, train checks it against the checkpoint's kind
             throw cli::UsageError(fmt::format("{} does not apply to --model {}", flag, c.model.kind));
-    if (nn::model_kind_info(c.model.kind).reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
+    if (!o.init_from && nn::model_kind_info(c.model.kind).reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
         throw cli::UsageError(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
 }
 

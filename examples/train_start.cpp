@@ -110,11 +110,11 @@ nn::NamedTensors cropped_to_window(nn::NamedTensors params, const nn::Module& mo
 // character outside it is refused, naming the characters and both files.
 nn::Trainer start_from_checkpoint(const Options& o) {
     const std::string& path = *o.init_from;
-    nn::TrainedModel start = load_checkpoint(path, o.tokenizer);
-    nn::TrainConfig config = o.config;
     const auto given = [&](const char* flag) {
         return std::find(o.model_flags.begin(), o.model_flags.end(), flag) != o.model_flags.end();
     };
+    nn::TrainedModel start = load_checkpoint(path, {o.tokenizer, given("--n-head") ? std::optional(o.config.model.n_head) : std::nullopt});
+    nn::TrainConfig config = o.config;
     const bool dropout_given = given("--dropout");
     if (dropout_given && !train_args::applies("--dropout", start.config.kind))
         throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));

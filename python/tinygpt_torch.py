@@ -5,7 +5,7 @@ second, torch multiplies with the reference BLAS, many times slower). Run it wit
 (/usr/bin/python3 on Debian; a pyenv or venv python3 earlier on PATH may not).
 
     import tinygpt_torch as tg
-    model, vocab = tg.load("run.safetensors")          # a tinygpt checkpoint: any kind of the ladder
+    model, vocab = tg.load("run.safetensors")          # a tinygpt checkpoint: any kind of the ladder, any tokenizer
     ids = torch.tensor([[vocab.index(c) for c in "ROMEO:"]])
     logits = model(ids)                                 # (B, T) LongTensor -> (B, T, V) float32 logits
     tg.save(model, vocab, "tuned.safetensors")          # generate, heatmap, figure and train --init-from read it
@@ -925,16 +925,41 @@ def _check_stored(config, stored, where, source):
                          f"{config.parameters():.3g} parameters, but the file stores {stored:.3g}")
 
 
+LLMC_MAGIC = 20240326  # the first int32 of llm.c's model file
+
+
+def _not_a_checkpoint(path):
+    """What GPT-2's own weight files are, and how to read them here, for load() to say instead of loading."""
+    f, _ = open_regular(path, "a safetensors file")
+    with f:
+        first = f.read(4)
+    if len(first) == 4 and struct.unpack("<i", first)[0] == LLMC_MAGIC:
+        return (f"{path}: llm.c's GPT-2 model file, not a tinygpt checkpoint: `export {path} --hf DIR` writes it as Hugging "
+                f"Face's folder, which tinygpt_torch.load_hf_folder(DIR) reads")
+    return None
+
+
 def load(path, verify=True):
-    """(model, vocab) from a tinygpt checkpoint (train --out, or save() below). The model is in eval mode
-    on the CPU; vocab lists the characters in id order. The optimizer state in a training checkpoint
-    ("train_state.*") is ignored. What tinygpt's nn::load_trained_model refuses is refused here, with a
-    ValueError naming the file and the problem: read_safetensors' list, another format, a NaN or an
+    """(model, vocab) from a tinygpt checkpoint of any kind (train --out, or save() below). The model is in
+    eval mode on the CPU; vocab is the checkpoint's tokenizer: the characters in id order (a list), GPT-2's
+    BPE files (BpeFiles, carried for save(); tinygpt's tokenize and generate use them), or TokenIds for a
+    model trained on token ids without a tokenizer. The optimizer state in a training
+    checkpoint ("train_state.*") is ignored. What tinygpt's nn::load_trained_model refuses is refused here,
+    with a ValueError naming the file and the problem: read_safetensors' list, another format, a NaN or an
     infinity in any tensor, a config tinygpt would not read or build, a vocabulary that is not distinct
-    characters sorted by code point (or not model.vocab of them), sizes the stored weights do not have,
-    and tensors that do not fit the model."""
+    characters sorted by code point (or not model.vocab tokens), sizes the stored weights do not have,
+    and tensors that do not fit the model. GPT-2's own files are named, with what reads them: Hugging
+    Face's model.safetensors (load_hf_folder) and llm.c's model file (export --hf, then load_hf_folder)."""
     where = str(path)
+    named = _not_a_checkpoint(path)
+    if named:
+        raise ValueError(named)
     tensors, metadata = read_safetensors(path, verify)
+    # (tinygpt's gpt2 checkpoints have a wte.weight too, and their own format: nn::weights_format's rule)
+    if metadata.get("format") in (None, "pt") and ("wte.weight" in tensors or "transformer.wte.weight" in tensors):
+        raise ValueError(f"{where}: Hugging Face's GPT-2 weights, not a tinygpt checkpoint: "
+                         f"tinygpt_torch.load_hf_folder({_short(os.path.dirname(where) or '.')}) reads its folder "
+                         "(with config.json beside it)")
     if "format" not in metadata:
         raise ValueError(f"{where}: not a tinygpt checkpoint (no 'format' in its metadata)")
     if metadata["format"] != FORMAT:
@@ -946,6 +971,42 @@ def load(path, verify=True):
             raise ValueError(f"{where}: tensor {_short(name)} holds {t.reshape(-1)[i].item()} at index {i} (shape "
                              f"{list(t.shape)}): refusing to load a non-finite weight")
     config = ModelConfig.from_metadata(metadata, where)
+    vocab = _checkpoint_tokenizer(metadata, where)
+    weights = {k: v for k, v in tensors.items() if not k.startswith("train_state.")}
+    _check_stored(config, sum(float(t.numel()) for t in weights.values()), where, "its metadata")
+    try:
+        config.validate()
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    if _vocab_size(vocab) != config.vocab:
+        raise ValueError(f"{where}: the vocabulary has {_vocab_size(vocab)} {_vocab_unit(vocab)}, the model {config.vocab}")
+    model = make_model(config)
+    load_tinygpt_state(model, weights, where)
+    model.eval()
+    return model, vocab
+
+
+def _checkpoint_tokenizer(metadata, where):
+    """The tokenizer a checkpoint's metadata holds, as nn::checkpoint_tokenizer reads it: GPT-2's BPE
+    (BpeFiles), token ids alone (TokenIds), or characters (a list)."""
+    kind = metadata.get("tokenizer.kind")
+    if kind == BPE_KIND:
+        if "tokenizer.bpe.vocabulary" not in metadata or "tokenizer.bpe.merges" not in metadata:
+            raise ValueError(f"{where}: the metadata lacks tokenizer.bpe.vocabulary or tokenizer.bpe.merges")
+        text = metadata["tokenizer.bpe.vocabulary"]
+        depth = _json_nesting(text.encode("utf-8"))
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"{where}: the BPE vocabulary nests {depth} deep, over the limit of {MAX_JSON_DEPTH}")
+        try:
+            table = json.loads(text)
+        except ValueError as e:
+            raise ValueError(f"{where}: the BPE vocabulary is not JSON ({one_line(e)})") from None
+        return _bpe_files(table, text, metadata["tokenizer.bpe.merges"], f"{where}: the BPE vocabulary")
+    if kind == TOKEN_IDS_KIND:
+        size = metadata.get("tokenizer.vocab_size", "")
+        if not re.fullmatch(r"[1-9][0-9]{0,17}", size):
+            raise ValueError(f"{where}: tokenizer.vocab_size is {_short(size)}, not a positive whole number")
+        return TokenIds(int(size))
     if "tokenizer.vocabulary" not in metadata:
         raise ValueError(f"{where}: not a tinygpt checkpoint (no 'tokenizer.vocabulary' in its metadata)")
     vocab = list(metadata["tokenizer.vocabulary"])
@@ -955,35 +1016,35 @@ def load(path, verify=True):
         if not vocab[i - 1] < vocab[i]:
             raise ValueError(f"{where}: the vocabulary must be sorted without repeats, but entry {i} "
                              f"{ascii(vocab[i])} follows {ascii(vocab[i - 1])}")
-    weights = {k: v for k, v in tensors.items() if not k.startswith("train_state.")}
-    _check_stored(config, sum(float(t.numel()) for t in weights.values()), where, "its metadata")
-    try:
-        config.validate()
-    except ValueError as e:
-        raise ValueError(f"{where}: {e}") from None
-    if len(vocab) != config.vocab:
-        raise ValueError(f"{where}: the vocabulary has {len(vocab)} characters, the model {config.vocab}")
-    model = make_model(config)
-    load_tinygpt_state(model, weights, where)
-    model.eval()
-    return model, vocab
+    return vocab
+
+
+def _vocab_size(vocab):
+    return vocab.size if isinstance(vocab, (BpeFiles, TokenIds)) else len(vocab)
+
+
+def _vocab_unit(vocab):
+    return "tokens" if isinstance(vocab, (BpeFiles, TokenIds)) else "characters"
 
 
 def save(model, vocab, path, metadata=None):
     """Writes the model as a tinygpt checkpoint: its weights, config and vocabulary and each tensor's
     CRC32C. `vocab` is the characters in id order (sorted by code point, no repeats, as tinygpt's character
-    tokenizer requires) or GPT-2's BPE files (BpeFiles, read_bpe_dir), which the checkpoint keeps as
-    `train --tokenizer DIR` does. generate, heatmap, figure and gradflow read it; train --init-from CKPT
-    starts a run from it. It holds no optimizer state, so train --resume does not take it. `metadata`:
+    tokenizer requires), GPT-2's BPE files (BpeFiles, read_bpe_dir), which the checkpoint keeps as
+    `train --tokenizer DIR` does, or TokenIds (a model of token ids without a tokenizer): what load() gives.
+    generate, heatmap, figure and gradflow read it; train --init-from CKPT starts a run from it. It holds no optimizer state, so train --resume does not take it. `metadata`:
     extra string entries to record."""
     config = model.config
     meta = dict(metadata or {})
     meta.update(config.to_metadata())
     meta["format"] = FORMAT
-    if isinstance(vocab, BpeFiles):
+    if isinstance(vocab, (BpeFiles, TokenIds)):
         if vocab.size != config.vocab:
-            raise ValueError(f"save: the BPE vocabulary has {vocab.size} tokens, the model {config.vocab}")
-        meta.update({"tokenizer.kind": BPE_KIND, "tokenizer.bpe.vocabulary": vocab.vocabulary, "tokenizer.bpe.merges": vocab.merges})
+            raise ValueError(f"save: the vocabulary has {vocab.size} tokens, the model {config.vocab}")
+        if isinstance(vocab, BpeFiles):
+            meta.update({"tokenizer.kind": BPE_KIND, "tokenizer.bpe.vocabulary": vocab.vocabulary, "tokenizer.bpe.merges": vocab.merges})
+        else:
+            meta.update({"tokenizer.kind": TOKEN_IDS_KIND, "tokenizer.vocab_size": str(vocab.size)})
     else:
         vocab = list(vocab)
         if len(vocab) != config.vocab:
@@ -995,6 +1056,7 @@ def save(model, vocab, path, metadata=None):
 
 
 BPE_KIND = "gpt2-bpe"  # a checkpoint's "tokenizer.kind" for GPT-2's BPE (nn/train/src/bpe.cpp)
+TOKEN_IDS_KIND = "token-ids"  # and for token ids without a tokenizer (nn/train/src/tokenizer.cpp)
 
 
 @dataclass
@@ -1004,6 +1066,22 @@ class BpeFiles:
     vocabulary: str
     merges: str
     size: int
+
+
+@dataclass
+class TokenIds:
+    """The tokenizer of a model trained on token ids alone (train --data FILE.bin without --tokenizer): ids
+    0..size-1, read and written as numbers."""
+    size: int
+
+
+def _bpe_files(table, vocabulary, merges, where):
+    """BpeFiles of a parsed vocabulary `table` and the texts; a ValueError naming `where` when the table is
+    not a JSON object giving the ids 0..n-1 to its tokens, each once (tinygpt checks the rest on loading)."""
+    if not isinstance(table, dict) or not table or any(type(i) is not int for i in table.values()) \
+            or sorted(table.values()) != list(range(len(table))):
+        raise ValueError(f"{where}: the vocabulary is not a JSON object giving the ids 0..n-1 to its tokens, each once")
+    return BpeFiles(vocabulary, merges, len(table))
 
 
 def read_bpe_dir(directory):
@@ -1023,14 +1101,16 @@ def read_bpe_dir(directory):
         merges = read_regular(paths[1], "a BPE merges file", MAX_HEADER_BYTES).decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(f"{paths[1]} is not UTF-8 text ({e})") from None
-    if not isinstance(table, dict) or not table or any(type(i) is not int for i in table.values()) \
-            or sorted(table.values()) != list(range(len(table))):
-        raise ValueError(f"{paths[0]}: the vocabulary is not a JSON object giving the ids 0..n-1 to its tokens, each once")
-    return BpeFiles(vocabulary, merges, len(table))
+    return _bpe_files(table, vocabulary, merges, paths[0])
 
 
 def encode(vocab, text):
-    """Token ids of `text` (a LongTensor); a character outside the vocabulary is an error naming it."""
+    """Token ids of `text` (a LongTensor) for a character vocabulary; a character outside it is an error
+    naming it. GPT-2's BPE (BpeFiles) and token ids alone (TokenIds) are not encoded here: tinygpt's
+    `tokenize` writes a token file of a text."""
+    if isinstance(vocab, (BpeFiles, TokenIds)):
+        what = "GPT-2's BPE" if isinstance(vocab, BpeFiles) else "token ids alone"
+        raise ValueError(f"encode: the tokenizer is {what}, which only tinygpt encodes (tokenize writes a token file)")
     index = {c: i for i, c in enumerate(vocab)}
     unknown = sorted(set(text) - set(index))
     if unknown:

@@ -20,10 +20,15 @@ stay identical (checked at the end: each rank's weights are hashed and compared)
 --batch times the number of processes. The text is encoded with the checkpoint's vocabulary; a character
 outside it is an error. AdamW as tinygpt's trainer sets it up (betas 0.9, 0.99; weight decay on Linear
 weights only; global-norm clipping at 1; linear warmup then cosine decay to lr / 10); the optimizer state
-is not carried over from the checkpoint (it starts fresh, as train --init-from does).
+is not carried over from the checkpoint (it starts fresh, as train --init-from does). The default --lr is
+3e-4, not train's 1e-3: a finished run ends its cosine at 1e-4, and restarting it at 1e-3 with a fresh
+AdamW made the validation loss rise (docs/pytorch.md).
 
 Prints on rank 0: the mean loss of --eval-batches fixed validation windows before and after ("loss before:
-X", "loss after: Y"), a line per --log-every steps, and "replicas: N ranks, identical" (or "differ").
+X", "loss after: Y"), the progress ("step 50/500 loss 1.9123 lr 0.000294 ETA 1m10s": a tenth of the run at
+a time, or every --log-every steps), and "replicas: N ranks, identical" (or "differ"). With
+--nproc-per-node, each process gets OMP_NUM_THREADS = the cores / N unless it is set (torchrun would set 1
+and print a warning block saying so).
 
 Files and failures, as tinygpt's programs: --out is never --init or --data (compared by device and inode),
 an existing --out is replaced only with --force, and it is written atomically (a temporary file beside
@@ -62,7 +67,8 @@ def parse_args():
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch", type=int, default=32, help="windows per step per process")
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=3e-4,
+                   help="peak learning rate (default 3e-4: a checkpoint whose run decayed to 1e-4 loses ground at 1e-3)")
     p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--grad-clip", type=float, default=1.0)
@@ -70,7 +76,8 @@ def parse_args():
     p.add_argument("--timeout", type=float, default=1800,
                    help="seconds a rank waits for the others (rendezvous, each step, the end) before it fails")
     p.add_argument("--eval-batches", type=int, default=20, help="validation batches for the loss before and after")
-    p.add_argument("--log-every", type=int, default=0, help="print the training loss every N steps (0: never)")
+    p.add_argument("--log-every", type=int, default=None,
+                   help="print the training loss every N steps (default: a tenth of the run; 0: never)")
     p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"),
                    help="gloo, nccl, or auto (nccl with CUDA, gloo otherwise)")
     p.add_argument("--nproc-per-node", type=int, default=0,
@@ -82,12 +89,15 @@ def parse_args():
               ("--weight-decay", 0 <= o.weight_decay <= 10, "in [0, 10]"),
               ("--grad-clip", 0 <= o.grad_clip < math.inf, "at least 0 (0: no clipping)"),
               ("--timeout", 0 < o.timeout <= 7 * 24 * 3600, "above 0 and at most a week"),
-              ("--eval-batches", o.eval_batches >= 1, "at least 1"), ("--log-every", o.log_every >= 0, "at least 0"),
+              ("--eval-batches", o.eval_batches >= 1, "at least 1"),
+              ("--log-every", o.log_every is None or o.log_every >= 0, "at least 0"),
               ("--nproc-per-node", 0 <= o.nproc_per_node <= 1024, "in [0, 1024]"),
               ("--seed", 0 <= o.seed < 1 << 62, "in [0, 2^62)")]
     for flag, ok, wanted in limits:  # (a NaN fails every comparison: refused too)
         if not ok:
             p.error(f"{flag} must be {wanted}, got {getattr(o, flag[2:].replace('-', '_'))}")
+    if o.log_every is None:
+        o.log_every = max(1, o.steps // 10)
     return o
 
 
@@ -107,6 +117,8 @@ def launch(nproc, argv):
             skip = True
         elif not a.startswith("--nproc-per-node="):
             rest.append(a)
+    # The processes share the cores; torchrun would set 1 thread each, with a warning block on stderr
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
     import socket
     with socket.socket() as sock:  # a free port (--standalone would take 29400, whoever else uses it)
         sock.bind(("127.0.0.1", 0))
@@ -237,6 +249,7 @@ def train(o, model, vocab, train_ids, val_ids, watchdog):
         print(f"loss before: {before:.6f}", flush=True)
 
     gen = torch.Generator().manual_seed(o.seed + rank)  # each rank its own batches
+    started = time.monotonic()
     for step in range(o.steps):
         watchdog.progress(f"step {step + 1}")
         for group in optimizer.param_groups:
@@ -252,7 +265,9 @@ def train(o, model, vocab, train_ids, val_ids, watchdog):
             mean = loss.detach().clone()
             dist.all_reduce(mean)
             if rank == 0:
-                print(f"step {step + 1}/{o.steps} loss {mean.item() / world:.4f} lr {lr_at(step, o):.3g}", flush=True)
+                left = (time.monotonic() - started) / (step + 1) * (o.steps - step - 1)
+                print(f"step {step + 1}/{o.steps} loss {mean.item() / world:.4f} lr {lr_at(step, o):.3g} "
+                      f"ETA {int(left) // 60}m{int(left) % 60:02}s", flush=True)
 
     watchdog.progress("the loss after and the comparison of the replicas")
     after = mean_loss(model, val_ids, T, o, device)

@@ -5,6 +5,7 @@
 // naming the file and the tensor or header field. From the command line: tests/cli/gpt2_weights.sh.
 #include <nn/gpt2.h>
 #include <nn/model_registry.h>
+#include <nn/train/bpe.h>
 #include <nn/train/gpt2_weights.h>
 #include <nn/train/trainer.h>
 
@@ -24,13 +25,14 @@ using namespace autograd;
 
 namespace {
 
-// vocab 300: not a multiple of 128, so llm.c's file pads it (to 384); C 128: two heads of 64 by the rule
+// vocab 300: not a multiple of 128, so llm.c's file pads it (to 384); C 128: none of the published widths,
+// so without config.json its head count must be given
 nn::ModelConfig small_config() {
     nn::ModelConfig c;
     c.kind = nn::ModelKind::gpt2;
     c.vocab = 300;
     c.n_embd = 128;
-    c.n_head = 4;  // not the rule's 2: config.json must carry it
+    c.n_head = 4;  // not C / 64: config.json must carry it
     c.n_layer = 2;
     c.block = 16;
     return c;
@@ -216,7 +218,7 @@ TEST_CASE("gpt2 weights: a Hugging Face file with the transformer. prefix, mask 
           "[gpt2][gpt2_weights]") {
     test::TempDir dir("gpt2-hf-variants");
     nn::ModelConfig c = small_config();
-    c.n_head = 2;  // no config.json: C / 64
+    c.n_head = 2;  // no config.json: given
     const auto model = random_model(c, 3);
     const nn::NamedTensors params = model->named_parameters();
     for (const bool prefix : {true, false}) {
@@ -232,12 +234,13 @@ TEST_CASE("gpt2 weights: a Hugging Face file with the transformer. prefix, mask 
         const auto path = dir.path / (prefix ? "prefixed.safetensors" : "plain.safetensors");
         write_raw_safetensors(path, raw);
         REQUIRE(nn::weights_format(path) == nn::WeightsFormat::hugging_face);
-        const nn::ForeignWeights w = nn::read_hf_gpt2(path);
+        const nn::ForeignWeights w = nn::read_hf_gpt2(path, {}, 2);
         CHECK(w.config == c);
         require_same_bits(w.weights, params);
         REQUIRE(w.notes.size() == 2);
-        CHECK_THAT(w.notes[0], Contains("no config.json") && Contains("n_head 2"));
+        CHECK_THAT(w.notes[0], Contains("n_head 2 from --n-head") && Contains("no config.json"));
         CHECK_THAT(w.notes[1], Contains("skipped 4"));
+        CHECK(w.warnings.empty());
     }
 
     // BF16: every weight's top 16 bits, widened back exactly
@@ -256,7 +259,93 @@ TEST_CASE("gpt2 weights: a Hugging Face file with the transformer. prefix, mask 
         expected.emplace_back(name, widened);
     }
     write_raw_safetensors(dir.path / "bf16.safetensors", raw);
-    require_same_bits(nn::read_hf_gpt2(dir.path / "bf16.safetensors").weights, expected);
+    require_same_bits(nn::read_hf_gpt2(dir.path / "bf16.safetensors", {}, 2).weights, expected);
+}
+
+TEST_CASE("gpt2 weights: without config.json, n_head is given, or guessed loudly for a published width only",
+          "[gpt2][gpt2_weights]") {
+    test::TempDir dir("gpt2-weights-heads");
+    // n_embd 128 with 4 heads: the old rule's C / 64 = 2 heads loaded it, wrongly, with a note
+    const nn::ModelConfig c = small_config();
+    const auto model = random_model(c);
+    nn::write_hf_gpt2(dir.path, c, model->named_parameters());
+    std::filesystem::remove(dir.path / "config.json");
+    const auto weights = dir.path / "model.safetensors";
+    CHECK_THROWS_WITH(nn::read_hf_gpt2(weights), Contains(weights.string()) && Contains("no config.json") &&
+                                                     Contains("n_embd 128 is none of GPT-2's published widths") &&
+                                                     Contains("give --n-head N"));
+    const nn::ForeignWeights given = nn::read_hf_gpt2(weights, {}, 4);
+    CHECK(given.config == c);
+    CHECK(given.warnings.empty());
+    CHECK_THROWS_WITH(nn::read_hf_gpt2(weights, {}, 3), Contains("n_embd 128 is not a multiple of n_head 3"));
+    // the same through the loader the programs use: --n-head, and one that a checkpoint contradicts
+    CHECK(nn::load_trained_model(weights, {std::nullopt, 4}).config.n_head == 4);
+    const auto ckpt = dir.path / "llmc.bin";
+    nn::write_llmc_gpt2(ckpt, c, model->named_parameters());
+    CHECK_THROWS_WITH(nn::read_llmc_gpt2(ckpt, {}, 2), Contains("'NH'") && Contains("is 4 but --n-head gives 2"));
+    nn::write_hf_gpt2(dir.path / "with_config", c, model->named_parameters());
+    CHECK_THROWS_WITH(nn::read_hf_gpt2(dir.path / "with_config" / "model.safetensors", {}, 2),
+                      Contains("config.json") && Contains("\"n_head\" is 4 but --n-head gives 2"));
+
+    // GPT-2 small's width (one layer, a vocabulary of 10): heads of 64 assumed, with a warning, not a note
+    nn::ModelConfig small = c;
+    small.vocab = 10;
+    small.n_embd = 768;
+    small.n_head = 12;
+    small.n_layer = 1;
+    small.block = 4;
+    nn::write_hf_gpt2(dir.path / "768", small, random_model(small)->named_parameters());
+    std::filesystem::remove(dir.path / "768" / "config.json");
+    const nn::ForeignWeights guessed = nn::read_hf_gpt2(dir.path / "768" / "model.safetensors");
+    CHECK(guessed.config == small);
+    REQUIRE(guessed.warnings.size() == 1);
+    CHECK_THAT(guessed.warnings[0], Contains("n_head 12 guessed from n_embd 768") && Contains("give --n-head N"));
+    CHECK(nn::read_hf_gpt2(dir.path / "768" / "model.safetensors", {}, 6).config.n_head == 6);
+}
+
+TEST_CASE("gpt2 weights: write_hf_gpt2 writes the BPE tokenizer's vocab.json and merges.txt with the weights",
+          "[gpt2][gpt2_weights]") {
+    test::TempDir dir("gpt2-weights-tokenizer");
+    // 256 byte tokens (GPT-2's characters for bytes: the printable ones themselves, the rest from U+0100 on),
+    // one merge and <|endoftext|>: 258 tokens
+    nlohmann::ordered_json table;
+    for (int b = 0, next = 256; b < 256; ++b) {
+        const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        const int code = printable ? b : next++;  // below U+0800: one or two bytes of UTF-8
+        table[code < 0x80 ? std::string(1, static_cast<char>(code))
+                          : std::string{static_cast<char>(0xC0 | (code >> 6)), static_cast<char>(0x80 | (code & 0x3F))}] = b;
+    }
+    table["ab"] = 256;
+    table["<|endoftext|>"] = 257;
+    const std::string vocabulary = table.dump();
+    const std::string merges = "#version: 0.2\na b\n";
+    const nn::BpeTokenizer bpe(vocabulary, merges);
+    nn::ModelConfig c = small_config();
+    c.vocab = bpe.vocab_size();
+    const auto model = random_model(c);
+    const auto text = [](const std::filesystem::path& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    nn::write_hf_gpt2(dir.path, c, model->named_parameters(), &bpe);
+    CHECK(text(dir.path / "vocab.json") == vocabulary);
+    CHECK(text(dir.path / "merges.txt") == merges);
+    // read back beside the weights: the same tokenizer
+    const nn::TrainedModel loaded = nn::load_trained_model(dir.path / "model.safetensors");
+    const auto* read = dynamic_cast<const nn::BpeTokenizer*>(loaded.tokenizer.get());
+    REQUIRE(read != nullptr);
+    CHECK(*read == bpe);
+    // a tokenizer of another size is refused before anything is written
+    nn::ModelConfig other = c;
+    other.vocab = 300;
+    CHECK_THROWS_WITH(nn::write_hf_gpt2(dir.path / "other", other, random_model(other)->named_parameters(), &bpe),
+                      Contains("the tokenizer has 258 tokens but the model's vocab is 300"));
+    CHECK_FALSE(std::filesystem::exists(dir.path / "other"));
+    // a model without one, written over the folder: the old tokenizer is not left to be read as its own
+    nn::write_hf_gpt2(dir.path, c, model->named_parameters());
+    CHECK_FALSE(std::filesystem::exists(dir.path / "vocab.json"));
+    CHECK_FALSE(std::filesystem::exists(dir.path / "merges.txt"));
+    CHECK(std::filesystem::exists(dir.path / "model.safetensors"));
 }
 
 TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor", "[gpt2][gpt2_weights][errors]") {
@@ -290,6 +379,7 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
     CHECK_THROWS_WITH(nn::read_gpt2_weights(variant("padded.bin", [&](auto& b) { set_int(b, 7, 299); })),
                       Contains("padded.bin") && Contains("'padded V'"));
 
+    // (the files below have no config.json: their head count given)
     const auto hf = [&](const std::string& name, const std::function<void(std::vector<RawTensor>&)>& edit) {
         std::vector<RawTensor> raw;
         for (const auto& [n, t] : params) raw.push_back({hf_name(n), "F32", t.shape(), f32_bytes(t)});
@@ -299,20 +389,20 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
     };
     CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("missing.safetensors", [](auto& raw) {
                           std::erase_if(raw, [](const RawTensor& t) { return t.name == "h.1.mlp.c_fc.bias"; });
-                      })),
+                      }), {}, 4),
                       Contains("missing.safetensors") && Contains("'h.1.mlp.c_fc.bias'") && Contains("missing"));
     CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("shape.safetensors", [](auto& raw) {
                           for (RawTensor& t : raw)
                               if (t.name == "h.0.attn.c_proj.weight") t.shape = {64, 256};
-                      })),
+                      }), {}, 4),
                       Contains("shape.safetensors") && Contains("'h.0.attn.c_proj.weight'") && Contains("(64, 256)"));
     CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("untied.safetensors", [&](auto& raw) {
                           raw.push_back({"lm_head.weight", "F32", {300, 128}, std::vector<unsigned char>(300 * 128 * 4)});
-                      })),
+                      }), {}, 4),
                       Contains("untied.safetensors") && Contains("'lm_head.weight'"));
     CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("extra.safetensors", [](auto& raw) {
                           raw.push_back({"h.0.attn.rotary", "F32", {2}, std::vector<unsigned char>(8)});
-                      })),
+                      }), {}, 4),
                       Contains("extra.safetensors") && Contains("'h.0.attn.rotary'"));
     // weights without a tokenizer: token ids only; text is refused naming the file and --tokenizer DIR
     const nn::TrainedModel ids_only = nn::load_trained_model(good);

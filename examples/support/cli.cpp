@@ -198,13 +198,17 @@ void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::strin
     }, required);
 }
 
-void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer, std::string help,
-                         bool required) {
+void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer,
+                         std::optional<int64_t>& n_head, std::string help, bool required) {
     checkpoint_argument(p, checkpoint, std::move(help), required);
     p.option("--tokenizer", "DIR", "GPT-2's BPE files (vocab.json + merges.txt, or encoder.json + vocab.bpe) for\n"
              "GPT-2 weights without them beside (with neither, token ids only); a\n"
              "checkpoint's own must be the same",
              [&tokenizer](const Value& v) { tokenizer = v.nonempty(); });
+    p.option("--n-head", "N", "the head count of Hugging Face's GPT-2 weights without config.json\n"
+             "beside them (needed unless n_embd is a published size); a checkpoint's\n"
+             "own must be the same",
+             [&n_head](const Value& v) { n_head = v.integer(1, 1 << 20); });
 }
 
 std::string version_line(std::string_view program) { return fmt::format("{} (tinygpt) {}", program, TINYGPT_VERSION); }

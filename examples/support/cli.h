@@ -143,11 +143,12 @@ struct Output {
 // run.safetensors`) or as `--checkpoint run.safetensors`, never both. Its Input's flag is "--checkpoint"
 // or "" (an argument), as the output checks name it.
 void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::string help, bool required);
-// The same, and --tokenizer DIR for a program that needs the checkpoint's text: GPT-2's BPE files for
-// weights that carry none (Hugging Face's model.safetensors, llm.c's .bin) when they are not beside them;
-// a tinygpt checkpoint's own tokenizer must be that one. Pass `tokenizer` to nn::load_trained_model.
-void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer, std::string help,
-                         bool required);
+// The same, and what GPT-2 weights may lack, for nn::load_trained_model(path, {tokenizer, n_head}):
+// --tokenizer DIR, GPT-2's BPE files for weights that carry none (Hugging Face's model.safetensors, llm.c's
+// .bin) when they are not beside them, and --n-head N for Hugging Face's without config.json. A tinygpt
+// checkpoint's own must be the ones given.
+void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer,
+                         std::optional<int64_t>& n_head, std::string help, bool required);
 
 // Checks, before any work, the files a program will write, and refuses (cli::UsageError):
 //   - an output that is the same file as an input or another output (device and inode, or the same

@@ -11,6 +11,9 @@ runs one case per CTest test:
                 shapes GPT2LMHeadModel.from_pretrained looks for, config.json its fields, and
                 tinygpt_torch.load_hf_folder reads the folder with logits equal to tinygpt's within 1e-5 (also
                 without "transformer.", with lm_head and the mask buffers, in F16 and BF16); refusals
+  load_kinds    tinygpt_torch.load reads a gpt2 checkpoint of GPT-2's BPE and one of token ids alone (and a
+                character one) with logits equal to tinygpt's, and save() writes them back as tinygpt reads
+                them (the same samples); GPT-2's own files are refused naming what they are and what reads them
   torch_trains  a tinygpt GPT trained a few steps in PyTorch is saved; tinygpt's generate, heatmap and figure read
                 it, its logits agree, and train --init-from trains on it (and starts from its weights)
   evaluate      examples/evaluate's loss over consecutive windows of a text file, and of the same ids as a
@@ -322,6 +325,36 @@ def case_gpt2_hf(c):
     refused("an untied lm_head", tensor_change=lambda t: t.update({"lm_head.weight": t["wte.weight"] + 1}))
 
 
+def case_load_kinds(c):
+    bpe_dir, n_tokens = _small_bpe_dir(c)
+    ids_file = c.path("ids.bin")  # nanoGPT's token file: uint16 ids, no header
+    ids = torch.randint(0, 40, (400,), generator=torch.Generator().manual_seed(1))
+    with open(ids_file, "wb") as f:
+        f.write(struct.pack(f"<{len(ids)}H", *ids.tolist()))
+    for label, data, tokenizer, vocab_type, prompt in (
+            ("bpe", c.data, ["--tokenizer", bpe_dir], "BpeFiles", "abc"),
+            ("token_ids", ids_file, [], "TokenIds", "3 1 4"),
+            ("chars", c.data, [], "list", "the")):
+        ckpt, again = c.path(f"{label}.safetensors"), c.path(f"{label}_again.safetensors")
+        run([c.o.train, *KIND_ARGS["gpt2"], *tokenizer, "--data", data, "--steps", 3, "--batch", 4, "--eval-iters", 1,
+             "--sample", 0, "--out", ckpt])
+        model, vocab = c.tg.load(ckpt)
+        check(type(vocab).__name__ == vocab_type, f"{label}: load gave the tokenizer as {type(vocab).__name__}, not {vocab_type}")
+        check(c.tg._vocab_size(vocab) == model.config.vocab, f"{label}: {c.tg._vocab_size(vocab)} tokens for {model.config.vocab} rows")
+        c.compare_logits(ckpt, model, f"load_kinds {label}")
+        c.tg.save(model, vocab, again)
+        samples = [run([c.o.generate, f, "--prompt", prompt, "--tokens", 8, "--seed", 3]) for f in (ckpt, again)]
+        check(samples[0] == samples[1], f"{label}: generate on the saved copy gives {samples[1]!r}, on the original {samples[0]!r}")
+        print(f"load_kinds {label}: {model.config.vocab} tokens ({type(vocab).__name__}), saved back: the same sample {samples[0].strip()!r}")
+    hf, llmc = c.path("hf"), c.path("m.bin")
+    run([c.o.export, c.path("bpe.safetensors"), "--hf", hf])
+    run([c.o.export, c.path("bpe.safetensors"), "--llmc", llmc])
+    for path, expected in ((os.path.join(hf, "model.safetensors"), "load_hf_folder"), (llmc, "--hf DIR")):
+        e = refusal(lambda: c.tg.load(path), path)
+        check("not a tinygpt checkpoint" in str(e) and expected in str(e), f"{path}: load said {e}")
+        print(f"load_kinds: {e}")
+
+
 def case_torch_trains(c):
     tg = c.tg
     # CRC32C: the check value of "123456789", and the chunked path (large tensors) against the bytewise one;
@@ -518,11 +551,14 @@ def case_ddp(c):
     check(text.startswith("a "), f"generate wrote {text!r}")
 
 
-    # the script starting torchrun itself
+    # the script starting torchrun itself, which it gives OMP_NUM_THREADS (torchrun's warning block, not shown)
+    unset = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     log = run_ddp(lambda: [sys.executable, script, "--nproc-per-node", 2, "--init", out, "--data", c.data,
                            "--out", c.path("ddp2.safetensors"), "--steps", 3, "--batch", 4, "--eval-batches", 2,
-                           "--timeout", 60], env)
+                           "--timeout", 60], unset)
     check("replicas: 2 ranks, identical" in log, f"--nproc-per-node: {log}")
+    check("OMP_NUM_THREADS" not in log and "*****" not in log, f"--nproc-per-node printed torchrun's warning: {log}")
+    check(re.search(r"^step 3/3 loss [0-9.]+ lr \S+ ETA 0m\d\ds$", log, re.M), f"--nproc-per-node showed no progress: {log}")
     tg.load(c.path("ddp2.safetensors"))
 
 
@@ -800,8 +836,9 @@ def main():
     if o.case.startswith("logits_"):
         case_logits(c, o.case[len("logits_"):])
     else:
-        {"gpt2_full_vocab": case_gpt2_full_vocab, "gpt2_hf": case_gpt2_hf, "torch_trains": case_torch_trains, "evaluate": case_evaluate,
-         "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt, "load_progress": case_load_progress}[o.case](c)
+        {"gpt2_full_vocab": case_gpt2_full_vocab, "gpt2_hf": case_gpt2_hf, "load_kinds": case_load_kinds, "torch_trains": case_torch_trains,
+         "evaluate": case_evaluate, "gradflow": case_gradflow, "ddp": case_ddp, "nanogpt": case_nanogpt,
+         "load_progress": case_load_progress}[o.case](c)
     print(f"{o.case}: passed")
 
 

@@ -720,6 +720,9 @@ std::map<std::string, std::string> BpeTokenizer::checkpoint_metadata() const {
 
 int64_t BpeTokenizer::vocab_size() const { return static_cast<int64_t>(tables_->bytes_of.size()); }
 
+std::string_view BpeTokenizer::vocabulary_text() const { return tables_->vocabulary_text; }
+std::string_view BpeTokenizer::merges_text() const { return tables_->merges_text; }
+
 std::vector<std::string_view> BpeTokenizer::pre_tokenize(std::string_view text, bool pcre2_only) const {
     detail::check_utf8(text, "BPE pre_tokenize");
     std::vector<std::string_view> pieces;

@@ -19,6 +19,7 @@
 #include "json_file.h"
 #include "nn/files/atomic_file.h"
 #include "nn/files/file_names.h"
+#include "nn/train/bpe.h"
 
 namespace nn {
 
@@ -34,6 +35,8 @@ constexpr int kLlmcHeaderInts = 256;
 constexpr std::string_view kPrefix = "transformer.";
 // Hugging Face's config.json for GPT-2 is under 1 kB and nests 3 deep (task_specific_params)
 constexpr detail::JsonLimits kConfigLimits{.max_bytes = 1 << 20, .max_depth = 16};
+// GPT-2's published widths (small, medium, large, xl), all with heads of 64
+constexpr std::array<int64_t, 4> kPublishedWidths = {768, 1024, 1280, 1600};
 
 [[noreturn]] void refuse(const std::filesystem::path& path, const std::string& what) {
     throw std::runtime_error(fmt::format("{}: {}", path_str(path), what));
@@ -243,7 +246,8 @@ WeightsFormat weights_format(const std::filesystem::path& path) {
     return WeightsFormat::tinygpt;
 }
 
-ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into, const ReadProgress& progress) {
+ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlace& into, std::optional<int64_t> n_head,
+                            const ReadProgress& progress) {
     SafetensorsLimits options;
     options.widen_half = true;
     options.warn_without_checksums = false;  // Hugging Face's files have none
@@ -293,9 +297,9 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
     while (tensors.contains(fmt::format("h.{}.ln_1.gain", c.n_layer))) ++c.n_layer;
     if (c.n_layer == 0) refuse(path, "tensor 'h.0.ln_1.weight' is missing: no layers");
 
-    // n_head is not in the tensors: config.json beside the file, or the published sizes' heads of 64
+    // n_head is not in the tensors: config.json beside the file, the caller's, or the published sizes'
+    // heads of 64 for a file of one of their widths
     const std::filesystem::path config_json = path.parent_path() / "config.json";
-    c.n_head = c.n_embd / 64;
     if (std::filesystem::exists(std::filesystem::symlink_status(config_json))) {
         const nlohmann::json j = detail::read_json_file(config_json, kConfigLimits);
         if (!j.is_object()) refuse(config_json, fmt::format("is not a JSON object but {}", j.type_name()));
@@ -316,6 +320,8 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         if (!j.contains("n_head") || !j["n_head"].is_number_integer() || j["n_head"].get<int64_t>() <= 0)
             refuse(config_json, "\"n_head\" is missing or not a positive whole number");
         c.n_head = j["n_head"].get<int64_t>();
+        if (n_head && *n_head != c.n_head)
+            refuse(config_json, fmt::format("\"n_head\" is {} but --n-head gives {}", c.n_head, *n_head));
         const nlohmann::json activation = j.value("activation_function", nlohmann::json("gelu_new"));
         if (activation == "gelu") c.gelu_exact = true;
         else if (activation != "gelu_new" && activation != "gelu_pytorch_tanh")
@@ -324,8 +330,18 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         if (j.contains("layer_norm_epsilon") && (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() != 1e-5))
             refuse(config_json, fmt::format("\"layer_norm_epsilon\" is {}; the gpt2 kind's LayerNorm has 1e-5", quote("layer_norm_epsilon")));
         out.notes.push_back(fmt::format("n_head {} from {}", c.n_head, path_str(config_json)));
+    } else if (n_head) {
+        c.n_head = *n_head;
+        out.notes.push_back(fmt::format("n_head {} from --n-head (no config.json beside it)", c.n_head));
+    } else if (std::ranges::find(kPublishedWidths, c.n_embd) != kPublishedWidths.end()) {
+        c.n_head = c.n_embd / 64;
+        out.warnings.push_back(fmt::format("no config.json beside it: n_head {} guessed from n_embd {} (GPT-2's published sizes "
+                                           "have heads of 64); if it has other heads, give --n-head N",
+                                           c.n_head, c.n_embd));
     } else {
-        out.notes.push_back(fmt::format("no config.json beside it: n_head {} (heads of 64, as the published GPT-2 sizes)", c.n_head));
+        refuse(path, fmt::format("no config.json beside it to give n_head, and n_embd {} is none of GPT-2's published widths "
+                                 "({}, heads of 64): give --n-head N, or put its config.json beside it",
+                                 c.n_embd, fmt::join(kPublishedWidths, ", ")));
     }
     if (c.n_head <= 0 || c.n_embd % c.n_head != 0)
         refuse(path, fmt::format("n_embd {} is not a multiple of n_head {}", c.n_embd, c.n_head));
@@ -355,7 +371,8 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
     return out;
 }
 
-ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into, const ReadProgress& progress) {
+ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into, std::optional<int64_t> n_head,
+                              const ReadProgress& progress) {
     // (a named pipe is refused here rather than waited on)
     std::error_code error;
     if (!std::filesystem::is_regular_file(path, error)) refuse(path, "not a regular file");
@@ -382,6 +399,8 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
     c.n_head = field(5);
     c.n_embd = field(6);
     const int64_t padded = field(7);
+    if (n_head && *n_head != c.n_head)
+        refuse(path, fmt::format("llm.c header field 'NH' (int32 5) is {} but --n-head gives {}", c.n_head, *n_head));
     if (padded < c.vocab)
         refuse(path, fmt::format("llm.c header field 'padded V' (int32 7) is {}, less than 'V' {}", padded, c.vocab));
     if (c.n_embd % c.n_head != 0)
@@ -422,23 +441,27 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
     return out;
 }
 
-ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into, const ReadProgress& progress) {
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into, std::optional<int64_t> n_head,
+                                 const ReadProgress& progress) {
     switch (weights_format(path)) {
-        case WeightsFormat::llmc: return read_llmc_gpt2(path, into, progress);
-        case WeightsFormat::hugging_face: return read_hf_gpt2(path, into, progress);
+        case WeightsFormat::llmc: return read_llmc_gpt2(path, into, n_head, progress);
+        case WeightsFormat::hugging_face: return read_hf_gpt2(path, into, n_head, progress);
         case WeightsFormat::tinygpt: break;
     }
     refuse(path, "neither Hugging Face's GPT-2 model.safetensors nor llm.c's model file");
 }
 
-void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c, const NamedTensors& weights) {
+void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c, const NamedTensors& weights,
+                   const BpeTokenizer* tokenizer) {
     check_config(directory, c);
+    if (tokenizer && tokenizer->vocab_size() != c.vocab)
+        refuse(directory, fmt::format("the tokenizer has {} tokens but the model's vocab is {}", tokenizer->vocab_size(), c.vocab));
     const NamedTensors ordered = check_against(directory, c, {weights.begin(), weights.end()}, same_name);
     NamedTensors named;
     for (const auto& [name, t] : ordered) named.emplace_back(std::string(kPrefix) + to_hf_name(name), t);
     NewDirectories made(directory, "write_hf_gpt2");
-    // Both files are written in full before either replaces what is there: a failure leaves the folder
-    // as it was, never the new weights beside the old config.json (another head count).
+    // Every file is written in full before any replaces what is there: a failure leaves the folder as it
+    // was, never the new weights beside the old config.json (another head count) or tokenizer.
     AtomicFile weights_file(directory / "model.safetensors", "write_hf_gpt2");
     write_safetensors(weights_file, directory / "model.safetensors", named, {{"format", "pt"}});
     nlohmann::ordered_json config = {
@@ -463,8 +486,25 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
     const std::string config_text = config.dump(2) + "\n";
     AtomicFile config_file(directory / "config.json", "write_hf_gpt2");
     config_file.write(config_text.data(), config_text.size());
+    std::optional<AtomicFile> vocabulary_file, merges_file;
+    if (tokenizer) {
+        vocabulary_file.emplace(directory / "vocab.json", "write_hf_gpt2");
+        vocabulary_file->write(tokenizer->vocabulary_text().data(), tokenizer->vocabulary_text().size());
+        merges_file.emplace(directory / "merges.txt", "write_hf_gpt2");
+        merges_file->write(tokenizer->merges_text().data(), tokenizer->merges_text().size());
+    }
     weights_file.commit();
     config_file.commit();
+    if (tokenizer) {
+        vocabulary_file->commit();
+        merges_file->commit();
+    } else {
+        for (const char* stale : {"vocab.json", "merges.txt"}) {
+            std::error_code error;
+            std::filesystem::remove(directory / stale, error);
+            if (error) refuse(directory / stale, fmt::format("cannot remove another model's tokenizer file ({})", error.message()));
+        }
+    }
     made.keep();
 }
 

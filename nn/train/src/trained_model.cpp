@@ -18,11 +18,10 @@ bool has_bpe_files(const std::filesystem::path& dir) {
            (fs::is_regular_file(dir / "encoder.json") && fs::is_regular_file(dir / "vocab.bpe"));
 }
 
-// Hugging Face's or llm.c's GPT-2 weights: the tokenizer comes from `tokenizer_dir`, or from the files
-// beside the weights (a Hugging Face download keeps them together); without either, the model reads and
-// writes token ids only (IdTokenizer), and a note says so.
-TrainedModel load_foreign(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir,
-                          const ReadProgress& progress) {
+// Hugging Face's or llm.c's GPT-2 weights: the tokenizer comes from --tokenizer, or from the files beside
+// the weights (a Hugging Face download keeps them together, and so does export --hf); without either, the
+// model reads and writes token ids only (IdTokenizer), and a note says so.
+TrainedModel load_foreign(const std::filesystem::path& path, const LoadOptions& options) {
     // The weights straight into a new model's parameters (the model's size in memory, not twice it)
     autograd::Generator unused_init;  // every weight is overwritten by the file's
     std::unique_ptr<LanguageModel> model;
@@ -32,11 +31,14 @@ TrainedModel load_foreign(const std::filesystem::path& path, const std::optional
             model = naming_path(path, [&] { return make_model(config, unused_init); });
             return model->named_parameters();
         },
-        progress);
+        options.n_head, options.progress);
     check_finite(w.weights, printable_name(path.string()));
     for (const std::string& note : w.notes) fmt::print(stderr, "note: {}: {}\n", printable_name(path.string()), note);
+    for (const std::string& warning : w.warnings) fmt::print(stderr, "warning: {}: {}\n", printable_name(path.string()), warning);
     const std::filesystem::path beside = path.parent_path().empty() ? "." : path.parent_path();
-    const std::optional<std::filesystem::path> dir = tokenizer_dir ? tokenizer_dir : has_bpe_files(beside) ? std::optional(beside) : std::nullopt;
+    const std::optional<std::filesystem::path> dir = options.tokenizer ? options.tokenizer
+                                                     : has_bpe_files(beside)      ? std::optional(beside)
+                                                                                  : std::nullopt;
     TrainedModel out{w.config, nullptr, nullptr};
     if (dir) {
         out.tokenizer = std::make_shared<const BpeTokenizer>(BpeTokenizer::from_directory(*dir));
@@ -86,9 +88,8 @@ void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& save
                                              bpe ? "another BPE vocabulary or merges" : as_ids_only(saved) ? "none (token ids only)" : "characters"));
 }
 
-TrainedModel load_trained_model(const std::filesystem::path& path, const std::optional<std::filesystem::path>& tokenizer_dir,
-                                const ReadProgress& progress) {
-    if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, tokenizer_dir, progress);
+TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options) {
+    if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, options);
     check_safetensors_start(path);
     SafetensorsReader file(path);
     check_format(file.metadata(), path);
@@ -100,9 +101,12 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const std::op
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: its vocabulary has {} tokens but its model's vocab is {}",
                                              printable_name(path.string()), out.tokenizer->vocab_size(), out.config.vocab));
-    if (tokenizer_dir) check_tokenizer_dir(*tokenizer_dir, *out.tokenizer, path.string());
+    if (options.tokenizer) check_tokenizer_dir(*options.tokenizer, *out.tokenizer, path.string());
+    if (options.n_head && *options.n_head != out.config.n_head)
+        throw std::runtime_error(fmt::format("--n-head {} and the checkpoint {} disagree: its model has n_head {}", *options.n_head,
+                                             printable_name(path.string()), out.config.n_head));
     check_sizes_against_weights(out.config, file, path);
-    if (progress) file.on_progress(progress);  // from here: making the model, then reading
+    if (options.progress) file.on_progress(options.progress);  // from here: making the model, then reading
     autograd::Generator unused_init;  // every weight is overwritten by the file's
     out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
     // The weights straight into the model's parameters; the optimizer state is read (its checksums and

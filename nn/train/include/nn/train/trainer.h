@@ -150,13 +150,15 @@ struct TrainedModel {
     std::optional<int64_t> step = std::nullopt;  // the training step it was saved at (none: GPT-2's weights, nn::save_module's)
 };
 // Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/train/gpt2_weights.h), as
-// the `gpt2` kind, with GPT-2's BPE from `tokenizer_dir` or from vocab.json + merges.txt beside the file;
-// a tinygpt checkpoint keeps its own tokenizer, which must then be the one in `tokenizer_dir`
-// (check_tokenizer_dir). `progress`, if given, is told how far the file has been read as it is read
-// (a checkpoint of GPT-2 small's size takes seconds).
-TrainedModel load_trained_model(const std::filesystem::path& path,
-                                const std::optional<std::filesystem::path>& tokenizer_dir = std::nullopt,
-                                const ReadProgress& progress = {});
+// the `gpt2` kind, with GPT-2's BPE from `tokenizer` or from vocab.json + merges.txt beside the file, and
+// the head count from config.json beside it or `n_head` (read_hf_gpt2). A tinygpt checkpoint keeps its
+// own tokenizer and head count, which must then be the ones given (check_tokenizer_dir).
+struct LoadOptions {
+    std::optional<std::filesystem::path> tokenizer;  // a reading program's --tokenizer DIR
+    std::optional<int64_t> n_head;                   // its --n-head N
+    ReadProgress progress = {};  // if given, told how far the file has been read (GPT-2 small's takes seconds)
+};
+TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
 // Throws std::runtime_error when `saved` (the tokenizer of `checkpoint`) is not GPT-2's BPE in `dir`, the
 // same vocabulary and merges: "--tokenizer DIR and the checkpoint CKPT disagree: ...".
