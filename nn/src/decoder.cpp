@@ -457,7 +457,7 @@ private:
     // the attention over positions 0 .. t (the causal mask is the loop bound), into heads_out_ (M, C).
     void attend(size_t l, int64_t M, int64_t t0, int64_t block) {
         const int64_t C = C_, H = H_, n_head = C / H;
-        const float factor = 1.0f / std::sqrt(static_cast<float>(H));
+        const float factor = 1.0f / m_.h[l]->attn.heads[0]->divisor();
         float* w = weights_.data();
         for (int64_t h = 0; h < n_head; ++h) {
             float* keys = keys_.data() + (static_cast<int64_t>(l) * n_head + h) * block * H;    // (block, H)

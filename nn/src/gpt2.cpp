@@ -12,6 +12,7 @@ using namespace autograd;
 
 GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
     : n_head(opts.n_head),
+      scaled(opts.scaled),
       dropout_p(opts.dropout),
       c_attn({.in = opts.n_embd, .out = 3 * opts.n_embd}, gen),
       c_proj({.in = opts.n_embd, .out = opts.n_embd}, gen) {
@@ -31,7 +32,7 @@ Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     queries_ = qkv[0].detach();
     keys_ = qkv[1].detach();
     ++forwards_;
-    const float factor = 1.0f / std::sqrt(static_cast<float>(H));
+    const float factor = 1.0f / heads[0]->divisor();
     std::vector<Tensor> outputs;  // (B, T, H) per head
     for (int64_t h = 0; h < n_head; ++h) {
         const Tensor q = slice(qkv[0], 2, h * H, (h + 1) * H), k = slice(qkv[1], 2, h * H, (h + 1) * H),
@@ -52,7 +53,7 @@ Tensor GPT2Head::queries(const Tensor& x) const { return part(split(attention_.c
 Tensor GPT2Head::keys(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[1]); }
 Tensor GPT2Head::values(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[2]); }
 float GPT2Head::divisor() const {
-    return std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head));
+    return attention_.scaled ? std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head)) : 1.0f;
 }
 const Tensor& GPT2Head::last_input() const { return attention_.input_; }
 
