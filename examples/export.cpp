@@ -56,7 +56,8 @@ int run(const Options& o) {
     else nn::write_llmc_gpt2(o.llmc, config, weights);
     if (made) made->keep();
     fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {}{} ({})\n", o.hf.empty() ? o.llmc : o.hf,
-               config.n_layer, config.n_head, config.n_embd, config.vocab, config.block, config.scaled ? "" : " without the divisor",
+               config.n_layer, config.n_head, config.n_embd, config.vocab, config.block,
+               config.scaled ? "" : " without the divisor",
                o.hf.empty() ? "llm.c version 3, fp32" : "model.safetensors + config.json");
     return 0;
 }

@@ -561,7 +561,7 @@ nn::ModelConfig divisor_config(nn::ModelKind kind, bool scaled, int64_t block = 
 // Draws the attention's weights N(0, 0.3^2), so that q, k and v entries are of everyday size (the heads read
 // rows of about unit variance, C = 8) and the divisor changes the attention, and what it adds, visibly: at
 // their initial size the softmax is nearly uniform either way, much larger and it is one-hot either way.
-void sharpen_scores(nn::LanguageModel& model) {
+void redraw_attention(nn::LanguageModel& model) {
     Generator gen(7);
     for (auto& [name, p] : model.named_parameters())
         if (name.ends_with("query.weight") || name.ends_with("key.weight") || name.ends_with("value.weight") ||
@@ -606,7 +606,7 @@ TEST_CASE("Every kind with heads reads scaled: its heads' weights are softmax(Q 
             INFO(fmt::format("{} scaled {}", kind, scaled));
             Generator gen(11);
             const auto model = nn::make_model(divisor_config(kind, scaled), gen);
-            sharpen_scores(*model);
+            redraw_attention(*model);
             model->forward(ids, 2, 6);
             const auto heads = nn::attention_heads(*model);
             REQUIRE(!heads.empty());
@@ -635,7 +635,7 @@ TEST_CASE("Without the divisor, forward over windows long enough for the fused c
         for (const bool scaled : {false, true}) {
             Generator gen(5);
             const auto model = nn::make_model(divisor_config(kind, scaled, T), gen);
-            sharpen_scores(*model);
+            redraw_attention(*model);
             const Tensor logits = model->forward(ids, 1, T);  // (1, T, V)
             const auto all = logits.data();
             const std::vector<float> last(all.end() - kVocab, all.end());

@@ -67,7 +67,8 @@ std::unique_ptr<LanguageModel> make_average(const ModelConfig& c, Generator& gen
     return std::make_unique<AverageModel>(AverageModelOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
 }
 std::unique_ptr<LanguageModel> make_head(const ModelConfig& c, Generator& gen) {
-    return std::make_unique<SingleHead>(SingleHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block, .scaled = c.scaled}, gen);
+    return std::make_unique<SingleHead>(
+        SingleHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block, .scaled = c.scaled}, gen);
 }
 std::unique_ptr<LanguageModel> make_multihead(const ModelConfig& c, Generator& gen) {
     return std::make_unique<MultiHead>(

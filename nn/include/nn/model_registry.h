@@ -152,8 +152,8 @@ inline ModelSize model_size(const ModelConfig& config) { return model_kind_info(
 
 // Checks what the config's kind reads (std::invalid_argument naming the option): vocab, and where the
 // model has them, n_embd and block positive, n_head dividing n_embd, n_layer positive, dropout in [0, 1).
-// feed_forward, or scaled false, on a kind without it is refused; the other options a kind does not read are ignored
-// (checkpoints store every option, whatever the kind).
+// feed_forward on a kind without it, and scaled false on a kind without heads, are refused; the other options
+// a kind does not read are ignored (checkpoints store every option, whatever the kind).
 void validate_model_config(const ModelConfig& config);
 // Validates the config and builds the model.
 std::unique_ptr<LanguageModel> make_model(const ModelConfig& config, autograd::Generator& gen);
