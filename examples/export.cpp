@@ -83,8 +83,8 @@ int run(const Options& o) {
     if (made) made->keep();
     if (announced) train_progress::note(fmt::format("export: done in {:.1f} s\n", seconds()));
     const nn::ModelConfig& c = trained.config;
-    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {} ({})\n", out, c.n_layer,
-               c.n_head, c.n_embd, c.vocab, c.block,
+    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {}{} ({})\n", out, c.n_layer,
+               c.n_head, c.n_embd, c.vocab, c.block, c.scaled ? "" : " without the divisor",
                !o.hf.empty() ? (bpe ? "model.safetensors + config.json + vocab.json + merges.txt" : "model.safetensors + config.json")
                              : "llm.c version 3, fp32");
     return 0;

@@ -111,9 +111,9 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
     // run's logs lose the rows a killed run wrote past its checkpoint.
     if (o.report) open_report();
     logs_ = train_logs::open_logs(o, continued, trainer_);
-    note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config().model.kind,
-                     trainer_.model().parameter_count(), config().model.vocab, trainer_.data().size(nn::Split::train),
-                     trainer_.data().size(nn::Split::validation),
+    note(fmt::format("{} model{}, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config().model.kind,
+                     config().model.scaled ? "" : " without the divisor (--divisor none)", trainer_.model().parameter_count(),
+                     config().model.vocab, trainer_.data().size(nn::Split::train), trainer_.data().size(nn::Split::validation),
                      o.resume      ? fmt::format(", resuming at step {}", trainer_.step_count())
                      : o.init_from ? fmt::format(", starting from {}", *o.init_from)
                                    : std::string()));

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 
 FORMAT = "tinygpt-checkpoint-1"
 KINDS = ("bigram", "average", "head", "multihead", "gpt", "gpt2")
+HEAD_KINDS = ("head", "multihead", "gpt", "gpt2")  # the kinds that read model.scaled
 LAYER_NORM_EPS = 1e-5
 
 
@@ -62,13 +63,15 @@ class ModelConfig:
     feed_forward: bool = False  # multihead only
     gpt2_init: bool = True      # gpt only; recorded, the weights come from the file
     gelu_exact: bool = False    # gpt2 only: the erf GELU instead of GPT-2's tanh; stored for gpt2 only
+    scaled: bool = True         # the kinds with heads: scores divided by sqrt(head width); stored for those only
 
     def to_metadata(self):
         return {"model.kind": self.kind, "model.vocab": str(self.vocab), "model.n_embd": str(self.n_embd),
                 "model.n_head": str(self.n_head), "model.n_layer": str(self.n_layer), "model.block": str(self.block),
                 "model.dropout": _float_text(self.dropout), "model.feed_forward": "1" if self.feed_forward else "0",
                 "model.gpt2_init": "1" if self.gpt2_init else "0",
-                **({"model.gelu_exact": "1" if self.gelu_exact else "0"} if self.kind == "gpt2" else {})}
+                **({"model.gelu_exact": "1" if self.gelu_exact else "0"} if self.kind == "gpt2" else {}),
+                **({"model.scaled": "1" if self.scaled else "0"} if self.kind in HEAD_KINDS else {})}
 
     @staticmethod
     def from_metadata(metadata, where="checkpoint"):
@@ -94,6 +97,7 @@ class ModelConfig:
         config.feed_forward = integer("model.feed_forward") != 0
         config.gpt2_init = integer("model.gpt2_init") != 0
         config.gelu_exact = "model.gelu_exact" in metadata and integer("model.gelu_exact") != 0  # absent: tanh
+        config.scaled = "model.scaled" not in metadata or integer("model.scaled") != 0  # absent: the divisor
         return config
 
     def parameters(self):
@@ -123,6 +127,8 @@ class ModelConfig:
             raise ValueError(f"model: dropout {self.dropout} must be in [0, 1)")
         if self.feed_forward and self.kind != "multihead":
             raise ValueError(f"model: feed_forward applies to multihead only, not {self.kind}")
+        if not self.scaled and self.kind not in HEAD_KINDS:
+            raise ValueError(f"model: dropping the divisor (scaled false) applies to {', '.join(HEAD_KINDS)} only, not {self.kind}")
 
 
 def _strtof(text, key, where):
@@ -154,10 +160,11 @@ def _float_text(x):
 # --- the models (nn/src/models.cpp, nn/src/attention.cpp) -----------------------------------------------
 
 class Head(tnn.Module):
-    """One causal head: (B, T, C) -> (B, T, H); scores Q K^T / sqrt(H), masked, softmax, times V."""
+    """One causal head: (B, T, C) -> (B, T, H); scores Q K^T / sqrt(H) (unless not scaled), masked, softmax, times V."""
 
-    def __init__(self, n_embd, head_size):
+    def __init__(self, n_embd, head_size, scaled=True):
         super().__init__()
+        self.scaled = scaled
         self.query = tnn.Linear(n_embd, head_size, bias=False)
         self.key = tnn.Linear(n_embd, head_size, bias=False)
         self.value = tnn.Linear(n_embd, head_size, bias=False)
@@ -165,7 +172,9 @@ class Head(tnn.Module):
     def forward(self, x):
         T = x.shape[1]
         q, k, v = self.query(x), self.key(x), self.value(x)                    # each (B, T, H)
-        scores = (q @ k.transpose(1, 2)) * (1.0 / math.sqrt(q.shape[-1]))      # (B, T, T)
+        scores = q @ k.transpose(1, 2)                                          # (B, T, T)
+        if self.scaled:
+            scores = scores * (1.0 / math.sqrt(q.shape[-1]))
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)     # above the diagonal: the future
         return F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v  # (B, T, H)
 
@@ -173,9 +182,9 @@ class Head(tnn.Module):
 class MultiHeadAttention(tnn.Module):
     """Heads side by side, concatenated, projected (with a bias): (B, T, C) -> (B, T, C)."""
 
-    def __init__(self, n_embd, n_head, dropout=0.0):
+    def __init__(self, n_embd, n_head, dropout=0.0, scaled=True):
         super().__init__()
-        self.heads = tnn.ModuleList(Head(n_embd, n_embd // n_head) for _ in range(n_head))
+        self.heads = tnn.ModuleList(Head(n_embd, n_embd // n_head, scaled) for _ in range(n_head))
         self.projection = tnn.Linear(n_embd, n_embd)
         self.dropout = dropout
 
@@ -198,10 +207,10 @@ class FeedForward(tnn.Module):
 
 
 class Block(tnn.Module):
-    def __init__(self, n_embd, n_head, dropout):
+    def __init__(self, n_embd, n_head, dropout, scaled=True):
         super().__init__()
         self.norm1 = tnn.LayerNorm(n_embd, eps=LAYER_NORM_EPS)
-        self.attention = MultiHeadAttention(n_embd, n_head, dropout)
+        self.attention = MultiHeadAttention(n_embd, n_head, dropout, scaled)
         self.norm2 = tnn.LayerNorm(n_embd, eps=LAYER_NORM_EPS)
         self.feed_forward = FeedForward(n_embd, dropout)
 
@@ -265,7 +274,7 @@ class AverageModel(Positional):
 class SingleHead(Positional):
     def __init__(self, config):
         super().__init__(config)
-        self.head = Head(config.n_embd, config.n_embd)
+        self.head = Head(config.n_embd, config.n_embd, config.scaled)
         self.lm_head = tnn.Linear(config.n_embd, config.vocab)
 
     def forward(self, ids):
@@ -275,7 +284,7 @@ class SingleHead(Positional):
 class MultiHead(Positional):
     def __init__(self, config):
         super().__init__(config)
-        self.attention = MultiHeadAttention(config.n_embd, config.n_head)
+        self.attention = MultiHeadAttention(config.n_embd, config.n_head, scaled=config.scaled)
         self.feed_forward = FeedForward(config.n_embd) if config.feed_forward else None
         self.lm_head = tnn.Linear(config.n_embd, config.vocab)
 
@@ -289,7 +298,7 @@ class MultiHead(Positional):
 class GPT(Positional):
     def __init__(self, config):
         super().__init__(config)
-        self.blocks = tnn.ModuleList(Block(config.n_embd, config.n_head, config.dropout) for _ in range(config.n_layer))
+        self.blocks = tnn.ModuleList(Block(config.n_embd, config.n_head, config.dropout, config.scaled) for _ in range(config.n_layer))
         self.final_norm = tnn.LayerNorm(config.n_embd, eps=LAYER_NORM_EPS)
         self.lm_head = tnn.Linear(config.n_embd, config.vocab)
 
@@ -321,7 +330,7 @@ class GPT2Attention(tnn.Module):
     def __init__(self, config):
         super().__init__()
         C = config.n_embd
-        self.n_head, self.dropout = config.n_head, config.dropout
+        self.n_head, self.dropout, self.scaled = config.n_head, config.dropout, config.scaled
         self.c_attn = Conv1D(C, 3 * C)
         self.c_proj = Conv1D(C, C)
 
@@ -329,7 +338,9 @@ class GPT2Attention(tnn.Module):
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)                                              # each (B, T, C)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, H)
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.n_head)                      # (B, nh, T, T)
+        scores = q @ k.transpose(-2, -1)                                                      # (B, nh, T, T)
+        if self.scaled:
+            scores = scores / math.sqrt(C // self.n_head)
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
         y = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v                    # (B, nh, T, H)
         y = y.transpose(1, 2).reshape(B, T, C)
@@ -1179,7 +1190,7 @@ def load_hf_folder(directory, verify=True):
     if field["layer_norm_epsilon"] != LAYER_NORM_EPS:
         raise ValueError(f"{config_path}: layer_norm_epsilon is {_short(field['layer_norm_epsilon'])}; GPT-2 here has {LAYER_NORM_EPS}")
     for key, expected in (("n_inner", (None, 4 * field["n_embd"])), ("tie_word_embeddings", (True,)),
-                          ("scale_attn_weights", (True,)), ("scale_attn_by_inverse_layer_idx", (False,)),
+                          ("scale_attn_weights", (True, False)), ("scale_attn_by_inverse_layer_idx", (False,)),
                           ("add_cross_attention", (False,))):
         if key in hf and not any(hf[key] is e or (type(e) is int and hf[key] == e) for e in expected):
             raise ValueError(f"{config_path}: {key} is {_short(hf[key])}; GPT-2 here has {' or '.join(map(_short, expected))}")
@@ -1187,7 +1198,7 @@ def load_hf_folder(directory, verify=True):
     config = ModelConfig(kind="gpt2", vocab=field["vocab_size"], n_embd=field["n_embd"], n_head=field["n_head"],
                          n_layer=field["n_layer"], block=field["n_positions"],
                          dropout=float(dropout) if type(dropout) in (int, float) and 0 <= dropout < 1 else 0.0,
-                         gelu_exact=_HF_GELU_EXACT[field["activation_function"]])
+                         gelu_exact=_HF_GELU_EXACT[field["activation_function"]], scaled=hf.get("scale_attn_weights", True) is True)
     try:
         config.validate()
     except ValueError as e:

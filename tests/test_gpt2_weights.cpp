@@ -153,6 +153,24 @@ TEST_CASE("gpt2 weights: tinygpt -> Hugging Face -> tinygpt is bit for bit, in H
     require_same_bits(back.weights, model->named_parameters());
 }
 
+TEST_CASE("gpt2 weights: a gpt2 without the divisor is Hugging Face's scale_attn_weights false, both ways, and llm.c's "
+          "format refuses it", "[gpt2][gpt2_weights][divisor]") {
+    test::TempDir dir("gpt2-hf-unscaled");
+    nn::ModelConfig c = small_config();
+    const auto model = random_model(c);
+    nn::write_hf_gpt2(dir.path / "scaled", c, model->named_parameters());
+    c.scaled = false;
+    nn::write_hf_gpt2(dir.path / "unscaled", c, model->named_parameters());
+    for (const bool scaled : {true, false}) {
+        const auto folder = dir.path / (scaled ? "scaled" : "unscaled");
+        std::ifstream config_file(folder / "config.json");
+        CHECK(nlohmann::json::parse(config_file).at("scale_attn_weights") == scaled);
+        CHECK(nn::read_hf_gpt2(folder / "model.safetensors").config.scaled == scaled);
+    }
+    CHECK_THROWS_WITH(nn::write_llmc_gpt2(dir.path / "x.bin", c, model->named_parameters()),
+                      Contains("x.bin") && Contains("this one has no divisor"));
+}
+
 TEST_CASE("gpt2 weights: tinygpt -> llm.c -> tinygpt is bit for bit, in llm.c's header, order and (out, in) layout",
           "[gpt2][gpt2_weights]") {
     test::TempDir dir("gpt2-llmc-roundtrip");
@@ -468,6 +486,7 @@ TEST_CASE("gpt2 weights: a hostile config.json beside Hugging Face's weights is 
     CHECK_THAT(line(refusal("{\"n_head\": 4, \"activation_function\": \"" + std::string(100000, 'x') + "\"}")),
                Contains("\"activation_function\" is \"xxxx") && Contains("\"... (100000 bytes)"));
     CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": \"\xff\x1b[31m\"}")), Contains("not valid JSON") && Contains("ill-formed UTF-8"));
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"scale_attn_weights\": 1}")), Contains("\"scale_attn_weights\" is 1, not true or false"));
     std::string ones;
     for (int i = 0; i < 50000; ++i) ones += "1,";
     CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": [" + ones + "1]}")), Contains("\"n_embd\" is [1,1,1,") && Contains("..."));

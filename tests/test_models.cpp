@@ -227,12 +227,13 @@ TEST_CASE("make_model builds each kind and validates the config with clear messa
 
 TEST_CASE("ModelConfig's field table makes its metadata: the keys checkpoints hold, each one required", "[models]") {
     const std::vector<std::string> keys = {"model.block",   "model.dropout", "model.feed_forward", "model.gpt2_init", "model.kind",
-                                           "model.n_embd",  "model.n_head",  "model.n_layer",      "model.vocab"};
+                                           "model.n_embd",  "model.n_head",  "model.n_layer",      "model.scaled",    "model.vocab"};
     const auto metadata = nn::ModelConfig{.vocab = 5}.to_metadata();
     std::vector<std::string> written;
     for (const auto& [key, value] : metadata) written.push_back(key);
     CHECK(written == keys);
-    // every field but the kind is a row; gelu_exact is written only for the kinds that read it (gpt2)
+    // every field but the kind is a row; gelu_exact is written only for the kinds that read it (gpt2, not
+    // this gpt), scaled for those with heads
     CHECK(nn::model_fields().size() == keys.size());
     for (const nn::ModelField& field : nn::model_fields()) {
         if (field.only_when_read) continue;  // (test_gpt2.cpp: absent means its default)
@@ -547,4 +548,125 @@ TEST_CASE("Every instruction set trains a GPT as the portable kernels do, within
         CHECK(worst_weight <= 1e-4);
     }
     autograd::kernels::set_isa(saved);
+}
+
+// --- the divisor (ModelConfig::scaled, train --divisor) ------------------------------------------------
+
+namespace {
+
+nn::ModelConfig divisor_config(nn::ModelKind kind, bool scaled, int64_t block = 6) {
+    return {.kind = kind, .vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = block, .scaled = scaled};
+}
+
+// Draws the attention's weights N(0, 0.3^2), so that q, k and v entries are of everyday size (the heads read
+// rows of about unit variance, C = 8) and the divisor changes the attention, and what it adds, visibly: at
+// their initial size the softmax is nearly uniform either way, much larger and it is one-hot either way.
+void redraw_attention(nn::LanguageModel& model) {
+    Generator gen(7);
+    for (auto& [name, p] : model.named_parameters())
+        if (name.ends_with("query.weight") || name.ends_with("key.weight") || name.ends_with("value.weight") ||
+            name.ends_with("projection.weight") || name.ends_with("c_attn.weight"))
+            for (float& v : p.data()) v = gen.normal(0.0f, 0.3f);
+}
+
+// softmax over j <= i of (q_i . k_j) / divisor, computed naively in double: (B, T, T) as floats.
+std::vector<float> naive_attention(const Tensor& q, const Tensor& k, double divisor) {
+    const int64_t B = q.size(0), T = q.size(1), H = q.size(2);
+    const auto qd = q.data(), kd = k.data();
+    std::vector<float> out(static_cast<size_t>(B * T * T), 0.0f);
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < T; ++i) {
+            std::vector<double> s(static_cast<size_t>(i + 1));
+            double top = -INFINITY, sum = 0;
+            for (int64_t j = 0; j <= i; ++j) {
+                double dot = 0;
+                for (int64_t h = 0; h < H; ++h) dot += double(qd[(b * T + i) * H + h]) * double(kd[(b * T + j) * H + h]);
+                top = std::max(top, s[j] = dot / divisor);
+            }
+            for (double& v : s) sum += v = std::exp(v - top);
+            for (int64_t j = 0; j <= i; ++j) out[(b * T + i) * T + j] = float(s[j] / sum);
+        }
+    return out;
+}
+
+double largest_difference(std::span<const float> a, std::span<const float> b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("Every kind with heads reads scaled: its heads' weights are softmax(Q K^T / sqrt(H)), or softmax(Q K^T) without "
+          "the divisor", "[models][divisor]") {
+    const std::vector<int64_t> ids = {0, 3, 1, 4, 2, 2, 4, 0, 1, 1, 3, 2};  // (2, 6)
+    for (const nn::ModelKind kind : {nn::ModelKind::head, nn::ModelKind::multihead, nn::ModelKind::gpt, nn::ModelKind::gpt2}) {
+        CHECK(nn::model_kind_info(kind).reads(nn::option_divisor));
+        for (const bool scaled : {true, false}) {
+            INFO(fmt::format("{} scaled {}", kind, scaled));
+            Generator gen(11);
+            const auto model = nn::make_model(divisor_config(kind, scaled), gen);
+            redraw_attention(*model);
+            model->forward(ids, 2, 6);
+            const auto heads = nn::attention_heads(*model);
+            REQUIRE(!heads.empty());
+            for (const nn::AttentionHead& h : heads) {
+                INFO(h.name);
+                const Tensor x = h.module.last_input(), q = h.module.queries(x), k = h.module.keys(x);
+                const double sqrt_width = std::sqrt(double(q.size(2)));
+                CHECK(h.module.divisor() == Approx(scaled ? sqrt_width : 1.0));
+                const auto weights = h.module.last_attention().data();
+                CHECK(largest_difference(weights, naive_attention(q, k, scaled ? sqrt_width : 1.0)) < 2e-5);
+                // and the other setting's weights are visibly not these (the check above can fail)
+                CHECK(largest_difference(weights, naive_attention(q, k, scaled ? 1.0 : sqrt_width)) > 1e-2);
+            }
+        }
+    }
+}
+
+TEST_CASE("Without the divisor, forward over windows long enough for the fused causal_attention gives the cached decoder's "
+          "logits, and not the scaled model's", "[models][divisor]") {
+    constexpr int64_t T = nn::HeadOptions::kFlashFrom + 4;  // forward runs autograd::causal_attention
+    std::vector<int64_t> ids(T);
+    for (int64_t t = 0; t < T; ++t) ids[t] = (t * 7 + t / 3) % kVocab;
+    for (const nn::ModelKind kind : {nn::ModelKind::multihead, nn::ModelKind::gpt, nn::ModelKind::gpt2}) {
+        INFO(fmt::format("{}", kind));
+        std::vector<std::vector<float>> last_rows;
+        for (const bool scaled : {false, true}) {
+            Generator gen(5);
+            const auto model = nn::make_model(divisor_config(kind, scaled, T), gen);
+            redraw_attention(*model);
+            const Tensor logits = model->forward(ids, 1, T);  // (1, T, V)
+            const auto all = logits.data();
+            const std::vector<float> last(all.end() - kVocab, all.end());
+            const auto decoder = model->cached_decoder();
+            CHECK(largest_difference(last, decoder->append(ids)) < 1e-4);
+            last_rows.push_back(last);
+        }
+        CHECK(largest_difference(last_rows[0], last_rows[1]) > 1e-2);
+    }
+}
+
+TEST_CASE("scaled is checkpoint metadata for the kinds with heads only, absent means the divisor, and a kind without heads "
+          "refuses scaled false", "[models][divisor]") {
+    const nn::ModelConfig unscaled = divisor_config(nn::ModelKind::gpt, false);
+    auto metadata = unscaled.to_metadata();
+    CHECK(metadata.at("model.scaled") == "0");
+    CHECK(nn::ModelConfig::from_metadata(metadata) == unscaled);
+    CHECK(divisor_config(nn::ModelKind::head, true).to_metadata().at("model.scaled") == "1");
+    metadata.erase("model.scaled");  // a checkpoint from before the field: the divisor
+    CHECK(nn::ModelConfig::from_metadata(metadata).scaled);
+    metadata["model.scaled"] = "no";
+    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata), Contains("model.scaled") && Contains("not a whole number"));
+    CHECK(&nn::model_field("--divisor") == &nn::model_field("model.scaled"));
+
+    Generator gen(1);
+    for (const nn::ModelKind kind : {nn::ModelKind::bigram, nn::ModelKind::average}) {
+        INFO(fmt::format("{}", kind));
+        CHECK_FALSE(nn::model_kind_info(kind).reads(nn::option_divisor));
+        CHECK_FALSE(divisor_config(kind, true).to_metadata().contains("model.scaled"));  // their checkpoints' bytes as before
+        CHECK_THAT(make_model_error(divisor_config(kind, false)),
+                   Contains("dropping the divisor (scaled false) applies to head, multihead, gpt, gpt2 only, not " +
+                            std::string(nn::model_kind_info(kind).name)));
+    }
 }

@@ -13,6 +13,7 @@ using namespace autograd;
 
 GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
     : n_head(opts.n_head),
+      scaled(opts.scaled),
       dropout_p(opts.dropout),
       c_attn({.in = opts.n_embd, .out = 3 * opts.n_embd}, gen),
       c_proj({.in = opts.n_embd, .out = opts.n_embd}, gen) {
@@ -36,7 +37,7 @@ Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     queries_ = decoding ? Tensor() : qkv[0].detach();
     keys_ = decoding ? Tensor() : qkv[1].detach();
     ++forwards_;
-    const float factor = 1.0f / std::sqrt(static_cast<float>(H));
+    const float factor = 1.0f / heads[0]->divisor();
     std::vector<Tensor>& outputs = outputs_;  // (B, T, H) per head
     outputs.clear();
     for (int64_t h = 0; h < n_head; ++h) {
@@ -55,8 +56,6 @@ Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     return output(dropout(c_proj.forward(heads_out), dropout_p, is_training(), dropout_gen));  // (B, T, C)
 }
 
-
-
 Tensor GPT2Head::part(const Tensor& qkv_part) const {
     const int64_t H = qkv_part.size(2) / attention_.n_head;
     return slice(qkv_part, 2, index_ * H, (index_ + 1) * H);
@@ -65,7 +64,7 @@ Tensor GPT2Head::queries(const Tensor& x) const { return part(split(attention_.c
 Tensor GPT2Head::keys(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[1]); }
 Tensor GPT2Head::values(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[2]); }
 float GPT2Head::divisor() const {
-    return std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head));
+    return attention_.scaled ? std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head)) : 1.0f;
 }
 const Tensor& GPT2Head::last_input() const { return attention_.input_; }
 

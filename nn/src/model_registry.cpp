@@ -67,30 +67,32 @@ std::unique_ptr<LanguageModel> make_average(const ModelConfig& c, Generator& gen
     return std::make_unique<AverageModel>(AverageModelOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
 }
 std::unique_ptr<LanguageModel> make_head(const ModelConfig& c, Generator& gen) {
-    return std::make_unique<SingleHead>(SingleHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
+    return std::make_unique<SingleHead>(
+        SingleHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block, .scaled = c.scaled}, gen);
 }
 std::unique_ptr<LanguageModel> make_multihead(const ModelConfig& c, Generator& gen) {
     return std::make_unique<MultiHead>(
-        MultiHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .block = c.block, .feed_forward = c.feed_forward},
+        MultiHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .block = c.block, .feed_forward = c.feed_forward,
+                         .scaled = c.scaled},
         gen);
 }
 std::unique_ptr<LanguageModel> make_gpt(const ModelConfig& c, Generator& gen) {
     return std::make_unique<GPT>(GPTOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
                                             .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64(),
-                                            .gpt2_init = c.gpt2_init},
+                                            .gpt2_init = c.gpt2_init, .scaled = c.scaled},
                                  gen);
 }
 
 std::unique_ptr<LanguageModel> make_gpt2(const ModelConfig& c, Generator& gen) {
     return std::make_unique<GPT2>(GPT2Options{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
                                               .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64(),
-                                              .gelu_exact = c.gelu_exact},
+                                              .gelu_exact = c.gelu_exact, .scaled = c.scaled},
                                   gen);
 }
 
 constexpr unsigned kPositional = option_n_embd | option_block;
-constexpr unsigned kAllOptions =
-    option_n_embd | option_block | option_n_head | option_n_layer | option_dropout | option_feed_forward | option_init | option_gelu;
+constexpr unsigned kAllOptions = option_n_embd | option_block | option_n_head | option_n_layer | option_dropout |
+                                 option_feed_forward | option_init | option_gelu | option_divisor;
 
 // The table: the ladder first, then the registered kinds (a deque keeps every entry where it is, so the
 // references model_kind_info hands out stay valid), with the names and titles it owns.
@@ -103,13 +105,15 @@ Registry& registry() {
     static Registry r{
         .kinds = {{ModelKind::bigram, "bigram", "bigram", 0, make_bigram, bigram_size},
                   {ModelKind::average, "average", "averaging", kPositional, make_average, average_size},
-                  {ModelKind::head, "head", "single-head", kPositional, make_head, head_size},
-                  {ModelKind::multihead, "multihead", "multi-head", kPositional | option_n_head | option_feed_forward,
-                   make_multihead, multihead_size},
-                  {ModelKind::gpt, "gpt", "GPT", kPositional | option_n_head | option_n_layer | option_dropout | option_init,
-                   make_gpt, gpt_size},
-                  {ModelKind::gpt2, "gpt2", "GPT-2", kPositional | option_n_head | option_n_layer | option_dropout | option_gelu,
-                   make_gpt2, gpt2_size}},
+                  {ModelKind::head, "head", "single-head", kPositional | option_divisor, make_head, head_size},
+                  {ModelKind::multihead, "multihead", "multi-head",
+                   kPositional | option_n_head | option_feed_forward | option_divisor, make_multihead, multihead_size},
+                  {ModelKind::gpt, "gpt", "GPT",
+                   kPositional | option_n_head | option_n_layer | option_dropout | option_init | option_divisor, make_gpt,
+                   gpt_size},
+                  {ModelKind::gpt2, "gpt2", "GPT-2",
+                   kPositional | option_n_head | option_n_layer | option_dropout | option_gelu | option_divisor, make_gpt2,
+                   gpt2_size}},
         .owned_text = {}};
     return r;
 }
@@ -189,6 +193,9 @@ void validate_model_config(const ModelConfig& c) {
     if (c.feed_forward && !info.reads(option_feed_forward))  // (the names are listed only when refused)
         check(false, "model: feed_forward applies to {} only, not {}", fmt::join(model_kinds_reading(option_feed_forward), ", "),
               info.name);
+    if (!c.scaled && !info.reads(option_divisor))  // (a checkpoint of the kind would not keep it: only_when_read)
+        check(false, "model: dropping the divisor (scaled false) applies to {} only, not {}",
+              fmt::join(model_kinds_reading(option_divisor), ", "), info.name);
 }
 
 std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) {
@@ -218,6 +225,9 @@ const ModelField kFields[] = {
     {"model.gelu_exact", &ModelConfig::gelu_exact, option_gelu, "--gelu", "KIND",
      "tanh (GPT-2's approximation) or exact (erf, as nanoGPT's) ({kinds}; default tanh)", 0, 1, 1, /*only_when_read=*/true,
      {"tanh", "exact"}},
+    {"model.scaled", &ModelConfig::scaled, option_divisor, "--divisor", "KIND",
+     "sqrt (divide attention scores by sqrt(head width)) or none (the\ntutorial's saturation experiment) ({kinds}; default sqrt)", 0,
+     1, 1, /*only_when_read=*/true, {"none", "sqrt"}},
 };
 
 }  // namespace

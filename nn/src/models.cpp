@@ -126,7 +126,7 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
         // record_scores off: the fused ops (causal_attention_weights, or causal_attention from
         // HeadOptions::kFlashFrom positions on); a model's heads are read through last_attention()
         heads.push_back(std::make_unique<Head>(
-            HeadOptions{.n_embd = opts.n_embd, .head_size = opts.n_embd / opts.n_head, .record_scores = false}, gen));
+            HeadOptions{.n_embd = opts.n_embd, .head_size = opts.n_embd / opts.n_head, .scaled = opts.scaled, .record_scores = false}, gen));
         register_module(fmt::format("heads.{}", h), *heads.back());
     }
     register_module("projection", projection);
@@ -159,7 +159,7 @@ Tensor FeedForward::forward(const Tensor& x, Generator& dropout_gen) {
 MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
     : PositionalModel(opts.vocab, opts.n_embd, opts.block, gen),
       options(opts),
-      attention({.n_embd = opts.n_embd, .n_head = opts.n_head}, gen),
+      attention({.n_embd = opts.n_embd, .n_head = opts.n_head, .scaled = opts.scaled}, gen),
       lm_head({.in = opts.n_embd, .out = opts.vocab}, gen) {
     register_module("attention", attention);
     if (opts.feed_forward) {
@@ -183,7 +183,7 @@ Tensor MultiHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
 Block::Block(const GPTOptions& opts, Generator& gen)
     : norm1({.dim = opts.n_embd}),
       norm2({.dim = opts.n_embd}),
-      attention({.n_embd = opts.n_embd, .n_head = opts.n_head, .dropout = opts.dropout}, gen),
+      attention({.n_embd = opts.n_embd, .n_head = opts.n_head, .dropout = opts.dropout, .scaled = opts.scaled}, gen),
       feed_forward({.n_embd = opts.n_embd, .dropout = opts.dropout}, gen) {
     register_module("norm1", norm1);
     register_module("attention", attention);

@@ -43,6 +43,7 @@ struct GPT2Options {
     float dropout = 0.0f;
     uint64_t dropout_seed = 0;
     bool gelu_exact = false;  // the erf GELU instead of GPT-2's tanh approximation
+    bool scaled = true;       // divide the scores by sqrt(H); false drops the divisor (Hugging Face's scale_attn_weights)
 };
 
 class GPT2Attention;
@@ -58,7 +59,7 @@ public:
     Tensor queries(const Tensor& x) const override;  // x: (B, T, C) -> (B, T, H), each
     Tensor keys(const Tensor& x) const override;
     Tensor values(const Tensor& x) const override;
-    float divisor() const override;  // sqrt(H)
+    float divisor() const override;  // sqrt(H), or 1 unscaled
 
 private:
     Tensor part(const Tensor& qkv_part) const;  // (B, T, C) -> this head's (B, T, H)
@@ -76,6 +77,7 @@ public:
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
 
     int64_t n_head;
+    bool scaled;      // GPT2Options::scaled
     float dropout_p;  // on the output, in training mode
     Linear c_attn, c_proj;  // (C, 3C), (C, C)
     std::vector<std::unique_ptr<GPT2Head>> heads;  // "heads.N": views for the inspect tools

@@ -61,6 +61,7 @@ enum ModelOption : unsigned {
     option_feed_forward = 1u << 5,
     option_init = 1u << 6,  // gpt2_init
     option_gelu = 1u << 7,  // gelu_exact
+    option_divisor = 1u << 8,  // scaled
 };
 
 struct ModelConfig {
@@ -74,6 +75,9 @@ struct ModelConfig {
     bool feed_forward = false;  // multihead only
     bool gpt2_init = true;      // gpt only
     bool gelu_exact = false;    // gpt2 only: the exact (erf) GELU, as nanoGPT's model, instead of GPT-2's tanh
+    // The kinds with attention heads: each head divides its scores Q K^T by sqrt(its width); false drops
+    // the divisor (the tutorial's saturation experiment, train --divisor none).
+    bool scaled = true;
 
     // Every field under its model_fields() key, and the kind's name as "model.kind".
     std::map<std::string, std::string> to_metadata() const;
@@ -148,8 +152,8 @@ inline ModelSize model_size(const ModelConfig& config) { return model_kind_info(
 
 // Checks what the config's kind reads (std::invalid_argument naming the option): vocab, and where the
 // model has them, n_embd and block positive, n_head dividing n_embd, n_layer positive, dropout in [0, 1).
-// feed_forward on a kind without it is refused; the other options a kind does not read are ignored
-// (checkpoints store every option, whatever the kind).
+// feed_forward on a kind without it, and scaled false on a kind without heads, are refused; the other options
+// a kind does not read are ignored (checkpoints store every option, whatever the kind).
 void validate_model_config(const ModelConfig& config);
 // Validates the config and builds the model.
 std::unique_ptr<LanguageModel> make_model(const ModelConfig& config, autograd::Generator& gen);

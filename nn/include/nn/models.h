@@ -119,7 +119,7 @@ struct SingleHeadOptions {
     int64_t n_embd = 32;     // C
     int64_t head_size = 0;   // H; 0 means n_embd
     int64_t block = 8;
-    bool scaled = true;      // the head divides its scores by sqrt(H) (examples/gradflow trains without)
+    bool scaled = true;      // the head divides its scores by sqrt(H) (ModelConfig::scaled; examples/gradflow trains without)
     bool record_scores = false;  // keep head.last_scores() (HeadOptions); examples/gradflow reads it
 };
 // Token + position embeddings, one causal attention Head, a linear map to V.
@@ -138,6 +138,7 @@ struct MultiHeadAttentionOptions {
     int64_t n_embd = 0;   // C
     int64_t n_head = 1;   // heads of width C / n_head
     float dropout = 0.0f; // on the projected output, in training mode
+    bool scaled = true;   // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // Several Heads side by side, concatenated back to C channels, then projected: (B, T, C) -> (B, T, C).
 class MultiHeadAttention : public Module {
@@ -174,6 +175,7 @@ struct MultiHeadOptions {
     int64_t n_head = 4;        // heads of width C / n_head
     int64_t block = 8;
     bool feed_forward = false; // add a FeedForward after the attention (the lecture's next rung)
+    bool scaled = true;        // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // Token + position embeddings, multi-head attention (and optionally a feed-forward), linear to V.
 // No residuals or norms: those arrive with GPT.
@@ -198,6 +200,7 @@ struct GPTOptions {
     float dropout = 0.0f;  // on embeddings and on each residual branch, in training mode
     uint64_t dropout_seed = 0;
     bool gpt2_init = true; // GPT-2's initialization; false keeps the layers' own (PyTorch's defaults)
+    bool scaled = true;    // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // x + attention(LayerNorm(x)), then x + feed_forward(LayerNorm(x)): one block, (B, T, C) -> (B, T, C).
 class Block : public Module {

@@ -327,6 +327,11 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         else if (activation != "gelu_new" && activation != "gelu_pytorch_tanh")
             refuse(config_json, fmt::format("\"activation_function\" is {}; the gpt2 kind has gelu_new (tanh) and gelu (erf)",
                                             quote("activation_function")));
+        if (j.contains("scale_attn_weights")) {  // Hugging Face's switch for the divisor sqrt(head width)
+            if (!j["scale_attn_weights"].is_boolean())
+                refuse(config_json, fmt::format("\"scale_attn_weights\" is {}, not true or false", quote("scale_attn_weights")));
+            c.scaled = j["scale_attn_weights"].get<bool>();
+        }
         if (j.contains("layer_norm_epsilon") && (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() != 1e-5))
             refuse(config_json, fmt::format("\"layer_norm_epsilon\" is {}; the gpt2 kind's LayerNorm has 1e-5", quote("layer_norm_epsilon")));
         out.notes.push_back(fmt::format("n_head {} from {}", c.n_head, path_str(config_json)));
@@ -475,6 +480,7 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
         {"n_head", c.n_head},
         {"n_inner", nullptr},
         {"activation_function", c.gelu_exact ? "gelu" : "gelu_new"},
+        {"scale_attn_weights", c.scaled},
         {"layer_norm_epsilon", 1e-5},
         {"resid_pdrop", c.dropout},
         {"embd_pdrop", c.dropout},
@@ -510,6 +516,7 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
 
 void write_llmc_gpt2(const std::filesystem::path& path, const ModelConfig& c, const NamedTensors& weights) {
     check_config(path, c);
+    if (!c.scaled) refuse(path, "llm.c's model always divides the attention scores by sqrt(head width); this one has no divisor");
     std::map<std::string, Tensor> by_name(weights.begin(), weights.end());
     (void)check_against(path, c, by_name, same_name);
     const int64_t padded = (c.vocab + 127) / 128 * 128;
