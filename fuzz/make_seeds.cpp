@@ -3,7 +3,8 @@
 //     cmake --build build/release --target fuzz_make_seeds && build/release/fuzz/fuzz_make_seeds fuzz/corpus [TARGET...]
 // Valid files come from the library itself; the invalid ones are cut or edited from them. (The checkpoints
 // written since the metadata has its own checksum would be refused by it once edited: the committed
-// checkpoint seeds are from before it, and still reach the checks of the settings they edit.)
+// checkpoint seeds are from before it, and still reach the checks of the settings they edit; checksummed_*
+// are the ones with it.)
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -115,6 +116,11 @@ int main(int argc, char** argv) {
         const std::string file = slurp(path);
         put(ck / (std::string("valid_") + kind), file);
         if (std::string(kind) == "head") {
+            // The metadata's checksum (crc32c.__metadata__): a checkpoint that has it, and one character of
+            // a setting changed under it (refused by the checksum, whatever the setting).
+            put(ck / "checksummed_head", file);
+            put(ck / "checksummed_setting_edited",
+                with_header(file, replaced(header_of(file), "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"8\"")));
             put(ck / "truncated_header", file.substr(0, 8 + header_of(file).size() / 3));
             put(ck / "truncated_data", file.substr(0, file.size() - 16));
             put(ck / "weights_only", weights);
