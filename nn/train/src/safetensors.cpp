@@ -329,7 +329,7 @@ void write_safetensors(AtomicFile& file, const std::filesystem::path& path, cons
 
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
-    AtomicFile file(path, "save_safetensors");
+    AtomicFile file(path, "safetensors");
     write_safetensors(file, path, tensors, metadata);
     file.commit();
 }
