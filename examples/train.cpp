@@ -1,4 +1,4 @@
-// Train a character-level language model, from the bigram to a small GPT.
+// Train a language model, from the bigram to GPT-2, on characters, GPT-2's BPE or a token file.
 //
 //   train --model head                                  the offline demo: the built-in copy task
 //   train --model gpt --data ../shared/data/tinyshakespeare.txt --steps 2000 --out run.safetensors
@@ -141,9 +141,9 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
     // run's logs lose the rows a killed run wrote past its checkpoint.
     if (o.report) open_report();
     logs_ = train_logs::open_logs(o, continued, trainer_);
-    note(fmt::format("{} model, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config().model.kind,
-                     trainer_.model().parameter_count(), config().model.vocab, trainer_.data().size(nn::Split::train),
-                     trainer_.data().size(nn::Split::validation),
+    note(fmt::format("{} model, {}, vocabulary {}, {} training / {}{}\n", config().model.kind,
+                     cli::counted(trainer_.model().parameter_count(), "parameter"), config().model.vocab,
+                     trainer_.data().size(nn::Split::train), cli::counted(trainer_.data().size(nn::Split::validation), "validation token"),
                      o.resume      ? fmt::format(", resuming at step {}", trainer_.step_count())
                      : o.init_from ? fmt::format(", starting from {}", *o.init_from)
                                    : std::string()));
@@ -353,8 +353,8 @@ void Training::print_results(const std::string& sample) {
         fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
         if (!sample.empty()) note(fmt::format("{}:\n{}\n", sample_title(trainer_.tokenizer()), sample));
     } else {
-        fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config().model.kind,
-                   trainer_.step_count(), train_loss_, val_loss_, tokens_per_s(), seconds);
+        fmt::print("{} after {}: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config().model.kind,
+                   cli::counted(trainer_.step_count(), "step"), train_loss_, val_loss_, tokens_per_s(), seconds);
         if (!sample.empty()) fmt::print("{}:\n{}\n", sample_title(trainer_.tokenizer()), sample);
     }
     // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)

@@ -18,6 +18,8 @@
 #include <cli.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nn/files/file_names.h>
+#include <nn/train/safetensors.h>
 #include <nn/train/settings.h>
 #include <nn/train/trainer.h>
 
@@ -167,11 +169,26 @@ inline std::string evaluation_title() {
     return text;
 }
 
+// What an argument without a flag may have meant: train takes a checkpoint only as --resume or --init-from.
+inline std::string checkpoint_hint(const std::string& argument) {
+    try {
+        const nn::SafetensorsReader file(argument);
+        const std::string shown = nn::printable_name(argument);
+        if (file.metadata().contains("train.step"))
+            return fmt::format("a checkpoint: --resume {} continues its run, --init-from {} starts a new run from its weights", shown, shown);
+        return fmt::format("weights: --init-from {} starts a run from them", shown);
+    } catch (const std::exception&) {
+        return "";  // not a safetensors file (or none at all)
+    }
+}
+
 // The parser, its handlers writing into `o` (which must outlive it).
 inline cli::Parser make_parser(Options& o) {
     nn::TrainConfig& c = o.config;
     c.model.kind = nn::ModelKind::head;
-    cli::Parser p("train", "[options]", "Train a character-level language model, from the bigram to a small GPT.");
+    cli::Parser p("train", "[options]",
+                  "Train a language model, from the bigram to GPT-2, on characters, GPT-2's BPE or a token file.");
+    p.argument_hint(checkpoint_hint);
     // A flag that fixes the model or the training: refused with --resume (the checkpoint fixes them).
     const auto fixed = [&o](std::function<void(const cli::Value&)> on) {
         return [&o, on = std::move(on)](const cli::Value& v) {

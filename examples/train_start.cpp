@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <autograd/autograd.h>
+#include <nn/files/file_names.h>
 #include <nn/train/bpe.h>
 #include <nn/train/data_file.h>
 #include <nn/train/safetensors.h>
@@ -22,9 +23,23 @@ namespace {
 
 using train_args::Options;
 
+// An error about the --data file as train names it: "--data FILE: problem" (the library's messages start
+// with the path, quoted: "'FILE': problem").
+template <typename F>
+auto reading_data(const Options& o, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const std::runtime_error& e) {
+        std::string_view what = e.what();
+        if (!o.data || !what.starts_with(nn::detail::path_str(*o.data) + ": ")) throw;
+        what.remove_prefix(nn::detail::path_str(*o.data).size() + 2);
+        throw std::runtime_error(fmt::format("--data {}: {}", nn::printable_name(*o.data), what));
+    }
+}
+
 // The text to train on: the file, or the copy task (always the same text, so a resume finds it again).
 std::string training_text(const Options& o) {
-    if (o.data) return nn::read_text_file(*o.data);
+    if (o.data) return reading_data(o, [&] { return nn::read_text_file(*o.data); });
     autograd::Generator gen(20260);
     return nn::copy_task_text(5000, gen);
 }
@@ -41,7 +56,7 @@ nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
     const std::filesystem::path path = *o.data;
     if (!nn::is_token_file(path)) {
         const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&tokenizer);
-        return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path)));
+        return reading_data(o, [&] { return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path))); });
     }
     nn::TokenIds train = nn::map_token_file(path, tokenizer.vocab_size());
     std::string name = path.filename().string();
@@ -172,7 +187,7 @@ nn::Trainer trainer_of(const Options& o) {
         return nn::Trainer(config, std::move(tokenizer), std::move(data));
     }
     // a file is read as token ids alone, never held as text
-    auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
+    auto [tokenizer, tokens] = o.data ? reading_data(o, [&] { return nn::read_tokenized_text(*o.data); }) : nn::tokenize(training_text(o));
     config.model.vocab = tokenizer.vocab_size();
     return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
 }

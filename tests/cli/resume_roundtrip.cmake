@@ -91,12 +91,12 @@ endif()
 
 execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/run.safetensors" --until 20
   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT code EQUAL 1 OR NOT err MATCHES "--until 20: Trainer: stopping after step 20 trains nothing: the run is at step 20")
+if(NOT code EQUAL 1 OR NOT err MATCHES "train: --until 20: stopping after step 20 trains nothing: the run is at step 20")
   message(FATAL_ERROR "--until 20 on a checkpoint at step 20: exit ${code}, expected 1 and a refusal\n${err}")
 endif()
 execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/run.safetensors" --steps 15
   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT code EQUAL 1 OR NOT err MATCHES "--steps 15: Trainer: the run has 20 steps; it can be extended, not shortened to 15")
+if(NOT code EQUAL 1 OR NOT err MATCHES "train: --steps 15: the run has 20 steps; it can be extended, not shortened to 15")
   message(FATAL_ERROR "--steps 15 on a run of 20: exit ${code}, expected 1 and a refusal\n${err}")
 endif()
 file(REMOVE_RECURSE "${WORK_DIR}")
