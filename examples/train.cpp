@@ -91,8 +91,7 @@ private:
     void take_step();
     void evaluate_and_save();
     bool is_log_step(int64_t step) const;
-    bool is_page_step(int64_t step) const;
-    void log_row(double train, double val, bool to_csv = true);
+    void log_row(double train, double val);
     template <typename F> void at_step(const F& log);
     template <typename F> void log_then_save(const F& log);
     void write_page(int64_t step);
@@ -105,9 +104,10 @@ private:
     const std::string prompt_;
     const std::vector<int64_t> prompt_ids_;
     const int64_t last_;             // the step the run stops after
-    // The page's rows and gradient norms: every logged step (--log-every), else about 20 times over the run
-    // or between two evaluations, whichever is shorter, so that the learning rate's schedule shows.
-    const int64_t page_every_;
+    // The rows of the log and the page (and the page's gradient norms): every --log-every steps, by default
+    // about 20 times over the run or between two evaluations, whichever is shorter, so that the learning
+    // rate's schedule and the batch loss's curve show.
+    const int64_t log_every_;
     std::optional<report::RunReport> page_;
     std::vector<int64_t> sample_ids_;  // the page's attention maps are of this fixed sample
     std::string sample_text_;
@@ -134,8 +134,8 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
       prompt_(o.prompt.value_or(nn::default_prompt(trainer_.tokenizer()))),
       prompt_ids_(trainer_.tokenizer().encode(prompt_)),
       last_(train_start::naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
-      page_every_(config().run.log_every > 0 ? config().run.log_every
-                                             : std::max<int64_t>(1, std::min(config().run.eval_every, config().steps) / 20)),
+      log_every_(config().run.log_every > 0 ? config().run.log_every
+                                            : std::max<int64_t>(1, std::min(config().run.eval_every, config().steps) / 20)),
       progress_(config().steps, trainer_.step_count()) {
     // The report page first (refusing another run's page changes no file), then the logs; a resumed
     // run's logs lose the rows a killed run wrote past its checkpoint.
@@ -188,8 +188,8 @@ bool Training::train() {
         if (g_stop_signal != 0) break;  // no evaluation: save and stop as soon as possible
         if (stats_.step % config().run.eval_every == 0 && stats_.step != last_)
             evaluate_and_save();
-        else if (is_log_step(stats_.step) || is_page_step(stats_.step))
-            at_step([&] { log_row(NAN, NAN, is_log_step(stats_.step)); });
+        else if (is_log_step(stats_.step))
+            at_step([&] { log_row(NAN, NAN); });
     }
     if (g_stop_signal != 0) return false;
     stats_.step = trainer_.step_count();
@@ -214,13 +214,13 @@ void Training::take_step() {
     const auto t0 = Clock::now();
     const int64_t next = trainer_.step_count() + 1;
     const bool printing = config().run.grad_report > 0 && next % config().run.grad_report == 0;
-    const bool reporting = printing || (page_ && next % page_every_ == 0);
+    const bool reporting = printing || (page_ && next % log_every_ == 0);
     nn::GradientReport report;
     stats_ = trainer_.step(reporting ? &report : nullptr);
     train_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
     tokens_ += stats_.tokens;
     progress_.update(stats_, train_seconds_, tokens_);
-    if (page_ && reporting && next % page_every_ == 0) page_->add_gradients(report);
+    if (page_ && reporting && next % log_every_ == 0) page_->add_gradients(report);
     if (printing) {
         progress_.message(report.table());
         if (logs_.grad_csv) at_step([&] { logs_.grad_csv->append(report.csv_rows()); });
@@ -243,26 +243,19 @@ void Training::evaluate_and_save() {
     });
 }
 
-// A step between evaluations that the --csv log has a row for.
+// A step between evaluations that the --csv log and the page have a row for.
 bool Training::is_log_step(int64_t step) const {
-    const nn::RunSettings& run = config().run;
-    return run.log_every > 0 && step % run.log_every == 0 && step % run.eval_every != 0 && step != last_;
-}
-
-// A step between evaluations that the page has a row for: a log step, or without --log-every one of its own.
-bool Training::is_page_step(int64_t step) const {
-    return page_ && step % page_every_ == 0 && step % config().run.eval_every != 0 && step != last_;
+    return (logs_.csv || page_) && step % log_every_ == 0 && step % config().run.eval_every != 0 && step != last_;
 }
 
 // One row of the --csv log and the page: the step's batch loss, lr and gradient norm (empty at step 0,
-// before any step) and, at an evaluation, the evaluated losses (empty between evaluations). The page's
-// own rows (is_page_step, no --log-every) are not the log's.
-void Training::log_row(double train, double val, bool to_csv) {
+// before any step) and, at an evaluation, the evaluated losses (empty between evaluations).
+void Training::log_row(double train, double val) {
     const bool stepped = stats_.step > 0;
     const double lr = stepped ? stats_.lr : double(trainer_.lr_at(0));
     logged_step_ = stats_.step;
     if (page_) page_->add_log(stats_.step, stepped ? stats_.loss : NAN, train, val, lr);
-    if (logs_.csv && to_csv) logs_.csv->append(train_logs::csv_row(stats_, train, val, lr, tokens_per_s()));
+    if (logs_.csv) logs_.csv->append(train_logs::csv_row(stats_, train, val, lr, tokens_per_s()));
 }
 
 // A failure to log stops the run naming the step.
@@ -313,8 +306,7 @@ int Training::interrupted() {
     const int64_t step = trainer_.step_count();
     if (saved_step_ != step)
         log_then_save([&] {
-            if (stats_.step == step && logged_step_ != step && (is_log_step(step) || is_page_step(step)))
-                log_row(NAN, NAN, is_log_step(step));
+            if (stats_.step == step && logged_step_ != step && is_log_step(step)) log_row(NAN, NAN);
             if (page_) page_->write(*o_.report, "--report");
         });
     progress_.message(o_.out ? fmt::format("interrupted at step {}; saved {}", step, *o_.out)

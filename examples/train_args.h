@@ -239,7 +239,7 @@ inline cli::Parser make_parser(Options& o) {
     p.section(evaluation_title());
     add_settings(p, o, nn::Setting::Section::evaluation);
     p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
-                              "step 0 and every evaluation",
+                              "step 0, every --log-every steps and every evaluation",
              [&o](const cli::Value& v) { o.csv = v.file(); });
     p.option("--report", "HTML", "write a self-contained report page (losses, lr, gradient norms, attention\n"
                                  "maps and head statistics, settings), rewritten at every evaluation",

@@ -79,7 +79,7 @@ TEST_CASE("Every setting of the table is a flag of train's that sets it, and --h
     CHECK_THAT(help_of(help, nn::setting("--steps")), Contains("(default 2000)"));
     CHECK_THAT(help_of(help, nn::setting("--lr")), Contains("(default 0.001)"));
     CHECK_THAT(help_of(help, nn::setting("--min-lr")), Contains("(default lr/10)"));
-    CHECK_THAT(help_of(help, nn::setting("--log-every")), Contains("(default off)"));
+    CHECK_THAT(help_of(help, nn::setting("--log-every")), Contains("(default auto)"));
     CHECK_THAT(help_of(help, nn::setting("--top-k")), Contains("(default 0)"));
 }
 

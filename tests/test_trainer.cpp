@@ -737,7 +737,7 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
     CHECK_THAT(resumed_with("run.temperature", bits(1000.0f)), Contains("run.temperature is 1000"));
     CHECK_THAT(resumed_with("train.beta2", bits(1.0f)), Contains("train.beta2 is 1; --beta2 takes a number at least 0 and below 1"));
     CHECK_THAT(resumed_with("train.min_lr", bits(0.5f)), Contains("train.min_lr 0.5 is above train.lr 0.001"));
-    // the values no flag writes but a run holds: log_every 0 (off) and min_lr -1 (lr / 10)
+    // the values no flag writes but a run holds: log_every 0 (auto) and min_lr -1 (lr / 10)
     CHECK(file.metadata.at("run.log_every") == "0");
     CHECK(file.metadata.at("train.min_lr") == bits(-1.0f));
     CHECK_NOTHROW(nn::Trainer::resume(good, text));
