@@ -2,7 +2,7 @@
 //
 //   train --model head                                  the offline demo: the built-in copy task
 //   train --model gpt --data ../shared/data/tinyshakespeare.txt --steps 2000 --out run.safetensors
-//   train --resume run.safetensors --data ../shared/data/tinyshakespeare.txt
+//   train --resume run.safetensors                      on its data, into its --csv/--report (kept in it)
 //   train --init-from run.safetensors --data other.txt --steps 500 --out tuned.safetensors   (a fresh run)
 //   train --init-from gpt2_124M.bin --data train.bin --out tuned.st   (no tokenizer: the sample is token ids)
 //
@@ -354,7 +354,8 @@ void Training::print_results(const std::string& sample) {
         throw std::runtime_error(fmt::format("cannot write the results to standard output ({})", std::strerror(errno)));
 }
 
-int run(const Options& o) {
+int run(const Options& given) {
+    const Options o = train_start::with_checkpoint_files(given);
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
     // the last checkpoint written stays as it was.

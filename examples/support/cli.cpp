@@ -318,6 +318,15 @@ int run(Parser& parser, int argc, char** argv, const std::function<int()>& progr
 
 // --- output files --------------------------------------------------------------------------------
 
+// The same file: by device and inode when both exist, else by the path with symbolic links resolved.
+bool same_file(const std::string& a, const std::string& b) {
+    struct stat sa {}, sb {};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    std::error_code ea, eb;
+    const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea), cb = fs::weakly_canonical(fs::absolute(b), eb);
+    return !ea && !eb && ca == cb;
+}
+
 namespace {
 
 std::string named(const std::string& flag, const std::string& path) {
@@ -328,15 +337,6 @@ std::string named(const std::string& flag, const std::string& path) {
 fs::path directory_of(const std::string& path) {
     const fs::path p(path);
     return p.has_parent_path() ? p.parent_path() : fs::path(".");
-}
-
-// The same file: by device and inode when both exist, else by the path with symbolic links resolved.
-bool same_file(const std::string& a, const std::string& b) {
-    struct stat sa {}, sb {};
-    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    std::error_code ea, eb;
-    const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea), cb = fs::weakly_canonical(fs::absolute(b), eb);
-    return !ea && !eb && ca == cb;
 }
 
 // A save renames a new file over an existing output; refuse now what would make that rename fail

@@ -162,6 +162,9 @@ void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::strin
 void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer, std::string help,
                          bool required);
 
+// The same file: by device and inode when both exist, else by the path with symbolic links resolved.
+bool same_file(const std::string& a, const std::string& b);
+
 // Checks, before any work, the files a program will write, and refuses (cli::UsageError):
 //   - an output that is the same file as an input or another output (device and inode, or the same
 //     path for files that do not exist yet), unless it is the input its `may_replace` names;
