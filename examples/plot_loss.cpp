@@ -21,6 +21,7 @@
 
 #include <cli.h>
 #include <fmt/format.h>
+#include <nn/files/file_names.h>
 
 #include "svg_chart.h"
 
@@ -84,9 +85,10 @@ Log read_log(const std::string& path) {
     const auto column = [&](const std::string& name) {
         for (size_t i = 0; i < header.size(); ++i)
             if (header[i] == name) return i;
-        throw std::runtime_error(fmt::format("{}: the header has no '{}' column (it is '{}'; `train --csv` writes "
+        // (the line quoted escaped and cut: a checkpoint's first line is binary, NUL bytes and all)
+        throw std::runtime_error(fmt::format("{}: the header has no '{}' column (it is {}; `train --csv` writes "
                                              "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s)",
-                                             where(), name, line));
+                                             where(), name, nn::quoted_text(line, 60)));
     };
     const size_t c_step = column("step"), c_train = column("train_loss"), c_val = column("val_loss");
     std::optional<size_t> c_batch;
@@ -97,7 +99,7 @@ Log read_log(const std::string& path) {
         if (line.empty()) continue;
         const std::vector<std::string> fields = split_fields(line);
         if (fields.size() != header.size())
-            throw std::runtime_error(fmt::format("{}: {} fields, but the header has {}", where(), fields.size(), header.size()));
+            throw std::runtime_error(fmt::format("{}: {}, but the header has {}", where(), cli::counted(fields.size(), "field"), header.size()));
         const auto number_in = [&](size_t c) {
             const std::string& text = fields[c];
             char* end = nullptr;
@@ -121,7 +123,7 @@ Log read_log(const std::string& path) {
     }
     if (log.step.empty()) throw std::runtime_error(fmt::format("{}: a header but no rows: nothing to plot", path));
     if (log.train.step.empty() && log.validation.step.empty() && log.batch.step.empty())
-        throw std::runtime_error(fmt::format("{}: {} rows but no losses in them: nothing to plot", path, log.step.size()));
+        throw std::runtime_error(fmt::format("{}: {} but no losses in them: nothing to plot", path, cli::counted(log.step.size(), "row")));
     return log;
 }
 
@@ -133,8 +135,8 @@ int run(const Options& o) {
     chart::LineChart c{.title = o.title.value_or("Loss: " + std::filesystem::path(o.csv).filename().string()),
                        .x = {.label = "step"},
                        .y = {.label = "loss (nats per token)", .scale = o.log_y ? chart::Scale::log : chart::Scale::linear},
-                       .note = fmt::format("{} evaluations, steps {:g} to {:g}", log.validation.step.size(), log.step.front(),
-                                           log.step.back())};
+                       .note = fmt::format("{}, steps {:g} to {:g}", cli::counted(log.validation.step.size(), "evaluation"),
+                                           log.step.front(), log.step.back())};
     if (!o.log_y) c.y.min = 0.0;
     const bool markers = log.validation.step.size() <= 40;
     if (!log.batch.step.empty())  // beneath the evaluated curves: noisy, one batch per point
@@ -146,7 +148,7 @@ int run(const Options& o) {
                             .dashed = true, .markers = markers});
     chart::write_svg(c, out);
     const auto last = [](const Curve& curve) { return curve.loss.empty() ? NAN : curve.loss.back(); };
-    fmt::print("wrote {}: {} points, steps {:g} to {:g}, last train loss {:.4f}, val loss {:.4f}\n", out, log.step.size(),
+    fmt::print("wrote {}: {}, steps {:g} to {:g}, last train loss {:.4f}, val loss {:.4f}\n", out, cli::counted(log.step.size(), "point"),
                log.step.front(), log.step.back(), last(log.train), last(log.validation));
     return 0;
 }

@@ -1,8 +1,8 @@
-// Train a character-level language model, from the bigram to a small GPT.
+// Train a language model, from the bigram to GPT-2, on characters, GPT-2's BPE or a token file.
 //
 //   train --model head                                  the offline demo: the built-in copy task
 //   train --model gpt --data ../shared/data/tinyshakespeare.txt --steps 2000 --out run.safetensors
-//   train --resume run.safetensors --data ../shared/data/tinyshakespeare.txt
+//   train --resume run.safetensors                      on its data, into its --csv/--report (kept in it)
 //   train --init-from run.safetensors --data other.txt --steps 500 --out tuned.safetensors   (a fresh run)
 //   train --init-from gpt2_124M.bin --data train.bin --out tuned.st   (no tokenizer: the sample is token ids)
 //
@@ -60,8 +60,7 @@ private:
     void take_step();
     void evaluate_and_save();
     bool is_log_step(int64_t step) const;
-    bool is_page_step(int64_t step) const;
-    void log_row(double train, double val, bool to_csv = true);
+    void log_row(double train, double val);
     template <typename F> void at_step(const F& log);
     template <typename F> void log_then_save(const F& log);
     void write_page(int64_t step);
@@ -74,9 +73,10 @@ private:
     const std::string prompt_;
     const std::vector<int64_t> prompt_ids_;
     const int64_t last_;             // the step the run stops after
-    // The page's rows and gradient norms: every logged step (--log-every), else about 20 times over the run
-    // or between two evaluations, whichever is shorter, so that the learning rate's schedule shows.
-    const int64_t page_every_;
+    // The rows of the log and the page (and the page's gradient norms): every --log-every steps, by default
+    // about 20 times over the run or between two evaluations, whichever is shorter, so that the learning
+    // rate's schedule and the batch loss's curve show.
+    const int64_t log_every_;
     std::optional<report::RunReport> page_;
     std::vector<int64_t> sample_ids_;  // the page's attention maps are of this fixed sample
     std::string sample_text_;
@@ -104,16 +104,17 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
       prompt_(o.prompt.value_or(nn::default_prompt(trainer_.tokenizer()))),
       prompt_ids_(trainer_.tokenizer().encode(prompt_)),
       last_(train_start::naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
-      page_every_(config().run.log_every > 0 ? config().run.log_every
-                                             : std::max<int64_t>(1, std::min(config().run.eval_every, config().steps) / 20)),
+      log_every_(config().run.log_every > 0 ? config().run.log_every
+                                            : std::max<int64_t>(1, std::min(config().run.eval_every, config().steps) / 20)),
       progress_(config().steps, trainer_.step_count()) {
     // The report page first (refusing another run's page changes no file), then the logs; a resumed
     // run's logs lose the rows a killed run wrote past its checkpoint.
     if (o.report) open_report();
     logs_ = train_logs::open_logs(o, continued, trainer_);
-    note(fmt::format("{} model{}, {} parameters, vocabulary {}, {} training / {} validation tokens{}\n", config().model.kind,
-                     config().model.scaled ? "" : " without the divisor (--divisor none)", trainer_.model().parameter_count(),
-                     config().model.vocab, trainer_.data().size(nn::Split::train), trainer_.data().size(nn::Split::validation),
+    note(fmt::format("{} model{}, {}, vocabulary {}, {} training / {}{}\n", config().model.kind,
+                     config().model.scaled ? "" : " without the divisor (--divisor none)",
+                     cli::counted(trainer_.model().parameter_count(), "parameter"), config().model.vocab,
+                     trainer_.data().size(nn::Split::train), cli::counted(trainer_.data().size(nn::Split::validation), "validation token"),
                      o.resume      ? fmt::format(", resuming at step {}", trainer_.step_count())
                      : o.init_from ? fmt::format(", starting from {}", *o.init_from)
                                    : std::string()));
@@ -158,8 +159,8 @@ bool Training::train() {
         if (cli::stop_signal() != 0) break;  // no evaluation: save and stop as soon as possible
         if (stats_.step % config().run.eval_every == 0 && stats_.step != last_)
             evaluate_and_save();
-        else if (is_log_step(stats_.step) || is_page_step(stats_.step))
-            at_step([&] { log_row(NAN, NAN, is_log_step(stats_.step)); });
+        else if (is_log_step(stats_.step))
+            at_step([&] { log_row(NAN, NAN); });
     }
     if (cli::stop_signal() != 0) return false;
     stats_.step = trainer_.step_count();
@@ -184,13 +185,13 @@ void Training::take_step() {
     const auto t0 = Clock::now();
     const int64_t next = trainer_.step_count() + 1;
     const bool printing = config().run.grad_report > 0 && next % config().run.grad_report == 0;
-    const bool reporting = printing || (page_ && next % page_every_ == 0);
+    const bool reporting = printing || (page_ && next % log_every_ == 0);
     nn::GradientReport report;
     stats_ = trainer_.step(reporting ? &report : nullptr);
     train_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
     tokens_ += stats_.tokens;
     progress_.update(stats_, train_seconds_, tokens_);
-    if (page_ && reporting && next % page_every_ == 0) page_->add_gradients(report);
+    if (page_ && reporting && next % log_every_ == 0) page_->add_gradients(report);
     if (printing) {
         progress_.message(report.table());
         if (logs_.grad_csv) at_step([&] { logs_.grad_csv->append(report.csv_rows()); });
@@ -213,26 +214,19 @@ void Training::evaluate_and_save() {
     });
 }
 
-// A step between evaluations that the --csv log has a row for.
+// A step between evaluations that the --csv log and the page have a row for.
 bool Training::is_log_step(int64_t step) const {
-    const nn::RunSettings& run = config().run;
-    return run.log_every > 0 && step % run.log_every == 0 && step % run.eval_every != 0 && step != last_;
-}
-
-// A step between evaluations that the page has a row for: a log step, or without --log-every one of its own.
-bool Training::is_page_step(int64_t step) const {
-    return page_ && step % page_every_ == 0 && step % config().run.eval_every != 0 && step != last_;
+    return (logs_.csv || page_) && step % log_every_ == 0 && step % config().run.eval_every != 0 && step != last_;
 }
 
 // One row of the --csv log and the page: the step's batch loss, lr and gradient norm (empty at step 0,
-// before any step) and, at an evaluation, the evaluated losses (empty between evaluations). The page's
-// own rows (is_page_step, no --log-every) are not the log's.
-void Training::log_row(double train, double val, bool to_csv) {
+// before any step) and, at an evaluation, the evaluated losses (empty between evaluations).
+void Training::log_row(double train, double val) {
     const bool stepped = stats_.step > 0;
     const double lr = stepped ? stats_.lr : double(trainer_.lr_at(0));
     logged_step_ = stats_.step;
     if (page_) page_->add_log(stats_.step, stepped ? stats_.loss : NAN, train, val, lr);
-    if (logs_.csv && to_csv) logs_.csv->append(train_logs::csv_row(stats_, train, val, lr, tokens_per_s()));
+    if (logs_.csv) logs_.csv->append(train_logs::csv_row(stats_, train, val, lr, tokens_per_s()));
 }
 
 // A failure to log stops the run naming the step.
@@ -283,8 +277,7 @@ int Training::interrupted() {
     const int64_t step = trainer_.step_count();
     if (saved_step_ != step)
         log_then_save([&] {
-            if (stats_.step == step && logged_step_ != step && (is_log_step(step) || is_page_step(step)))
-                log_row(NAN, NAN, is_log_step(step));
+            if (stats_.step == step && logged_step_ != step && is_log_step(step)) log_row(NAN, NAN);
             if (page_) page_->write(*o_.report, "--report");
         });
     progress_.message(o_.out ? fmt::format("interrupted at step {}; saved {}", step, *o_.out)
@@ -323,8 +316,8 @@ void Training::print_results(const std::string& sample) {
         fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
         if (!sample.empty()) note(fmt::format("{}:\n{}\n", sample_title(trainer_.tokenizer()), sample));
     } else {
-        fmt::print("{} after {} steps: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config().model.kind,
-                   trainer_.step_count(), train_loss_, val_loss_, tokens_per_s(), seconds);
+        fmt::print("{} after {}: train loss {:.4f}, val loss {:.4f} ({:.0f} tokens/s, {:.1f} s)\n", config().model.kind,
+                   cli::counted(trainer_.step_count(), "step"), train_loss_, val_loss_, tokens_per_s(), seconds);
         if (!sample.empty()) fmt::print("{}:\n{}\n", sample_title(trainer_.tokenizer()), sample);
     }
     // stdout is buffered: a full disk or a closed pipe shows only here (the checkpoint is saved by now)
@@ -332,7 +325,8 @@ void Training::print_results(const std::string& sample) {
         throw std::runtime_error(fmt::format("cannot write the results to standard output ({})", std::strerror(errno)));
 }
 
-int run(const Options& o) {
+int run(const Options& given) {
+    const Options o = train_start::with_checkpoint_files(given);
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
     // the last checkpoint written stays as it was.

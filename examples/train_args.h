@@ -2,6 +2,7 @@
 // fuzz/train_args.cpp can call it too. A bad command line is cli::UsageError, --help cli::HelpRequested.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -18,6 +19,8 @@
 #include <cli.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nn/files/file_names.h>
+#include <nn/train/safetensors.h>
 #include <nn/train/settings.h>
 #include <nn/train/trainer.h>
 
@@ -26,6 +29,9 @@ namespace train_args {
 struct Options {
     nn::TrainConfig config;
     std::optional<std::string> data, csv, grad_csv, report, out, resume, init_from;
+    std::optional<nn::DataFile> data_file;  // --data's size and checksum, once read (train_start::with_checkpoint_files)
+    std::optional<nn::SavedRun> saved;      // with --resume: what its checkpoint says of its run (the same)
+    std::set<std::string> outputs_off;      // "--csv none", ...: no such file, not even a resumed checkpoint's
     std::optional<std::string> tokenizer;  // --tokenizer DIR: GPT-2's BPE files
     int64_t threads = 1;
     std::optional<int64_t> until;
@@ -46,6 +52,29 @@ struct Options {
         return changed.run;
     }
 };
+
+// The files a run writes besides its checkpoints, which the checkpoints keep by `name` (nn::RunFiles) so
+// that a resumed run continues them.
+struct OutputFile {
+    const char* flag;  // "--csv"
+    const char* name;  // in nn::RunFiles::outputs: "csv"
+    std::optional<std::string> Options::*path;
+};
+inline constexpr OutputFile kOutputFiles[] = {
+    {"--csv", "csv", &Options::csv}, {"--grad-csv", "grad_csv", &Options::grad_csv}, {"--report", "report", &Options::report}};
+inline const OutputFile& output_file(std::string_view flag) {
+    return *std::find_if(std::begin(kOutputFiles), std::end(kOutputFiles), [&](const OutputFile& f) { return f.flag == flag; });
+}
+
+// An output's flag: a file, or `none` for no such file (with --resume: not the checkpoint's either).
+inline std::function<void(const cli::Value&)> output_setter(Options& o, const OutputFile& f) {
+    return [&o, &f](const cli::Value& v) {
+        const bool off = v.text() == "none";
+        o.*f.path = off ? std::nullopt : std::optional<std::string>(v.file());
+        if (off) o.outputs_off.insert(f.flag);
+        else o.outputs_off.erase(f.flag);
+    };
+}
 
 // Given for a kind that does not read its ModelConfig field (nn::model_fields()), a model flag is refused
 // rather than ignored. (--block is the training window too: every kind takes it.)
@@ -167,11 +196,26 @@ inline std::string evaluation_title() {
     return text;
 }
 
+// What an argument without a flag may have meant: train takes a checkpoint only as --resume or --init-from.
+inline std::string checkpoint_hint(const std::string& argument) {
+    try {
+        const nn::SafetensorsReader file(argument);
+        const std::string shown = nn::printable_name(argument);
+        if (file.metadata().contains("train.step"))
+            return fmt::format("a checkpoint: --resume {} continues its run, --init-from {} starts a new run from its weights", shown, shown);
+        return fmt::format("weights: --init-from {} starts a run from them", shown);
+    } catch (const std::exception&) {
+        return "";  // not a safetensors file (or none at all)
+    }
+}
+
 // The parser, its handlers writing into `o` (which must outlive it).
 inline cli::Parser make_parser(Options& o) {
     nn::TrainConfig& c = o.config;
     c.model.kind = nn::ModelKind::head;
-    cli::Parser p("train", "[options]", "Train a character-level language model, from the bigram to a small GPT.");
+    cli::Parser p("train", "[options]",
+                  "Train a language model, from the bigram to GPT-2, on characters, GPT-2's BPE or a token file.");
+    p.argument_hint(checkpoint_hint);
     // A flag that fixes the model or the training: refused with --resume (the checkpoint fixes them).
     const auto fixed = [&o](std::function<void(const cli::Value&)> on) {
         return [&o, on = std::move(on)](const cli::Value& v) {
@@ -222,18 +266,19 @@ inline cli::Parser make_parser(Options& o) {
     p.section(evaluation_title());
     add_settings(p, o, nn::Setting::Section::evaluation);
     p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
-                              "step 0 and every evaluation",
-             [&o](const cli::Value& v) { o.csv = v.file(); });
+                              "step 0, every --log-every steps and every evaluation; none: no log",
+             output_setter(o, output_file("--csv")));
     p.option("--report", "HTML", "write a self-contained report page (losses, lr, gradient norms, attention\n"
                                  "maps and head statistics, settings), rewritten at every evaluation",
-             [&o](const cli::Value& v) { o.report = v.file(); });
-    p.option("--grad-csv", "FILE", "log the gradient-flow report to FILE (step, kind, name, norms, update\n"
-                                   "ratio, head stats)",
-             [&o](const cli::Value& v) { o.grad_csv = v.file(); });
+             output_setter(o, output_file("--report")));
+    p.option("--grad-csv", "FILE", "log the gradient-flow report (--grad-report) to FILE (step, kind, name,\n"
+                                   "norms, update ratio, head stats)",
+             output_setter(o, output_file("--grad-csv")));
     p.option("--out", "CKPT", "save a checkpoint at every evaluation and at the end",
              [&o](const cli::Value& v) { o.out = v.file(); });
     p.option("--resume", "CKPT", "continue a saved run exactly where it stopped, saving back to CKPT\n"
-                                 "unless --out names another file",
+                                 "unless --out names another file; on the --data file it names, and\n"
+                                 "continuing its --csv, --grad-csv and --report, unless given (or none)",
              [&o](const cli::Value& v) { o.resume = v.file(); });
     p.option("--until", "STEP", "stop after this step, past the checkpoint's (the schedule still spans --steps)",
              [&o](const cli::Value& v) { o.until = v.integer(1, nn::setting("--steps").max); });  // past a resumed checkpoint's step
@@ -244,6 +289,16 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--prompt", "TEXT", with_default("what the sample starts from", "a newline"),  // nn::default_prompt
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     return p;
+}
+
+// --log-every given writes rows to --csv or --report: refused without either (after a resumed run's are
+// known: train_start::with_checkpoint_files).
+inline void check_log_outputs(const Options& o) {
+    const auto given = [&](const char* flag) {
+        return std::find(o.settings_given.begin(), o.settings_given.end(), &nn::setting(flag)) != o.settings_given.end();
+    };
+    if (given("--log-every") && !o.csv && !o.report)
+        throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
 }
 
 // The checks across flags, after parsing. Throws cli::UsageError.
@@ -260,8 +315,6 @@ inline void check_options(Options& o) {
     for (const std::string& flag : o.model_flags)
         if (o.init_from && fixed_by_init_from(flag) && flag != "--n-head")
             throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
-    if (c.run.log_every != 0 && !o.csv && !o.report)
-        throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
     try {
         nn::check_min_lr(c, &nn::Setting::flag);
     } catch (const std::invalid_argument& e) {

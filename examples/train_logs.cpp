@@ -10,7 +10,10 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <nn/files/file_names.h>
 #include <nn/train/settings.h>
+
+#include "train_progress.h"
 
 namespace train_logs {
 
@@ -20,14 +23,33 @@ using train_args::Options;
 
 // The --csv and --grad-csv logs: each flag, its file, and its first line (the columns).
 constexpr std::string_view kCsvHeader = "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s\n";
+run_logs::Log log_at(const train_args::OutputFile& f, const std::string& path) {
+    static const std::string grad_header = nn::GradientReport::csv_header();  // (a Log holds a view of it)
+    return run_logs::Log{f.flag, path, f.path == &Options::csv ? kCsvHeader : std::string_view(grad_header)};
+}
 std::optional<run_logs::Log> csv_log(const Options& o) {
     if (!o.csv) return std::nullopt;
-    return run_logs::Log{"--csv", *o.csv, kCsvHeader};
+    return log_at(train_args::output_file("--csv"), *o.csv);
 }
 std::optional<run_logs::Log> grad_csv_log(const Options& o) {
-    static const std::string header = nn::GradientReport::csv_header();  // (a Log holds a view of it)
     if (!o.grad_csv) return std::nullopt;
-    return run_logs::Log{"--grad-csv", *o.grad_csv, header};
+    return log_at(train_args::output_file("--grad-csv"), *o.grad_csv);
+}
+
+// Why the resumed checkpoint's output `f` at `path` is not continued, or "" when it is: it must be there and
+// still this run's (a log with its header, the page of the checkpoint's run id).
+std::string not_continued(const train_args::OutputFile& f, const std::string& path, const std::string& run_id) {
+    std::error_code error;
+    if (!std::filesystem::exists(path, error)) return "it is missing";
+    if (f.path != &Options::report)
+        return run_logs::continues(log_at(f, path), /*force=*/true) ? "" : fmt::format("it is no longer a train {} log", f.flag);
+    std::string page_id;
+    try {
+        page_id = report::RunReport::read(path, {}).run_id();
+    } catch (const std::runtime_error&) {
+        return "it is no longer a report page";
+    }
+    return !run_id.empty() && page_id == run_id ? "" : "it is the page of another run now";
 }
 
 // The last step whose rows a resumed run's logs keep: the checkpoint's (its rows are written before it
@@ -75,6 +97,40 @@ std::string new_run_id() {
 }
 
 }  // namespace
+
+void continue_checkpoint_outputs(Options& o) {
+    if (!o.saved) return;
+    const nn::RunFiles& saved = o.saved->files;
+    const std::string checkpoint = nn::printable_name(*o.resume);
+    // The files the command line names: one of them is that, not the checkpoint's output too.
+    const Files named = files_of(o);
+    const auto named_as = [&](const std::string& path) -> std::string {
+        for (const cli::Input& in : named.inputs)
+            if (cli::same_file(path, in.path)) return in.flag;
+        for (const cli::Output& out : named.outputs)
+            if (cli::same_file(path, out.path)) return out.flag;
+        return "";
+    };
+    std::string continued;
+    const char* first = nullptr;  // its flag, the example of how to change one
+    for (const train_args::OutputFile& f : train_args::kOutputFiles) {
+        const auto kept = saved.outputs.find(f.name);
+        if (o.*f.path || o.outputs_off.contains(f.flag) || kept == saved.outputs.end()) continue;
+        const std::string path = kept->second.string();
+        const std::string as = named_as(path);
+        if (const std::string why = as.empty() ? not_continued(f, path, o.saved->run_id) : "the command line gives it as " + as;
+            !why.empty()) {
+            train_progress::note(fmt::format("--resume {}: not continuing its {} {}: {}\n", checkpoint, f.flag, nn::printable_name(path), why));
+            continue;
+        }
+        o.*f.path = path;
+        continued += fmt::format("{}{} {}", first ? ", " : "", f.flag, nn::printable_name(path));
+        first = first ? first : f.flag;
+    }
+    if (first)
+        train_progress::note(fmt::format("--resume {}: continuing its {}; give {} FILE or {} none to change that\n", checkpoint,
+                                         continued, first, first));
+}
 
 Files files_of(const Options& o) {
     Files f;

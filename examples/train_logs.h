@@ -27,6 +27,12 @@ struct Files {
 };
 Files files_of(const train_args::Options& o);
 
+// With --resume, the --csv, --grad-csv and --report its checkpoint names (o.saved), where the
+// command line gives none and does not turn it off (`none`): each continued when it is there and still
+// this run's (a log with its header, the page of the checkpoint's run id), else left, saying why. The
+// ones continued are said on stderr.
+void continue_checkpoint_outputs(train_args::Options& o);
+
 // Which logs a resumed run continues: only its own, checked before any work (run_logs::continues).
 struct LogsContinued {
     bool csv = false, grad_csv = false;

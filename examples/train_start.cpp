@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <autograd/autograd.h>
+#include <nn/files/file_names.h>
 #include <nn/train/bpe.h>
 #include <nn/train/data_file.h>
 #include <nn/train/safetensors.h>
@@ -15,6 +16,7 @@
 #include <nn/tutorial/tasks.h>
 
 #include "load_checkpoint.h"
+#include "train_logs.h"
 #include "train_progress.h"
 
 namespace train_start {
@@ -23,9 +25,23 @@ namespace {
 
 using train_args::Options;
 
+// An error about the --data file as train names it: "--data FILE: problem" (the library's messages start
+// with the path, quoted: "'FILE': problem").
+template <typename F>
+auto reading_data(const Options& o, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const std::runtime_error& e) {
+        std::string_view what = e.what();
+        if (!o.data || !what.starts_with(nn::detail::path_str(*o.data) + ": ")) throw;
+        what.remove_prefix(nn::detail::path_str(*o.data).size() + 2);
+        throw std::runtime_error(fmt::format("--data {}: {}", nn::printable_name(*o.data), what));
+    }
+}
+
 // The text to train on: the file, or the copy task (always the same text, so a resume finds it again).
 std::string training_text(const Options& o) {
-    if (o.data) return nn::read_text_file(*o.data);
+    if (o.data) return reading_data(o, [&] { return nn::read_text_file(*o.data); });
     autograd::Generator gen(20260);
     return nn::copy_task_text(5000, gen);
 }
@@ -42,7 +58,7 @@ nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
     const std::filesystem::path path = *o.data;
     if (!nn::is_token_file(path)) {
         const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&tokenizer);
-        return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path)));
+        return reading_data(o, [&] { return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path))); });
     }
     nn::TokenIds train = nn::map_token_file(path, tokenizer.vocab_size());
     std::string name = path.filename().string();
@@ -153,16 +169,34 @@ nn::Trainer start_from_checkpoint(const Options& o) {
     return trainer;
 }
 
-// The trainer the command line asks for, before the command line's changes to a resumed run.
-nn::Trainer trainer_of(const Options& o) {
-    if (o.resume) {  // the text is needed only until it is tokens
+// --resume: the checkpoint's run on the same data. One that names no data file (saved before checkpoints
+// kept it, or trained on the built-in copy task) and that is not the copy task's needs --data.
+nn::Trainer resumed(const Options& o) {
+    try {
         if (uses_tokens(o))
             return nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
                 check_tokenizer(o, saved, *o.resume);
                 return token_data(o, saved);
             });
-        return nn::Trainer::resume(*o.resume, training_text(o));
+        if (o.data) return nn::Trainer::resume(*o.resume, training_text(o));  // the text is needed only until it is tokens
+        return nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
+            try {
+                return nn::TextData(saved.encode_ids(training_text(o)));
+            } catch (const std::invalid_argument& e) {  // characters its vocabulary lacks: not its data either
+                throw nn::DataMismatch(e.what());
+            }
+        });
+    } catch (const nn::DataMismatch&) {
+        if (o.data) throw;
+        throw std::runtime_error(fmt::format("--resume {} names no data file (checkpoints saved by older versions do not) and was "
+                                             "not trained on the built-in copy task: give --data FILE, the file of {} tokens it was "
+                                             "trained on", nn::printable_name(*o.resume), o.saved ? o.saved->tokens : 0));
     }
+}
+
+// The trainer the command line asks for, before the command line's changes to a resumed run.
+nn::Trainer trainer_of(const Options& o) {
+    if (o.resume) return resumed(o);
     if (o.init_from) return start_from_checkpoint(o);
     nn::TrainConfig config = o.config;
     if (uses_tokens(o)) {
@@ -173,16 +207,69 @@ nn::Trainer trainer_of(const Options& o) {
         return nn::Trainer(config, std::move(tokenizer), std::move(data));
     }
     // a file is read as token ids alone, never held as text
-    auto [tokenizer, tokens] = o.data ? nn::read_tokenized_text(*o.data) : nn::tokenize(training_text(o));
+    auto [tokenizer, tokens] = o.data ? reading_data(o, [&] { return nn::read_tokenized_text(*o.data); }) : nn::tokenize(training_text(o));
     config.model.vocab = tokenizer.vocab_size();
     return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
 }
 
+// The data file the checkpoint names, for a resume without --data: used when it is there and unchanged,
+// refused otherwise, naming it and why.
+nn::DataFile unchanged_data_file(const std::string& checkpoint, const nn::DataFile& kept) {
+    const std::string trained_on =
+        fmt::format("--resume {} was trained on {}", nn::printable_name(checkpoint), nn::printable_name(kept.path.string()));
+    const char* const advice = "give --data FILE, the file it was trained on";
+    std::error_code error;
+    if (!std::filesystem::exists(kept.path, error))
+        throw std::runtime_error(fmt::format("{}, which is missing now; {}", trained_on, advice));
+    nn::DataFile now;
+    try {
+        now = nn::data_file(kept.path);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("{}, which cannot be read now ({}); {}", trained_on, e.what(), advice));
+    }
+    if (now.bytes != kept.bytes)
+        throw std::runtime_error(fmt::format("{}, which has changed since: {} bytes then, {} now; {}", trained_on, kept.bytes, now.bytes, advice));
+    if (now.checksum != kept.checksum)
+        throw std::runtime_error(fmt::format("{}, which has changed since: the same {} bytes, but other bytes in them (its checksum "
+                                             "differs); {}", trained_on, now.bytes, advice));
+    return now;
+}
+
+// What the run's checkpoints keep of its files: its --data (the size and checksum read now, unless read
+// already) and its outputs.
+nn::RunFiles run_files_of(const Options& o) {
+    nn::RunFiles files;
+    if (o.data) files.data = o.data_file ? *o.data_file : reading_data(o, [&] { return nn::data_file(*o.data); });
+    for (const train_args::OutputFile& f : train_args::kOutputFiles)
+        if (const std::optional<std::string>& path = o.*f.path) files.outputs.emplace(f.name, *path);
+    return files;
+}
+
 }  // namespace
+
+Options with_checkpoint_files(Options o) {
+    if (o.resume) {
+        try {
+            o.saved = nn::read_saved_run(*o.resume);
+        } catch (const std::runtime_error&) {
+            // not a checkpoint that can be read: the resume itself says what is wrong, after the checks on the outputs
+        }
+        if (!o.data && o.saved && o.saved->files.data) {
+            o.data_file = unchanged_data_file(*o.resume, *o.saved->files.data);
+            o.data = o.data_file->path.string();
+            train_progress::note(fmt::format("--resume {}: on its --data {} (unchanged: {} bytes)\n", nn::printable_name(*o.resume),
+                                             nn::printable_name(*o.data), o.data_file->bytes));
+        }
+        train_logs::continue_checkpoint_outputs(o);
+    }
+    train_args::check_log_outputs(o);
+    return o;
+}
 
 nn::Trainer new_trainer(const Options& o) {
     nn::Trainer trainer = trainer_of(o);
     trainer.set_run(o.run_settings(trainer.config().run));
+    trainer.set_run_files(run_files_of(o));  // (--data read again for its checksum only once it was taken)
     if (o.resume && o.steps_given)
         naming_flag("--steps", std::optional<int64_t>(o.config.steps), [&] { trainer.extend_to(o.config.steps); });
     return trainer;

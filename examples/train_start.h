@@ -21,6 +21,14 @@ namespace train_start {
 // learning-rate schedule is recomputed over the new total: nn::Trainer::extend_to).
 nn::Trainer new_trainer(const train_args::Options& o);
 
+// With --resume, the files the checkpoint names (nn::RunFiles) where the command line gives none, each
+// said on stderr: its --data file, used when it is there and unchanged (its size and checksum; refused
+// otherwise, naming it and why), and its --csv, --grad-csv and --report, continued when they are there
+// and still this run's (a log with its header, the page of its run id). `none` for one of them, or
+// another file, changes that; a checkpoint saved before they were kept names none. Before the checks on
+// the outputs: the files it adds are checked with the others.
+train_args::Options with_checkpoint_files(train_args::Options o);
+
 // An std::invalid_argument from the library about a flag's value, as "FLAG VALUE: problem".
 template <typename F>
 auto naming_flag(const char* flag, const std::optional<int64_t>& value, F&& f) -> decltype(f()) {

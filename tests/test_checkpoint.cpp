@@ -21,6 +21,7 @@
 #include "temp_dir.h"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using namespace autograd;
 namespace fs = std::filesystem;
 
@@ -373,7 +374,7 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
         INFO("case: " << cases[i].what);
         const fs::path p = dir.write(fmt::format("case{}.safetensors", i), cases[i].bytes);
         const std::string message = load_error(p);
-        CHECK_THAT(message, Contains("load_safetensors: '" + p.string() + "'") && Contains(cases[i].reason));
+        CHECK_THAT(message, StartsWith("'" + p.string() + "': ") && Contains(cases[i].reason));
     }
 
     // Bounds on the file and the header, each below this good file's sizes.
@@ -534,5 +535,5 @@ TEST_CASE("load_module rejects missing, extra and mismatched tensors and leaves 
 
     // A corrupt file is the loader's error, and also leaves the module alone.
     const fs::path corrupt = dir.write("corrupt.safetensors", read_bytes(wide).substr(0, 40));
-    CHECK_THAT(fails(corrupt), Contains("load_safetensors"));
+    CHECK_THAT(fails(corrupt), StartsWith("'" + corrupt.string() + "': the header length") && Contains("runs past the end of the file"));
 }

@@ -22,6 +22,7 @@
 #include "temp_dir.h"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using nn::CharTokenizer;
 using nn::Split;
 using nn::TextData;
@@ -455,8 +456,9 @@ TEST_CASE("read_tokenized_text and read_text_file name problems past the first r
                                         [](const fs::path& p) { nn::read_tokenized_text(p); }, "read_tokenized_text"},
                                     {[](const fs::path& p) { nn::read_text_file(p); }, "read_text_file"}}) {
         INFO(who);
+        // the message starts with the path, not the function's name: a program prints it as it is
         CHECK_THAT(runtime_error_message([&] { read(nul); }),
-                   Contains(who + ": '" + nul.string() + "': holds binary data, not text (a NUL byte at offset 100000)"));
+                   StartsWith("'" + nul.string() + "': holds binary data, not text (a NUL byte at offset 100000)"));
         CHECK_THAT(runtime_error_message([&] { read(latin1); }),
                    Contains("is not UTF-8 text") && Contains("invalid UTF-8 at byte offset 100003"));
         CHECK_THAT(runtime_error_message([&] { read(cut); }),
@@ -484,7 +486,7 @@ TEST_CASE("read_tokenized_text refuses a file larger than the memory before read
         return;
     }
     const std::string message = runtime_error_message([&] { nn::read_tokenized_text(huge); });
-    CHECK_THAT(message, Contains("read_tokenized_text: '" + huge.string() + "': its ") &&
+    CHECK_THAT(message, StartsWith("'" + huge.string() + "': its ") &&
                             Contains("of text would take about") && Contains("more than this machine's"));
     CHECK_THAT(message, !Contains("binary"));
 }
@@ -575,10 +577,9 @@ TEST_CASE("an allocation that fails while reading data says what it was for and 
     TempDir dir("text-bad-alloc");
     const fs::path path = dir.write("big.txt", text_of_symbols(26, 32000000));  // 32 MB, 1 byte an id
     CHECK_THAT(message_with_little_memory("read_tokenized_text", 8 << 20, path),
-               Contains("read_tokenized_text: '" + path.string() +
-                        "': could not allocate 32 MB for the token ids (32000000 characters, 1 byte each)"));
+               StartsWith("'" + path.string() + "': could not allocate 32 MB for the token ids (32000000 characters, 1 byte each)"));
     CHECK_THAT(message_with_little_memory("read_text_file", 8 << 20, path),
-               Contains("read_text_file: '" + path.string() + "': could not allocate 32 MB for the text"));
+               StartsWith("'" + path.string() + "': could not allocate 32 MB for the text"));
     // With room, the same calls succeed there: the limit is what failed them.
     CHECK(message_with_little_memory("read_tokenized_text", 256 << 20, path).empty());
     CHECK(message_with_little_memory("read_text_file", 256 << 20, path).empty());
@@ -587,7 +588,7 @@ TEST_CASE("an allocation that fails while reading data says what it was for and 
 TEST_CASE("an allocation that fails while making the model says what it was for and how much", "[text][memory]") {
     // about 27 million parameters: 0.44 GB with gradients and AdamW's moments
     CHECK_THAT(message_with_little_memory("model", 32 << 20),
-               Contains("Trainer: could not allocate about 0.4") && Contains("GB for the gpt model and its optimizer"));
+               StartsWith("could not allocate about 0.4") && Contains("GB for the gpt model and its optimizer"));
     CHECK(message_with_little_memory("model", 1200 << 20).empty());
 }
 #endif

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,7 @@ TEST_CASE("Every setting of the table is a flag of train's that sets it, and --h
     CHECK_THAT(help_of(help, nn::setting("--steps")), Contains("(default 2000)"));
     CHECK_THAT(help_of(help, nn::setting("--lr")), Contains("(default 0.001)"));
     CHECK_THAT(help_of(help, nn::setting("--min-lr")), Contains("(default lr/10)"));
-    CHECK_THAT(help_of(help, nn::setting("--log-every")), Contains("(default off)"));
+    CHECK_THAT(help_of(help, nn::setting("--log-every")), Contains("(default auto)"));
     CHECK_THAT(help_of(help, nn::setting("--top-k")), Contains("(default 0)"));
 }
 
@@ -117,6 +118,22 @@ TEST_CASE("With --resume, the run settings given replace the checkpoint's and th
     CHECK(o.run_settings(saved) == expected);
     CHECK(o.steps_given);
     CHECK(o.model_flags.empty());  // --steps extends a resumed run
+}
+
+TEST_CASE("An output's flag takes none: no such file, not even the one a resumed checkpoint names", "[train_args][files]") {
+    const train_args::Options off = parse({"--resume", "run.st", "--csv", "none", "--grad-csv", "grads.csv", "--report", "none"});
+    CHECK_FALSE(off.csv);
+    CHECK(off.grad_csv == "grads.csv");
+    CHECK_FALSE(off.report);
+    CHECK(off.outputs_off == std::set<std::string>{"--csv", "--report"});
+    const train_args::Options again = parse({"--csv", "none", "--csv", "run.csv"});  // the last one given counts
+    CHECK(again.csv == "run.csv");
+    CHECK(again.outputs_off.empty());
+    // --log-every writes rows to the log or the page: given with both off, it is refused
+    CHECK_THROWS_WITH(train_args::check_log_outputs(parse({"--log-every", "5", "--csv", "none"})),
+                      "--log-every needs --csv or --report: it writes rows to those");
+    CHECK_NOTHROW(train_args::check_log_outputs(parse({"--log-every", "5", "--report", "run.html"})));
+    CHECK_NOTHROW(train_args::check_log_outputs(parse({"--csv", "none"})));  // the default logs nowhere then
 }
 
 TEST_CASE("The page docs/settings.md lists every setting's flag with its default and limits", "[train_args][settings]") {

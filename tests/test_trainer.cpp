@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <map>
 
@@ -334,6 +335,75 @@ TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit"
           trainer.tokenizer().checkpoint_metadata());
     // No temporary file is left beside it.
     CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("A checkpoint keeps the run's files relative to its directory, and resume reads them back as paths from here",
+          "[trainer][files]") {
+    const std::string text = copy_text(200, 44);
+    TempDir dir("run-files");
+    const fs::path runs = fs::relative(dir.path);  // relative paths, as a user types them
+    fs::create_directories(runs / "ckpt");
+    const fs::path data = runs / "data.txt";
+    std::ofstream(data) << text;
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
+    const fs::path bare = runs / "bare.safetensors";
+    trainer.save(bare);
+    CHECK(nn::read_saved_run(bare).files == nn::RunFiles{});  // none set, none kept: no key in the file
+    for (const auto& [key, value] : nn::load_safetensors(bare).metadata) CHECK_FALSE((key.starts_with("data.file") || key.starts_with("outputs.")));
+
+    const nn::RunFiles files{.data = nn::data_file(data),
+                             .outputs = {{"csv", runs / "ckpt" / "logs" / "log.csv"}, {"report", "/somewhere/else/run.html"}}};
+    CHECK(files.data->bytes == text.size());
+    trainer.set_run_files(files);
+    const fs::path path = runs / "ckpt" / "run.safetensors";
+    trainer.save(path);
+    const auto metadata = nn::load_safetensors(path).metadata;
+    CHECK(metadata.at("outputs.csv") == "logs/log.csv");  // in the checkpoint's folder: from it
+    CHECK(metadata.at("data.file") == fs::absolute(data).lexically_normal().string());  // outside it: absolute
+    CHECK(metadata.at("data.file_bytes") == std::to_string(text.size()));
+    CHECK(metadata.at("outputs.report") == "/somewhere/else/run.html");
+    nn::RunFiles from_here = files;
+    from_here.data->path = fs::absolute(data).lexically_normal();
+    CHECK(nn::read_saved_run(path).files == from_here);
+    CHECK(nn::read_saved_run(path).tokens == text.size());
+    CHECK(nn::Trainer::resume(path, text).run_files() == from_here);
+    // the same checkpoint named from elsewhere: the paths follow it
+    CHECK(nn::read_saved_run(fs::absolute(path)).files.outputs.at("csv") == fs::absolute(runs / "ckpt" / "logs" / "log.csv").lexically_normal());
+}
+
+TEST_CASE("data_file: a file's size and a checksum that any changed byte changes, and a missing file or a directory named",
+          "[trainer][files]") {
+    TempDir dir("data-file");
+    std::string text(3 * (1 << 20) + 5, 'a');  // past the 1 MiB buffer, and not a whole number of words
+    for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + (i * 7919) % 26);
+    const nn::DataFile first = nn::data_file(dir.write("a.txt", text));
+    CHECK(first.bytes == text.size());
+    CHECK(nn::data_file(dir.write("same.txt", text)).checksum == first.checksum);
+    for (const size_t at : {size_t{0}, size_t{1} << 20, text.size() - 1}) {
+        INFO("byte " << at);
+        std::string edited = text;
+        edited[at] = edited[at] == 'a' ? 'b' : 'a';
+        const nn::DataFile changed = nn::data_file(dir.write("edited.txt", edited));
+        CHECK(changed.bytes == first.bytes);
+        CHECK(changed.checksum != first.checksum);
+    }
+    CHECK_THROWS_WITH(nn::data_file(dir.path / "missing.txt"),
+                      "'" + (dir.path / "missing.txt").string() + "': cannot open (No such file or directory)");
+    CHECK_THROWS_WITH(nn::data_file(dir.path), "'" + dir.path.string() + "': is a directory, not a data file");
+}
+
+TEST_CASE("resume of other data throws DataMismatch, saying how many tokens the checkpoint was trained on", "[trainer][files]") {
+    TempDir dir("mismatch");
+    const std::string text = copy_text(200, 8);
+    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
+    const fs::path path = dir.path / "run.safetensors";
+    trainer.save(path);
+    try {
+        (void)nn::Trainer::resume(path, copy_text(200, 9));
+        FAIL("resume accepted other data");
+    } catch (const nn::DataMismatch& e) {
+        CHECK_THAT(e.what(), Contains("the checkpoint was trained on different data (" + std::to_string(text.size()) + " tokens)"));
+    }
 }
 
 TEST_CASE("resume rejects other data, plain weights, truncated and mismatched checkpoints, naming the file", "[trainer]") {
@@ -667,7 +737,7 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
     CHECK_THAT(resumed_with("run.temperature", bits(1000.0f)), Contains("run.temperature is 1000"));
     CHECK_THAT(resumed_with("train.beta2", bits(1.0f)), Contains("train.beta2 is 1; --beta2 takes a number at least 0 and below 1"));
     CHECK_THAT(resumed_with("train.min_lr", bits(0.5f)), Contains("train.min_lr 0.5 is above train.lr 0.001"));
-    // the values no flag writes but a run holds: log_every 0 (off) and min_lr -1 (lr / 10)
+    // the values no flag writes but a run holds: log_every 0 (auto) and min_lr -1 (lr / 10)
     CHECK(file.metadata.at("run.log_every") == "0");
     CHECK(file.metadata.at("train.min_lr") == bits(-1.0f));
     CHECK_NOTHROW(nn::Trainer::resume(good, text));

@@ -90,6 +90,42 @@ void Parser::positional(std::string meta, std::string help, std::function<void(c
     positionals_.push_back({std::move(meta), std::move(help), std::move(on), required});
 }
 
+void Parser::argument_hint(std::function<std::string(const std::string&)> hint) { argument_hint_ = std::move(hint); }
+
+namespace {
+
+// The edits (insert, delete, replace, swap two neighbours) that make `a` into `b`: "--modle" is 1 from "--model".
+size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+        for (size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string Parser::closest_flag(std::string_view name) const {
+    std::vector<std::string_view> known = {"--help", "--version"};
+    for (const Flag& f : flags_) known.push_back(f.name);
+    std::string_view best;
+    size_t best_distance = 0;
+    for (const std::string_view flag : known) {
+        const size_t distance = edit_distance(name, flag);
+        if (best.empty() || distance < best_distance) {
+            best = flag;
+            best_distance = distance;
+        }
+    }
+    // a typo, not another word: at most 1 edit in a short name, 2 in a longer one
+    const size_t letters = name.size() - std::min(name.find_first_not_of('-'), name.size());
+    return best_distance <= (letters <= 4 ? 1u : 2u) ? std::string(best) : std::string();
+}
+
 const Parser::Flag* Parser::find(std::string_view name) const {
     for (const Flag& f : flags_)
         if (f.name == name) return &f;
@@ -131,7 +167,10 @@ void Parser::parse(int argc, const char* const* argv) {
             const size_t p = next_positional++;
             return take(p, Value(positionals_[p].meta, text));
         }
-        if (positionals_.empty() || !positionals_.back().repeats) throw UsageError(fmt::format("unexpected argument '{}'", text));
+        if (positionals_.empty() || !positionals_.back().repeats) {
+            const std::string hint = argument_hint_ ? argument_hint_(text) : std::string();
+            throw UsageError(fmt::format("unexpected argument '{}'{}", text, hint.empty() ? "" : " (" + hint + ")"));
+        }
         positionals_.back().on(Value(positionals_.back().meta, text));
     };
     for (int i = 1; i < argc; ++i) {
@@ -149,7 +188,10 @@ void Parser::parse(int argc, const char* const* argv) {
         const size_t equals = arg.find('=');
         const std::string name = arg.substr(0, equals);
         const Flag* f = find(name);
-        if (!f) throw UsageError(fmt::format("unknown flag '{}'", name));
+        if (!f) {
+            const std::string closest = closest_flag(name);
+            throw UsageError(fmt::format("unknown flag '{}'{}", name, closest.empty() ? "" : fmt::format(" (did you mean {}?)", closest)));
+        }
         given_.push_back(name);
         if (f->on_switch) {
             if (equals != std::string::npos) throw UsageError(fmt::format("{} takes no value, got '{}'", name, arg));
@@ -280,6 +322,15 @@ int run(Parser& parser, int argc, char** argv, const std::function<int()>& progr
 
 // --- output files --------------------------------------------------------------------------------
 
+// The same file: by device and inode when both exist, else by the path with symbolic links resolved.
+bool same_file(const std::string& a, const std::string& b) {
+    struct stat sa {}, sb {};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    std::error_code ea, eb;
+    const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea), cb = fs::weakly_canonical(fs::absolute(b), eb);
+    return !ea && !eb && ca == cb;
+}
+
 namespace {
 
 std::string named(const std::string& flag, const std::string& path) {
@@ -290,15 +341,6 @@ std::string named(const std::string& flag, const std::string& path) {
 fs::path directory_of(const std::string& path) {
     const fs::path p(path);
     return p.has_parent_path() ? p.parent_path() : fs::path(".");
-}
-
-// The same file: by device and inode when both exist, else by the path with symbolic links resolved.
-bool same_file(const std::string& a, const std::string& b) {
-    struct stat sa {}, sb {};
-    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    std::error_code ea, eb;
-    const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea), cb = fs::weakly_canonical(fs::absolute(b), eb);
-    return !ea && !eb && ca == cb;
 }
 
 // A save renames a new file over an existing output; refuse now what would make that rename fail

@@ -78,7 +78,12 @@ public:
     void positional_or_option(std::string meta, std::string flag, std::string help, std::function<void(const Value&)> on,
                               bool required);
 
+    // Advice for an argument the program takes no more of, added to "unexpected argument 'X'" in
+    // parentheses when `hint` returns some (train: a checkpoint given without --resume).
+    void argument_hint(std::function<std::string(const std::string&)> hint);
+
     // Calls each flag's handler in command-line order. Throws UsageError, HelpRequested or VersionRequested.
+    // An unknown flag names the closest known one when it is a typo of it ("--modle": did you mean --model?).
     void parse(int argc, const char* const* argv);
     // True when the flag appeared on the command line.
     bool given(std::string_view name) const;
@@ -99,15 +104,23 @@ private:
         bool repeats = false;
     };
     const Flag* find(std::string_view name) const;
+    std::string closest_flag(std::string_view name) const;  // "" when none is a likely typo of `name`
 
     std::string program_, synopsis_, about_, section_;
     std::vector<Flag> flags_;
     std::vector<Positional> positionals_;
     std::vector<std::string> given_;
+    std::function<std::string(const std::string&)> argument_hint_;
 };
 
 // "program (tinygpt) 0.1.0"
 std::string version_line(std::string_view program);
+
+// A count and its noun, which agree: "1 step", "3 steps" (a noun whose plural takes an s).
+template <typename Count>
+std::string counted(Count n, std::string_view noun) {
+    return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
 
 // Runs a program: parses, then calls `program_body` and returns its exit status. Help and version exit 0; a
 // UsageError prints "program: problem; see --help" and exits 2; any other exception prints "program:
@@ -149,6 +162,9 @@ void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::strin
 // checkpoint's own must be the ones given.
 void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer,
                          std::optional<int64_t>& n_head, std::string help, bool required);
+
+// The same file: by device and inode when both exist, else by the path with symbolic links resolved.
+bool same_file(const std::string& a, const std::string& b);
 
 // Checks, before any work, the files a program will write, and refuses (cli::UsageError):
 //   - an output that is the same file as an input or another output (device and inode, or the same

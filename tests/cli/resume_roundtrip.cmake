@@ -7,8 +7,10 @@
 # their CSV logs have the same rows. The JSON train_loss and val_loss must be equal as printed
 # (6 decimals, from bit-identical weights), and so must the CSV logs apart from tokens/s. The resumed run
 # has no --out: it saves back to the checkpoint it resumed, which must end byte-identical to the straight
-# run's. The resumed run names no evaluation or sample flag: the checkpoint keeps the first run's
-# (--eval-every 10 --eval-iters 2 --sample 0; the defaults would evaluate with 200 batches and sample).
+# run's (each run in a folder of its own, its log beside its checkpoint under the same name: the
+# checkpoint keeps the log's path, relative to itself). The resumed run names no evaluation, sample or log
+# flag: the checkpoint keeps the first run's (--eval-every 10 --eval-iters 2 --sample 0, the defaults would
+# evaluate with 200 batches and sample; --csv, the resumed run would log nowhere).
 #
 # Then the finished run is extended with a larger --steps (to 25: the schedule is recomputed over the
 # new total), and an --until at or before the checkpoint's step is refused.
@@ -47,19 +49,20 @@ function(read_csv_without_timing path var)
   set(${var} "${kept}" PARENT_SCOPE)
 endfunction()
 
-run_train(straight ${run_args} ${eval_args} --csv "${WORK_DIR}/straight.csv" --out "${WORK_DIR}/straight.safetensors")
-run_train(first ${run_args} ${eval_args} --csv "${WORK_DIR}/split.csv" --until 10 --out "${WORK_DIR}/run.safetensors")
-if(NOT EXISTS "${WORK_DIR}/run.safetensors")
-  message(FATAL_ERROR "--out ${WORK_DIR}/run.safetensors was not written")
+file(MAKE_DIRECTORY "${WORK_DIR}/straight" "${WORK_DIR}/split")
+run_train(straight ${run_args} ${eval_args} --csv "${WORK_DIR}/straight/run.csv" --out "${WORK_DIR}/straight/run.safetensors")
+run_train(first ${run_args} ${eval_args} --csv "${WORK_DIR}/split/run.csv" --until 10 --out "${WORK_DIR}/split/run.safetensors")
+if(NOT EXISTS "${WORK_DIR}/split/run.safetensors")
+  message(FATAL_ERROR "--out ${WORK_DIR}/split/run.safetensors was not written")
 endif()
 string(JSON first_steps GET "${first_out}" steps)
 if(NOT first_steps EQUAL 10)
   message(FATAL_ERROR "--until 10 stopped at step ${first_steps}")
 endif()
-run_train(resumed --resume "${WORK_DIR}/run.safetensors" --json --csv "${WORK_DIR}/split.csv")
+run_train(resumed --resume "${WORK_DIR}/split/run.safetensors" --json)
 
-file(SHA256 "${WORK_DIR}/straight.safetensors" straight_sha)
-file(SHA256 "${WORK_DIR}/run.safetensors" resumed_sha)
+file(SHA256 "${WORK_DIR}/straight/run.safetensors" straight_sha)
+file(SHA256 "${WORK_DIR}/split/run.safetensors" resumed_sha)
 if(NOT straight_sha STREQUAL resumed_sha)
   message(FATAL_ERROR "--resume without --out did not save the run back to its checkpoint as the straight run saved it")
 endif()
@@ -72,31 +75,31 @@ foreach(key steps train_loss val_loss params model)
   endif()
 endforeach()
 
-read_csv_without_timing("${WORK_DIR}/straight.csv" straight_csv)
-read_csv_without_timing("${WORK_DIR}/split.csv" split_csv)
+read_csv_without_timing("${WORK_DIR}/straight/run.csv" straight_csv)
+read_csv_without_timing("${WORK_DIR}/split/run.csv" split_csv)
 if(NOT straight_csv STREQUAL split_csv)
   message(FATAL_ERROR "the CSV logs differ:\nstraight:\n${straight_csv}\nsplit:\n${split_csv}")
 endif()
 string(REGEX MATCHALL "\n" rows "${straight_csv}")
 list(LENGTH rows n_rows)
-if(NOT n_rows EQUAL 4)
-  message(FATAL_ERROR "expected a header and 3 rows (steps 0, 10, 20) in the CSV:\n${straight_csv}")
+if(NOT n_rows EQUAL 22)
+  message(FATAL_ERROR "expected a header and 21 rows (steps 0 to 20: --log-every's default for 10 steps between evaluations) in the CSV:\n${straight_csv}")
 endif()
 
-run_train(extended --resume "${WORK_DIR}/run.safetensors" --steps 25 --json --out "${WORK_DIR}/extended.safetensors")
+run_train(extended --resume "${WORK_DIR}/split/run.safetensors" --steps 25 --json --out "${WORK_DIR}/extended.safetensors" --csv none)
 string(JSON extended_steps GET "${extended_out}" steps)
 if(NOT extended_steps EQUAL 25)
   message(FATAL_ERROR "--resume with --steps 25 stopped at step ${extended_steps}")
 endif()
 
-execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/run.safetensors" --until 20
+execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/split/run.safetensors" --until 20
   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT code EQUAL 1 OR NOT err MATCHES "--until 20: Trainer: stopping after step 20 trains nothing: the run is at step 20")
+if(NOT code EQUAL 1 OR NOT err MATCHES "train: --until 20: stopping after step 20 trains nothing: the run is at step 20")
   message(FATAL_ERROR "--until 20 on a checkpoint at step 20: exit ${code}, expected 1 and a refusal\n${err}")
 endif()
-execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/run.safetensors" --steps 15
+execute_process(COMMAND "${TRAIN}" --resume "${WORK_DIR}/split/run.safetensors" --steps 15
   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT code EQUAL 1 OR NOT err MATCHES "--steps 15: Trainer: the run has 20 steps; it can be extended, not shortened to 15")
+if(NOT code EQUAL 1 OR NOT err MATCHES "train: --steps 15: the run has 20 steps; it can be extended, not shortened to 15")
   message(FATAL_ERROR "--steps 15 on a run of 20: exit ${code}, expected 1 and a refusal\n${err}")
 endif()
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -62,21 +62,21 @@ expect empty_csv 2 "--csv needs a file name, got ''" -- --model head --csv ""
 
 # --- data -----------------------------------------------------------------------------------------
 printf 'text\0with a NUL\n' >binary.txt
-expect binary_data 1 "binary\.txt': holds binary data, not text \(a NUL byte at offset 4\)" -- --data binary.txt
+expect binary_data 1 "^train: --data binary\.txt: holds binary data, not text \(a NUL byte at offset 4\)$" -- --data binary.txt
 printf 'caf\xe9 latin-1\n' >latin1.txt
 expect invalid_utf8 1 "latin1\.txt.*UTF-8" -- --data latin1.txt
 # a named pipe would block open() until someone writes to it (timeout 60 in expect() turns that into a
 # failure): it is refused at once, as --data and as --resume
 # (in a folder of their own: expect()'s checksums of the fixtures would wait on them too)
 mkdir -p pipes && mkfifo pipes/fifo.txt pipes/fifo.st
-expect fifo_data 1 "fifo\.txt': is a named pipe \(FIFO\), not a text file" -- --data pipes/fifo.txt
+expect fifo_data 1 "^train: --data pipes/fifo\.txt: is a named pipe \(FIFO\), not a text file$" -- --data pipes/fifo.txt
 expect fifo_resume 1 "fifo\.st': is a named pipe \(FIFO\), not a safetensors file" -- --resume pipes/fifo.st --data text.txt
 rm -rf pipes
 # a file larger than the memory is refused before it is read (sparse: as large as it says, on no disk;
 # in a folder of its own: expect()'s checksums of the fixtures would read it)
 mkdir -p sparse
 if truncate -s 15T sparse/huge.txt 2>/dev/null; then
-    expect huge_data 1 "huge\.txt': its [0-9.e+]+ GB of text would take about [0-9.e+]+ GB of memory as token ids.*more than this machine's" -- \
+    expect huge_data 1 "^train: --data sparse/huge\.txt: its [0-9.e+]+ GB of text would take about [0-9.e+]+ GB of memory as token ids.*more than this machine's" -- \
         --data sparse/huge.txt
 fi
 rm -rf sparse

@@ -20,7 +20,8 @@ step_of() {
     local step
     step=$(head -c 65536 "$1" 2>/dev/null | grep -ao '"train.step":"[0-9]*"' | grep -o '[0-9]*') ||
         fail "$1 has no train.step in its header"
-    timeout 60 "$TRAIN" --resume "$1" --until $((step + 1)) --eval-iters 1 --sample 0 --out probe.st --force >/dev/null 2>"$1.err" ||
+    timeout 60 "$TRAIN" --resume "$1" --until $((step + 1)) --eval-iters 1 --sample 0 --out probe.st --force \
+        --csv none --grad-csv none --report none >/dev/null 2>"$1.err" ||
         fail "$1 does not load: $(tail -1 "$1.err")"
     echo "$step"
 }

@@ -23,10 +23,10 @@ mkdir limited && cp good.st limited/run.st
 (ulimit -f 64 && trap '' XFSZ && exec "$TRAIN" --resume limited/run.st --until 4 --out limited/run.st) >out.log 2>err.log
 status=$?
 [[ $status == 1 ]] || fail "exit status $status with a file size limit, expected 1"
-grep -Eq "save_safetensors: cannot write 'limited/run\.st': write failed \(File too large\)" err.log ||
+grep -Eq "^train: checkpoint: cannot write 'limited/run\.st': write failed \(File too large\)" err.log ||
     fail "no 'write failed (File too large)' message"
 check_intact limited
-echo "ok: file size limit: '$(grep -o 'save_safetensors.*' err.log)', the old checkpoint intact"
+echo "ok: file size limit: '$(grep -o 'checkpoint: .*' err.log)', the old checkpoint intact"
 
 # The log outgrows the limit while the checkpoint does not (a bigram's is about 2 KB, the CSV grows by a
 # line per evaluation): its write fails after that step's checkpoint is saved, on any machine.
@@ -52,12 +52,12 @@ if mount -t tmpfs -o size=256k tmpfs full 2>/dev/null; then
     "$TRAIN" --resume full/run.st --until 4 --out full/run.st >out.log 2>err.log
     status=$?
     [[ $status == 1 ]] || fail "exit status $status on a full disk, expected 1"
-    grep -Eq "save_safetensors: cannot write 'full/run\.st': write failed \(No space left on device\)" err.log ||
+    grep -Eq "^train: checkpoint: cannot write 'full/run\.st': write failed \(No space left on device\)" err.log ||
         fail "no 'No space left on device' message"
     cmp -s full/run.st small.st || fail "the old checkpoint on the full disk changed"
     [[ -z $(find full -name '.run.st.tmp-*') ]] || fail "a temporary file was left on the full disk"
     step_of full/run.st >/dev/null
-    echo "ok: full disk (tmpfs): '$(grep -o 'save_safetensors.*' err.log)', the old checkpoint intact"
+    echo "ok: full disk (tmpfs): '$(grep -o 'checkpoint: .*' err.log)', the old checkpoint intact"
     # The log on the disk filled to the last byte, the checkpoint elsewhere: its first row (the evaluation
     # at step 0, before any checkpoint) fails, naming the file and the step. (The ulimit case above covers
     # a log that fails after a checkpoint is saved.)

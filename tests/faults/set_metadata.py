@@ -4,7 +4,9 @@ metadata's own checksum ("crc32c.__metadata__"), when the file has one, is compu
 who knows the format would), so that what is tested is the check of the setting itself; --keep-checksum
 leaves the old one, as a plain editor or a damaged disk would.
 
-    python3 set_metadata.py [--keep-checksum] IN.st OUT.st KEY=VALUE [KEY=VALUE ...]
+    python3 set_metadata.py [--keep-checksum] IN.st OUT.st KEY=VALUE|-KEY [...]
+
+-KEY removes KEY: a checkpoint as a version that did not write it saved it.
 """
 import json
 import struct
@@ -40,6 +42,9 @@ def main(*args):
         data = f.read()
     metadata = header.setdefault("__metadata__", {})
     for assignment in assignments:
+        if assignment.startswith("-"):
+            del metadata[assignment[1:]]
+            continue
         key, _, value = assignment.partition("=")
         metadata[key] = value
     if METADATA_CHECKSUM in metadata and not keep:

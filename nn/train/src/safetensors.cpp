@@ -154,7 +154,7 @@ public:
     Reader(const std::filesystem::path& path, bool widen_half = false) : path_(path), widen_half_(widen_half) {}
 
     [[noreturn]] void fail(const std::string& what) const {
-        throw std::runtime_error(fmt::format("load_safetensors: {}: {}", path_str(path_), what));
+        throw std::runtime_error(fmt::format("{}: {}", path_str(path_), what));
     }
 
     // Reads exactly `size` bytes, or fails naming where the file ended.
@@ -280,14 +280,14 @@ std::string make_header(const std::filesystem::path& path, const NamedTensors& t
     try {
         json = header.dump();
     } catch (const nlohmann::json::exception&) {
-        throw std::invalid_argument(fmt::format("save_safetensors: {}: a tensor name or metadata entry is not valid UTF-8",
+        throw std::invalid_argument(fmt::format("{}: a tensor name or metadata entry is not valid UTF-8",
                                                 path_str(path)));
     }
     json.append((8 - json.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference writes it
     const uint64_t limit = SafetensorsLimits{}.max_header_bytes;
     if (check_size && json.size() > limit)
-        throw std::invalid_argument(fmt::format("save_safetensors: {}: the header would be {} bytes, over the {} that "
-                                                "load_safetensors reads: nothing was written",
+        throw std::invalid_argument(fmt::format("{}: the header would be {} bytes, over the {} that "
+                                                "loading reads: nothing was written",
                                                 path_str(path), json.size(), limit));
     return json;
 }
@@ -299,16 +299,16 @@ void write_safetensors(AtomicFile& file, const std::filesystem::path& path, cons
     std::set<std::string_view> names;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const auto& [name, t] = tensors[i];
-        check(!name.empty(), "save_safetensors: {}: tensor {} has an empty name", path_str(path), i);
-        check(name != kMetadataKey, "save_safetensors: {}: the name \"{}\" is reserved for metadata", path_str(path),
+        check(!name.empty(), "{}: tensor {} has an empty name", path_str(path), i);
+        check(name != kMetadataKey, "{}: the name \"{}\" is reserved for metadata", path_str(path),
               kMetadataKey);
-        check(names.insert(name).second, "save_safetensors: {}: the name {} is used twice", path_str(path),
+        check(names.insert(name).second, "{}: the name {} is used twice", path_str(path),
               quoted_name(name));
-        check(t.defined(), "save_safetensors: {}: tensor {} is undefined", path_str(path), quoted_name(name));
+        check(t.defined(), "{}: tensor {} is undefined", path_str(path), quoted_name(name));
     }
 
     for (const auto& [key, value] : metadata)
-        check(!key.starts_with(kChecksumPrefix), "save_safetensors: {}: metadata key {} is reserved for checksums",
+        check(!key.starts_with(kChecksumPrefix), "{}: metadata key {} is reserved for checksums",
               path_str(path), quoted_name(key));
 
     std::map<std::string, std::string> all_metadata = metadata;
@@ -329,7 +329,7 @@ void write_safetensors(AtomicFile& file, const std::filesystem::path& path, cons
 
 void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
-    AtomicFile file(path, "save_safetensors");
+    AtomicFile file(path, "safetensors");
     write_safetensors(file, path, tensors, metadata);
     file.commit();
 }
@@ -617,7 +617,7 @@ void load_module(const std::filesystem::path& path, Module& module) {
     try {
         load_parameters(module, file.tensors);
     } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(fmt::format("load_module: {}: {}", path_str(path), e.what()));
+        throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
     }
 }
 

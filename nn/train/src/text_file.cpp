@@ -50,10 +50,10 @@ size_t whole_characters(std::string_view bytes) {
     return n;
 }
 
-// A text file open for reading, checked to be a regular file; `who` starts its messages.
+// A text file open for reading, checked to be a regular file; its path starts its messages.
 class TextFile {
 public:
-    TextFile(const std::filesystem::path& path, const char* who) : path_(path), who_(who) {
+    explicit TextFile(const std::filesystem::path& path) : path_(path) {
         // O_NONBLOCK: opening a named pipe would otherwise wait for a writer, forever; it is refused
         // below, and on a regular file the flag changes nothing.
         fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -76,7 +76,7 @@ public:
 
     uint64_t size() const { return size_; }  // as the file system says before reading
     std::runtime_error fail(const std::string& what) const {
-        return std::runtime_error(fmt::format("{}: {}: {}", who_, path_str(path_), what));
+        return std::runtime_error(fmt::format("{}: {}", path_str(path_), what));
     }
 
     // Reads the whole file from its start and calls on_piece(piece, offset) for consecutive pieces that
@@ -114,7 +114,6 @@ public:
 
 private:
     std::filesystem::path path_;
-    const char* who_;
     int fd_ = -1;
     uint64_t size_ = 0;
 };
@@ -122,7 +121,7 @@ private:
 }  // namespace
 
 std::string read_text_file(const std::filesystem::path& path) {
-    TextFile file(path, "read_text_file");
+    TextFile file(path);
     std::string text;
     try {
         text.reserve(file.size());
@@ -134,7 +133,7 @@ std::string read_text_file(const std::filesystem::path& path) {
 }
 
 TokenizedText read_tokenized_text(const std::filesystem::path& path) {
-    TextFile file(path, "read_tokenized_text");
+    TextFile file(path);
     // Refused before reading: the ids take at least a byte per character, and most text has about
     // one character per byte.
     const uint64_t have = physical_memory_bytes();

@@ -14,19 +14,6 @@ namespace nn {
 
 using namespace autograd;
 
-namespace {
-// Every setting within the limits of the flag that sets it (nn/train/settings.h): the checks a command
-// line and a checkpoint's metadata get too. A division by zero in the program's loop, a sample of
-// negative length or an evaluation of 4e9 batches if they passed.
-void check_config(const TrainConfig& config) {
-    try {
-        check_settings(config);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(fmt::format("Trainer: {}", e.what()));
-    }
-}
-}  // namespace
-
 Trainer::Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::vector<int64_t>& tokens)
     : Trainer(config, std::move(tokenizer), TokenIds(std::span<const int64_t>(tokens))) {}
 
@@ -40,22 +27,24 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
       data_(std::move(data)),
       init_gen_(config.seed),
       batch_gen_(config.seed + 1) {
-    check_config(config);
+    // Every setting within the limits of the flag that sets it (nn/train/settings.h), as a command line's
+    // and a checkpoint's: a division by zero in the program's loop or an evaluation of 4e9 batches if not.
+    check_settings(config);
     validate_model_config(config.model);
-    check(config.model.block > 0, "Trainer: block must be positive (every kind trains on windows of that many tokens), got {}",
+    check(config.model.block > 0, "block must be positive (every kind trains on windows of that many tokens), got {}",
           config.model.block);
-    check(tokenizer_ != nullptr, "Trainer: no tokenizer");
-    check(config.model.vocab == tokenizer_->vocab_size(), "Trainer: the model's vocab {} differs from the tokenizer's {}",
+    check(tokenizer_ != nullptr, "no tokenizer");
+    check(config.model.vocab == tokenizer_->vocab_size(), "the model's vocab {} differs from the tokenizer's {}",
           config.model.vocab, tokenizer_->vocab_size());
     for (Split split : {Split::train, Split::validation})
         check(data_.size(split) > config.model.block,
-              "Trainer: block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
+              "block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
               config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
     // mapped token files stay the file's pages, not the process's memory
     const uint64_t held = data_.tokens().mapped() ? 0 : data_.tokens().bytes();
     const uint64_t need = estimate_training_bytes(config, held), have = physical_memory_bytes();
     check(have == 0 || need <= have,
-          "Trainer: this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
+          "this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
           "batch {}; {:.3g} GB of it the token ids), more than this machine's {:.3g} GB; choose smaller sizes",
           double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block, config.batch,
           double(held) / 1e9, double(have) / 1e9);
@@ -65,7 +54,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
                                                                     .weight_decay = config.weight_decay});
     } catch (const std::bad_alloc&) {
         const double parameters = model_size(config.model).parameters;
-        throw std::runtime_error(fmt::format("Trainer: could not allocate about {:.3g} GB for the {} model and its optimizer "
+        throw std::runtime_error(fmt::format("could not allocate about {:.3g} GB for the {} model and its optimizer "
                                              "(about {:.3g} parameters, 16 bytes each with gradients and AdamW's moments)",
                                              parameters * 16 / 1e9, config.model.kind, parameters));
     }
@@ -76,7 +65,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
     uint64_t tokenizer_bytes = 0;
     for (const auto& [key, value] : tokenizer_->checkpoint_metadata()) tokenizer_bytes += key.size() + value.size();
     check(header + 1024 <= limit,
-          "Trainer: its checkpoint's header would be {} bytes ({} of them the tokenizer's tables), over the limit of {} "
+          "its checkpoint's header would be {} bytes ({} of them the tokenizer's tables), over the limit of {} "
           "that loading a checkpoint reads: it could be saved but never resumed or sampled; use a smaller vocabulary",
           header, tokenizer_bytes, limit);
 }
@@ -84,21 +73,22 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
 void Trainer::set_run(const RunSettings& run) {
     TrainConfig changed = config_;
     changed.run = run;
-    check_config(changed);
+    check_settings(changed);
     config_.run = run;
 }
 
 void Trainer::extend_to(int64_t steps) {
-    check(steps >= config_.steps, "Trainer: the run has {} steps; it can be extended, not shortened to {}", config_.steps, steps);
+    check(steps >= config_.steps, "the run has {} step{}; it can be extended, not shortened to {}", config_.steps,
+          config_.steps == 1 ? "" : "s", steps);
     TrainConfig changed = config_;
     changed.steps = steps;
-    check_config(changed);
+    check_settings(changed);
     config_.steps = steps;  // lr_at decays over the new total from here on (see the header)
 }
 
 int64_t Trainer::stop_step(std::optional<int64_t> until) const {
     if (!until) return config_.steps;
-    check(*until > step_count(), "Trainer: stopping after step {} trains nothing: the run is at step {} already", *until,
+    check(*until > step_count(), "stopping after step {} trains nothing: the run is at step {} already", *until,
           step_count());
     return std::min(config_.steps, *until);
 }
@@ -120,7 +110,7 @@ StepStats Trainer::step(GradientReport* report) {
     if (report) *report = gradient_report(*model_, nullptr, step_count() + 1);
     const float norm = clip_grad_norm(model_->parameters(), config_.grad_clip);
     if (!std::isfinite(loss.item()) || !std::isfinite(norm))
-        throw std::runtime_error(fmt::format("Trainer: at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
+        throw std::runtime_error(fmt::format("at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
                                              "stopped before updating the parameters",
                                              step_count() + 1, loss.item(), norm, lr));
     optimizer_->record_update_ratios(report != nullptr);

@@ -4,16 +4,117 @@
 
 #include "checkpoint_fields.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
 
 namespace nn {
 
 using namespace autograd;
 using namespace detail;
 
+namespace fs = std::filesystem;
+
 namespace {
 constexpr std::string_view kGeneratorPrefix = "train.rng.";  // and the generator's dotted name
+constexpr std::string_view kOutputPrefix = "outputs.";       // and the output's name (RunFiles)
+
+// A run file's path as a checkpoint in `directory` keeps it: relative to that directory when the file is
+// in it or below (a folder moved whole resumes), else absolute.
+std::string kept_path(const fs::path& path, const fs::path& directory) {
+    const fs::path absolute = fs::absolute(path).lexically_normal();
+    const fs::path relative = absolute.lexically_relative(fs::absolute(directory.empty() ? "." : directory).lexically_normal());
+    return relative.empty() || *relative.begin() == ".." ? absolute.string() : relative.string();
+}
+
+// The same path read back from `checkpoint`: a path from the current directory.
+fs::path path_from_here(const std::string& kept, const fs::path& checkpoint) {
+    const fs::path path(kept);
+    return path.is_absolute() ? path : (checkpoint.parent_path() / path).lexically_normal();
+}
+
+void write_run_files(const RunFiles& files, const fs::path& directory, Metadata& metadata) {
+    if (files.data)
+        metadata.insert({{"data.file", kept_path(files.data->path, directory)},
+                         {"data.file_bytes", std::to_string(files.data->bytes)},
+                         {"data.file_checksum", std::to_string(files.data->checksum)}});
+    for (const auto& [name, path] : files.outputs) metadata[std::string(kOutputPrefix) + name] = kept_path(path, directory);
+}
+
+RunFiles run_files_in(const Metadata& metadata, const fs::path& checkpoint) {
+    RunFiles files;
+    const auto path_under = [&](const std::string& key, const std::string& kept) {
+        if (kept.empty()) throw std::runtime_error(fmt::format("{}: metadata '{}' is empty, not a file name", printable_name(checkpoint.string()), key));
+        return path_from_here(kept, checkpoint);
+    };
+    if (const auto data = metadata.find("data.file"); data != metadata.end())
+        files.data = DataFile{path_under(data->first, data->second),
+                              to_u64(field(metadata, "data.file_bytes", checkpoint), "data.file_bytes", checkpoint),
+                              to_u64(field(metadata, "data.file_checksum", checkpoint), "data.file_checksum", checkpoint)};
+    for (auto it = metadata.lower_bound(std::string(kOutputPrefix)); it != metadata.end() && it->first.starts_with(kOutputPrefix); ++it)
+        files.outputs.emplace(it->first.substr(kOutputPrefix.size()), path_under(it->first, it->second));
+    return files;
+}
 }  // namespace
+
+DataFile data_file(const fs::path& path) {
+    const auto fail = [&](const char* what) {
+        return std::runtime_error(fmt::format("{}: cannot {} ({})", detail::path_str(path), what, std::strerror(errno)));
+    };
+    struct Closer {
+        int fd;
+        ~Closer() {
+            if (fd >= 0) ::close(fd);
+        }
+    };
+    const Closer file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // (a FIFO is refused below, never waited on)
+    if (file.fd < 0) throw fail("open");
+    struct stat st {};
+    if (::fstat(file.fd, &st) != 0) throw fail("stat");
+    if (!S_ISREG(st.st_mode))
+        throw std::runtime_error(fmt::format("{}: is {}, not a data file", detail::path_str(path), file_kind(st.st_mode)));
+    DataFile data{.path = path};
+    uint64_t h = 0xcbf29ce484222325ull;
+    std::vector<char> buffer(size_t{1} << 20);
+    for (bool at_end = false; !at_end;) {
+        size_t filled = 0;  // the buffer is filled whole before it is hashed: the words do not depend on how reads split
+        while (filled < buffer.size()) {
+            const ssize_t n = ::read(file.fd, buffer.data() + filled, buffer.size() - filled);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw fail("read");
+            if (n == 0) {
+                at_end = true;
+                break;
+            }
+            filled += static_cast<size_t>(n);
+        }
+        // FNV-1a on 8-byte words (the last one padded with zeros): each step is a bijection of the state,
+        // so one changed word always changes the result.
+        for (size_t at = 0; at < filled; at += 8) {
+            uint64_t word = 0;
+            std::memcpy(&word, buffer.data() + at, std::min<size_t>(8, filled - at));
+            h = (h ^ word) * 0x100000001b3ull;
+        }
+        data.bytes += filled;
+    }
+    data.checksum = h;
+    return data;
+}
+
+SavedRun read_saved_run(const fs::path& checkpoint) {
+    const SafetensorsReader file(checkpoint);
+    const Metadata& metadata = file.metadata();
+    const auto id = metadata.find("run.id");
+    const auto tokens = metadata.find("data.tokens");
+    return {.files = run_files_in(metadata, checkpoint),
+            .run_id = id == metadata.end() ? std::string() : id->second,
+            .tokens = tokens == metadata.end() ? 0 : to_u64(tokens->second, tokens->first, checkpoint)};
+}
 
 void write_generator_states(const Module& module, std::map<std::string, std::string>& metadata) {
     for (const auto& [name, gen] : module.named_generators()) {
@@ -30,7 +131,7 @@ void read_generator_states(Module& module, const std::map<std::string, std::stri
     }
 }
 
-std::pair<NamedTensors, Metadata> Trainer::checkpoint() const {
+std::pair<NamedTensors, Metadata> Trainer::checkpoint(const fs::path& directory) const {
     NamedTensors tensors = join(model_->named_parameters(), optimizer_->state_in_place());
     Metadata metadata = config_.model.to_metadata();
     write_train_config(config_, metadata);
@@ -42,12 +143,15 @@ std::pair<NamedTensors, Metadata> Trainer::checkpoint() const {
     metadata.merge(tokenizer_->checkpoint_metadata());
     write_generator_states(*model_, metadata);
     if (!run_id_.empty()) metadata["run.id"] = run_id_;
+    write_run_files(run_files_, directory, metadata);
     return {std::move(tensors), std::move(metadata)};
 }
 
 void Trainer::save(const std::filesystem::path& path) const {
-    const auto [tensors, metadata] = checkpoint();
-    save_safetensors(path, tensors, metadata);
+    const auto [tensors, metadata] = checkpoint(path.parent_path());
+    AtomicFile file(path, "checkpoint");  // its errors: "checkpoint: cannot write 'run.st': write failed (...)"
+    write_safetensors(file, path, tensors, metadata);
+    file.commit();
 }
 
 Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
@@ -82,9 +186,9 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
         TextData data = make_data(*tokenizer);
         const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
         if (data.tokens().fingerprint() != expected)
-            throw std::runtime_error(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
-                                                 "resume with the same --data file",
-                                                 printable_name(path.string()), field(meta, "data.tokens", path)));
+            throw DataMismatch(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
+                                           "resume with the same --data file",
+                                           printable_name(path.string()), field(meta, "data.tokens", path)));
         return Trainer(c, std::move(tokenizer), std::move(data));
     });
 
@@ -98,6 +202,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
     read_generator_states(*trainer.model_, meta, path);
     if (const auto id = meta.find("run.id"); id != meta.end())
         naming_path(path, [&] { trainer.set_run_id(id->second); });
+    trainer.run_files_ = run_files_in(meta, path);
     return trainer;
 }
 

@@ -41,7 +41,7 @@ struct Setting {
     double low = 0, high = 0;
     bool low_open = false, high_open = false;
     // A value outside the limits that the setting may hold though no flag writes it, and what it means:
-    // 0 turns log_every and grad_report off, -1 makes min_lr lr / 10.
+    // 0 makes log_every auto and turns grad_report off, -1 makes min_lr lr / 10.
     std::optional<double> special = std::nullopt;
     std::string_view special_means = "";
     bool in_every_checkpoint = true;  // false: added later ("run.*"); an older checkpoint keeps the default

@@ -15,7 +15,8 @@ namespace nn {
 struct RunSettings {
     int64_t eval_every = 500;   // evaluate (and save) every N steps
     int64_t eval_iters = 200;   // batches per evaluation
-    int64_t log_every = 0;      // log the step's batch loss every N steps (train --csv); 0 = at evaluations only
+    int64_t log_every = 0;      // log the step's batch loss every N steps (train --csv, --report); 0 = auto:
+                                // every min(eval_every, steps) / 20 steps, at least 1
     int64_t grad_report = 0;    // print the gradient-flow report every N steps; 0 = never
     int64_t sample = 200;       // characters sampled at the end
     float temperature = 1.0f;   // of that sample

@@ -10,15 +10,19 @@
 // A checkpoint is one safetensors file, written atomically (temporary file, then rename): the model's
 // parameters under their own names (what a PyTorch user loads), and the training state beside them
 // under "train_state.*" names (optimizer moments) and in the metadata (step, every generator's state,
-// model and training config, the run settings (evaluation, logs, sample), vocabulary, and a fingerprint of
-// the data). nn/train/src/checkpoint_fields.cpp lists the keys.
+// model and training config, the run settings (evaluation, logs, sample), vocabulary, a fingerprint of
+// the data, and the run's files when the caller names them: RunFiles). nn/train/src/checkpoint_fields.cpp
+// and trainer_checkpoint.cpp list the keys.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <autograd/random.h>
@@ -68,6 +72,47 @@ uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes 
 // What a run id may be (Trainer::set_run_id): 1 to 64 letters, digits, '-' or '_'.
 bool is_run_id(std::string_view id);
 
+// A data file as a checkpoint keeps it ("data.file", "data.file_bytes", "data.file_checksum"): where it
+// is, and enough to tell the same file from a changed one before reading it all again.
+struct DataFile {
+    std::filesystem::path path;
+    uint64_t bytes = 0;
+    uint64_t checksum = 0;  // 64 bits over every byte, 8 at a time (fast: about the speed of reading it)
+
+    bool operator==(const DataFile&) const = default;
+};
+// The file at `path` as it is now: its size and checksum, read once. std::runtime_error naming it when it
+// cannot be opened or read ("'data.txt': cannot open (No such file or directory)").
+DataFile data_file(const std::filesystem::path& path);
+
+// The files of a run besides its checkpoints, kept in them so that a resume finds them again: the data
+// it trains on, and the files it writes, by name (train's "csv", "grad_csv", "report"; saved as
+// "outputs.NAME"). A file in the checkpoint's directory or below is saved relative to it, so a folder
+// moved whole (checkpoint, logs and data) still resumes, from any directory; any other as an absolute
+// path. Read back (read_saved_run, Trainer::resume), each is a path from the current directory again.
+struct RunFiles {
+    std::optional<DataFile> data;
+    std::map<std::string, std::filesystem::path> outputs;
+
+    bool operator==(const RunFiles&) const = default;
+};
+// What a checkpoint says of its run, from its header alone, for a caller that needs it before resuming
+// (train: which data and logs to use): its files (none for one saved before they were kept, or by a
+// caller that named none), its run id ("" when none) and how many tokens it was trained on. Errors as
+// SafetensorsReader's.
+struct SavedRun {
+    RunFiles files;
+    std::string run_id;
+    uint64_t tokens = 0;
+};
+SavedRun read_saved_run(const std::filesystem::path& checkpoint);
+
+// Resume's refusal of data whose tokens are not the ones the checkpoint was trained on (its fingerprint
+// differs): a caller that chose the data itself (train without --data) can say what to give instead.
+struct DataMismatch : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 class Trainer {
 public:
     // A fresh run. The tokens are split 90/10 into training and validation. A config whose
@@ -81,7 +126,8 @@ public:
     // val.bin, nn/train/token_file.h). The checkpoint keeps the tokenizer (checkpoint_metadata()).
     Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tokenizer, TextData data);
     // Continues the run saved at `path` on the same text, encoded with the checkpoint's vocabulary
-    // (characters outside it are an error that lists them) and checked against the saved fingerprint.
+    // (characters outside it are an error that lists them) and checked against the saved fingerprint
+    // (DataMismatch). Its RunFiles come from the file too.
     // Its RunSettings come from the file too (the defaults where the file predates them). A checkpoint
     // without a tokenizer (IdTokenizer) is refused: it resumes on its token file, below.
     static Trainer resume(const std::filesystem::path& path, std::string_view text);
@@ -119,6 +165,10 @@ public:
     const std::string& run_id() const { return run_id_; }
     void set_run_id(std::string id);
 
+    // The files saved with its checkpoints (RunFiles): none until set, the checkpoint's when resumed.
+    const RunFiles& run_files() const { return run_files_; }
+    void set_run_files(RunFiles files) { run_files_ = std::move(files); }
+
     LanguageModel& model() { return *model_; }
     const TrainConfig& config() const { return config_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -128,8 +178,9 @@ public:
     float lr_at(int64_t step) const;
 
 private:
-    // What save writes: the tensors (the weights, then the optimizer's state) and the metadata.
-    std::pair<NamedTensors, std::map<std::string, std::string>> checkpoint() const;
+    // What save writes: the tensors (the weights, then the optimizer's state) and the metadata, with the
+    // RunFiles' paths relative to `directory`, the checkpoint's.
+    std::pair<NamedTensors, std::map<std::string, std::string>> checkpoint(const std::filesystem::path& directory = ".") const;
 
     TrainConfig config_;
     std::shared_ptr<const Tokenizer> tokenizer_;
@@ -139,6 +190,7 @@ private:
     std::unique_ptr<LanguageModel> model_;
     std::unique_ptr<AdamW> optimizer_;
     std::string run_id_;
+    RunFiles run_files_;
 };
 
 // A trained model for inference: its config, vocabulary and weights, read from a training checkpoint
