@@ -14,6 +14,8 @@
 // export leaves no folder.
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
+#include <unistd.h>
+
 #include <array>
 #include <chrono>
 #include <optional>
@@ -45,7 +47,8 @@ struct Options {
 // Hugging Face's folder: the weights, their config, and GPT2Tokenizer's files
 constexpr std::array<const char*, 4> kHfFiles = {"model.safetensors", "config.json", "vocab.json", "merges.txt"};
 // A checkpoint this large takes seconds to read and write (GPT-2 small's: 0.5 GB, 1.5 GB with AdamW's
-// moments): each part is announced on stderr as it starts, and timed.
+// moments): each part is announced on stderr as it starts, and timed, when stderr is a terminal (a log or
+// a pipe gets the results and messages only, as with the progress bars).
 constexpr uintmax_t kAnnouncedBytes = uintmax_t{64} << 20;
 
 std::string megabytes(uintmax_t bytes) { return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6); }
@@ -64,7 +67,7 @@ int run(const Options& o) {
     const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint}, outputs, o.force);
     std::error_code error;
     const uintmax_t size = std::filesystem::file_size(path, error);
-    const bool announced = !error && size >= kAnnouncedBytes;
+    const bool announced = !error && size >= kAnnouncedBytes && ::isatty(STDERR_FILENO) == 1;
     const auto start = std::chrono::steady_clock::now();
     const auto seconds = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     if (announced) train_progress::note(fmt::format("export: reading {} ({})\n", path, megabytes(size)));

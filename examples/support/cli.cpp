@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <signal.h>
@@ -281,6 +282,17 @@ void open_standard_streams() {
 // stdout is buffered: a full disk or a closed pipe shows only when it is flushed.
 bool stdout_written() { return std::fflush(stdout) == 0 && !std::ferror(stdout); }
 
+// Standard output is a pipe whose reader has gone (`program | head` after head exited): Linux reports
+// POLLERR to the writer then. What failed to be written was not wanted; a program killed by SIGPIPE
+// would have stopped without a word, with status 128 + SIGPIPE, and so does this one.
+constexpr int kReaderGoneStatus = 128 + SIGPIPE;
+bool stdout_reader_gone() {
+    struct stat st {};
+    if (::fstat(STDOUT_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return false;
+    pollfd p{STDOUT_FILENO, POLLOUT, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
 }  // namespace
 
 int run(Parser& parser, int argc, char** argv, const std::function<int()>& program_body) {
@@ -309,11 +321,14 @@ int run(Parser& parser, int argc, char** argv, const std::function<int()>& progr
         print_error(program, "out of memory (std::bad_alloc)");
         return 1;
     } catch (const std::exception& e) {
+        if (std::string_view(e.what()).find(std::strerror(EPIPE)) != std::string_view::npos && stdout_reader_gone())
+            return kReaderGoneStatus;
         print_error(program, e.what());
         return 1;
     }
     if (!stdout_written()) {
         const int error = errno;
+        if (stdout_reader_gone()) return kReaderGoneStatus;
         print_error(program, fmt::format("cannot write to standard output ({})", std::strerror(error)));
         return status == 0 ? 1 : status;
     }

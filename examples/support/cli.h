@@ -12,7 +12,9 @@
 //   - a usage error exits 2 with one line, "program: <problem>; see --help";
 //   - a runtime failure exits 1 with "program: <what went wrong>"; the prefix is never doubled;
 //   - SIGPIPE never kills a program: a write to a closed pipe fails and standard output is checked at the
-//     end (a full disk or a closed pipe there is a runtime failure).
+//     end (a full disk there is a runtime failure); when the reader of standard output has gone
+//     (`figure --json | head -c 10`), the program stops without a word, exit 141 as if SIGPIPE had
+//     ended it, as other programs do (a checkpoint being saved is saved first).
 #pragma once
 
 #include <cstdint>
@@ -124,7 +126,8 @@ std::string counted(Count n, std::string_view noun) {
 
 // Runs a program: parses, then calls `program_body` and returns its exit status. Help and version exit 0; a
 // UsageError prints "program: problem; see --help" and exits 2; any other exception prints "program:
-// what" and exits 1. SIGPIPE is ignored; standard output is flushed and checked before exit 0.
+// what" and exits 1. SIGPIPE is ignored; standard output is flushed and checked before exit 0; a failure
+// while the reader of standard output has gone (a pipe whose reader exited) exits 141 quietly.
 int run(Parser& parser, int argc, char** argv, const std::function<int()>& program_body);
 
 // The whole main() of a program whose options are an `Options`, filled by the parser make_parser(Options&)

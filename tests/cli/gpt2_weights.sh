@@ -55,13 +55,16 @@ grep -q "hf/config.json.*\"n_head\" is 2 but --n-head gives 1" err.txt || fail "
 "$bin/export" nc/model.safetensors --n-head 2 --hf nc2 > /dev/null 2>&1 && grep -q '"n_head": 2' nc2/config.json &&
   cmp -s nc2/vocab.json "$tok/encoder.json" || fail "export of weights without config.json, --n-head 2: $(ls nc2)"
 
-# a checkpoint of 64 MB or more (here 80: 128 wide, with AdamW's moments) is announced as it is read and written
+# a checkpoint of 64 MB or more (here 80: 128 wide, with AdamW's moments) is announced as it is read and
+# written on a terminal (on_terminal.py), and not in a log
 "$bin/export" run.st --llmc quiet.bin 2> err.txt > /dev/null && [ ! -s err.txt ] || fail "export of 19 MB said: $(cat err.txt)"
 "$bin/train" --model gpt2 --n-embd 128 --n-head 2 --n-layer 1 --block 16 --tokenizer "$tok" --data small.txt --steps 1 \
   --batch 1 --sample 0 --eval-iters 1 --out wide.st > /dev/null 2>&1
-"$bin/export" wide.st --hf wide > /dev/null 2> err.txt || fail "export wide.st: $(cat err.txt)"
-grep -q "^export: reading wide.st (8[0-9] MB)$" err.txt && grep -q "^export: read in [0-9.]* s; writing wide (2[67] MB of weights)$" err.txt &&
-  grep -q "^export: done in [0-9.]* s$" err.txt || fail "export of 80 MB said: $(cat err.txt)"
+python3 "$(dirname "$0")/on_terminal.py" out.txt err.txt -- "$bin/export" wide.st --hf wide || fail "export wide.st: $(cat err.txt)"
+tr '\r' '\n' < err.txt > lines.txt
+grep -q "^export: reading wide.st (8[0-9] MB)$" lines.txt && grep -q "^export: read in [0-9.]* s; writing wide (2[67] MB of weights)$" lines.txt &&
+  grep -q "^export: done in [0-9.]* s$" lines.txt || fail "export of 80 MB said on a terminal: $(cat lines.txt)"
+"$bin/export" wide.st --hf wide --force > /dev/null 2> err.txt && [ ! -s err.txt ] || fail "export of 80 MB said in a log: $(cat err.txt)"
 rm -rf wide.st wide
 
 # a model of characters exported over the folder: its tokenizer files go (they would be read as its own)

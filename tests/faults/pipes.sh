@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Closed pipes and full disks on examples/train's streams: stderr piped into `head -n 1` (SIGPIPE at the
-# next progress line) only silences the progress, and the run trains to the end and saves; stdout on a
+# next progress line) only silences the progress, and the run trains to the end and saves; stdout into a
+# pipe whose reader has gone ends figure, generate and train quietly with 141 (train saved first); stdout on a
 # full device is an error that names the stream (exit 1), with the checkpoint saved; --csv on a device is
 # refused before training.
 #
@@ -13,6 +14,26 @@ status=${PIPESTATUS[0]}
 [[ $status == 0 ]] || fail "stderr piped into head -n 1: exit status $status, expected 0 (SIGPIPE killed the run?)"
 [[ $(step_of piped.st) == 30 ]] || fail "stderr piped into head -n 1: the checkpoint is not at step 30"
 echo "ok: stderr closed early: trained to step 30 and saved, exit 0"
+
+# Standard output into a pipe whose reader has gone (`figure --json | head -c 10`, here made certain: the
+# read end closed before the program starts): no message, exit 141, as a program SIGPIPE ends; train
+# saves its checkpoint first.
+reader_gone() {  # reader_gone NAME COMMAND...: runs it with such a stdout, expects 141 and no word of it on stderr
+    local name=$1 status
+    shift
+    python3 -c 'import os, subprocess, sys
+r, w = os.pipe(); os.close(r)
+sys.exit(subprocess.run(sys.argv[1:], stdout=w, stderr=open("gone.err", "w")).returncode)' "$@"
+    status=$?
+    [[ $status == 141 ]] || fail "$name with its stdout's reader gone: exit $status, expected 141: $(tail -2 gone.err)"
+    if grep -Eqi "pipe|cannot write|standard output" gone.err; then fail "$name with its stdout's reader gone said: $(grep -Ei "pipe|write|output" gone.err)"; fi
+    echo "ok: $name with its stdout's reader gone: exit 141, no message"
+}
+bin=$(dirname "$TRAIN")
+reader_gone "figure --json" "$bin/figure" --json
+reader_gone "generate" "$bin/generate" piped.st --chars 50
+reader_gone "train --json" "$TRAIN" "${model[@]}" --json --out reader_gone.st
+[[ $(step_of reader_gone.st) == 30 ]] || fail "train with its stdout's reader gone: the checkpoint is not at step 30"
 
 if [[ -w /dev/full ]]; then
     "$TRAIN" "${model[@]}" --json --out stdout_full.st >/dev/full 2>err.log
