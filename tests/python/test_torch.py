@@ -37,7 +37,6 @@ import json
 import math
 import os
 import pickle
-import pty
 import re
 import shutil
 import signal
@@ -500,21 +499,15 @@ def case_load_progress(c):
     ckpt = c.path("gpt.safetensors")
     c.train("gpt", ckpt, steps=2)
     script = f"import sys; sys.path.insert(0, {c.o.python_dir!r}); import tinygpt_torch as tg; tg.load({ckpt!r}); print('loaded')"
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    out = proc.stdout.read()
-    check(proc.wait() == 0 and out == b"loaded\n", f"tg.load on a terminal: exit {proc.returncode}, {out!r}, {seen!r}")
-    os.close(master)
+    # stderr on a pseudo-terminal: tests/cli/on_terminal.py, as the programs' bars are tested
+    on_terminal = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli", "on_terminal.py")
+    out_file, err_file = c.path("load.out"), c.path("load.err")
+    status = subprocess.run([sys.executable, on_terminal, out_file, err_file, "--", sys.executable, "-c", script]).returncode
+    with open(out_file, "rb") as f:
+        out = f.read()
+    with open(err_file, "rb") as f:
+        seen = f.read()
+    check(status == 0 and out == b"loaded\n", f"tg.load on a terminal: exit {status}, {out!r}, {seen!r}")
     megabytes = f"{os.path.getsize(ckpt) / 1e6:.3g}"
     end = re.compile(rb"\rloading gpt\.safetensors \[#{30}\] " + re.escape(megabytes.encode()) + rb"/" + re.escape(megabytes.encode()) +
                      rb" MB  [0-9.]+ MB/s  in 0m[0-9]{2}s\x1b\[K\r?\n$")
