@@ -90,8 +90,6 @@ int64_t Trainer::stop_step(std::optional<int64_t> until) const {
     if (!until) return config_.steps;
     check(*until > step_count(), "stopping after step {} trains nothing: the run is at step {} already", *until,
           step_count());
-    check(step_count() < config_.steps, "stopping after step {} trains nothing: the run ended at its last step, {} (a larger total of steps extends it)",
-          *until, config_.steps);
     return std::min(config_.steps, *until);
 }
 
