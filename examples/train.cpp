@@ -118,6 +118,8 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
                      o.resume      ? fmt::format(", resuming at step {}", trainer_.step_count())
                      : o.init_from ? fmt::format(", starting from {}", *o.init_from)
                                    : std::string()));
+    if (o.resume && trainer_.step_count() >= config().steps)  // (it trains nothing, then evaluates and saves)
+        note(fmt::format("the run ended at its last step, {}: nothing to train (a larger --steps extends it)\n", config().steps));
     start_ = Clock::now();
 }
 

@@ -89,6 +89,12 @@ echo "ok   --force replaces an existing file"
 "$TRAIN" --resume resumed.st --csv resumed.csv --eval-iters 1 --sample 0 >/dev/null 2>err.log ||
     fail "resuming into its own checkpoint and log failed"
 [[ $(step_of resumed.st) == 4 ]] || fail "the resumed run did not save back to its checkpoint"
+# Resumed past its last step (--until beyond --steps), it says that there is nothing to train (it said nothing)
+"$TRAIN" --resume resumed.st --until 6 --eval-iters 1 --sample 0 --out ended.st --csv none >/dev/null 2>err.log ||
+    fail "resuming a finished run failed: $(tail -1 err.log)"
+grep -q "^the run ended at its last step, 4: nothing to train (a larger --steps extends it)$" err.log ||
+    fail "a finished run resumed said: $(cat err.log)"
+echo "ok   a finished run resumed says it has nothing to train"
 # (a row every step: --log-every's default for 4 steps)
 [[ $(wc -l <resumed.csv) == 6 ]] || fail "the resumed run's log has $(wc -l <resumed.csv) lines, expected 6 (header, steps 0 to 4)"
 echo "ok   --resume saves back to its checkpoint and appends to its log, no --force needed"
