@@ -1,6 +1,6 @@
 // The decoders of nn/decoder.h: both run the model's own forward() without a graph, in eval mode. The
-// cached one reserves the model's caches (LanguageModel::start_cache), so each append reads its new ids
-// only; the window decoder, the reference, runs the whole window again.
+// cached one hands the model its ModelCache for each forward (UsingCache), so each append reads its new
+// ids only; the window decoder, the reference, runs the whole window again.
 //
 // Shape legend: T time (the ids appended), V vocab.
 #include "nn/decoder.h"
