@@ -14,8 +14,6 @@
 // export leaves no folder.
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
-#include <unistd.h>
-
 #include <array>
 #include <chrono>
 #include <optional>
@@ -32,6 +30,7 @@
 #include <nn/train/trainer.h>
 
 #include "load_checkpoint.h"
+#include "progress.h"
 #include "train_progress.h"
 
 namespace {
@@ -67,7 +66,7 @@ int run(const Options& o) {
     const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint}, outputs, o.force);
     std::error_code error;
     const uintmax_t size = std::filesystem::file_size(path, error);
-    const bool announced = !error && size >= kAnnouncedBytes && ::isatty(STDERR_FILENO) == 1;
+    const bool announced = !error && size >= kAnnouncedBytes && progress::stderr_on_terminal();
     const auto start = std::chrono::steady_clock::now();
     const auto seconds = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     if (announced) train_progress::note(fmt::format("export: reading {} ({})\n", path, megabytes(size)));

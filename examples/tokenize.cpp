@@ -11,11 +11,9 @@
 //
 // Exit status: 0 done, 1 failed (message on stderr), 2 bad arguments.
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
@@ -27,6 +25,8 @@
 #include <nn/files/file_names.h>
 #include <nn/train/bpe.h>
 #include <nn/train/token_file.h>
+
+#include "progress.h"
 
 namespace {
 
@@ -65,16 +65,7 @@ int run(const Options& o) {
     if (o.inputs.size() > 1 && end_of_text < 0)
         throw std::runtime_error(fmt::format("{} has no <|endoftext|> special token to put between the inputs", o.tokenizer));
 
-    const bool tty = isatty(STDERR_FILENO) == 1;
-    const auto show = [&](uint64_t bytes) {
-        if (!tty) return;
-        const double fraction = total_bytes ? double(bytes) / double(total_bytes) : 1.0;
-        const int filled = static_cast<int>(fraction * 30);
-        std::fprintf(stderr, "\rtokenize [%s%s] %3.0f%% of %.1f MB", std::string(static_cast<size_t>(filled), '#').c_str(),
-                     std::string(static_cast<size_t>(30 - filled), '.').c_str(), fraction * 100, double(total_bytes) / 1e6);
-        std::fflush(stderr);
-    };
-
+    progress::Bar bar("tokenize", "MB", 1e6);  // the programs' bar, on a terminal only
     // Each piece's ids are written as they come: the ids are never all in memory.
     nn::TokenFileWriter writer(o.out, o.format == "llmc" ? nn::TokenFileFormat::llmc : nn::TokenFileFormat::nanogpt);
     uint64_t done_bytes = 0;
@@ -83,13 +74,13 @@ int run(const Options& o) {
         uint64_t read = 0;
         bpe.encode_file_pieces(o.inputs[i], [&](std::span<const int64_t> ids, uint64_t bytes) {
             writer.append(ids);
-            show(done_bytes + bytes);
+            bar.update(done_bytes + bytes, total_bytes);
             read = bytes;
         });
         done_bytes += read;
     }
     writer.finish();
-    if (tty) std::fputs("\n", stderr);
+    bar.finish();
     const uint64_t n = writer.count(), train = n * 9 / 10;  // as prepare.py's int(n * 0.9)
     fmt::print("{}: {} tokens from {} bytes ({} format)\n", o.out, n, done_bytes, o.format);
     fmt::print("a 90/10 split: train {} tokens, validation {} tokens\n", train, n - train);

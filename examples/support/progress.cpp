@@ -51,8 +51,10 @@ std::string cut(std::string line, size_t width) {
 
 }  // namespace
 
+bool stderr_on_terminal() { return isatty(STDERR_FILENO) == 1; }
+
 Bar::Bar(std::string label, std::string unit, double per_unit)
-    : label_(std::move(label)), unit_(std::move(unit)), per_unit_(per_unit), terminal_(isatty(STDERR_FILENO) == 1),
+    : label_(std::move(label)), unit_(std::move(unit)), per_unit_(per_unit), terminal_(stderr_on_terminal()),
       start_(Clock::now()), drawn_(start_) {}
 
 void Bar::draw(double fraction, const std::string& text, bool now) {

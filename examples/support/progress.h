@@ -18,6 +18,8 @@ namespace progress {
 
 // `text` on stderr as it is.
 void note(const std::string& text);
+// Whether stderr is a terminal: where bars and a program's announcements of long work go.
+bool stderr_on_terminal();
 // 0m13s; from an hour on 1h02m.
 std::string duration(double seconds);
 
