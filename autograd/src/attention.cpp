@@ -25,7 +25,6 @@ namespace {
 // Queries and keys per block: a 64 x 64 block of scores (16 KB) and the 64-row slices of q, k, v for
 // H = 64 (16 KB each) sit in L1/L2 together.
 constexpr int64_t kBlock = 64;
-constexpr int64_t kFewQueries = 8;  // kernels.h: a product of at most 8 rows against B^T is dot products
 
 // The keys the query at position i sees in the key block starting at j0 (of nk keys): all of them below
 // the diagonal, i - j0 + 1 on it, none when the block starts after it.
@@ -38,7 +37,7 @@ int64_t visible_keys(int64_t i, int64_t j0, int64_t nk) { return std::clamp<int6
 // transposed for one row's sake (11% of GPT-2 small's decoding time); too little work to leave the thread.
 void block_gemm(kernels::Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                 const float* B, float* C, bool accumulate) {
-    const bool few_queries = M <= kFewQueries && !trans_a && trans_b;
+    const bool few_queries = M <= kernels::kFewRows && !trans_a && trans_b;
     kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A, B, C, accumulate,
                        few_queries ? kernels::GemmPath::automatic : kernels::GemmPath::small);
 }

@@ -187,7 +187,7 @@ constexpr int64_t kBatchThreadWork = int64_t(1) << 19;
 // A product of at most kFewRows rows (a sampled token's) reads all of B for little arithmetic: the small
 // path, or with B transposed dot products of rows (dot_rows); from kStreamFloats floats of B (1 MiB,
 // ~60 us at ~16 GB/s), two threads reading a half each beat one.
-constexpr int64_t kFewRows = 8, kStreamFloats = int64_t(1) << 18;
+constexpr int64_t kStreamFloats = int64_t(1) << 18;
 // Below this many multiply-adds the unpacked small path is the faster one.
 constexpr int64_t kSmallWork = int64_t(1) << 18;
 // With AVX-512 also below this many when N leaves 1-4 columns past the last 32-wide tile, which the

@@ -47,6 +47,7 @@ void set_isa(Isa isa);                    // use another from now on; throws if 
 // with B transposed, to dot products of A's rows with B's read in place (its own sums: within float
 // rounding of the two paths).
 enum class GemmPath { automatic, small, blocked };
+inline constexpr int64_t kFewRows = 8;  // the "few rows" above: a sampled token's products
 // gemm with a given implementation (and path), for tests and benchmarks; throws if this CPU cannot run it.
 void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                const float* B, float* C, bool accumulate, GemmPath path = GemmPath::automatic);
