@@ -13,10 +13,7 @@
 #   inspect_words.sh BIN_DIR LLMC_MODEL_PY WORK_DIR
 set -u
 bin=$1 make=$2 work=$3
-source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids, fail; in $work
 ok() { echo "ok: $*"; }
 for i in $(seq 60); do echo "First Citizen: we are accounted poor citizens, the patricians good. $i"; done > small.txt
 "$bin/train" --model gpt --n-embd 32 --n-head 4 --n-layer 2 --block 16 --data small.txt --steps 30 --eval-iters 1 --sample 0 \

@@ -12,10 +12,7 @@
 #   progress.sh BIN_DIR ON_TERMINAL_PY LLMC_MODEL_PY WORK_DIR
 set -u
 bin=$1 terminal=$2 make=$3 work=$4
-source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids, fail; in $work
 # drawn: every line the terminal was given in err.txt, a line each time \r or \n starts one, escape sequences out
 drawn() { tr '\r' '\n' <err.txt | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | grep -v '^$'; }
 

@@ -13,10 +13,7 @@
 #   shaped_models.sh BIN_DIR PEAK_RSS LLMC_MODEL_PY WORK_DIR
 set -u
 bin=$1 peak=$2 make=$3 work=$4
-source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
+source "$(dirname "${BASH_SOURCE[0]}")/shaped_files.sh"  # model, ids, fail; in $work
 # refuses CODE PATTERN PROGRAM ARGS...: exits CODE with PATTERN (a bash regex) on stderr, nothing drawn on stdout
 refuses() {
   local code=$1 pattern=$2 program=$3
