@@ -1,6 +1,7 @@
 # Sourced by the report page's browser tests, after `work` (their work directory) is set: exits 77
 # (skipped, not passed) when Chromium is not installed (dev/setup installs it); `dump URL` prints the
-# page's DOM after its script ran, in a fresh profile each time.
+# page's DOM after its script ran, in a fresh profile each time; `shown DOM-FILE ID` the text of the
+# element of that id; `check WHAT GOT EXPECTED` compares the two, printing ok or FAIL (then failed=1).
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z $browser ]]; then
   echo "chromium is not installed (dev/setup installs it): skipping $(basename "$0")"
@@ -24,4 +25,13 @@ layout() {
     exit 77
   fi
   "$python" "$page_layout" "$@"
+}
+shown() { grep -o "id=\"$2\">[^<]*" "$1" | head -1 | sed 's/.*>//'; }
+check() {
+  if [[ $2 != "$3" ]]; then
+    echo "FAIL: $1: the page has '$2', expected '$3'"
+    failed=1
+  else
+    echo "ok: $1: $2"
+  fi
 }

@@ -25,16 +25,7 @@ layers=12 heads=12 steps=40
   --lr 1e-3 --eval-every $steps --eval-iters 1 --sample 0 --report "$page" >/dev/null 2>"$work/train.log"
 
 failed=0
-check() {  # check WHAT GOT EXPECTED
-  if [[ $2 != "$3" ]]; then
-    echo "FAIL: $1: the page has '$2', expected '$3'"
-    failed=1
-  else
-    echo "ok: $1: $2"
-  fi
-}
 count() { grep -o "$2" "$1" | sort -u | wc -l; }  # count DOM-FILE PATTERN: distinct matches
-shown() { grep -o "id=\"$2\">[^<]*" "$1" | head -1 | sed 's/.*>//'; }
 
 dump "file://$page" >"$work/dom.html"
 # GPT-2's block has 12 tensors (ln_1, c_attn, c_proj, ln_2, c_fc, mlp's c_proj: weight and bias or gain
