@@ -1,4 +1,4 @@
-// GPT-2's BPE (nn/train/bpe.h) at one thread, beside the npm package gpt-3-encoder on the same text in
+// GPT-2's BPE (nn/tokenizers/bpe.h) at one thread, beside the npm package gpt-3-encoder on the same text in
 // the same run (bench/bpe_gpt3_encoder.js, run by node):
 //
 //   build/release/bench/bench_bpe GPT2_DIR [TEXT] [--whole]   (TEXT: ../shared/data/tinyshakespeare.txt)
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include <nn/train/bpe.h>
+#include <nn/tokenizers/bpe.h>
 
 namespace {
 

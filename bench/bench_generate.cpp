@@ -22,7 +22,7 @@
 #include <autograd/threads.h>
 #include <nn/gpt2.h>
 #include <nn/models.h>
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 
 #include <chrono>
 #include <cstdio>

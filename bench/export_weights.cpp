@@ -17,7 +17,7 @@
 
 #include <fmt/core.h>
 
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 
 #include "train_step.h"
 

@@ -36,7 +36,7 @@
 #include <nn/layers.h>
 #include <nn/models.h>
 #include <nn/train/optim.h>
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
 #include <nn/tutorial/tasks.h>

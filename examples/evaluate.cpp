@@ -31,10 +31,10 @@
 #include <autograd/autograd.h>
 #include <cli.h>
 #include <nlohmann/json.hpp>
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 #include <nn/train/text_data.h>
-#include <nn/train/token_ids.h>
-#include <nn/train/tokenizer.h>
+#include <nn/tokenizers/token_ids.h>
+#include <nn/tokenizers/tokenizer.h>
 #include <nn/train/trainer.h>
 
 #include "checkpoint_data.h"

@@ -25,8 +25,8 @@
 #include <fmt/format.h>
 #include <nn/files/atomic_file.h>
 #include <nn/models.h>
-#include <nn/train/bpe.h>
-#include <nn/train/gpt2_weights.h>
+#include <nn/tokenizers/bpe.h>
+#include <nn/model_files/gpt2_weights.h>
 #include <nn/train/trainer.h>
 
 #include "load_checkpoint.h"

@@ -20,7 +20,7 @@
 
 #include <cli.h>
 #include <nlohmann/json.hpp>
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
 

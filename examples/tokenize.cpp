@@ -23,7 +23,7 @@
 #include <cli.h>
 #include <fmt/format.h>
 #include <nn/files/file_names.h>
-#include <nn/train/bpe.h>
+#include <nn/tokenizers/bpe.h>
 #include <nn/train/token_file.h>
 
 #include "progress.h"

@@ -24,7 +24,7 @@
 #include <autograd/autograd.h>
 #include <nlohmann/json.hpp>
 #include <nn/files/file_names.h>
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 #include <nn/train/trainer.h>
 
 #include "run_report.h"

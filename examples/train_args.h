@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nn/files/file_names.h>
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/train/settings.h>
 #include <nn/train/trainer.h>
 

@@ -8,10 +8,10 @@
 
 #include <autograd/autograd.h>
 #include <nn/files/file_names.h>
-#include <nn/train/bpe.h>
+#include <nn/tokenizers/bpe.h>
 #include <nn/train/data_file.h>
-#include <nn/train/safetensors.h>
-#include <nn/train/text_file.h>
+#include <nn/model_files/safetensors.h>
+#include <nn/tokenizers/text_file.h>
 #include <nn/train/token_file.h>
 #include <nn/tutorial/tasks.h>
 

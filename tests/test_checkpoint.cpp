@@ -1,6 +1,6 @@
 // nn/checkpoint.h: safetensors files checked byte by byte against the format, every malformed file
 // rejected with the path and the problem, atomic saves, and load_module's all-or-nothing contract.
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/layers.h>
 
 #include <signal.h>

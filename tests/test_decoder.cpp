@@ -5,7 +5,7 @@
 #include <nn/decoder.h>
 #include <nn/gpt2.h>
 #include <nn/models.h>
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 #include <nn/tutorial/study.h>
 
 #include "helpers.h"

@@ -1,12 +1,12 @@
-// GPT-2's published formats (nn/train/gpt2_weights.h): tinygpt -> Hugging Face -> tinygpt and
+// GPT-2's published formats (nn/model_files/gpt2_weights.h): tinygpt -> Hugging Face -> tinygpt and
 // tinygpt -> llm.c -> tinygpt bit for bit, the files' layouts checked byte by byte against the formats
 // (not through our own reader), the two files of the same weights giving identical logits, Hugging
 // Face's variants (the "transformer." prefix, mask buffers, lm_head, BF16 / F16) and the refusals, each
 // naming the file and the tensor or header field. From the command line: tests/cli/gpt2_weights.sh.
 #include <nn/gpt2.h>
 #include <nn/model_registry.h>
-#include <nn/train/bpe.h>
-#include <nn/train/gpt2_weights.h>
+#include <nn/tokenizers/bpe.h>
+#include <nn/model_files/gpt2_weights.h>
 #include <nn/train/trainer.h>
 
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // nn/sample.h: generate() against the model's own logits computed by hand: seeded determinism,
 // top-k and temperature, the window (cropped to the block, its last half kept when full), argument
 // checks, and the model's mode left as it was.
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 
 #include <algorithm>
 #include <limits>

@@ -1,6 +1,6 @@
 // nn/text.h: the character tokenizer (code points from UTF-8), read_text_file's checks, and batches;
 // token ids as narrow as the vocabulary allows, files tokenized without holding their text.
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
 

@@ -1,7 +1,7 @@
 // nn/trainer.h: on the copy task a single head learns what the bigram cannot; a run stopped, saved and
 // resumed is bit-identical to one never stopped; checkpoints load bit-exactly and bad ones are rejected
 // naming the file; a non-finite loss stops training before the parameters change.
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/train/generator_states.h>
 #include <nn/tutorial/tasks.h>
 #include <nn/train/settings.h>

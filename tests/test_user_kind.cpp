@@ -12,7 +12,7 @@
 #include <fstream>
 #include <iterator>
 
-#include <nn/train/sample.h>
+#include <nn/generate/sample.h>
 #include <nn/train/trainer.h>
 #include <nn/tutorial/tasks.h>
 #include <figure_page.h>

@@ -7,8 +7,8 @@
 #   include/linux/fs.h   the flags cli.cpp asks for with ioctl (which fails here: "not asked")
 #   include/source_location  C++20's, which libc++ 13 lacks: from clang 14's __builtin_FILE and LINE
 #   libcxx13.h           the std::ranges algorithms libc++ 13 does not have yet (forced into every file)
-# Not built: all of tinygpt::train but its optimizers, character tokenizer and batches (PCRE2 is not there
-# for wasm), and what needs the rest; no per-ISA kernels (the processor is not x86-64 here, so
+# Not built: GPT-2's BPE (PCRE2 is not there for wasm), model files, sampling, all of tinygpt::train but its
+# optimizers and batches, and what needs the rest; no per-ISA kernels (the processor is not x86-64 here, so
 # autograd/CMakeLists.txt adds none); tests and benchmarks.
 
 set(here ${CMAKE_CURRENT_LIST_DIR})

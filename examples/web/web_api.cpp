@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <nn/attention.h>
 #include <nn/models.h>
-#include <nn/train/char_tokenizer.h>
+#include <nn/tokenizers/char_tokenizer.h>
 #include <nn/train/optim.h>
 #include <nn/train/text_data.h>
 #include <nn/tutorial/study.h>

@@ -10,7 +10,7 @@
 #include <exception>
 
 #include <fmt/format.h>
-#include <nn/train/safetensors.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/train/trainer.h>
 
 int main(int argc, char** argv) {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <variant>
 
-#include "nn/train/bpe.h"
+#include "nn/tokenizers/bpe.h"
 
 namespace nn::detail {
 

@@ -14,7 +14,7 @@
 #include <autograd/random.h>
 #include <fmt/format.h>
 
-#include "nn/train/safetensors.h"
+#include "nn/model_files/safetensors.h"
 #include "nn/files/atomic_file.h"
 #include "nn/train/settings.h"
 #include "nn/train/trainer.h"

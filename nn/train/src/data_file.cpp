@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "nn/train/bpe.h"
+#include "nn/tokenizers/bpe.h"
 #include "nn/files/file_names.h"
-#include "nn/train/text_file.h"
+#include "nn/tokenizers/text_file.h"
 #include "nn/train/token_file.h"
 
 namespace nn {

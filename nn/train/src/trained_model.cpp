@@ -1,8 +1,8 @@
 // A training checkpoint read for inference: config, vocabulary and weights; the training state is ignored.
 #include "checkpoint_fields.h"
 
-#include "nn/train/bpe.h"
-#include "nn/train/gpt2_weights.h"
+#include "nn/tokenizers/bpe.h"
+#include "nn/model_files/gpt2_weights.h"
 
 #include <fstream>
 

@@ -1,5 +1,5 @@
 #include "nn/train/trainer.h"
-#include "nn/train/safetensors.h"
+#include "nn/model_files/safetensors.h"
 #include "nn/train/settings.h"
 
 #include <autograd/ops.h>

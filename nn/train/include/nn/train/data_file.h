@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include <nn/train/token_ids.h>
-#include <nn/train/tokenizer.h>
+#include <nn/tokenizers/token_ids.h>
+#include <nn/tokenizers/tokenizer.h>
 
 namespace nn {
 

@@ -10,7 +10,7 @@
 //     const nn::Batch batch = data.batch(nn::Split::train, 32, 8, gen);  // inputs, targets: (32, 8)
 #pragma once
 
-#include <nn/train/char_tokenizer.h>
+#include <nn/tokenizers/char_tokenizer.h>
 #include <nn/train/text_data.h>
-#include <nn/train/text_file.h>
-#include <nn/train/token_ids.h>
+#include <nn/tokenizers/text_file.h>
+#include <nn/tokenizers/token_ids.h>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <autograd/random.h>
-#include <nn/train/token_ids.h>
+#include <nn/tokenizers/token_ids.h>
 
 namespace nn {
 

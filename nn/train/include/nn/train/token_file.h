@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include <nn/files/atomic_file.h>
-#include <nn/train/token_ids.h>
+#include <nn/tokenizers/token_ids.h>
 
 namespace nn {
 

@@ -28,10 +28,10 @@
 #include <autograd/random.h>
 
 #include "nn/models.h"
-#include "nn/train/machine.h"
+#include "nn/files/machine.h"
 #include "nn/train/optim.h"
 #include "nn/train/report.h"
-#include "nn/train/safetensors.h"  // ReadProgress
+#include "nn/model_files/safetensors.h"  // ReadProgress
 #include "nn/train/text.h"
 #include "nn/train/train_config.h"
 
@@ -122,7 +122,7 @@ public:
     // vocabulary allows; read_tokenized_text makes them from a file).
     Trainer(const TrainConfig& config, CharTokenizer tokenizer, TokenIds tokens);
     Trainer(const TrainConfig& config, CharTokenizer tokenizer, const std::vector<int64_t>& tokens);
-    // Any tokenizer (GPT-2's BPE: nn/train/bpe.h) and data already split (token files: train.bin and
+    // Any tokenizer (GPT-2's BPE: nn/tokenizers/bpe.h) and data already split (token files: train.bin and
     // val.bin, nn/train/token_file.h). The checkpoint keeps the tokenizer (checkpoint_metadata()).
     Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tokenizer, TextData data);
     // Continues the run saved at `path` on the same text, encoded with the checkpoint's vocabulary
@@ -201,7 +201,7 @@ struct TrainedModel {
     std::unique_ptr<LanguageModel> model;
     std::optional<int64_t> step = std::nullopt;  // the training step it was saved at (none: GPT-2's weights, nn::save_module's)
 };
-// Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/train/gpt2_weights.h), as
+// Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/model_files/gpt2_weights.h), as
 // the `gpt2` kind, with GPT-2's BPE from `tokenizer` or from vocab.json + merges.txt beside the file, and
 // the head count from config.json beside it or `n_head` (read_hf_gpt2). A tinygpt checkpoint keeps its
 // own tokenizer and head count, which must then be the ones given (check_tokenizer_dir).

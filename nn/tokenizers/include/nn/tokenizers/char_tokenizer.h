@@ -1,7 +1,7 @@
 // The character tokenizer: one token per Unicode code point decoded from UTF-8, so "é" is one token, not
 // two bytes, over the sorted distinct characters of a text. Every input is checked: invalid UTF-8 names
-// its byte offset, characters outside the vocabulary are listed. GPT-2's BPE (nn/train/bpe.h) is its
-// sibling behind nn/train/tokenizer.h.
+// its byte offset, characters outside the vocabulary are listed. GPT-2's BPE (nn/tokenizers/bpe.h) is its
+// sibling behind nn/tokenizers/tokenizer.h.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include <nn/train/token_ids.h>
-#include <nn/train/tokenizer.h>
+#include <nn/tokenizers/token_ids.h>
+#include <nn/tokenizers/tokenizer.h>
 
 namespace nn {
 

@@ -1,4 +1,4 @@
-// What the character tokenizer shares with the streaming text-file reader (private to nn/train/src):
+// What the character tokenizer shares with the streaming text-file reader (private to nn/tokenizers/src):
 // collecting a vocabulary, encoding characters into ids of any width, listing unknown characters.
 #pragma once
 

@@ -13,7 +13,7 @@
 // Nothing is allocated from the file's numbers until all of this has passed; the data is then read once,
 // straight into the tensors (SafetensorsReader: a new model's own parameters), each checksum verified as
 // its tensor is read, F16 and BF16 widened through a bounded buffer.
-#include "nn/train/safetensors.h"
+#include "nn/model_files/safetensors.h"
 #include <nn/files/atomic_file.h>
 
 #include <fcntl.h>

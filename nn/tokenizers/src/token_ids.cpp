@@ -1,4 +1,4 @@
-#include "nn/train/token_ids.h"
+#include "nn/tokenizers/token_ids.h"
 
 #include <algorithm>
 

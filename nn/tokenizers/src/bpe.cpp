@@ -1,6 +1,6 @@
-#include "nn/train/bpe.h"
+#include "nn/tokenizers/bpe.h"
 #include <nn/files/file_names.h>
-#include "json_file.h"
+#include <nn/files/json_file.h>
 #include "utf8.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

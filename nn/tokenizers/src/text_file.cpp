@@ -1,4 +1,4 @@
-#include "nn/train/text_file.h"
+#include "nn/tokenizers/text_file.h"
 #include "char_encoding.h"
 #include "utf8.h"
 
@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 #include <nn/files/file_names.h>
-#include <nn/train/machine.h>
+#include <nn/files/machine.h>
 
 namespace nn {
 

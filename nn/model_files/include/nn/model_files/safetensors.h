@@ -56,7 +56,7 @@ using ReadProgress = std::function<void(uint64_t done, uint64_t total)>;
 struct SafetensorsLimits {
     uint64_t max_header_bytes = 100 << 20;      // as the reference implementation's 100 MB
     uint64_t max_file_bytes = 16ull << 30;
-    // Beyond limits, how other writers' files are read (Hugging Face's, nn/train/gpt2_weights.h):
+    // Beyond limits, how other writers' files are read (Hugging Face's, nn/model_files/gpt2_weights.h):
     bool widen_half = false;  // F16 and BF16 tensors too, widened to float32 (else only F32)
     bool warn_without_checksums = true;  // the warning for a file without checksums
 };

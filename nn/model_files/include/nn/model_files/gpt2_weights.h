@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "nn/model_registry.h"
-#include "nn/train/safetensors.h"
+#include "nn/model_files/safetensors.h"
 
 namespace nn {
 
-class BpeTokenizer;  // nn/train/bpe.h
+class BpeTokenizer;  // nn/tokenizers/bpe.h
 
 enum class WeightsFormat { tinygpt, hugging_face, llmc };
 

@@ -1,5 +1,5 @@
 // What every tokenizer does, so the trainer, the programs and checkpoints take any kind: the character
-// tokenizer (nn/train/char_tokenizer.h), GPT-2's byte-level BPE (nn/train/bpe.h), and IdTokenizer below,
+// tokenizer (nn/tokenizers/char_tokenizer.h), GPT-2's byte-level BPE (nn/tokenizers/bpe.h), and IdTokenizer below,
 // for GPT-2 weights and token files that come without a tokenizer.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace nn {
 
-class TokenIds;  // nn/train/token_ids.h
+class TokenIds;  // nn/tokenizers/token_ids.h
 
 class Tokenizer {
 public:

@@ -1,12 +1,12 @@
-#include "nn/train/tokenizer.h"
+#include "nn/tokenizers/tokenizer.h"
 
 #include <charconv>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "nn/train/char_tokenizer.h"
-#include "nn/train/token_ids.h"
+#include "nn/tokenizers/char_tokenizer.h"
+#include "nn/tokenizers/token_ids.h"
 
 namespace nn {
 

@@ -1,4 +1,4 @@
-#include "json_file.h"
+#include <nn/files/json_file.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>

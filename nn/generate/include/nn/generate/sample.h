@@ -11,7 +11,7 @@
 
 #include "nn/decoder.h"
 #include "nn/models.h"
-#include "nn/train/tokenizer.h"
+#include "nn/tokenizers/tokenizer.h"
 
 namespace nn {
 

@@ -1,4 +1,4 @@
-// UTF-8 decoding and encoding shared by the tokenizers and the text-file reader (private to nn/train/src).
+// UTF-8 decoding and encoding shared by the tokenizers and the text-file reader (private to nn/tokenizers/src).
 #pragma once
 
 #include <cstddef>

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include <nn/train/char_tokenizer.h>
+#include <nn/tokenizers/char_tokenizer.h>
 
 namespace nn {
 

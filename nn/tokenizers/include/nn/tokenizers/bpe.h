@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include <nn/train/token_ids.h>
-#include <nn/train/tokenizer.h>
+#include <nn/tokenizers/token_ids.h>
+#include <nn/tokenizers/tokenizer.h>
 
 namespace nn {
 

@@ -1,5 +1,5 @@
 // Hugging Face's and llm.c's GPT-2 files, read into and written from the `gpt2` kind's names and layouts.
-#include "nn/train/gpt2_weights.h"
+#include "nn/model_files/gpt2_weights.h"
 
 #include <algorithm>
 #include <array>
@@ -16,10 +16,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "json_file.h"
+#include <nn/files/json_file.h>
 #include "nn/files/atomic_file.h"
 #include "nn/files/file_names.h"
-#include "nn/train/bpe.h"
+#include "nn/tokenizers/bpe.h"
 
 namespace nn {
 

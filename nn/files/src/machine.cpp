@@ -1,4 +1,4 @@
-#include "nn/train/machine.h"
+#include "nn/files/machine.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "nn/train/char_tokenizer.h"
+#include "nn/tokenizers/char_tokenizer.h"
 #include "char_encoding.h"
 #include "utf8.h"
 

@@ -1,7 +1,7 @@
 // Sampling from a model, one token at a time, and the check of the logits it draws from.
 //
 // Shape legend: V vocab.
-#include "nn/train/sample.h"
+#include "nn/generate/sample.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include <nn/decoder.h>
-#include <nn/train/char_tokenizer.h>
+#include <nn/tokenizers/char_tokenizer.h>
 
 namespace nn {
 
