@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "nn/tokenizers/char_tokenizer.h"
 #include "nn/tokenizers/token_ids.h"
 
 namespace nn {
@@ -86,8 +85,6 @@ IdTokenizer IdTokenizer::from_checkpoint_metadata(const std::map<std::string, st
 
 const IdTokenizer* as_ids_only(const Tokenizer& tokenizer) { return dynamic_cast<const IdTokenizer*>(&tokenizer); }
 
-std::string_view token_unit(const Tokenizer& tokenizer) {
-    return dynamic_cast<const CharTokenizer*>(&tokenizer) ? "characters" : "tokens";
-}
+std::string_view token_unit(const Tokenizer& tokenizer) { return tokenizer.unit(); }
 
 }  // namespace nn

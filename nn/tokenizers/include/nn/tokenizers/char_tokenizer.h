@@ -40,6 +40,7 @@ public:
     std::string decode(std::span<const int64_t> ids) const override;
     // {"tokenizer.vocabulary": vocabulary_utf8()}, what character checkpoints have always kept.
     std::map<std::string, std::string> checkpoint_metadata() const override;
+    std::string_view unit() const override { return "characters"; }
 
     // The vocabulary as one UTF-8 string (for checkpoint metadata), and back.
     std::string vocabulary_utf8() const;

@@ -29,6 +29,8 @@ public:
     virtual std::string decode(std::span<const int64_t> ids) const = 0;
     // What a checkpoint keeps to rebuild the tokenizer with no other file (keys begin "tokenizer.").
     virtual std::map<std::string, std::string> checkpoint_metadata() const = 0;
+    // What its ids are to its user, as a count names them (token_unit below).
+    virtual std::string_view unit() const { return "tokens"; }
 };
 
 // No tokenizer, only a vocabulary size: GPT-2 weights without their BPE files, trained on a token file.
@@ -61,7 +63,8 @@ private:
 const IdTokenizer* as_ids_only(const Tokenizer& tokenizer);
 
 // What the ids of `tokenizer` are to its user, as a count names them: "characters" for the character
-// tokenizer, "tokens" for the rest (a BPE token is a piece of a word, an IdTokenizer's a number).
+// tokenizer, "tokens" for the rest (a BPE token is a piece of a word, an IdTokenizer's a number). Each kind
+// says it (Tokenizer::unit), so this interface knows none of them.
 std::string_view token_unit(const Tokenizer& tokenizer);
 
 }  // namespace nn
