@@ -1,13 +1,15 @@
 // Uses the installed package: a gradient through matmul must come out as the hand-computed value,
 // an attention head from tinygpt::nn must produce causal rows that sum to 1, and an optimizer step from
-// tinygpt::train must move a weight against its gradient; an op of its own, written with the installed
-// <autograd/op.h> (which includes autograd/detail/), must pass its gradient back.
+// tinygpt::train must move a weight against its gradient, the character tokenizer of tinygpt::tokenizers
+// must give a text back from its ids; an op of its own, written with the installed <autograd/op.h> (which
+// includes autograd/detail/), must pass its gradient back.
 #include <cmath>
 #include <utility>
 
 #include <autograd/autograd.h>
 #include <autograd/op.h>
 #include <nn/attention.h>
+#include <nn/tokenizers/char_tokenizer.h>
 #include <nn/train/optim.h>
 
 // y = 3 x, so dy/dx = 3
@@ -41,9 +43,12 @@ int main() {
     const float before = weight.data()[0];
     sgd.step();
     if (weight.data()[0] == before) return 1;
+    const nn::CharTokenizer characters = nn::CharTokenizer::from_text("abca");
+    if (characters.vocab_size() != 3 || characters.decode(characters.encode("cab")) != "cab") return 1;
     Tensor v = tensor({1, -2}).requires_grad_();
     sum(triple(v)).backward();
     if (v.grad().at({0}) != 3.0f || v.grad().at({1}) != 3.0f) return 1;
-    fmt::print("consumer: linked tinygpt::autograd, tinygpt::nn and tinygpt::train, gradient {}\n", w.grad());
+    fmt::print("consumer: linked tinygpt::autograd, tinygpt::nn, tinygpt::tokenizers and tinygpt::train, gradient {}\n",
+               w.grad());
     return 0;
 }
