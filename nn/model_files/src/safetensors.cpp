@@ -1,4 +1,5 @@
-// safetensors reading and writing. What load_safetensors rejects, each with the path and the numbers:
+// safetensors reading (writing: safetensors_write.cpp; a module's: module_weights.cpp). What load_safetensors
+// rejects, each with the path and the numbers:
 //   - a missing, unreadable or non-regular file (a directory), a file over limits.max_file_bytes;
 //   - fewer than 8 bytes; a header length past the end of the file or over limits.max_header_bytes;
 //   - a header that is not JSON, not an object, or repeats a key (a tensor name, or a field of an entry);
@@ -14,14 +15,12 @@
 // straight into the tensors (SafetensorsReader: a new model's own parameters), each checksum verified as
 // its tensor is read, F16 and BF16 widened through a bounded buffer.
 #include "nn/model_files/safetensors.h"
-#include <nn/files/atomic_file.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -35,105 +34,31 @@
 #include <autograd/check.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <nn/files/file_names.h>
+
+#include "safetensors_format.h"
 
 namespace nn {
-
-using detail::path_str;
 
 using autograd::check;
 using autograd::shape_str;
 using autograd::Tensor;
+using detail::checksum_text;
+using detail::Crc32c;
+using detail::kChecksumPrefix;
+using detail::kMetadataChecksum;
+using detail::kMetadataKey;
+using detail::load_le64;
+using detail::metadata_checksum;
+using detail::path_str;
+using detail::quoted_name;
+using detail::to_or_from_little_endian;
 
 namespace {
-
-constexpr const char* kMetadataKey = "__metadata__";
-constexpr std::string_view kChecksumPrefix = "crc32c.";  // + a tensor's name: its CRC32C, 8 hex digits
-constexpr std::string_view kMetadataChecksum = "crc32c.__metadata__";  // the other metadata's CRC32C
-
-// CRC32C (Castagnoli, reflected polynomial 0x82F63B78, as iSCSI and ext4 use it), a byte at a time.
-class Crc32c {
-public:
-    void add(const void* data, size_t size) {
-        static const auto table = [] {
-            std::array<uint32_t, 256> t{};
-            for (uint32_t i = 0; i < 256; ++i) {
-                uint32_t c = i;
-                for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-                t[i] = c;
-            }
-            return t;
-        }();
-        const auto* p = static_cast<const unsigned char*>(data);
-        for (size_t i = 0; i < size; ++i) state_ = table[(state_ ^ p[i]) & 0xFF] ^ (state_ >> 8);
-    }
-    uint32_t value() const { return ~state_; }
-
-private:
-    uint32_t state_ = ~uint32_t{0};
-};
-
-std::string checksum_text(uint32_t crc) { return fmt::format("{:08x}", crc); }
-
-// The CRC32C of the metadata (every entry but kMetadataChecksum, the tensors' checksums included) in
-// key order, each key and value as its 8-byte little-endian length and its bytes: the tensors' own
-// checksums cover only their values, so a changed setting ("model.n_head": "4" -> "8") is caught by this.
-std::string metadata_checksum(const std::map<std::string, std::string>& metadata) {
-    Crc32c crc;
-    const auto add = [&crc](std::string_view text) {
-        unsigned char length[8];
-        for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(uint64_t{text.size()} >> (8 * i));
-        crc.add(length, 8);
-        crc.add(text.data(), text.size());
-    };
-    for (const auto& [key, value] : metadata)  // (std::string orders bytes as unsigned, so UTF-8 by code point)
-        if (key != kMetadataChecksum) add(key), add(value);
-    return checksum_text(crc.value());
-}
 
 WarningHandler& warning_handler() {
     static WarningHandler handler = [](const std::string& message) { fmt::print(stderr, "warning: {}\n", message); };
     return handler;
-}
-
-
-// A name from a file, quoted and escaped as JSON (control characters cannot break the message), and
-// shortened if a hostile header made it long.
-std::string quoted_name(const std::string& name) {
-    constexpr size_t kMax = 80;
-    std::string shown = nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (shown.size() > kMax) shown = shown.substr(0, kMax) + "...\"";
-    return shown;
-}
-
-void store_le64(unsigned char* out, uint64_t v) {
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-uint64_t load_le64(const unsigned char* in) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t{in[i]} << (8 * i);
-    return v;
-}
-
-// float32 values are stored little-endian; on a big-endian host swap each one in place.
-void to_or_from_little_endian(std::span<float> values) {
-    if constexpr (std::endian::native == std::endian::big) {
-        for (float& v : values) v = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(v)));
-    } else {
-        (void)values;
-    }
-}
-
-// Calls use(bytes, size) with a tensor's values as stored on disk: float32, little-endian (a swapped
-// copy on a big-endian host). The checksum and the file's data section both read them through here.
-template <typename Use>
-void with_stored_bytes(const Tensor& t, Use&& use) {
-    if constexpr (std::endian::native == std::endian::little) {
-        use(t.data().data(), t.data().size_bytes());
-    } else {
-        std::vector<float> copy = t.to_vector();
-        to_or_from_little_endian(copy);
-        use(copy.data(), copy.size() * sizeof(float));
-    }
 }
 
 struct FileCloser {
@@ -142,10 +67,6 @@ struct FileCloser {
         if (fd >= 0) ::close(fd);
     }
 };
-
-// --- writing --------------------------------------------------------------------------------------
-
-// --- reading --------------------------------------------------------------------------------------
 
 using Entry = SafetensorsReader::Entry;
 
@@ -258,87 +179,6 @@ nlohmann::json parse_header(const std::string& header, const Reader& reader) {
 }
 
 }  // namespace
-
-namespace {
-
-// The header save_safetensors writes for `tensors` and `all_metadata` (the caller's, the tensors'
-// checksums): the metadata with its own checksum first, then the tensors in the given order with
-// contiguous offsets, padded with spaces to a multiple of 8. One over what load_safetensors reads is
-// refused (check_size), so nothing is written that cannot be read back.
-std::string make_header(const std::filesystem::path& path, const NamedTensors& tensors, std::map<std::string, std::string> all_metadata,
-                        bool check_size = true) {
-    all_metadata[std::string(kMetadataChecksum)] = metadata_checksum(all_metadata);
-    nlohmann::ordered_json header = nlohmann::ordered_json::object();
-    header[kMetadataKey] = all_metadata;
-    uint64_t offset = 0;
-    for (const auto& [name, t] : tensors) {
-        const uint64_t bytes = 4 * static_cast<uint64_t>(t.numel());
-        header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {offset, offset + bytes}}};
-        offset += bytes;
-    }
-    std::string json;
-    try {
-        json = header.dump();
-    } catch (const nlohmann::json::exception&) {
-        throw std::invalid_argument(fmt::format("{}: a tensor name or metadata entry is not valid UTF-8",
-                                                path_str(path)));
-    }
-    json.append((8 - json.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference writes it
-    const uint64_t limit = SafetensorsLimits{}.max_header_bytes;
-    if (check_size && json.size() > limit)
-        throw std::invalid_argument(fmt::format("{}: the header would be {} bytes, over the {} that "
-                                                "loading reads: nothing was written",
-                                                path_str(path), json.size(), limit));
-    return json;
-}
-
-}  // namespace
-
-void write_safetensors(AtomicFile& file, const std::filesystem::path& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-    std::set<std::string_view> names;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-        const auto& [name, t] = tensors[i];
-        check(!name.empty(), "{}: tensor {} has an empty name", path_str(path), i);
-        check(name != kMetadataKey, "{}: the name \"{}\" is reserved for metadata", path_str(path),
-              kMetadataKey);
-        check(names.insert(name).second, "{}: the name {} is used twice", path_str(path),
-              quoted_name(name));
-        check(t.defined(), "{}: tensor {} is undefined", path_str(path), quoted_name(name));
-    }
-
-    for (const auto& [key, value] : metadata)
-        check(!key.starts_with(kChecksumPrefix), "{}: metadata key {} is reserved for checksums",
-              path_str(path), quoted_name(key));
-
-    std::map<std::string, std::string> all_metadata = metadata;
-    for (const auto& [name, t] : tensors) {
-        Crc32c crc;
-        with_stored_bytes(t, [&](const void* bytes, size_t size) { crc.add(bytes, size); });
-        all_metadata[std::string(kChecksumPrefix) + name] = checksum_text(crc.value());
-    }
-    const std::string json = make_header(path, tensors, std::move(all_metadata));
-    unsigned char length[8];
-    store_le64(length, json.size());
-
-    file.write(length, sizeof length);
-    file.write(json.data(), json.size());
-    for (const auto& [name, t] : tensors)
-        with_stored_bytes(t, [&](const void* bytes, size_t size) { file.write(bytes, size); });
-}
-
-void save_safetensors(const std::filesystem::path& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata) {
-    AtomicFile file(path, "safetensors");
-    write_safetensors(file, path, tensors, metadata);
-    file.commit();
-}
-
-uint64_t safetensors_header_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
-    std::map<std::string, std::string> all_metadata = metadata;
-    for (const auto& [name, t] : tensors) all_metadata[std::string(kChecksumPrefix) + name] = checksum_text(0);
-    return 8 + make_header("", tensors, std::move(all_metadata), /*check_size=*/false).size();
-}
 
 SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const SafetensorsLimits& limits)
     : path_(path), limits_(limits) {
@@ -593,71 +433,6 @@ Safetensors load_safetensors(const std::filesystem::path& path, const Safetensor
 
 void set_warning_handler(WarningHandler handler) {
     warning_handler() = handler ? std::move(handler) : [](const std::string&) {};
-}
-
-void check_finite(const NamedTensors& tensors, const std::string& where) {
-    for (const auto& [name, t] : tensors) {
-        const auto values = t.data();
-        for (size_t i = 0; i < values.size(); ++i)
-            if (!std::isfinite(values[i]))
-                throw std::runtime_error(fmt::format("{}: tensor {} holds {} at index {} (shape {}): refusing to load "
-                                                     "a non-finite weight", where, quoted_name(name), values[i], i,
-                                                     shape_str(t.shape())));
-    }
-}
-
-void save_module(const std::filesystem::path& path, const Module& module,
-                 const std::map<std::string, std::string>& metadata) {
-    save_safetensors(path, module.named_parameters(), metadata);
-}
-
-void load_module(const std::filesystem::path& path, Module& module) {
-    const Safetensors file = load_safetensors(path);
-    check_finite(file.tensors, printable_name(path.string()));
-    try {
-        load_parameters(module, file.tensors);
-    } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(fmt::format("{}: {}", path_str(path), e.what()));
-    }
-}
-
-void load_parameters(Module& module, const NamedTensors& tensors) {
-    const NamedTensors params = module.named_parameters();
-
-    std::map<std::string_view, const Tensor*> given;
-    for (const auto& [name, t] : tensors) given.emplace(name, &t);
-    std::vector<std::string> missing, mismatched, extra;
-    std::set<std::string_view> wanted;
-    for (const auto& [name, p] : params) {
-        wanted.insert(name);
-        const auto it = given.find(name);
-        if (it == given.end())
-            missing.push_back(fmt::format("{} {}", name, shape_str(p.shape())));
-        else if (it->second->shape() != p.shape())
-            mismatched.push_back(fmt::format("{} is {} in the file, {} in the module", name,
-                                             shape_str(it->second->shape()), shape_str(p.shape())));
-    }
-    for (const auto& [name, t] : tensors)
-        if (!wanted.contains(name)) extra.push_back(fmt::format("{} {}", quoted_name(name), shape_str(t.shape())));
-
-    if (!missing.empty() || !mismatched.empty() || !extra.empty()) {
-        const auto list = [](const std::vector<std::string>& items, const char* what) -> std::string {
-            if (items.empty()) return {};
-            constexpr size_t kMaxListed = 10;
-            std::string s = fmt::format("; {} {}: ", items.size(), what);
-            for (size_t i = 0; i < items.size() && i < kMaxListed; ++i) s += (i ? ", " : "") + items[i];
-            if (items.size() > kMaxListed) s += fmt::format(", and {} more", items.size() - kMaxListed);
-            return s;
-        };
-        throw std::invalid_argument(fmt::format("the tensors do not fit the module (nothing was loaded){}{}{}",
-                                                list(missing, "missing from the file"),
-                                                list(extra, "in the file but not in the module"),
-                                                list(mismatched, "of a different shape")));
-    }
-    for (const auto& [name, p] : params) {
-        const auto src = given.at(name)->data();
-        if (src.data() != p.data().data()) std::copy(src.begin(), src.end(), p.data().begin());  // (read in place)
-    }
 }
 
 float f16_to_float(uint16_t bits) {
