@@ -8,8 +8,9 @@
 #   cmake -DPAGE=lab.html -DMODULE=tinygpt_web.js -DOUT=tinygpt-lab.html -P make_page.cmake
 #   cmake -DPAGE=figure.html -DNAMESPACE=figure -DOUT=figure_page.h -P make_page.cmake
 # (pages.cmake's tinygpt_page() runs this at build time.)
+get_filename_component(dir ${PAGE} ABSOLUTE)
+get_filename_component(dir ${dir} DIRECTORY)
 file(READ ${PAGE} page)
-get_filename_component(dir ${PAGE} DIRECTORY)
 
 # Text put inside a <script> or <style> must not end it early.
 function(check_inline what text closers)
