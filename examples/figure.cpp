@@ -20,7 +20,7 @@
 // each with the row's journey (scores, scaled, masked, shares, ...).
 // The state (checkboxes, selected row, journey step) lives in the URL fragment, e.g.
 // figure.html#raw=1&scale=0&row=3&step=2.
-// The page loads nothing: inline CSS and JS, system fonts.
+// The page (web/figure.html, its look shared in web/pages.css) loads nothing: inline CSS and JS, system fonts.
 //
 // Exit status: 0 done, 1 failed (a bad checkpoint or prompt, an unwritable file), 2 bad arguments.
 //
@@ -43,7 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chosen_head.h"
-#include "figure_page.h"
+#include "figure_page.h"  // web/figure.html, made into C++ strings at build time (web/pages.cmake)
 #include "load_checkpoint.h"
 #include "tensor_json.h"
 #include "tools.h"
@@ -274,7 +274,7 @@ int run(const Options& o) {
     const std::string json = figure_json(*window).dump(-1, ' ', false, Json::error_handler_t::replace);
     if (o.json) fmt::print("{}\n", json);
     if (page) {
-        nn::write_file_atomically(*page, fmt::format("{}{}\n{}", figure::kPageBeforeData, html::script_safe(json), figure::kPageAfterData),
+        nn::write_file_atomically(*page, fmt::format("{}{}{}", figure::kPageBeforeData, html::script_safe(json), figure::kPageAfterData),
                                   "figure");
         if (!o.json) fmt::print("wrote {} ({})\n", *page, window->description);
     }

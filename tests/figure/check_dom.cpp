@@ -5,7 +5,7 @@
 // FIGURE_JSON is what `figure --json` printed; DOM_HTML is `chromium --dump-dom` of the page opened at
 // that fragment (or without one: the state given is then the page's defaults). Every number the page
 // shows is an element <td class="..." data-m="KIND" data-i="I" data-j="J">text</td> (see
-// examples/figure_page.h); each must equal the library's number to the precision shown, every cell of
+// examples/web/figure.html); each must equal the library's number to the precision shown, every cell of
 // each table that the step shows must be there exactly once, and nothing else may be. Also checked: the
 // state the page applied (<main data-*>, the checkboxes, the caption's step), the highlighted row and the
 // greyed masked cells. Exit status 0 when all hold, 1 otherwise (each problem on stderr).
