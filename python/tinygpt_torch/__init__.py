@@ -29,7 +29,7 @@ from .cli import ArgumentParser, UsageError, check_outputs
 from .checkpoint import FORMAT, LLMC_MAGIC, load, save
 from .config import HEAD_KINDS, KINDS, ModelConfig
 from .crc32c import crc32c, crc32c_bytewise
-from .files import MAX_JSON_DEPTH, file_kind, open_regular, read_json, read_regular, write_atomically
+from .files import MAX_JSON_DEPTH, file_kind, open_regular, read_json, read_regular, read_text, write_atomically
 from .hf import HF_GPT2_DEFAULTS, MAX_CONFIG_BYTES, load_hf_folder
 from .models import (LAYER_NORM_EPS, GPT, GPT2, AverageModel, Bigram, Block, Conv1D, FeedForward, GPT2Attention,
                      GPT2Block, GPT2MLP, Head, LanguageModel, MultiHead, MultiHeadAttention, Positional, SingleHead,
@@ -43,10 +43,10 @@ from .tokenizers import BPE_KIND, TOKEN_IDS_KIND, BpeFiles, TokenIds, decode, en
 
 __all__ = ["ArgumentParser", "UsageError", "check_outputs", "FORMAT", "LLMC_MAGIC", "load", "save", "HEAD_KINDS",
            "KINDS", "ModelConfig", "crc32c", "crc32c_bytewise", "MAX_JSON_DEPTH", "file_kind", "open_regular",
-           "read_json", "read_regular", "write_atomically", "HF_GPT2_DEFAULTS", "MAX_CONFIG_BYTES", "load_hf_folder",
-           "LAYER_NORM_EPS", "GPT", "GPT2", "AverageModel", "Bigram", "Block", "Conv1D", "FeedForward",
-           "GPT2Attention", "GPT2Block", "GPT2MLP", "Head", "LanguageModel", "MultiHead", "MultiHeadAttention",
-           "Positional", "SingleHead", "make_model", "Progress", "MAX_FILE_BYTES", "MAX_HEADER_BYTES",
-           "METADATA_CHECKSUM", "metadata_checksum", "read_safetensors", "write_safetensors", "load_tinygpt_state",
-           "tinygpt_state", "one_line", "BPE_KIND", "TOKEN_IDS_KIND", "BpeFiles", "TokenIds", "decode", "encode",
-           "read_bpe_dir"]
+           "read_json", "read_regular", "read_text", "write_atomically", "HF_GPT2_DEFAULTS", "MAX_CONFIG_BYTES",
+           "load_hf_folder", "LAYER_NORM_EPS", "GPT", "GPT2", "AverageModel", "Bigram", "Block", "Conv1D",
+           "FeedForward", "GPT2Attention", "GPT2Block", "GPT2MLP", "Head", "LanguageModel", "MultiHead",
+           "MultiHeadAttention", "Positional", "SingleHead", "make_model", "Progress", "MAX_FILE_BYTES",
+           "MAX_HEADER_BYTES", "METADATA_CHECKSUM", "metadata_checksum", "read_safetensors", "write_safetensors",
+           "load_tinygpt_state", "tinygpt_state", "one_line", "BPE_KIND", "TOKEN_IDS_KIND", "BpeFiles", "TokenIds",
+           "decode", "encode", "read_bpe_dir"]

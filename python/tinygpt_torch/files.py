@@ -52,6 +52,17 @@ def read_regular(path, what, limit=None):
         return read_exactly(f, size, path)
 
 
+def read_text(path, name=None):
+    """The text of a regular file, read as open(path, encoding="utf-8") reads it (open_regular's refusals), or
+    a ValueError saying that `name` (the path, unless given) is not UTF-8 text."""
+    f, _ = open_regular(path, "a text file", text=True)
+    with f:
+        try:
+            return f.read()
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{name or path} is not UTF-8 text ({e})") from None
+
+
 def write_atomically(path, chunks):
     """Writes the byte strings to `path` as tinygpt's AtomicFile does: a temporary file beside it (created
     0666 less the umask, as any new file), flushed, fsynced and renamed over `path`, then the directory
