@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """PyTorch's side of the speed comparison (bench/compare.sh runs both).
 
-The four models of bench/train_step.h, written in PyTorch with the same architecture as nn/src/models.cpp:
+The models of bench/train_step.h are python/tinygpt_torch's, which have nn/src/models.cpp's architecture:
 token + position embeddings; blocks of LayerNorm -> multi-head attention (separate heads without biases,
 concatenated, projected with a bias) -> residual, LayerNorm -> Linear(C, 4C) -> exact GELU -> Linear(4C, C)
 -> residual; a final LayerNorm; lm_head with a bias (LayerNorm eps 1e-5). The tutorial model is embeddings ->
-one head -> lm_head. GPT-2 small (configs gpt2, gpt2-T1024) is python/tinygpt_torch.py's GPT2, Hugging
-Face's maths (Conv1D layers, tanh GELU, the head tied to the token table). Same optimizer (AdamW, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights
+one head -> lm_head. GPT-2 small (configs gpt2, gpt2-T1024) is its GPT2, Hugging Face's maths (Conv1D
+layers, tanh GELU, the head tied to the token table). Same optimizer (AdamW, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights
 (Conv1D for GPT-2) only, lr 1e-3), same clipping (global norm 1.0), timed the same way: the median of individual steps after
 a warm-up.
 
@@ -28,9 +28,7 @@ Prints one JSON line per configuration: {"config", "threads", "median_ms", "toke
 """
 import argparse
 import json
-import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -39,6 +37,9 @@ import time
 import torch
 import torch.nn as tnn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import tinygpt_torch as tg  # noqa: E402  (the models, named as ours, and our files' reader)
 
 CONFIGS = {  # the same as bench/train_step.h
     "tutorial": dict(kind="head", n_embd=32, n_head=1, n_layer=1, block=8, batch=32),
@@ -55,106 +56,15 @@ SAMPLE_CONFIGS = {  # bench/bench_generate.cpp's: the baby GPT and nanoGPT's sha
 VOCAB = 65
 
 
-# --- the models, named as ours so our parameter names map one to one ------------------------------------
-
-class Head(tnn.Module):
-    def __init__(self, n_embd, head_size, block):
-        super().__init__()
-        self.query = tnn.Linear(n_embd, head_size, bias=False)
-        self.key = tnn.Linear(n_embd, head_size, bias=False)
-        self.value = tnn.Linear(n_embd, head_size, bias=False)
-        self.register_buffer("tril", torch.tril(torch.ones(block, block)))
-
-    def forward(self, x):  # (B, T, C) -> (B, T, H)
-        T = x.shape[1]
-        q, k, v = self.query(x), self.key(x), self.value(x)
-        scores = (q @ k.transpose(1, 2)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, T, T)
-        scores = scores.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
-        return F.softmax(scores, dim=-1) @ v
-
-
-class MultiHeadAttention(tnn.Module):
-    def __init__(self, n_embd, n_head, block):
-        super().__init__()
-        self.heads = tnn.ModuleList(Head(n_embd, n_embd // n_head, block) for _ in range(n_head))
-        self.projection = tnn.Linear(n_embd, n_embd)
-
-    def forward(self, x):
-        return self.projection(torch.cat([h(x) for h in self.heads], dim=-1))
-
-
-class FeedForward(tnn.Module):
-    def __init__(self, n_embd):
-        super().__init__()
-        self.up = tnn.Linear(n_embd, 4 * n_embd)
-        self.down = tnn.Linear(4 * n_embd, n_embd)
-
-    def forward(self, x):
-        return self.down(F.gelu(self.up(x)))  # exact erf GELU, as ours
-
-
-class Block(tnn.Module):
-    def __init__(self, n_embd, n_head, block):
-        super().__init__()
-        self.norm1 = tnn.LayerNorm(n_embd, eps=1e-5)
-        self.attention = MultiHeadAttention(n_embd, n_head, block)
-        self.norm2 = tnn.LayerNorm(n_embd, eps=1e-5)
-        self.feed_forward = FeedForward(n_embd)
-
-    def forward(self, x):
-        x = x + self.attention(self.norm1(x))
-        return x + self.feed_forward(self.norm2(x))
-
-
-class GPT(tnn.Module):
-    def __init__(self, n_embd, n_head, n_layer, block):
-        super().__init__()
-        self.token = tnn.Embedding(VOCAB, n_embd)
-        self.position = tnn.Embedding(block, n_embd)
-        self.blocks = tnn.ModuleList(Block(n_embd, n_head, block) for _ in range(n_layer))
-        self.final_norm = tnn.LayerNorm(n_embd, eps=1e-5)
-        self.lm_head = tnn.Linear(n_embd, VOCAB)
-
-    def forward(self, ids):  # (B, T) -> (B, T, V)
-        x = self.token(ids) + self.position(torch.arange(ids.shape[1]))
-        for block in self.blocks:
-            x = block(x)
-        return self.lm_head(self.final_norm(x))
-
-
-class SingleHead(tnn.Module):
-    def __init__(self, n_embd, block):
-        super().__init__()
-        self.token = tnn.Embedding(VOCAB, n_embd)
-        self.position = tnn.Embedding(block, n_embd)
-        self.head = Head(n_embd, n_embd, block)
-        self.lm_head = tnn.Linear(n_embd, VOCAB)
-
-    def forward(self, ids):
-        x = self.token(ids) + self.position(torch.arange(ids.shape[1]))
-        return self.lm_head(self.head(x))
-
-
-def tinygpt_torch():
-    """python/tinygpt_torch.py, the PyTorch reference of the gpt2 kind (its tensors named as ours)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-    import tinygpt_torch as module
-    return module
-
-
 def make_model(c):
-    if c["kind"] == "gpt2":
-        tg = tinygpt_torch()
-        return tg.GPT2(tg.ModelConfig(kind="gpt2", vocab=c["vocab"], n_embd=c["n_embd"], n_head=c["n_head"],
-                                      n_layer=c["n_layer"], block=c["block"]))
-    if c["kind"] == "head":
-        return SingleHead(c["n_embd"], c["block"])
-    return GPT(c["n_embd"], c["n_head"], c["n_layer"], c["block"])
+    """tinygpt_torch's model of config c: the ladder's SingleHead or GPT, or GPT2."""
+    return tg.make_model(tg.ModelConfig(kind=c["kind"], vocab=c.get("vocab", VOCAB), n_embd=c["n_embd"],
+                                        n_head=c["n_head"], n_layer=c["n_layer"], block=c["block"]))
 
 
 def make_optimizer(model):
     # weight decay on Linear (GPT-2: Conv1D) weights only, as ours (not biases, norms or embeddings)
-    decay = [m.weight for m in model.modules() if isinstance(m, tnn.Linear) or type(m).__name__ == "Conv1D"]
+    decay = [m.weight for m in model.modules() if isinstance(m, (tnn.Linear, tg.Conv1D))]
     decay_ids = {id(p) for p in decay}
     rest = [p for p in model.parameters() if id(p) not in decay_ids]
     return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
@@ -169,40 +79,6 @@ def train_step(model, optimizer, ids, targets):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     return loss.item()
-
-
-# --- our safetensors files, read by hand ----------------------------------------------------------------
-
-def read_safetensors(path):
-    """(tensors by name, metadata): 8-byte little-endian header length, JSON header, raw little-endian F32."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    metadata = header.pop("__metadata__", {})
-    data = blob[8 + n:]
-    tensors = {}
-    for name, info in header.items():
-        assert info["dtype"] == "F32", f"{path}: {name} is {info['dtype']}, not F32"
-        begin, end = info["data_offsets"]
-        t = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.float32) if end > begin else torch.zeros(0)
-        tensors[name] = t.reshape(info["shape"])
-    return tensors, metadata
-
-
-def load_ours(model, tensors):
-    """Copies our parameters in: LayerNorm gain -> weight, Linear (in, out) -> torch's (out, in)."""
-    if model.__class__.__name__ == "GPT2":  # python/tinygpt_torch.py's own loader
-        return tinygpt_torch().load_tinygpt_state(model, tensors)
-    linear_weights = {n + ".weight" for n, m in model.named_modules() if isinstance(m, tnn.Linear)}
-    state = {}
-    for name, t in tensors.items():
-        torch_name = name[: -len(".gain")] + ".weight" if name.endswith(".gain") else name
-        state[torch_name] = t.t().contiguous() if torch_name in linear_weights else t
-    missing = set(model.state_dict()) - set(state) - {n for n in model.state_dict() if n.endswith("tril")}
-    extra = set(state) - set(model.state_dict())
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    model.load_state_dict(state, strict=False)
 
 
 def close(a, b, rel=1e-4):
@@ -232,9 +108,9 @@ def check_logits(name, weights, ids, logits, program):
 
 def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True, logits_program=None):
     model = make_model(c)
-    tensors, _ = read_safetensors(f"{weights_dir}/{name}.safetensors")
-    load_ours(model, tensors)
-    batch, meta = read_safetensors(f"{weights_dir}/{name}.batch.safetensors")
+    tensors, _ = tg.read_safetensors(f"{weights_dir}/{name}.safetensors")
+    tg.load_tinygpt_state(model, tensors)
+    batch, meta = tg.read_safetensors(f"{weights_dir}/{name}.batch.safetensors")
     ids, targets = batch["ids"].long(), batch["targets"].long()
     optimizer = make_optimizer(model)
 
@@ -261,7 +137,7 @@ def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True, log
     seconds = []
     for i in range(steps):
         if i % STEPS_PER_RUN == 0:  # back to the checkpoint's weights and a new optimizer, untimed
-            load_ours(model, tensors)
+            tg.load_tinygpt_state(model, tensors)
             optimizer = make_optimizer(model)
         start = time.perf_counter()
         train_step(model, optimizer, ids, targets)

@@ -118,14 +118,9 @@ def read_vocab(o, vocab_size):
         vocab = [itos[i] for i in range(len(itos))]
     else:
         try:
-            f, _ = tg.open_regular(o.vocab_from, "a text file", text=True)
+            vocab = sorted(set(tg.read_text(o.vocab_from)))
         except ValueError as e:
             raise Refused(f"--vocab-from {e}") from None
-        with f:
-            try:
-                vocab = sorted(set(f.read()))
-            except UnicodeDecodeError as e:
-                raise Refused(f"--vocab-from {o.vocab_from} is not UTF-8 text ({e})") from None
         source = f"--vocab-from {o.vocab_from}"
     if any(not isinstance(c, str) or len(c) != 1 for c in vocab) or len(set(vocab)) != len(vocab):
         raise Refused(f"{source}: the vocabulary must be distinct single characters")

@@ -172,12 +172,7 @@ def weights_digest(model):
 def read_inputs(o):
     """(model, vocab, train ids, validation ids) from --init and --data, or ValueError/OSError naming the file."""
     model, vocab = tg.load(o.init)  # every rank reads the same file: identical replicas from the start
-    f, _ = tg.open_regular(o.data, "a text file", text=True)  # (a regular file, as tinygpt reads text)
-    with f:
-        try:
-            text = f.read()
-        except UnicodeDecodeError as e:
-            raise ValueError(f"--data {o.data} is not UTF-8 text ({e})") from None
+    text = tg.read_text(o.data, f"--data {o.data}")  # (a regular file, as tinygpt reads text)
     try:
         ids = tg.encode(vocab, text)
     except ValueError as e:

@@ -339,7 +339,7 @@ def case_load_kinds(c):
              "--sample", 0, "--out", ckpt])
         model, vocab = c.tg.load(ckpt)
         check(type(vocab).__name__ == vocab_type, f"{label}: load gave the tokenizer as {type(vocab).__name__}, not {vocab_type}")
-        check(c.tg._vocab_size(vocab) == model.config.vocab, f"{label}: {c.tg._vocab_size(vocab)} tokens for {model.config.vocab} rows")
+        check(c.tg.tokenizers.vocab_size(vocab) == model.config.vocab, f"{label}: {c.tg.tokenizers.vocab_size(vocab)} tokens for {model.config.vocab} rows")
         c.compare_logits(ckpt, model, f"load_kinds {label}")
         c.tg.save(model, vocab, again)
         samples = [run([c.o.generate, f, "--prompt", prompt, "--tokens", 8, "--seed", 3]) for f in (ckpt, again)]
@@ -475,7 +475,7 @@ def case_gradflow(c):
     model.zero_grad()
     for loss in window_losses(model, ids, B, T, N):
         (loss / N).backward()
-    norms = c.tg._norm_names(model)
+    norms = c.tg.state.norm_names(model)
     expected = {}
     for name, p in model.named_parameters():
         owner, _, leaf = name.rpartition(".")
