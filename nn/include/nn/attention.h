@@ -42,7 +42,7 @@ struct HeadOptions {
 // What the inspect tools read from a head, whatever its maths: heatmap, the report page, induction and
 // study read last_attention(); the tutorial's figure rebuilds the head's journey from its parts,
 // weights = softmax(causal_mask(Q K^T / divisor)), out = weights V. nn::Head is one; a head of your own
-// (examples/custom_model.cpp's learns its divisor) derives from this, and nn::attention_heads() finds it
+// (one that learns its divisor, say) derives from this, and nn::attention_heads() finds it
 // in any model, so the tools show it as they show the built-in heads.
 class InspectableHead : public Module {
 public:

@@ -1,5 +1,5 @@
 // Training a language model on a token stream: the loop, evaluation, and checkpoints that resume
-// exactly. examples/train is a command line around this class.
+// exactly.
 //
 //     nn::Trainer trainer(config, tokenizer, tokens);
 //     while (trainer.step_count() < config.steps) trainer.step();
