@@ -199,6 +199,33 @@ int generate(const std::string& checkpoint) {
     return 0;
 }
 
+cli::Parser make_parser(Options& o) {
+    cli::Parser p("custom_model", "[options] [FILE] | TOOL ARGS...",
+                  "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
+                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate or head_scores\n"
+                  "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
+    p.positional("FILE", "a text file to train on (default: the copy task; a file named like a tool: ./train)", [&o](const cli::Value& v) { o.file = v.file(); },
+                 /*required=*/false);
+    p.option("--out", "CKPT", "train the registered kind with nn::Trainer, saving a checkpoint to CKPT",
+             [&o](const cli::Value& v) { o.out = v.file(); });
+    p.option("--resume", "CKPT", "continue that run exactly, saving back to CKPT unless --out names another file",
+             [&o](const cli::Value& v) { o.resume = v.file(); });
+    p.option("--steps", "N", "optimizer steps; with --resume, a larger N extends the run (default 600)",
+             [&o](const cli::Value& v) { o.steps = v.integer(1, 1 << 20); });
+    p.option("--until", "STEP", "stop after this step (the schedule still spans --steps)",
+             [&o](const cli::Value& v) { o.until = v.integer(1, 1 << 20); });
+    p.option("--generate", "CKPT", "load a checkpoint of the registered kind and sample 200 characters",
+             [&o](const cli::Value& v) { o.generate = v.file(); });
+    return p;
+}
+
+int run(const Options& o) {
+    if (o.generate) return generate(*o.generate);
+    if (o.out || o.resume) return train_registered(o);
+    if (o.steps || o.until) throw cli::UsageError("--steps and --until apply to a run with --out or --resume");
+    return train(o.file);
+}
+
 // The command line: the shared layer of the examples (support/cli.h), for --help and clear errors.
 // A first argument naming a tool hands the rest to it: `custom_model heatmap CKPT ...` is heatmap's
 // command line in a program that has registered learned_scale.
@@ -210,27 +237,5 @@ int main(int argc, char** argv) {
                                         std::pair{"evaluate", &tools::evaluate}, std::pair{"head_scores", &tools::head_scores}})
             if (tool == name) return run(argc - 1, argv + 1);
     }
-    Options o;
-    cli::Parser p("custom_model", "[options] [FILE] | TOOL ARGS...",
-                  "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
-                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate or head_scores\n"
-                  "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
-    p.positional("FILE", "a text file to train on (default: the copy task; a file named like a tool: ./train)", [&](const cli::Value& v) { o.file = v.file(); },
-                 /*required=*/false);
-    p.option("--out", "CKPT", "train the registered kind with nn::Trainer, saving a checkpoint to CKPT",
-             [&](const cli::Value& v) { o.out = v.file(); });
-    p.option("--resume", "CKPT", "continue that run exactly, saving back to CKPT unless --out names another file",
-             [&](const cli::Value& v) { o.resume = v.file(); });
-    p.option("--steps", "N", "optimizer steps; with --resume, a larger N extends the run (default 600)",
-             [&](const cli::Value& v) { o.steps = v.integer(1, 1 << 20); });
-    p.option("--until", "STEP", "stop after this step (the schedule still spans --steps)",
-             [&](const cli::Value& v) { o.until = v.integer(1, 1 << 20); });
-    p.option("--generate", "CKPT", "load a checkpoint of the registered kind and sample 200 characters",
-             [&](const cli::Value& v) { o.generate = v.file(); });
-    return cli::run(p, argc, argv, [&] {
-        if (o.generate) return generate(*o.generate);
-        if (o.out || o.resume) return train_registered(o);
-        if (o.steps || o.until) throw cli::UsageError("--steps and --until apply to a run with --out or --resume");
-        return train(o.file);
-    });
+    return cli::program<Options>(argc, argv, make_parser, run);
 }

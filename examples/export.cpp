@@ -53,6 +53,7 @@ constexpr uintmax_t kAnnouncedBytes = uintmax_t{64} << 20;
 std::string megabytes(uintmax_t bytes) { return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6); }
 
 int run(const Options& o) {
+    if (o.hf.empty() == o.llmc.empty()) throw cli::UsageError("give one of --hf DIR and --llmc FILE");
     const std::string& path = o.checkpoint->path;
     const std::string& out = o.hf.empty() ? o.llmc : o.hf;
     std::vector<cli::Output> outputs;
@@ -92,10 +93,7 @@ int run(const Options& o) {
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    Options o;
+cli::Parser make_parser(Options& o) {
     cli::Parser p("export", "CKPT (--hf DIR | --llmc FILE) [options]",
                   "A gpt2 model to Hugging Face's folder (model.safetensors, config.json and the tokenizer's\n"
                   "vocab.json + merges.txt) or llm.c's model file.");
@@ -106,8 +104,9 @@ int main(int argc, char** argv) {
              [&o](const cli::Value& v) { o.hf = v.nonempty(); });
     p.option("--llmc", "FILE", "write llm.c's version-3 (fp32) model file", [&o](const cli::Value& v) { o.llmc = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
-    return cli::run(p, argc, argv, [&o] {
-        if (o.hf.empty() == o.llmc.empty()) throw cli::UsageError("give one of --hf DIR and --llmc FILE");
-        return run(o);
-    });
+    return p;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

@@ -78,7 +78,9 @@ private:
     std::string pending_;
 };
 
-int run(const Options& o) {
+int run(const Options& o, const cli::Parser& p) {
+    if (p.given("--prompt") && p.given("--prompt-file")) throw cli::UsageError("--prompt and --prompt-file are one or the other");
+    if (p.given("--tokens") && p.given("--chars")) throw cli::UsageError("--tokens and --chars are one or the other");
     nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
     const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
                                             : o.prompt.value_or(nn::default_prompt(*trained.tokenizer));
@@ -131,10 +133,7 @@ int run(const Options& o) {
     return 0;  // cli::run checks that standard output was written
 }
 
-}  // namespace
-
-int tools::generate(int argc, char** argv) {
-    Options o;
+cli::Parser make_parser(Options& o) {
     cli::Parser p("generate", "CKPT [options]", "Sample text from a checkpoint saved by train, printed as it comes.");
     cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--prompt", "TEXT", "what the sample starts from (default a newline, or the first character)",
@@ -157,9 +156,9 @@ int tools::generate(int argc, char** argv) {
     p.flag("--no-cache", "rerun the whole window for every character (the reference the cache must equal)",
            [&o] { o.cache = false; });
     p.flag("--json", "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\", \"cache\"}", [&o] { o.json = true; });
-    return cli::run(p, argc, argv, [&o, &p] {
-        if (p.given("--prompt") && p.given("--prompt-file")) throw cli::UsageError("--prompt and --prompt-file are one or the other");
-        if (p.given("--tokens") && p.given("--chars")) throw cli::UsageError("--tokens and --chars are one or the other");
-        return run(o);
-    });
+    return p;
 }
+
+}  // namespace
+
+int tools::generate(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

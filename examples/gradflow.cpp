@@ -391,7 +391,7 @@ void print_json(const Options& o, const std::vector<Row>& rows, const std::vecto
     fmt::print("{}\n", out.dump());
 }
 
-int run(const Options& o) {
+int run_study_program(const Options& o) {
     if (o.train_svg && o.steps == 0) throw cli::UsageError("--train-svg needs a training run (--steps above 0)");
     std::vector<cli::Output> outputs;
     for (const auto& [flag, file] : {std::pair{"--csv", o.csv}, {"--svg", o.svg}, {"--train-svg", o.train_svg}, {"--dot", o.dot}})
@@ -430,25 +430,24 @@ int run(const Options& o) {
     return 0;
 }
 
+// The study (no checkpoint) or a checkpoint's gradient flow.
+int run(const Options& o, const cli::Parser& parser) {
+    set_num_threads(static_cast<int>(o.threads));
+    if (!o.checkpoint) {
+        for (const char* flag : {"--data", "--tokenizer", "--n-head", "--batch", "--block", "--batches"})
+            if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint (give CKPT)", flag));
+        return run_study_program(o);
+    }
+    for (const char* flag : {"--seed", "--trials", "--window", "--steps", "--svg", "--train-svg", "--dot"})
+        if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to the study, not to a checkpoint", flag));
+    if (!o.data) throw cli::UsageError("a checkpoint needs --data FILE: the text or token file to take the gradient on");
+    std::vector<cli::Output> outputs;
+    if (o.csv) outputs.push_back({.flag = "--csv", .path = *o.csv});
+    const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint, {"--data", *o.data}}, outputs, o.force);
+    return gradflow::checkpoint_flow({.checkpoint = o.checkpoint->path, .data = *o.data, .tokenizer = o.tokenizer, .n_head = o.n_head,
+                                      .batch = o.batch, .batches = o.batches, .block = o.block, .csv = o.csv, .json = o.json});
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
-    Options o;
-    cli::Parser parser = make_parser(o);
-    return cli::run(parser, argc, argv, [&] {
-        set_num_threads(static_cast<int>(o.threads));
-        if (!o.checkpoint) {
-            for (const char* flag : {"--data", "--tokenizer", "--n-head", "--batch", "--block", "--batches"})
-                if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint (give CKPT)", flag));
-            return run(o);
-        }
-        for (const char* flag : {"--seed", "--trials", "--window", "--steps", "--svg", "--train-svg", "--dot"})
-            if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to the study, not to a checkpoint", flag));
-        if (!o.data) throw cli::UsageError("a checkpoint needs --data FILE: the text or token file to take the gradient on");
-        std::vector<cli::Output> outputs;
-        if (o.csv) outputs.push_back({.flag = "--csv", .path = *o.csv});
-        const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint, {"--data", *o.data}}, outputs, o.force);
-        return gradflow::checkpoint_flow({.checkpoint = o.checkpoint->path, .data = *o.data, .tokenizer = o.tokenizer, .n_head = o.n_head,
-                                          .batch = o.batch, .batches = o.batches, .block = o.block, .csv = o.csv, .json = o.json});
-    });
-}
+int main(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

@@ -193,22 +193,20 @@ void show(const Map& m, bool colour) {
     }
 }
 
+int run(const Options& o, const cli::Parser& parser) {
+    if (!o.prompt) throw cli::UsageError("--prompt is required");
+    if (o.checkpoint && parser.given("--width"))
+        throw cli::UsageError("--width applies to the untrained head only (a checkpoint fixes it)");
+    for (const char* flag : {"--layer", "--head", "--tokenizer", "--n-head"})
+        if (!o.checkpoint && parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
+    const Map m = o.checkpoint ? trained(o) : untrained(o);
+    const char* no_colour = std::getenv("NO_COLOR");
+    const bool colour = o.color == "always" ||
+                        (o.color == "auto" && isatty(STDOUT_FILENO) == 1 && !(no_colour && *no_colour));
+    show(m, colour);
+    return 0;
+}
+
 }  // namespace
 
-int tools::heatmap(int argc, char** argv) {
-    Options o;
-    cli::Parser parser = make_parser(o);
-    return cli::run(parser, argc, argv, [&] {
-        if (!o.prompt) throw cli::UsageError("--prompt is required");
-        if (o.checkpoint && parser.given("--width"))
-            throw cli::UsageError("--width applies to the untrained head only (a checkpoint fixes it)");
-        for (const char* flag : {"--layer", "--head", "--tokenizer", "--n-head"})
-            if (!o.checkpoint && parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
-        const Map m = o.checkpoint ? trained(o) : untrained(o);
-        const char* no_colour = std::getenv("NO_COLOR");
-        const bool colour = o.color == "always" ||
-                            (o.color == "auto" && isatty(STDOUT_FILENO) == 1 && !(no_colour && *no_colour));
-        show(m, colour);
-        return 0;
-    });
-}
+int tools::heatmap(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

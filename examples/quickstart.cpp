@@ -4,7 +4,9 @@
 #include <cli.h>
 using namespace autograd;
 
-int example() {
+struct Options {};  // none: the parser gives it --help and --version
+
+int example(const Options&) {
     Generator gen(42);
     Tensor x = randn({4, 3}, gen);                         // (N, C) inputs
     Tensor w = randn({3, 2}, gen).requires_grad_();        // (C, K) a parameter
@@ -14,7 +16,8 @@ int example() {
     return 0;
 }
 
-int main(int argc, char** argv) {
-    cli::Parser parser("quickstart", "", "The worked example of autograd/tensor.h: a loss, its backward, a gradient.");
-    return cli::run(parser, argc, argv, example);
+cli::Parser make_parser(Options&) {
+    return cli::Parser("quickstart", "", "The worked example of autograd/tensor.h: a loss, its backward, a gradient.");
 }
+
+int main(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, example); }

@@ -46,6 +46,8 @@ int64_t end_of_text_id(const nn::BpeTokenizer& bpe) {
 }
 
 int run(const Options& o) {
+    if (o.tokenizer.empty()) throw cli::UsageError("--tokenizer DIR is required");
+    if (o.out.empty()) throw cli::UsageError("--out FILE is required");
     std::vector<cli::Input> inputs;
     for (const std::string& input : o.inputs) inputs.push_back({"", input});
     const cli::OutputLocks locks = cli::claim_outputs(inputs, {{"--out", o.out}}, o.force);
@@ -87,10 +89,7 @@ int run(const Options& o) {
     return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    Options o;
+cli::Parser make_parser(Options& o) {
     cli::Parser p("tokenize", "--tokenizer DIR INPUT... --out FILE [options]",
                   "Text files to a token file (nanoGPT's or llm.c's) with GPT-2's BPE, for train --data.");
     p.positionals("INPUT", "a UTF-8 text file (several: <|endoftext|> between them)",
@@ -101,9 +100,9 @@ int main(int argc, char** argv) {
              [&o](const cli::Value& v) { o.format = v.choice({"nanogpt", "llmc"}); });
     p.option("--out", "FILE", "the token file to write", [&o](const cli::Value& v) { o.out = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
-    return cli::run(p, argc, argv, [&o] {
-        if (o.tokenizer.empty()) throw cli::UsageError("--tokenizer DIR is required");
-        if (o.out.empty()) throw cli::UsageError("--out FILE is required");
-        return run(o);
-    });
+    return p;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return cli::program<Options>(argc, argv, make_parser, run); }

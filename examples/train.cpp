@@ -328,7 +328,9 @@ void Training::print_results(const std::string& sample) {
 }
 
 int run(const Options& given) {
-    const Options o = train_start::with_checkpoint_files(given);
+    Options checked = given;
+    train_args::check_options(checked);
+    const Options o = train_start::with_checkpoint_files(checked);
     set_num_threads(static_cast<int>(o.threads));
     // A NaN then stops the run naming the op and where it was called, before any parameter changes;
     // the last checkpoint written stays as it was.
@@ -342,11 +344,4 @@ int run(const Options& given) {
 
 }  // namespace
 
-int tools::train(int argc, char** argv) {
-    Options options;
-    cli::Parser parser = train_args::make_parser(options);
-    return cli::run(parser, argc, argv, [&] {
-        train_args::check_options(options);
-        return run(options);
-    });
-}
+int tools::train(int argc, char** argv) { return cli::program<Options>(argc, argv, train_args::make_parser, run); }

@@ -98,7 +98,7 @@ __attribute__((noinline)) void pack_a_panel(const GemmArgs& g, int64_t i0, int64
 // A few last columns of C (at most kStripColumns) when A is transposed, so that the rows of op(A) at
 // one k are contiguous: each column with its rows in the lanes of vectors, one FMA per vector and k,
 // where a tile half NR wide spends MR FMAs per k on each column, and all but one of them on padding
-// (the lm_head's 65th column: TN 128x65x768 99 -> 75 us). V is the instruction set's vector (see
+// (the lm_head's 65th column). V is the instruction set's vector (see
 // gemm_small.h). Every element is still acc = fma(a, b, acc) over the k of each KC block in order from
 // zero, then C = acc or C += acc, as in the tiles: the same bits.
 inline constexpr int64_t kStripColumns = 4;
@@ -152,10 +152,9 @@ void gemm_blocked_block(const GemmArgs& g, float* work, int64_t p_begin, int64_t
     alignas(64) float tile[MR * NR];
 
     // Packing pays when a panel is reused; with few row panels, full NR-wide panels of a row-major B are
-    // read in place, as is a B exactly NR wide (packing would copy it unchanged: 128x32x768 TN 34.6 ->
-    // 32.6 us), and with few column panels so are MR-row panels of a transposed A, unless its rows
-    // are 2 KiB or more apart: those fall into a few L1 sets and evict each other (TN 512x128x768: 164
-    // GFLOP/s in place, 186 packed). Row-major A is always read in place (MR rows, each contiguous in k).
+    // read in place, as is a B exactly NR wide (packing would copy it unchanged), and with few column
+    // panels so are MR-row panels of a transposed A, unless its rows are 2 KiB or more apart: those fall
+    // into a few L1 sets and evict each other. Row-major A is always read in place (MR rows, each contiguous in k).
     // Same operations either way.
     const bool b_in_place = Kn::kInPlace && !g.trans_b && (p_end - p_begin <= 4 || g.N == NR);
 

@@ -175,18 +175,16 @@ void set_isa(Isa isa) {
 
 namespace {
 
+// The thresholds below were measured with bench_train_step (bench/README.md, "The kernels' thresholds").
 // A gemm is worth splitting across threads from about this many multiply-adds: the parallel region's
-// fork and join cost microseconds, a 2^21 product about 10 us on one core (bench_train_step on 2 threads:
-// 2^18 made the tutorial model's step 35% slower than on one thread, 2^21 as fast; the small model 13%
-// faster; the baby GPT the same).
+// fork and join cost microseconds.
 constexpr int64_t kThreadWork = int64_t(1) << 21;
 // Batches of small products split across threads from fewer: each thread takes whole products, with
-// no shared packing and no barrier but the join (2 threads: 2^19 took 0.6 ms off the baby GPT's 24 ms
-// step, where weights @ v is 12 products of 2^17; 2^17 made the small model's step 6% slower).
+// no shared packing and no barrier but the join.
 constexpr int64_t kBatchThreadWork = int64_t(1) << 19;
 // A product of at most kFewRows rows (a sampled token's) reads all of B for little arithmetic: the small
-// path, or with B transposed dot products of rows (dot_rows); from kStreamFloats floats of B (1 MiB,
-// ~60 us at ~16 GB/s), two threads reading a half each beat one.
+// path, or with B transposed dot products of rows (dot_rows); from kStreamFloats floats of B (1 MiB),
+// two threads reading a half each beat one.
 constexpr int64_t kStreamFloats = int64_t(1) << 18;
 // Below this many multiply-adds the unpacked small path is the faster one.
 constexpr int64_t kSmallWork = int64_t(1) << 18;
@@ -194,12 +192,10 @@ constexpr int64_t kSmallWork = int64_t(1) << 18;
 // blocked path pads to a half tile of 16 and the small path masks.
 constexpr int64_t kSmallWorkNarrowEdge = int64_t(1) << 20;
 
-// Where the small path is faster, measured on the three bench/train_step.h models' gemms (AVX-512 and
-// AVX2, one thread): every product below kSmallWork (attention per head and batch: 1.2-4x the
-// blocked path); with AVX-512, those below kSmallWorkNarrowEdge with 1-4 columns past the last tile (the
-// tutorial's lm_head, 256x65x32: 8.1 -> 7.4 us; its training step the same within 1%); and on one
-// thread the weight gradients A^T @ dC of a narrow layer (M <= 64 rows, up to 128 columns, any K:
-// 1.1-1.5x). Both paths give the same bits, so the choice never changes a result.
+// Where the small path is faster, measured on the three bench/train_step.h models' gemms: every product
+// below kSmallWork; with AVX-512, those below kSmallWorkNarrowEdge with 1-4 columns past the last tile;
+// and on one thread the weight gradients A^T @ dC of a narrow layer (M <= 64 rows, up to 128 columns, any
+// K). Both paths give the same bits, so the choice never changes a result.
 bool small_is_faster(Isa isa, const detail::GemmArgs& g) {
     const int64_t work = g.M * g.N * g.K;
     if (work < kSmallWork) return true;

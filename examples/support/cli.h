@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace cli {
@@ -130,13 +131,19 @@ std::string counted(Count n, std::string_view noun) {
 // while the reader of standard output has gone (a pipe whose reader exited) exits 141 quietly.
 int run(Parser& parser, int argc, char** argv, const std::function<int()>& program_body);
 
-// The whole main() of a program whose options are an `Options`, filled by the parser make_parser(Options&)
-// returns, and used by `body(const Options&)`:  return cli::program<Options>(argc, argv, make_parser, run);
+// The whole main() of every program: its options are an `Options`, filled by the parser make_parser(Options&)
+// returns, and used by `body(const Options&)`, or `body(const Options&, const Parser&)` for a body that
+// asks which flags were given:  return cli::program<Options>(argc, argv, make_parser, run);
 template <typename Options, typename MakeParser, typename Body>
 int program(int argc, char** argv, MakeParser make_parser, Body body) {
     Options options;
     Parser parser = make_parser(options);
-    return run(parser, argc, argv, [&] { return body(static_cast<const Options&>(options)); });
+    return run(parser, argc, argv, [&] {
+        if constexpr (std::is_invocable_v<Body, const Options&, const Parser&>)
+            return body(static_cast<const Options&>(options), static_cast<const Parser&>(parser));
+        else
+            return body(static_cast<const Options&>(options));
+    });
 }
 
 // --- the files a program writes ------------------------------------------------------------------

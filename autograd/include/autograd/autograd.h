@@ -11,8 +11,6 @@
 //     loss.backward();                                       // w.grad() now holds dloss/dw, shape (3, 2)
 //     fmt::print("loss {:.4f}\ngrad\n{:.3f}\n", loss.item(), w.grad());
 //
-// (examples/quickstart.cpp is this example, built and run by the tests.)
-//
 // What each header holds (each can be included alone):
 // - tensor.h: the Tensor handle, creating tensors, grad mode; the semantics, stated once
 // - ops.h: the ops (add, matmul, softmax, cross_entropy, ...), with the shape legend

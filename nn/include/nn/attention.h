@@ -33,17 +33,16 @@ struct HeadOptions {
     // weights for backward (last_attention() makes them when asked). Shorter windows run
     // causal_attention_weights and matmul, faster there: see kFlashFrom.
     int64_t flash_from = kFlashFrom;
-    // causal_attention's speed-up (the weights path's time / its own), forward and backward, one thread: T 64
-    // 0.74 (B 12, H 32) and 0.87 (B 4, H 64); T 128 0.81-0.94 and 0.98-1.06; T 160 1.05 and 1.09; T 256
-    // 1.3-1.4; T 1024 1.8 (B 4, H 64). The fused op recomputes the weights in backward, which costs more
-    // than it saves while there are at most two 64-query blocks; from 160 on it is faster and leaner.
+    // The fused op recomputes the weights in backward, which costs more than it saves while there are at
+    // most two 64-query blocks; from 160 on it is faster and leaner (bench/README.md, "One attention head
+    // as one op").
     static constexpr int64_t kFlashFrom = 160;
 };
 
 // What the inspect tools read from a head, whatever its maths: heatmap, the report page, induction and
 // study read last_attention(); the tutorial's figure rebuilds the head's journey from its parts,
 // weights = softmax(causal_mask(Q K^T / divisor)), out = weights V. nn::Head is one; a head of your own
-// (examples/custom_model.cpp's learns its divisor) derives from this, and nn::attention_heads() finds it
+// (one that learns its divisor, say) derives from this, and nn::attention_heads() finds it
 // in any model, so the tools show it as they show the built-in heads.
 class InspectableHead : public Module {
 public:

@@ -1,7 +1,7 @@
 // An attention-only transformer: token and position embeddings, a residual stream that each layer of
 // attention heads adds to, and an unembedding to logits. No MLP, no LayerNorm: the smallest model in
 // which heads of one layer can read what heads of an earlier layer wrote, the setting of Elhage et al.,
-// "A Mathematical Framework for Transformer Circuits" (2021). examples/induction trains it.
+// "A Mathematical Framework for Transformer Circuits" (2021).
 //
 // Shape legend: B batch, T time, C n_embd (the residual stream), V vocab.
 //

@@ -119,8 +119,8 @@ struct SingleHeadOptions {
     int64_t n_embd = 32;     // C
     int64_t head_size = 0;   // H; 0 means n_embd
     int64_t block = 8;
-    bool scaled = true;      // the head divides its scores by sqrt(H) (ModelConfig::scaled; examples/gradflow trains without)
-    bool record_scores = false;  // keep head.last_scores() (HeadOptions); examples/gradflow reads it
+    bool scaled = true;      // the head divides its scores by sqrt(H) (ModelConfig::scaled)
+    bool record_scores = false;  // keep head.last_scores() (HeadOptions)
 };
 // Token + position embeddings, one causal attention Head, a linear map to V.
 class SingleHead : public PositionalModel {

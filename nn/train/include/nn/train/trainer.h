@@ -1,5 +1,5 @@
 // Training a language model on a token stream: the loop, evaluation, and checkpoints that resume
-// exactly. examples/train is a command line around this class.
+// exactly.
 //
 //     nn::Trainer trainer(config, tokenizer, tokens);
 //     while (trainer.step_count() < config.steps) trainer.step();
@@ -172,7 +172,6 @@ public:
     LanguageModel& model() { return *model_; }
     const TrainConfig& config() const { return config_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
-    const std::shared_ptr<const Tokenizer>& shared_tokenizer() const { return tokenizer_; }
     const TextData& data() const { return data_; }
     int64_t step_count() const { return optimizer_->steps(); }
     float lr_at(int64_t step) const;

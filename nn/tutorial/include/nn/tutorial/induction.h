@@ -1,4 +1,4 @@
-// The induction-head lab's data and measurements (examples/induction): sequences of random tokens in
+// The induction-head lab's data and measurements: sequences of random tokens in
 // which a random segment reappears later, and the scores that say what each attention head does.
 // Olsson et al., "In-context Learning and Induction Heads" (2022).
 //
