@@ -32,7 +32,7 @@
 //     HookHandle h = model.add_hook("blocks.*.attn.hook_z", [](Tensor& z, const std::string& name) {
 //         z = autograd::zeros(z.shape());   // every head's output, every layer: ablated
 //     });
-//     model.hook_point_names();            // every hook point, in the order a forward reaches them
+//     model.hook_point_names();            // every hook point, depth first in registration order
 //     h.remove();                          // from every point it was added to
 #pragma once
 
