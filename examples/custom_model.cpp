@@ -44,8 +44,9 @@
 
 using namespace autograd;
 
-// 1. A module: register each parameter once, by name, then write forward() with ops.
-struct LearnedScaleHead : nn::InspectableHead {
+// 1. A module: register each parameter once, by name, then write forward() with ops. nn::Callable makes
+// head(x) the one path that runs forward and then the head's forward hooks (nn/module.h).
+struct LearnedScaleHead : nn::Callable<LearnedScaleHead, nn::InspectableHead> {
     nn::Linear query, key, value;  // (C, H) each
     Tensor log_scale;              // () the head's own divisor is exp(log_scale); starts at sqrt(H)
 
@@ -60,7 +61,7 @@ struct LearnedScaleHead : nn::InspectableHead {
     }
 
     Tensor forward(const Tensor& x) {                                         // x: (B, T, C)
-        const Tensor q = query.forward(x), k = key.forward(x), v = value.forward(x);  // (B, T, H)
+        const Tensor q = query(x), k = key(x), v = value(x);                  // (B, T, H)
         const Tensor scores = matmul(q, k.transpose(1, 2)) / exp(log_scale);  // (B, T, T), () broadcasts
         const Tensor weights = softmax(causal_mask(scores), -1);              // (B, T, T)
         input_ = x.detach();  // kept for the inspect tools (1b), off the graph
@@ -72,9 +73,9 @@ struct LearnedScaleHead : nn::InspectableHead {
     // last_attention(); the figure rebuilds the journey from the parts and the divisor.
     const Tensor& last_attention() const override { return attention_; }
     const Tensor& last_input() const override { return input_; }
-    Tensor queries(const Tensor& x) const override { return query.forward(x); }
-    Tensor keys(const Tensor& x) const override { return key.forward(x); }
-    Tensor values(const Tensor& x) const override { return value.forward(x); }
+    Tensor queries(const Tensor& x) const override { return query(x); }
+    Tensor keys(const Tensor& x) const override { return key(x); }
+    Tensor values(const Tensor& x) const override { return value(x); }
     float divisor() const override { return std::exp(log_scale.item()); }
 
 private:
@@ -82,7 +83,8 @@ private:
 };
 
 // 2. A model around it: embeddings in, logits out. An nn::LanguageModel (ids in, logits out), so that
-// the library's trainer, checkpoints and sampling can run it too (part 6).
+// the library's trainer, checkpoints and sampling can run it too (part 6). Called as model(ids, B, T),
+// it runs its hooks (forward hooks, the "logits" hook point) without a line of its own for them.
 struct TinyModel : nn::LanguageModel {
     nn::Embedding token, position;
     LearnedScaleHead head;
@@ -100,8 +102,8 @@ struct TinyModel : nn::LanguageModel {
         check_ids(ids, B, T, "TinyModel");
         std::vector<int64_t> positions(static_cast<size_t>(T));
         for (int64_t t = 0; t < T; ++t) positions[t] = t;
-        const Tensor x = token.forward(ids, {B, T}) + position.forward(positions, {T});
-        return lm_head.forward(head.forward(x));
+        const Tensor x = token(ids, Shape{B, T}) + position(positions, Shape{T});  // (B, T, C)
+        return lm_head(head(x));                                                 // (B, T, V)
     }
     int64_t block_size() const override { return position.options.num; }
     int64_t vocab_size() const override { return token.options.num; }
@@ -125,7 +127,7 @@ int train(const std::optional<std::string>& file) {
         const nn::Batch batch = data.batch(nn::Split::train, B, T, gen);
         optimizer.set_lr(schedule.at(step));
         optimizer.zero_grad();
-        const Tensor loss = cross_entropy(model.forward(batch.inputs, batch.B, batch.T), batch.targets);
+        const Tensor loss = cross_entropy(model(batch.inputs, batch.B, batch.T), batch.targets);
         loss.backward();
         nn::clip_grad_norm(model.parameters(), 1.0f);
         optimizer.step();
@@ -138,7 +140,7 @@ int train(const std::optional<std::string>& file) {
     double val = 0.0;
     for (int i = 0; i < 20; ++i) {
         const nn::Batch batch = data.batch(nn::Split::validation, B, T, gen);
-        val += cross_entropy(model.forward(batch.inputs, batch.B, batch.T), batch.targets).item() / 20.0;
+        val += cross_entropy(model(batch.inputs, batch.B, batch.T), batch.targets).item() / 20.0;
     }
     fmt::print("validation loss {:.4f}; the head settled on a divisor of {:.2f}\n", val, std::exp(model.head.log_scale.item()));
     return 0;

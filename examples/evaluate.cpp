@@ -98,7 +98,7 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
         for (; first < B && cli::stop_signal() == 0; first += rows) {
             const int64_t n = std::min(rows, B - first);
             const std::span<const int64_t> inputs(batch.inputs.data() + first * T, n * T), targets(batch.targets.data() + first * T, n * T);
-            const double part = autograd::cross_entropy(model.forward(inputs, n, T), targets).item();  // (n, T, V) -> ()
+            const double part = autograd::cross_entropy(model(inputs, n, T), targets).item();  // (n, T, V) -> ()
             loss += part * (double(n) / double(B));  // exactly `part` for a window in one part
             bar.update(uint64_t(done * window + (first + n) * T), uint64_t(batches * window));
         }

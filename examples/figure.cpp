@@ -145,7 +145,7 @@ std::unique_ptr<Window> checkpoint_window(const Options& o) {
     {
         NoGradGuard no_grad;
         model.eval();
-        (void)model.forward(ids, 1, T);
+        (void)model(ids, 1, T);
     }
     w->head = &chosen.module;
     w->x = w->head->last_input();  // (1, T, C)

@@ -249,7 +249,7 @@ Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokeni
         double total = 0.0;
         for (int k = 0; k < 4; ++k) {
             const nn::Batch b = data.batch(nn::Split::validation, kTrainBatch, kTrainBlock, eval_gen);
-            total += cross_entropy(model.forward(b.inputs, b.B, b.T), b.targets).item();
+            total += cross_entropy(model(b.inputs, b.B, b.T), b.targets).item();
         }
         return total / 4;
     };
@@ -258,7 +258,7 @@ Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokeni
         opt.set_lr(schedule.at(it));
         opt.zero_grad();
         const nn::Batch b = data.batch(nn::Split::train, kTrainBatch, kTrainBlock, batches);
-        const Tensor loss = cross_entropy(model.forward(b.inputs, b.B, b.T), b.targets);  // logits (B, T, V)
+        const Tensor loss = cross_entropy(model(b.inputs, b.B, b.T), b.targets);  // logits (B, T, V)
         loss.backward();
         // the typical row's: the median over every window's looking rows
         const double row_gradient = nn::study::summarize(nn::study::row_gradients(model.head.last_scores().grad())).median;

@@ -90,7 +90,7 @@ int checkpoint_flow(const CheckpointOptions& o) {
             const int64_t n = std::min(d.rows, B - first);
             const double weight = double(n) / double(B * o.batches);
             const std::span<const int64_t> inputs(batch.inputs.data() + first * T, n * T), targets(batch.targets.data() + first * T, n * T);
-            const autograd::Tensor part = autograd::cross_entropy(model.forward(inputs, n, T), targets);  // (n, T, V) -> ()
+            const autograd::Tensor part = autograd::cross_entropy(model(inputs, n, T), targets);  // (n, T, V) -> ()
             autograd::scale(part, float(weight)).backward();
             loss += part.item() * weight;
             for (size_t h = 0; h < heads.size(); ++h) {

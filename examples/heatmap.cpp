@@ -137,7 +137,7 @@ Map trained(const Options& o) {
         throw std::runtime_error(fmt::format("the prompt has {} {}, more than the model's block of {} ({})", T,
                                              nn::token_unit(*loaded.tokenizer), loaded.model->block_size(), o.checkpoint->path));
     NoGradGuard no_grad;
-    loaded.model->forward(ids, 1, T);
+    (*loaded.model)(ids, 1, T);
     return from_attention(head->last_attention(), labels_of(*loaded.tokenizer, ids),
                           fmt::format("head {} of layer {} of the trained {} model in {}", o.head, o.layer, config.kind,
                                       o.checkpoint->path));

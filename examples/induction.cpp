@@ -124,7 +124,7 @@ struct Evaluation {
 Evaluation evaluate(nn::AttentionOnly& model, const nn::InductionBatch& batch, int64_t step) {
     NoGradGuard no_grad;
     model.eval();
-    const Tensor logits = model.forward(batch.inputs, batch.B, batch.T);  // (B, T, V)
+    const Tensor logits = model(batch.inputs, batch.B, batch.T);  // (B, T, V)
     model.train();
     const std::vector<double> losses = nn::token_losses(logits, batch.targets);
     Evaluation e{.step = step, .losses = nn::induction_losses(losses, batch)};
@@ -184,7 +184,7 @@ Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_l
     for (int64_t step = 1; step <= o.steps; ++step) {
         const nn::InductionBatch batch = nn::make_induction_batch(o.data, o.batch, data);
         optimizer.zero_grad();
-        const Tensor loss = cross_entropy(model.forward(batch.inputs, batch.B, batch.T), batch.targets);
+        const Tensor loss = cross_entropy(model(batch.inputs, batch.B, batch.T), batch.targets);
         loss.backward();
         const bool evaluating = step % o.eval_every == 0 || step == o.steps;
         if (page && evaluating) page->add_gradients(nn::gradient_report(model, nullptr, step));

@@ -1,5 +1,6 @@
 // Inspecting modules: parameters carry their full dotted names, forward hooks see every module's
-// output and can be removed, and a model's graph shows those names.
+// output when it is called (module(x), the one path) and can be removed, and a model's graph shows
+// those names. The hook points: tests/test_hooks.cpp.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,16 +56,16 @@ TEST_CASE("forward hooks see the module and its output, and can be removed", "[g
         seen_module = &m;
         seen = out;
     });
-    const Tensor y = linear.forward(x);
+    const Tensor y = linear(x);
     REQUIRE(calls == 1);
     REQUIRE(seen_module == &linear);
     REQUIRE(seen.impl() == y.impl());  // the very tensor forward returns
-    linear.forward(x);
+    linear(x);
     REQUIRE(calls == 2);
 
     handle.remove();
     REQUIRE_FALSE(handle.active());
-    linear.forward(x);
+    linear(x);
     REQUIRE(calls == 2);
 
     // A hook that removes itself fires once.
@@ -73,12 +74,12 @@ TEST_CASE("forward hooks see the module and its output, and can be removed", "[g
         ++calls;
         once.remove();
     });
-    linear.forward(x);
-    linear.forward(x);
+    linear(x);
+    linear(x);
     REQUIRE(calls == 3);
 }
 
-TEST_CASE("every module's forward runs its hooks: a GPT reports each layer once", "[graph]") {
+TEST_CASE("every module called runs its hooks: a GPT reports each layer once", "[graph]") {
     Generator gen(3);
     nn::GPT gpt({.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 4}, gen);
     std::vector<std::string> order;
@@ -97,14 +98,14 @@ TEST_CASE("every module's forward runs its hooks: a GPT reports each layer once"
     watch(gpt.lm_head, "lm_head");
     watch(gpt, "gpt");
     const std::vector<int64_t> ids = {0, 1, 2, 3, 4, 0};
-    gpt.forward(ids, 2, 3);
+    gpt(ids, 2, 3);
     REQUIRE(order == std::vector<std::string>{"token (2, 3, 8)", "norm1 (2, 3, 8)", "head (2, 3, 4)",
                                               "attention (2, 3, 8)", "feed_forward (2, 3, 8)", "block (2, 3, 8)",
                                               "lm_head (2, 3, 5)", "gpt (2, 3, 5)"});
 
     for (auto& h : handles) h.remove();
     order.clear();
-    const Tensor fused = gpt.forward(ids, 2, 3);
+    const Tensor fused = gpt(ids, 2, 3);
     REQUIRE(order.empty());
 
     // The feed-forward runs up and gelu as one op (linear_gelu) unless `up` has a hook: then up runs
@@ -112,14 +113,14 @@ TEST_CASE("every module's forward runs its hooks: a GPT reports each layer once"
     Tensor pre;
     nn::HookHandle up = gpt.blocks[0]->feed_forward.up.register_forward_hook(
         [&pre](const nn::Module&, const Tensor& out) { pre = out; });
-    const Tensor composed = gpt.forward(ids, 2, 3);
+    const Tensor composed = gpt(ids, 2, 3);
     REQUIRE(pre.defined());
     CHECK(pre.shape() == Shape{2, 3, 32});
     CHECK(std::string_view(pre.op()) == "linear");
     CHECK(composed.to_vector() == fused.to_vector());
     up.remove();
 
-    // The other modules return through their hooks too.
+    // The other modules run their hooks too.
     int calls = 0;
     const auto count = [&](const nn::Module&, const Tensor&) { ++calls; };
     nn::Average average;
@@ -128,8 +129,8 @@ TEST_CASE("every module's forward runs its hooks: a GPT reports each layer once"
     average.register_forward_hook(count);
     embedding.register_forward_hook(count);
     bigram.register_forward_hook(count);
-    average.forward(randn({1, 3, 2}, gen));
-    embedding.forward(std::vector<int64_t>{1, 2}, {2});
-    bigram.forward(std::vector<int64_t>{1, 2}, 1, 2);
+    average(randn({1, 3, 2}, gen));
+    embedding(std::vector<int64_t>{1, 2}, Shape{2});
+    bigram(std::vector<int64_t>{1, 2}, 1, 2);
     REQUIRE(calls == 3);  // the bigram's table is an Embedding of its own, not watched here
 }

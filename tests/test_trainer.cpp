@@ -176,16 +176,16 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
 
 // A model kind of the test's own, no GPT: a Linear with dropout from its own generator, then a child
 // that drops out with another, then a head. Its generators are found by what it registered.
-struct NoisyChild : nn::Module {
+struct NoisyChild : nn::Callable<NoisyChild> {
     nn::Linear layer;
     Generator noise;
     NoisyChild(Generator& init, uint64_t seed) : layer({.in = 6, .out = 6}, init), noise(seed) {
         register_module("layer", layer);
         register_generator("noise", noise);
     }
-    Tensor forward(const Tensor& x) { return output(dropout(relu(layer.forward(x)), 0.4f, is_training(), noise)); }
+    Tensor forward(const Tensor& x) { return dropout(relu(layer(x)), 0.4f, is_training(), noise); }
 };
-struct NoisyModel : nn::Module {
+struct NoisyModel : nn::Callable<NoisyModel> {
     nn::Linear first;
     NoisyChild inner;
     nn::Linear head;
@@ -194,7 +194,7 @@ struct NoisyModel : nn::Module {
         : NoisyModel(Generator(init_seed), dropout_seed) {}
     // x: (B, 4)  ->  logits (B, 3)
     Tensor forward(const Tensor& x) {
-        return output(head.forward(inner.forward(dropout(first.forward(x), 0.3f, is_training(), dropout_gen))));
+        return head(inner(dropout(first(x), 0.3f, is_training(), dropout_gen)));
     }
 
 private:

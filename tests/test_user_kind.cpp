@@ -31,7 +31,7 @@ namespace {
 
 // The kind's head: causal attention that divides Q K^T by the width H itself, not its square root. Its
 // parts and its last forward are what the inspect tools read (nn::InspectableHead).
-class WidthDividedHead : public nn::InspectableHead {
+class WidthDividedHead : public nn::Callable<WidthDividedHead, nn::InspectableHead> {
 public:
     WidthDividedHead(int64_t C, Generator& gen)
         : query({.in = C, .out = C, .bias = false}, gen),
@@ -52,9 +52,9 @@ public:
 
     const Tensor& last_attention() const override { return attention_; }
     const Tensor& last_input() const override { return input_; }
-    Tensor queries(const Tensor& x) const override { return query.forward(x); }
-    Tensor keys(const Tensor& x) const override { return key.forward(x); }
-    Tensor values(const Tensor& x) const override { return value.forward(x); }
+    Tensor queries(const Tensor& x) const override { return query(x); }
+    Tensor keys(const Tensor& x) const override { return key(x); }
+    Tensor values(const Tensor& x) const override { return value(x); }
     float divisor() const override { return static_cast<float>(query.options.out); }
 
 private:
@@ -80,7 +80,7 @@ public:
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override {
         check_ids(ids, B, T, "DropoutHead");
         const Tensor x = embed(ids, B, T);                                                   // (B, T, C)
-        return lm_head.forward(dropout(head.forward(x), p, is_training(), dropout_gen));  // (B, T, V)
+        return lm_head(dropout(head(x), p, is_training(), dropout_gen));  // (B, T, V)
     }
 
     WidthDividedHead head;

@@ -142,7 +142,7 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
     {
         autograd::NoGradGuard no_grad;
         model.eval();
-        (void)model.forward(sample_ids, 1, T);
+        (void)model(sample_ids, 1, T);
         model.train();
     }
     data_["sample"] = sample_text;

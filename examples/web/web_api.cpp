@@ -205,7 +205,7 @@ struct CopyTaskRun {
     float step() {
         const nn::Batch b = data.batch(nn::Split::train, kBatch, kBlock, batches);
         opt.zero_grad();
-        const Tensor loss = cross_entropy(model.forward(b.inputs, b.B, b.T), b.targets);  // logits (B, T, V)
+        const Tensor loss = cross_entropy(model(b.inputs, b.B, b.T), b.targets);  // logits (B, T, V)
         loss.backward();
         opt.step();
         ++steps;
@@ -216,7 +216,7 @@ struct CopyTaskRun {
     std::string probe_window() const { return text.substr(0, kBlock); }
     Json probe() {
         NoGradGuard no_grad;
-        (void)model.forward(tokenizer.encode(probe_window()), 1, kBlock);
+        (void)model(tokenizer.encode(probe_window()), 1, kBlock);
         return rows_of(model.head.last_attention());
     }
 

@@ -25,43 +25,57 @@ Head::Head(HeadOptions opts, Generator& gen)
 Tensor Head::forward(const Tensor& x) {
     check(x.dim() == 3 && x.size(2) == options.n_embd, "Head: input must be (B, T, {}), got {}", options.n_embd,
           shape_str(x.shape()));
-    const Tensor q = queries(x);  // (B, T, H), or (B, T, C) raw
-    const Tensor k = keys(x);     // (B, T, H), or (B, T, C) raw
-    const Tensor v = values(x);   // (B, T, H)
+    // q, k: (B, T, H), or (B, T, C) raw; v: (B, T, H)
+    return attend(x, queries(x), keys(x), values(x));
+}
+
+Tensor Head::attend(const Tensor& x, const Tensor& q, const Tensor& k, const Tensor& v) {
+    const auto [keys, values] = read(x, k, v);  // (B, Tk, H) each
     const float factor = 1.0f / divisor();
-    attention_ = Tensor();
-    scores_ = Tensor();
-    queries_ = keys_ = Tensor();
-    if (cache_) {  // decoding: the new positions against every one cached, themselves included
-        input_ = Tensor();
-        const auto [cached_k, cached_v] = cache_->append(1, 0, k, v);  // (1, L + T, H) each
-        cache_->advance(x.size(1));
-        return output(cached_k.size(1) >= options.flash_from ? causal_attention(q, cached_k, cached_v, factor)
-                                                             : matmul(causal_attention_weights(q, cached_k, factor), cached_v));
-    }
-    input_ = x.detach();  // the rows, not the graph: holding x would keep the whole forward alive
+    if (cache_)  // decoding: the new positions against every one cached, themselves included
+        return keys.size(1) >= options.flash_from ? causal_attention(q, keys, values, factor)
+                                                  : matmul(causal_attention_weights(q, keys, factor), values);
     if (options.causal && !options.record_scores && x.size(1) >= options.flash_from) {
         // one op for the whole head that keeps no (B, T, T) weights for backward (tests/test_fused.cpp
         // proves it equal to the path below); last_attention() makes them from q and k when asked
         queries_ = q.detach();
         keys_ = k.detach();
         factor_ = factor;
-        return output(causal_attention(q, k, v, factor));        // (B, T, H)
+        return causal_attention(q, k, v, factor);  // (B, T, H)
     }
-    Tensor weights;                                               // (B, T, T), rows sum to 1
     if (options.causal && !options.record_scores) {
         // one op instead of matmul, scale, causal_mask and softmax, which stores no scores (the memory of
         // a training step); tests/test_fused.cpp proves it equal to the composition below
-        weights = causal_attention_weights(q, k, factor);
-    } else {
-        Tensor scores = matmul(q, k.transpose(1, 2));             // (B, T, T)
-        if (options.scaled) scores = scale(scores, factor);
-        if (options.causal) scores = causal_mask(scores);
-        weights = softmax(scores, -1);
-        scores_ = scores;
+        return weigh(causal_attention_weights(q, k, factor), v);
     }
-    attention_ = weights.detach();
-    return output(matmul(weights, v));                            // (B, T, H)
+    scores_ = scores(q, k);
+    return weigh(softmax(scores_, -1), v);  // (B, T, H)
+}
+
+std::pair<Tensor, Tensor> Head::read(const Tensor& x, const Tensor& k, const Tensor& v) {
+    attention_ = Tensor();
+    scores_ = Tensor();
+    queries_ = keys_ = Tensor();
+    if (!cache_) {
+        input_ = x.detach();  // the rows, not the graph: holding x would keep the whole forward alive
+        return {k, v};
+    }
+    input_ = Tensor();
+    auto cached = cache_->append(1, 0, k, v);  // (1, L + T, H) each
+    cache_->advance(x.size(1));
+    return cached;
+}
+
+Tensor Head::scores(const Tensor& q, const Tensor& keys) const {
+    Tensor out = matmul(q, keys.transpose(1, 2));  // (B, T, Tk)
+    if (options.scaled) out = scale(out, 1.0f / divisor());
+    if (options.causal) out = causal_mask(out);  // (while decoding, the queries are the last T of Tk)
+    return out;
+}
+
+Tensor Head::weigh(const Tensor& weights, const Tensor& values) {
+    if (!cache_) attention_ = weights.detach();
+    return matmul(weights, values);  // (B, T, Tk) @ (B, Tk, H) -> (B, T, H)
 }
 
 void Head::use_cache(KVCache* cache) {
@@ -69,9 +83,9 @@ void Head::use_cache(KVCache* cache) {
     cache_ = cache;
 }
 
-Tensor Head::queries(const Tensor& x) const { return options.compare_raw ? x : query.forward(x); }
-Tensor Head::keys(const Tensor& x) const { return options.compare_raw ? x : key.forward(x); }
-Tensor Head::values(const Tensor& x) const { return value.forward(x); }
+Tensor Head::queries(const Tensor& x) const { return options.compare_raw ? x : query(x); }
+Tensor Head::keys(const Tensor& x) const { return options.compare_raw ? x : key(x); }
+Tensor Head::values(const Tensor& x) const { return value(x); }
 
 float Head::divisor() const {
     const int64_t compared = options.compare_raw ? options.n_embd : options.head_size;  // the width of q and k
@@ -96,7 +110,22 @@ Tensor Average::forward(const Tensor& x) {
         rows_->advance(x.size(1));
     }
     const Tensor weights = softmax(causal_mask(zeros({x.size(1), rows.size(1)})), -1);  // (T, Tk)
-    return output(matmul(weights, rows));  // (T, Tk) @ (B, Tk, C) -> (B, T, C)
+    return matmul(weights, rows);  // (T, Tk) @ (B, Tk, C) -> (B, T, C)
+}
+
+Tensor hook_heads(HookPoint& point, const Tensor& x, int64_t n_head) {
+    if (!point.hooked()) return x;
+    const int64_t B = x.size(0), T = x.size(1), width = x.size(2);
+    return reshape(point(reshape(x, {B, T, n_head, width / n_head})), {B, T, width});  // (B, T, n_head, X) seen
+}
+
+void hook_head_maps(HookPoint& point, std::vector<Tensor>& maps) {
+    if (!point.hooked()) return;
+    const int64_t B = maps[0].size(0), T = maps[0].size(1), Tk = maps[0].size(2);
+    std::vector<Tensor> stacked;
+    for (const Tensor& map : maps) stacked.push_back(reshape(map, {B, 1, T, Tk}));
+    const std::vector<Tensor> back = split(point(concat(stacked, 1)), 1, 1);  // (B, n_head, T, Tk) seen
+    for (size_t h = 0; h < maps.size(); ++h) maps[h] = reshape(back[h], {B, T, Tk});
 }
 
 AttentionStats attention_row_stats(std::span<const float> row) {

@@ -12,7 +12,7 @@ AttentionOnly::AttentionOnly(AttentionOnlyOptions opts, Generator& gen)
           opts.vocab, opts.n_layer, opts.block);
     for (int64_t l = 0; l < opts.n_layer; ++l) {
         layers.push_back(std::make_unique<MultiHeadAttention>(MultiHeadAttentionOptions{.n_embd = opts.n_embd, .n_head = opts.n_head}, gen));
-        register_module(fmt::format("layers.{}", l), *layers.back());
+        register_module(fmt::format("layers.{}", l), *layers.back(), fmt::format("blocks.{}.attn", l));
     }
     register_module("unembed", unembed);
 }
@@ -20,9 +20,9 @@ AttentionOnly::AttentionOnly(AttentionOnlyOptions opts, Generator& gen)
 Tensor AttentionOnly::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "AttentionOnly");
     Tensor x = embed(ids, B, T);                                         // (B, T, C)
-    for (auto& layer : layers) x = x + layer->forward(x, no_dropout_);   // each layer adds to the residual stream
+    for (auto& layer : layers) x = x + (*layer)(x, no_dropout_);        // each layer adds to the residual stream
     advance_cache(T);
-    return output(unembed.forward(last_rows(x)));                        // (B, T, V)
+    return unembed(last_rows(x));                                        // (B, T, V)
 }
 
 }  // namespace nn

@@ -66,7 +66,7 @@ private:
     Tensor read(std::span<const int64_t> ids) override {
         const UsingCache use(model_, cache_);
         try {
-            return model_.forward(ids, 1, static_cast<int64_t>(ids.size()));
+            return model_(ids, 1, static_cast<int64_t>(ids.size()));
         } catch (...) {
             cache_.clear();  // (a failed forward may have cached part of the ids in some modules)
             throw;
@@ -87,7 +87,7 @@ private:
     Tensor read(std::span<const int64_t> ids) override {
         ids_.insert(ids_.end(), ids.begin(), ids.end());
         try {
-            return model_.forward(ids_, 1, length());  // (1, T, V)
+            return model_(ids_, 1, length());  // (1, T, V)
         } catch (...) {
             ids_.resize(ids_.size() - ids.size());
             throw;

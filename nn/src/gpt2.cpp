@@ -24,12 +24,19 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
         heads.push_back(std::make_unique<GPT2Head>(*this, h));
         register_module(fmt::format("heads.{}", h), *heads.back());
     }
+    register_hook_point("hook_q", hooks.q);
+    register_hook_point("hook_k", hooks.k);
+    register_hook_point("hook_v", hooks.v);
+    register_hook_point("hook_attn_scores", hooks.scores);
+    register_hook_point("hook_pattern", hooks.pattern);
+    register_hook_point("hook_z", hooks.z);
 }
 
 Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     const int64_t C = c_proj.options.in, H = C / n_head;
-    const Tensor all = c_attn.forward(x);  // (B, T, 3C)
-    const Tensor qkv[3] = {slice(all, 2, 0, C), slice(all, 2, C, 2 * C), slice(all, 2, 2 * C, 3 * C)};  // q, k, v: (B, T, C)
+    const Tensor all = c_attn(x);  // (B, T, 3C)
+    const Tensor qkv[3] = {hook_heads(hooks.q, slice(all, 2, 0, C), n_head), hook_heads(hooks.k, slice(all, 2, C, 2 * C), n_head),
+                           hook_heads(hooks.v, slice(all, 2, 2 * C, 3 * C), n_head)};  // q, k, v: (B, T, C)
     const bool decoding = cache_ != nullptr;
     // handles on storage the step holds anyway; the heads make their weights when asked (not kept while
     // decoding: the keys are the cache's)
@@ -40,29 +47,42 @@ Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     const float factor = 1.0f / heads[0]->divisor();
     std::vector<Tensor>& outputs = outputs_;  // (B, T, H) per head
     outputs.clear();
+    const bool composed = hooks.composed();
+    std::vector<Tensor> maps, values;  // composed: per head the scores, then the weights (B, T, Tk); values (B, Tk, H)
     for (int64_t h = 0; h < n_head; ++h) {
         const Tensor q = slice(qkv[0], 2, h * H, (h + 1) * H);  // (B, T, H)
         Tensor k = slice(qkv[1], 2, h * H, (h + 1) * H), v = slice(qkv[2], 2, h * H, (h + 1) * H);  // (B, Tk, H)
         // decoding: the keys and values of every position cached, these T included (Tk = L + T)
         if (decoding) std::tie(k, v) = cache_->append(n_head, h, k, v);
+        if (composed) {  // the tutorial's ops, so that scores and weights exist for the hook points
+            maps.push_back(causal_mask(scale(matmul(q, k.transpose(1, 2)), factor)));
+            values.push_back(v);
+            continue;
+        }
         // as nn::Head with record_scores off: the weights op, or from kFlashFrom positions the one op
         // that keeps no (B, T, T) weights
         outputs.push_back(k.size(1) >= HeadOptions::kFlashFrom ? causal_attention(q, k, v, factor)
                                                                : matmul(causal_attention_weights(q, k, factor), v));
     }
+    if (composed) {
+        hook_head_maps(hooks.scores, maps);
+        for (Tensor& map : maps) map = softmax(map, -1);
+        hook_head_maps(hooks.pattern, maps);
+        for (int64_t h = 0; h < n_head; ++h) outputs.push_back(matmul(maps[h], values[h]));
+    }
     if (decoding) cache_->advance(x.size(1));
-    const Tensor heads_out = concat(outputs, 2);  // (B, T, C)
+    const Tensor heads_out = hook_heads(hooks.z, concat(outputs, 2), n_head);  // (B, T, C)
     outputs.clear();                              // (their storage is the step's, not the module's)
-    return output(dropout(c_proj.forward(heads_out), dropout_p, is_training(), dropout_gen));  // (B, T, C)
+    return dropout(c_proj(heads_out), dropout_p, is_training(), dropout_gen);  // (B, T, C)
 }
 
 Tensor GPT2Head::part(const Tensor& qkv_part) const {
     const int64_t H = qkv_part.size(2) / attention_.n_head;
     return slice(qkv_part, 2, index_ * H, (index_ + 1) * H);
 }
-Tensor GPT2Head::queries(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[0]); }
-Tensor GPT2Head::keys(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[1]); }
-Tensor GPT2Head::values(const Tensor& x) const { return part(split(attention_.c_attn.forward(x), x.size(2), 2)[2]); }
+Tensor GPT2Head::queries(const Tensor& x) const { return part(split(attention_.c_attn(x), x.size(2), 2)[0]); }
+Tensor GPT2Head::keys(const Tensor& x) const { return part(split(attention_.c_attn(x), x.size(2), 2)[1]); }
+Tensor GPT2Head::values(const Tensor& x) const { return part(split(attention_.c_attn(x), x.size(2), 2)[2]); }
 float GPT2Head::divisor() const {
     return attention_.scaled ? std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head)) : 1.0f;
 }
@@ -88,27 +108,34 @@ GPT2MLP::GPT2MLP(const GPT2Options& opts, Generator& gen)
       c_proj({.in = 4 * opts.n_embd, .out = opts.n_embd}, gen) {
     register_module("c_fc", c_fc);
     register_module("c_proj", c_proj);
+    register_hook_point("hook_post", hook_post);
 }
 
 Tensor GPT2MLP::forward(const Tensor& x, Generator& dropout_gen) {
     // c_fc and the GELU as one op, unless a forward hook on c_fc must be shown its output (as nn::FeedForward)
     Tensor hidden;  // (B, T, 4C)
-    if (c_fc.has_forward_hooks()) hidden = gelu_exact ? gelu(c_fc.forward(x)) : gelu_tanh(c_fc.forward(x));
+    if (c_fc.has_forward_hooks()) hidden = gelu_exact ? gelu(c_fc(x)) : gelu_tanh(c_fc(x));
     else hidden = gelu_exact ? linear_gelu(x, c_fc.weight, c_fc.bias) : linear_gelu_tanh(x, c_fc.weight, c_fc.bias);
-    return output(dropout(c_proj.forward(hidden), dropout_p, is_training(), dropout_gen));  // (B, T, C)
+    return dropout(c_proj(hook_post(hidden)), dropout_p, is_training(), dropout_gen);  // (B, T, C)
 }
 
 GPT2Block::GPT2Block(const GPT2Options& opts, Generator& gen)
     : ln_1({.dim = opts.n_embd}), attn(opts, gen), ln_2({.dim = opts.n_embd}), mlp(opts, gen) {
-    register_module("ln_1", ln_1);
+    register_module("ln_1", ln_1, "ln1");
     register_module("attn", attn);
-    register_module("ln_2", ln_2);
+    register_module("ln_2", ln_2, "ln2");
     register_module("mlp", mlp);
+    register_hook_point("hook_resid_pre", hook_resid_pre);
+    register_hook_point("hook_attn_out", hook_attn_out);
+    register_hook_point("hook_resid_mid", hook_resid_mid);
+    register_hook_point("hook_mlp_out", hook_mlp_out);
+    register_hook_point("hook_resid_post", hook_resid_post);
 }
 
-Tensor GPT2Block::forward(const Tensor& x, Generator& dropout_gen) {
-    const Tensor residual = x + attn.forward(ln_1.forward(x), dropout_gen);               // (B, T, C)
-    return output(residual + mlp.forward(ln_2.forward(residual), dropout_gen));           // (B, T, C)
+Tensor GPT2Block::forward(const Tensor& input, Generator& dropout_gen) {
+    const Tensor x = hook_resid_pre(input);                                                  // (B, T, C)
+    const Tensor residual = hook_resid_mid(x + hook_attn_out(attn(ln_1(x), dropout_gen)));   // (B, T, C)
+    return hook_resid_post(residual + hook_mlp_out(mlp(ln_2(residual), dropout_gen)));       // (B, T, C)
 }
 
 GPT2::GPT2(GPT2Options opts, Generator& gen)
@@ -120,11 +147,13 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
     check(opts.n_layer > 0, "GPT2: n_layer must be positive, got {}", opts.n_layer);
     register_module("wte", wte);
     register_module("wpe", wpe);
+    register_hook_point("hook_embed", hook_embed);
+    register_hook_point("hook_pos_embed", hook_pos_embed);
     for (int64_t l = 0; l < opts.n_layer; ++l) {
         h.push_back(std::make_unique<GPT2Block>(opts, gen));
-        register_module(fmt::format("h.{}", l), *h.back());
+        register_module(fmt::format("h.{}", l), *h.back(), fmt::format("blocks.{}", l));
     }
-    register_module("ln_f", ln_f);
+    register_module("ln_f", ln_f, "ln_final");
     register_generator("dropout", dropout_gen_);  // checkpoints save it as "train.rng.dropout"
 
     // GPT-2's initialization (Hugging Face's _init_weights, nanoGPT's): N(0, 0.02) for the weights and both
@@ -139,11 +168,14 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
 
 Tensor GPT2::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT2");
-    Tensor x = wte.forward(ids, {B, T}) + wpe.forward(positions(first_position(), T), {T});  // (B, T, C) + (T, C)
+    Tensor rows = wpe(positions(first_position(), T), Shape{T});  // (T, C)
+    // the hook sees them as TransformerLens shows them, (B, T, C): each batch row's, the same bits
+    if (hook_pos_embed.hooked()) rows = hook_pos_embed(rows + zeros({B, T, options.n_embd}));
+    Tensor x = hook_embed(wte(ids, Shape{B, T})) + rows;  // (B, T, C) + (T, C)
     x = dropout(x, options.dropout, is_training(), dropout_gen_);
-    for (auto& block : h) x = block->forward(x, dropout_gen_);
+    for (auto& block : h) x = (*block)(x, dropout_gen_);
     advance_cache(T);
-    return output(matmul_transposed(ln_f.forward(last_rows(x)), wte.weight));  // (B, T, C) @ (V, C)^T -> (B, T, V)
+    return matmul_transposed(ln_f(last_rows(x)), wte.weight);  // (B, T, C) @ (V, C)^T -> (B, T, V)
 }
 
 }  // namespace nn

@@ -18,7 +18,7 @@ Linear::Linear(LinearOptions opts, Generator& gen) : options(opts) {
 Tensor Linear::forward(const Tensor& x) const {
     check(x.dim() >= 2 && x.size(-1) == options.in, "Linear: input of shape {} does not end in {} channels",
           shape_str(x.shape()), options.in);
-    return output(options.bias ? linear(x, weight, bias) : matmul(x, weight));
+    return options.bias ? linear(x, weight, bias) : matmul(x, weight);
 }
 
 Embedding::Embedding(EmbeddingOptions opts, Generator& gen) : options(opts) {
@@ -27,20 +27,21 @@ Embedding::Embedding(EmbeddingOptions opts, Generator& gen) : options(opts) {
 }
 
 Tensor Embedding::forward(std::span<const int64_t> ids, const Shape& ids_shape) const {
-    return output(embedding(weight, ids, ids_shape));
+    return embedding(weight, ids, ids_shape);
 }
 
 LayerNorm::LayerNorm(LayerNormOptions opts) : options(opts) {
     check(opts.dim > 0 && opts.eps > 0.0f, "LayerNorm: dim ({}) and eps ({}) must be positive", opts.dim, opts.eps);
     gain = register_parameter("gain", ones({opts.dim}));
     bias = register_parameter("bias", zeros({opts.dim}));
+    register_hook_point("hook_normalized", hook_normalized);
 }
 
-Tensor LayerNorm::forward(const Tensor& x) const {
+Tensor LayerNorm::forward(const Tensor& x) {
     check(x.dim() >= 1 && x.size(-1) == options.dim, "LayerNorm: input of shape {} does not end in {} channels",
           shape_str(x.shape()), options.dim);
     // the fused op: (x - mean) / sqrt(biased variance + eps) * gain + bias, one pass and one backward
-    return output(layer_norm(x, gain, bias, options.eps));  // (..., C)
+    return hook_normalized(layer_norm(x, gain, bias, options.eps));  // (..., C)
 }
 
 }  // namespace nn

@@ -55,10 +55,15 @@ PositionalModel::PositionalModel(int64_t vocab, int64_t n_embd, int64_t block, G
     : token({.num = vocab, .dim = n_embd}, gen), position({.num = block, .dim = n_embd}, gen) {
     register_module("token", token);
     register_module("position", position);
+    register_hook_point("hook_embed", hook_embed);
+    register_hook_point("hook_pos_embed", hook_pos_embed);
 }
 
-Tensor PositionalModel::embed(std::span<const int64_t> ids, int64_t B, int64_t T) const {
-    return token.forward(ids, {B, T}) + position.forward(positions(first_position(), T), {T});  // (B, T, C) + (T, C)
+Tensor PositionalModel::embed(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    Tensor rows = position(positions(first_position(), T), Shape{T});  // (T, C)
+    // the hook sees them as TransformerLens shows them, (B, T, C): each batch row's, the same bits
+    if (hook_pos_embed.hooked()) rows = hook_pos_embed(rows + zeros({B, T, rows.size(1)}));
+    return hook_embed(token(ids, Shape{B, T})) + rows;  // (B, T, C) + (T, C)
 }
 
 // --- Bigram ------------------------------------------------------------------------------------------
@@ -74,7 +79,7 @@ Tensor Bigram::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check(!caching() || B == 1, "Bigram: while caching, a forward continues one sequence; got B = {}", B);
     advance_cache(T);
     const std::span<const int64_t> read = caching() ? ids.last(1) : ids;  // (the last id's logits alone)
-    return output(logits_table.forward(read, {B, static_cast<int64_t>(read.size()) / B}));  // (B, T, V)
+    return logits_table(read, Shape{B, static_cast<int64_t>(read.size()) / B});  // (B, T, V)
 }
 
 // --- AverageModel --------------------------------------------------------------------------------------
@@ -89,9 +94,9 @@ AverageModel::AverageModel(AverageModelOptions opts, Generator& gen)
 
 Tensor AverageModel::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "AverageModel");
-    const Tensor x = average.forward(embed(ids, B, T));  // (B, T, C)
+    const Tensor x = average(embed(ids, B, T));  // (B, T, C)
     advance_cache(T);
-    return output(lm_head.forward(last_rows(x)));  // (B, T, V)
+    return lm_head(last_rows(x));  // (B, T, V)
 }
 
 // --- SingleHead -----------------------------------------------------------------------------------------
@@ -111,9 +116,9 @@ SingleHead::SingleHead(SingleHeadOptions opts, Generator& gen)
 
 Tensor SingleHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "SingleHead");
-    const Tensor x = head.forward(embed(ids, B, T));  // (B, T, H)
+    const Tensor x = head(embed(ids, B, T));  // (B, T, H)
     advance_cache(T);
-    return output(lm_head.forward(last_rows(x)));  // (B, T, V)
+    return lm_head(last_rows(x));  // (B, T, V)
 }
 
 // --- MultiHeadAttention and FeedForward ------------------------------------------------------------------
@@ -130,28 +135,65 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
         register_module(fmt::format("heads.{}", h), *heads.back());
     }
     register_module("projection", projection);
+    register_hook_point("hook_q", hooks.q);
+    register_hook_point("hook_k", hooks.k);
+    register_hook_point("hook_v", hooks.v);
+    register_hook_point("hook_attn_scores", hooks.scores);
+    register_hook_point("hook_pattern", hooks.pattern);
+    register_hook_point("hook_z", hooks.z);
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
     outputs_.clear();  // (a member: its room is reused, no allocation per forward)
-    for (auto& head : heads) outputs_.push_back(head->forward(x));  // each (B, T, C / n_head)
-    const Tensor heads_out = concat(outputs_, -1);                   // (B, T, C)
+    if (!hooks.any_inside_heads()) {
+        for (auto& head : heads) outputs_.push_back((*head)(x));  // each (B, T, H), H = C / n_head
+    } else {
+        // the heads' parts gathered for the hook points, then each head's own steps on what the hooks left
+        check(x.dim() == 3 && x.size(2) == options.n_embd, "MultiHeadAttention: input must be (B, T, {}), got {}",
+              options.n_embd, shape_str(x.shape()));
+        const int64_t n_head = options.n_head, H = options.n_embd / n_head;
+        std::vector<Tensor> q, k, v;  // per head (B, T, H)
+        for (auto& head : heads) {
+            q.push_back(head->queries(x));
+            k.push_back(head->keys(x));
+            v.push_back(head->values(x));
+        }
+        q = split(hook_heads(hooks.q, concat(q, 2), n_head), H, 2);
+        k = split(hook_heads(hooks.k, concat(k, 2), n_head), H, 2);
+        v = split(hook_heads(hooks.v, concat(v, 2), n_head), H, 2);
+        if (!hooks.composed()) {
+            for (int64_t h = 0; h < n_head; ++h) outputs_.push_back(heads[h]->run_forward_hooks(heads[h]->attend(x, q[h], k[h], v[h])));
+        } else {
+            std::vector<Tensor> maps, values;  // per head: scores, then weights (B, T, Tk); values (B, Tk, H)
+            for (int64_t h = 0; h < n_head; ++h) {
+                const auto [keys, head_values] = heads[h]->read(x, k[h], v[h]);
+                maps.push_back(heads[h]->scores(q[h], keys));
+                values.push_back(head_values);
+            }
+            hook_head_maps(hooks.scores, maps);
+            for (Tensor& map : maps) map = softmax(map, -1);
+            hook_head_maps(hooks.pattern, maps);
+            for (int64_t h = 0; h < n_head; ++h) outputs_.push_back(heads[h]->run_forward_hooks(heads[h]->weigh(maps[h], values[h])));
+        }
+    }
+    const Tensor heads_out = hook_heads(hooks.z, concat(outputs_, -1), options.n_head);  // (B, T, C)
     outputs_.clear();
-    return output(dropout(projection.forward(heads_out), options.dropout, is_training(), dropout_gen));  // (B, T, C)
+    return dropout(projection(heads_out), options.dropout, is_training(), dropout_gen);  // (B, T, C)
 }
 
 FeedForward::FeedForward(FeedForwardOptions opts, Generator& gen)
     : options(opts), up({.in = opts.n_embd, .out = 4 * opts.n_embd}, gen), down({.in = 4 * opts.n_embd, .out = opts.n_embd}, gen) {
     register_module("up", up);
     register_module("down", down);
+    register_hook_point("hook_post", hook_post);
 }
 
 Tensor FeedForward::forward(const Tensor& x, Generator& dropout_gen) {
     // linear_gelu is up and gelu in one op, which stores no pre-activation (tested equal to the
     // composition); a forward hook on `up` is shown that pre-activation, so then they run one by one
     const bool fused = up.options.bias && !up.has_forward_hooks();
-    const Tensor hidden = fused ? linear_gelu(x, up.weight, up.bias) : gelu(up.forward(x));  // (B, T, 4C)
-    return output(dropout(down.forward(hidden), options.dropout, is_training(), dropout_gen));  // (B, T, C)
+    const Tensor hidden = hook_post(fused ? linear_gelu(x, up.weight, up.bias) : gelu(up(x)));  // (B, T, 4C)
+    return dropout(down(hidden), options.dropout, is_training(), dropout_gen);  // (B, T, C)
 }
 
 // --- MultiHead -------------------------------------------------------------------------------------------
@@ -161,10 +203,10 @@ MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
       options(opts),
       attention({.n_embd = opts.n_embd, .n_head = opts.n_head, .scaled = opts.scaled}, gen),
       lm_head({.in = opts.n_embd, .out = opts.vocab}, gen) {
-    register_module("attention", attention);
+    register_module("attention", attention, "attn");
     if (opts.feed_forward) {
         feed_forward = std::make_unique<FeedForward>(FeedForwardOptions{.n_embd = opts.n_embd}, gen);
-        register_module("feed_forward", *feed_forward);
+        register_module("feed_forward", *feed_forward, "mlp");
     }
     register_module("lm_head", lm_head);
 }
@@ -172,10 +214,10 @@ MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
 Tensor MultiHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "MultiHead");
     Generator unused;  // no dropout in this model
-    Tensor x = last_rows(attention.forward(embed(ids, B, T), unused));  // (B, T, C)
+    Tensor x = last_rows(attention(embed(ids, B, T), unused));  // (B, T, C)
     advance_cache(T);
-    if (feed_forward) x = feed_forward->forward(x, unused);
-    return output(lm_head.forward(x));  // (B, T, V)
+    if (feed_forward) x = (*feed_forward)(x, unused);
+    return lm_head(x);  // (B, T, V)
 }
 
 // --- GPT -----------------------------------------------------------------------------------------------
@@ -185,15 +227,21 @@ Block::Block(const GPTOptions& opts, Generator& gen)
       norm2({.dim = opts.n_embd}),
       attention({.n_embd = opts.n_embd, .n_head = opts.n_head, .dropout = opts.dropout, .scaled = opts.scaled}, gen),
       feed_forward({.n_embd = opts.n_embd, .dropout = opts.dropout}, gen) {
-    register_module("norm1", norm1);
-    register_module("attention", attention);
-    register_module("norm2", norm2);
-    register_module("feed_forward", feed_forward);
+    register_module("norm1", norm1, "ln1");
+    register_module("attention", attention, "attn");
+    register_module("norm2", norm2, "ln2");
+    register_module("feed_forward", feed_forward, "mlp");
+    register_hook_point("hook_resid_pre", hook_resid_pre);
+    register_hook_point("hook_attn_out", hook_attn_out);
+    register_hook_point("hook_resid_mid", hook_resid_mid);
+    register_hook_point("hook_mlp_out", hook_mlp_out);
+    register_hook_point("hook_resid_post", hook_resid_post);
 }
 
-Tensor Block::forward(const Tensor& x, Generator& dropout_gen) {
-    const Tensor h = x + attention.forward(norm1.forward(x), dropout_gen);  // (B, T, C)
-    return output(h + feed_forward.forward(norm2.forward(h), dropout_gen));  // (B, T, C)
+Tensor Block::forward(const Tensor& input, Generator& dropout_gen) {
+    const Tensor x = hook_resid_pre(input);                                                     // (B, T, C)
+    const Tensor h = hook_resid_mid(x + hook_attn_out(attention(norm1(x), dropout_gen)));       // (B, T, C)
+    return hook_resid_post(h + hook_mlp_out(feed_forward(norm2(h), dropout_gen)));             // (B, T, C)
 }
 
 GPT::GPT(GPTOptions opts, Generator& gen)
@@ -207,7 +255,7 @@ GPT::GPT(GPTOptions opts, Generator& gen)
         blocks.push_back(std::make_unique<Block>(opts, gen));
         register_module(fmt::format("blocks.{}", l), *blocks.back());
     }
-    register_module("final_norm", final_norm);
+    register_module("final_norm", final_norm, "ln_final");
     register_module("lm_head", lm_head);
     register_generator("dropout", dropout_gen_);  // checkpoints save it as "train.rng.dropout"
 
@@ -226,9 +274,9 @@ GPT::GPT(GPTOptions opts, Generator& gen)
 Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT");
     Tensor x = dropout(embed(ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
-    for (auto& block : blocks) x = block->forward(x, dropout_gen_);
+    for (auto& block : blocks) x = (*block)(x, dropout_gen_);
     advance_cache(T);
-    return output(lm_head.forward(final_norm.forward(last_rows(x))));  // (B, T, V)
+    return lm_head(final_norm(last_rows(x)));  // (B, T, V)
 }
 
 }  // namespace nn

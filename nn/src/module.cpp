@@ -1,5 +1,12 @@
 #include "nn/module.h"
 
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <autograd/format.h>
+
 namespace nn {
 
 Tensor Module::register_parameter(std::string name, Tensor value, bool decay) {
@@ -20,8 +27,8 @@ autograd::Generator& Module::register_generator(std::string name, autograd::Gene
 
 std::vector<std::pair<std::string, autograd::Generator*>> Module::named_generators() {
     std::vector<std::pair<std::string, autograd::Generator*>> out = generators_;
-    for (const auto& [name, child] : children_)
-        for (auto& [sub, gen] : child->named_generators()) out.emplace_back(name + "." + sub, gen);
+    for (const Child& child : children_)
+        for (auto& [sub, gen] : child.module->named_generators()) out.emplace_back(child.name + "." + sub, gen);
     return out;
 }
 
@@ -37,7 +44,7 @@ void Module::collect(const std::string& prefix, std::vector<const Parameter*>& o
         out.push_back(&p);
         names.push_back(prefix + p.name);
     }
-    for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out, names);
+    for (const Child& child : children_) child.module->collect(prefix + child.name + ".", out, names);
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
@@ -49,9 +56,10 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
     return out;
 }
 
-void Module::adopt(std::string name, Module& child) {
+void Module::adopt(std::string name, Module& child, std::string hook_name) {
     for (auto& [sub, value] : child.named_parameters()) value.set_name(name + "." + sub);  // a handle: names the parameter
-    children_.emplace_back(std::move(name), &child);
+    if (hook_name.empty()) hook_name = name;
+    children_.push_back({std::move(name), std::move(hook_name), &child});
 }
 
 std::vector<std::string> Module::decayed_parameter_names() const {
@@ -71,8 +79,9 @@ std::vector<Tensor> Module::parameters() const {
 
 std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
     std::vector<std::pair<std::string, const Module*>> out = {{"", this}};
-    for (const auto& [name, child] : children_)
-        for (auto& [sub, module] : child->named_modules()) out.emplace_back(sub.empty() ? name : name + "." + sub, module);
+    for (const Child& child : children_)
+        for (auto& [sub, module] : child.module->named_modules())
+            out.emplace_back(sub.empty() ? child.name : child.name + "." + sub, module);
     return out;
 }
 
@@ -88,19 +97,93 @@ void Module::zero_grad() {
 
 HookHandle Module::register_forward_hook(std::function<void(const Module&, const Tensor& output)> hook) {
     autograd::check(static_cast<bool>(hook), "register_forward_hook: empty hook");
+    autograd::check(runs_forward_hooks(),
+                    "register_forward_hook: this module is not called through the path that runs hooks, so they would "
+                    "never fire: derive it from nn::Callable<YourModule> and call it as module(args...)");
     return forward_hooks_.add(std::move(hook));
 }
 
-bool Module::has_forward_hooks() const { return !forward_hooks_.empty(); }
+bool Module::has_forward_hooks() const { return forward_hooks_.active(); }
 
-Tensor Module::output(Tensor out) const {
+Tensor Module::run_forward_hooks(Tensor out) const {
     if (!forward_hooks_.empty()) forward_hooks_.run(*this, out);
     return out;
 }
 
+HookHandle HookPoint::add_hook(Hook hook) {
+    autograd::check(static_cast<bool>(hook), "HookPoint::add_hook: empty hook");
+    return hooks_.add(std::move(hook));
+}
+
+HookPoint& Module::register_hook_point(std::string name, HookPoint& point) {
+    for (const auto& [registered, _] : hook_points_)
+        autograd::check(registered != name, "register_hook_point: '{}' is registered twice", name);
+    hook_points_.emplace_back(std::move(name), &point);
+    return point;
+}
+
+std::vector<std::pair<std::string, HookPoint*>> Module::named_hook_points() {
+    std::vector<std::pair<std::string, HookPoint*>> out = hook_points_;
+    for (const Child& child : children_)
+        for (auto& [sub, point] : child.module->named_hook_points()) out.emplace_back(child.hook_name + "." + sub, point);
+    return out;
+}
+
+std::vector<std::string> Module::hook_point_names() const {
+    std::vector<std::string> names;
+    for (auto& [name, _] : const_cast<Module*>(this)->named_hook_points()) names.push_back(std::move(name));
+    return names;
+}
+
+namespace {
+
+// '*' matches any run of characters (dots too), every other character itself
+bool glob_match(std::string_view pattern, std::string_view name) {
+    if (pattern.empty()) return name.empty();
+    if (pattern[0] == '*') {
+        for (size_t skip = 0; skip <= name.size(); ++skip)
+            if (glob_match(pattern.substr(1), name.substr(skip))) return true;
+        return false;
+    }
+    return !name.empty() && pattern[0] == name[0] && glob_match(pattern.substr(1), name.substr(1));
+}
+
+// The handle of a hook added to several points: removing it removes each one.
+struct HookGroup : autograd::detail::HookState {
+    std::vector<HookHandle> members;
+    void remove() override {
+        active = false;
+        for (HookHandle& member : members) member.remove();
+    }
+};
+
+}  // namespace
+
+HookHandle Module::add_hook(std::string_view pattern, std::function<void(Tensor& value, const std::string& name)> hook) {
+    autograd::check(static_cast<bool>(hook), "add_hook: empty hook");
+    auto group = std::make_shared<HookGroup>();
+    auto shared_hook = std::make_shared<std::function<void(Tensor&, const std::string&)>>(std::move(hook));
+    std::vector<std::string> names;
+    for (auto& [name, point] : named_hook_points()) {
+        names.push_back(name);
+        if (!glob_match(pattern, name)) continue;
+        // each point's hook holds the group, so the handle stays active while any of them is registered
+        group->members.push_back(point->add_hook([group, shared_hook, name](Tensor& value) {
+            const Shape shape = value.shape();
+            (*shared_hook)(value, name);
+            autograd::check(value.defined(), "hook on '{}': the hook left the value undefined", name);
+            autograd::check(value.shape() == shape, "hook on '{}': the value was {}, the hook made it {}", name,
+                            autograd::shape_str(shape), autograd::shape_str(value.shape()));
+        }));
+    }
+    autograd::check(!group->members.empty(), "add_hook: no hook point matches '{}'; this module's hook points: {}", pattern,
+                    names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+    return HookHandle(std::weak_ptr<autograd::detail::HookState>(group));
+}
+
 void Module::train(bool on) {
     training_ = on;
-    for (auto& [_, child] : children_) child->train(on);
+    for (Child& child : children_) child.module->train(on);
 }
 
 }  // namespace nn

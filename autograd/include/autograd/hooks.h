@@ -21,6 +21,8 @@ namespace detail {
 struct HookState {
     bool active = true;
     virtual ~HookState() = default;
+    // Unregisters; a handle on several hooks at once (nn::Module::add_hook) removes each of them.
+    virtual void remove() { active = false; }
 };
 }  // namespace detail
 
@@ -32,7 +34,7 @@ public:
     // Unregisters the hook: it fires no more, from the next call on. Calling it again, on a default
     // handle, or after the tensor or module is gone does nothing.
     void remove() {
-        if (auto s = state_.lock()) s->active = false;
+        if (auto s = state_.lock()) s->remove();
     }
     // Registered, not removed, and its tensor or module still alive.
     bool active() const {
@@ -58,6 +60,12 @@ public:
         return HookHandle(std::weak_ptr<detail::HookState>(hook));
     }
     bool empty() const { return hooks_.empty(); }
+    // Whether a hook is registered and not removed (a removed one may wait in the list until the next run).
+    bool active() const {
+        for (const auto& hook : hooks_)
+            if (hook->active) return true;
+        return false;
+    }
 
     void run(Args... args) {
         const std::vector<std::shared_ptr<Hook>> snapshot = hooks_;

@@ -9,6 +9,7 @@
 
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/kv_cache.h"
@@ -63,7 +64,7 @@ public:
 // (with record_scores off, Q K^T, scale, mask and softmax are the one fused op causal_attention_weights,
 // and from flash_from positions on, everything after Q, K and V is the one op causal_attention).
 // With compare_raw, Q = K = x (the self-matching failure) and the divisor is 1/sqrt(C).
-class Head : public InspectableHead, public CachingModule {
+class Head : public Callable<Head, InspectableHead>, public CachingModule {
 public:
     explicit Head(HeadOptions options, autograd::Generator& gen = autograd::default_generator());
     // x: (B, T, C) -> (B, T, H). With a cache (nn/kv_cache.h): B = 1, x the next T positions, which
@@ -92,6 +93,15 @@ public:
     Linear query, key, value;  // each (C, H), no bias; query and key unused with compare_raw
 
 private:
+    friend class MultiHeadAttention;  // runs the steps below itself when its hook points need the heads' parts
+    // forward after the projections: x (B, T, C) and its q (B, T, H) (or (B, T, C) raw), k, v -> (B, T, H)
+    Tensor attend(const Tensor& x, const Tensor& q, const Tensor& k, const Tensor& v);
+    // attend's steps. read: remembers x (or, decoding, caches k and v) -> the keys and values to attend to,
+    // (B, Tk, H) each; scores: q against them, scaled and masked -> (B, T, Tk); weigh: weights (B, T, Tk)
+    // (rows sum to 1) times the values -> (B, T, H), remembering the weights
+    std::pair<Tensor, Tensor> read(const Tensor& x, const Tensor& k, const Tensor& v);
+    Tensor scores(const Tensor& q, const Tensor& keys) const;
+    Tensor weigh(const Tensor& weights, const Tensor& values);
     mutable Tensor attention_;  // made by last_attention() after a causal_attention forward
     Tensor input_;
     Tensor scores_;
@@ -100,6 +110,25 @@ private:
     KVCache* cache_ = nullptr;
     void use_cache(KVCache* cache) override;
 };
+
+// --- hook points of attention layers (nn::MultiHeadAttention, nn::GPT2Attention) -------------------------
+// Named as TransformerLens names them, n_head heads of width H, Tk the positions attended to (T, or L + T
+// while decoding with a cache).
+struct AttentionHookPoints {
+    HookPoint q, k, v;    // "hook_q", "hook_k", "hook_v": (B, T, n_head, H)
+    HookPoint scores;     // "hook_attn_scores": (B, n_head, T, Tk), scaled and masked (-inf), before the softmax
+    HookPoint pattern;    // "hook_pattern": (B, n_head, T, Tk), the softmax of the scores; rows sum to 1
+    HookPoint z;          // "hook_z": (B, T, n_head, H), each head's output before the output projection
+    // The fused attention ops make neither scores nor pattern: with a hook on either, the heads run the
+    // tutorial's composition (matmul, scale, mask, softmax, matmul).
+    bool composed() const { return scores.hooked() || pattern.hooked(); }
+    bool any_inside_heads() const { return q.hooked() || k.hooked() || v.hooked() || composed(); }
+};
+// x: (B, T, n_head * X), the heads side by side -> the same, after point's hooks saw (and may have replaced)
+// it as (B, T, n_head, X). x itself when no hook is registered.
+Tensor hook_heads(HookPoint& point, const Tensor& x, int64_t n_head);
+// maps: n_head of (B, T, Tk) -> the same, after point's hooks saw them as one (B, n_head, T, Tk).
+void hook_head_maps(HookPoint& point, std::vector<Tensor>& maps);
 
 // How spread attention is: the entropy (nats) of the shares and the largest share. A row that looks
 // at one position has entropy 0 and largest share 1; one spread evenly over n positions, ln n and 1/n.
@@ -124,7 +153,7 @@ struct AttentionHead {
 std::vector<AttentionHead> attention_heads(const Module& model);
 
 // "Just average them": position i takes the plain mean of positions 0..i. No parameters.
-class Average : public Module, public CachingModule {
+class Average : public Callable<Average>, public CachingModule {
 public:
     // x: (B, T, C) -> (B, T, C). With a cache: B = 1, x the next T positions, averaged with every row
     // cached before them.

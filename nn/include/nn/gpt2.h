@@ -71,7 +71,8 @@ private:
 
 // q, k, v from one c_attn projection, causal attention per head, c_proj: (B, T, C) -> (B, T, C). With a
 // cache (nn/kv_cache.h): B = 1, x the next T positions, which read every position cached before them.
-class GPT2Attention : public Module, public CachingModule {
+// Hook points: AttentionHookPoints ("hook_q" ... "hook_z"), on the T positions computed.
+class GPT2Attention : public Callable<GPT2Attention>, public CachingModule {
 public:
     GPT2Attention(const GPT2Options& options, autograd::Generator& gen);
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
@@ -81,6 +82,7 @@ public:
     float dropout_p;  // on the output, in training mode
     Linear c_attn, c_proj;  // (C, 3C), (C, C)
     std::vector<std::unique_ptr<GPT2Head>> heads;  // "heads.N": views for the inspect tools
+    AttentionHookPoints hooks;
 
 private:
     friend class GPT2Head;
@@ -93,7 +95,7 @@ private:
 };
 
 // c_fc, GELU (tanh, or exact), c_proj: (B, T, C) -> (B, T, C).
-class GPT2MLP : public Module {
+class GPT2MLP : public Callable<GPT2MLP> {
 public:
     GPT2MLP(const GPT2Options& options, autograd::Generator& gen);
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
@@ -101,10 +103,13 @@ public:
     float dropout_p;  // on the output, in training mode
     bool gelu_exact;
     Linear c_fc, c_proj;  // (C, 4C), (4C, C)
+    HookPoint hook_post;  // "hook_post": the hidden activation, after the GELU (B, T, 4C)
 };
 
-// x + attn(ln_1(x)), then x + mlp(ln_2(x)).
-class GPT2Block : public Module {
+// x + attn(ln_1(x)), then x + mlp(ln_2(x)). Hook points (B, T, C) each, TransformerLens's names:
+// hook_resid_pre (x), hook_attn_out, hook_resid_mid (x + attn), hook_mlp_out, hook_resid_post (the output);
+// its children's hook names are ln1, attn, ln2, mlp.
+class GPT2Block : public Callable<GPT2Block> {
 public:
     GPT2Block(const GPT2Options& options, autograd::Generator& gen);
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
@@ -113,10 +118,12 @@ public:
     GPT2Attention attn;
     LayerNorm ln_2;
     GPT2MLP mlp;
+    HookPoint hook_resid_pre, hook_attn_out, hook_resid_mid, hook_mlp_out, hook_resid_post;
 };
 
 // GPT-2's initialization: weights and tables N(0, 0.02), the residual projections (attn.c_proj, mlp.c_proj)
-// N(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorms 1 and 0.
+// N(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorms 1 and 0. Hook points, TransformerLens's names:
+// hook_embed (B, T, C), hook_pos_embed (T, C), blocks.N.* (GPT2Block's), ln_final.hook_normalized, logits.
 class GPT2 : public LanguageModel {
 public:
     explicit GPT2(GPT2Options options, autograd::Generator& gen = autograd::default_generator());
@@ -129,6 +136,7 @@ public:
     Embedding wte, wpe;  // (V, C), (block, C)
     std::vector<std::unique_ptr<GPT2Block>> h;
     LayerNorm ln_f;
+    HookPoint hook_embed, hook_pos_embed;  // (B, T, C) each: the token rows, the position rows
 
 private:
     autograd::Generator dropout_gen_;

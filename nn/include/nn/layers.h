@@ -20,7 +20,7 @@ struct LinearOptions {
 
 // y = x @ weight + bias. weight is (C, K), so the layer reads as the tutorial's `x @ W`.
 // Initialized like PyTorch: uniform in +-1/sqrt(C).
-class Linear : public Module {
+class Linear : public Callable<Linear> {
 public:
     explicit Linear(LinearOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(const Tensor& x) const;  // x: (..., C) -> (..., K)
@@ -36,7 +36,7 @@ struct EmbeddingOptions {
 };
 
 // A table of V rows of width C, initialized N(0, 1) like PyTorch.
-class Embedding : public Module {
+class Embedding : public Callable<Embedding> {
 public:
     explicit Embedding(EmbeddingOptions options, autograd::Generator& gen = autograd::default_generator());
     // ids: values in [0, V) laid out as ids_shape (e.g. (B, T))  ->  (ids_shape..., C)
@@ -52,14 +52,15 @@ struct LayerNormOptions {
 };
 
 // Normalizes the last dim to mean 0 and variance 1 (biased, as PyTorch), then scales and shifts.
-class LayerNorm : public Module {
+class LayerNorm : public Callable<LayerNorm> {
 public:
     explicit LayerNorm(LayerNormOptions options);
-    Tensor forward(const Tensor& x) const;  // x: (..., C) -> (..., C)
+    Tensor forward(const Tensor& x);  // x: (..., C) -> (..., C)
 
     LayerNormOptions options;
     Tensor gain;  // (C), ones
     Tensor bias;  // (C), zeros
+    HookPoint hook_normalized;  // (..., C): the output, scaled and shifted (TransformerLens's name)
 };
 
 }  // namespace nn

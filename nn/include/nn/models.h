@@ -27,6 +27,11 @@ namespace nn {
 // What every model of the ladder is: ids in, next-token logits out.
 class LanguageModel : public Module {
 public:
+    // The one path a model is called through: forward, then the "logits" hook point and the forward hooks.
+    Tensor operator()(std::span<const int64_t> ids, int64_t B, int64_t T) {
+        return run_forward_hooks(hook_logits(forward(ids, B, T)));
+    }
+    bool runs_forward_hooks() const override { return true; }
     // ids: (B, T) row-major, each in [0, V), T <= block_size()  ->  logits (B, T, V). While caching
     // (below): B = 1, the ids are the positions cache_length() .. cache_length() + T - 1, and the logits
     // are the last position's alone, (1, 1, V).
@@ -48,7 +53,10 @@ public:
     bool caching() const { return cache_ != nullptr; }
     int64_t cache_length() const { return cache_ ? cache_->length() : 0; }
 
+    HookPoint hook_logits;  // "logits": what forward returned, (B, T, V), seen when the model is called as model(ids, B, T)
+
 protected:
+    LanguageModel() { register_hook_point("logits", hook_logits); }
     void check_ids(std::span<const int64_t> ids, int64_t B, int64_t T, const char* model) const;
     // first, first + 1, ..., first + T - 1, in a buffer of the model's (reused: no allocation per call)
     std::span<const int64_t> positions(int64_t first, int64_t T) const;
@@ -71,9 +79,10 @@ public:
     int64_t block_size() const override { return position.options.num; }
     int64_t vocab_size() const override { return token.options.num; }
     // ids: (B, T)  ->  token + position embeddings (B, T, C), the positions from first_position()
-    Tensor embed(std::span<const int64_t> ids, int64_t B, int64_t T) const;
+    Tensor embed(std::span<const int64_t> ids, int64_t B, int64_t T);
 
     Embedding token, position;  // (V, C), (block, C)
+    HookPoint hook_embed, hook_pos_embed;  // (B, T, C) each: the token rows, the position rows
 
 protected:
     PositionalModel(int64_t vocab, int64_t n_embd, int64_t block, autograd::Generator& gen);
@@ -141,7 +150,8 @@ struct MultiHeadAttentionOptions {
     bool scaled = true;   // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // Several Heads side by side, concatenated back to C channels, then projected: (B, T, C) -> (B, T, C).
-class MultiHeadAttention : public Module {
+// Its hook points (AttentionHookPoints: "hook_q" ... "hook_z") gather the heads' parts only when hooked.
+class MultiHeadAttention : public Callable<MultiHeadAttention> {
 public:
     explicit MultiHeadAttention(MultiHeadAttentionOptions options, autograd::Generator& gen);
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
@@ -149,6 +159,7 @@ public:
     MultiHeadAttentionOptions options;
     std::vector<std::unique_ptr<Head>> heads;
     Linear projection;
+    AttentionHookPoints hooks;
 
 private:
     std::vector<Tensor> outputs_;  // the heads' outputs during a forward
@@ -160,13 +171,14 @@ struct FeedForwardOptions {
 };
 // Linear C -> 4C, GELU, Linear 4C -> C: (B, T, C) -> (B, T, C). The first two run as one op,
 // autograd::linear_gelu, unless a forward hook watches `up` (then up's output must exist).
-class FeedForward : public Module {
+class FeedForward : public Callable<FeedForward> {
 public:
     explicit FeedForward(FeedForwardOptions options, autograd::Generator& gen);
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
 
     FeedForwardOptions options;
     Linear up, down;
+    HookPoint hook_post;  // "hook_post": the hidden activation, after the GELU (B, T, 4C)
 };
 
 struct MultiHeadOptions {
@@ -203,7 +215,10 @@ struct GPTOptions {
     bool scaled = true;    // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // x + attention(LayerNorm(x)), then x + feed_forward(LayerNorm(x)): one block, (B, T, C) -> (B, T, C).
-class Block : public Module {
+// Its hook points, as GPT2Block's, TransformerLens's names (B, T, C) each: hook_resid_pre (x), hook_attn_out,
+// hook_resid_mid (x + attention), hook_mlp_out, hook_resid_post (the output); its children's hook names are
+// ln1, attn, ln2, mlp.
+class Block : public Callable<Block> {
 public:
     Block(const GPTOptions& options, autograd::Generator& gen);
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
@@ -211,6 +226,7 @@ public:
     LayerNorm norm1, norm2;
     MultiHeadAttention attention;
     FeedForward feed_forward;
+    HookPoint hook_resid_pre, hook_attn_out, hook_resid_mid, hook_mlp_out, hook_resid_post;
 };
 // The small GPT: embeddings, n_layer blocks, a final LayerNorm, a linear head. Weights start as in
 // GPT-2 (normal, std 0.02; residual projections 0.02 / sqrt(2 n_layer)) unless gpt2_init is false.

@@ -105,7 +105,7 @@ StepStats Trainer::step(GradientReport* report) {
     optimizer_->set_lr(lr);
     model_->train();
     optimizer_->zero_grad();
-    const Tensor loss = cross_entropy(model_->forward(batch.inputs, B, T), batch.targets);
+    const Tensor loss = cross_entropy((*model_)(batch.inputs, B, T), batch.targets);
     loss.backward();
     if (report) *report = gradient_report(*model_, nullptr, step_count() + 1);
     const float norm = clip_grad_norm(model_->parameters(), config_.grad_clip);
@@ -135,7 +135,7 @@ double Trainer::evaluate(Split split, int64_t iters, const std::function<bool()>
             return NAN;
         }
         const Batch batch = data_.batch(split, B, T, gen);
-        total += cross_entropy(model_->forward(batch.inputs, B, T), batch.targets).item();
+        total += cross_entropy((*model_)(batch.inputs, B, T), batch.targets).item();
     }
     model_->train(was_training);
     return total / static_cast<double>(iters);

@@ -151,7 +151,7 @@ std::vector<HeadScores> head_scores(LanguageModel& model, const RepeatedTokens& 
           probe.half, model.block_size());
     autograd::NoGradGuard no_grad;
     model.eval();
-    (void)model.forward(probe.ids, probe.B, probe.T());
+    (void)model(probe.ids, probe.B, probe.T());
     std::vector<HeadScores> scores;
     for (const AttentionHead& head : attention_heads(model)) {
         const Tensor& w = head.module.last_attention();  // (B, 2 half, 2 half)

@@ -39,7 +39,7 @@ SelfShare self_share(const HeadOptions& options, int64_t T, int64_t windows, Gen
     autograd::NoGradGuard no_grad;
     Head head(options, gen);
     const Tensor x = randn({windows, T, options.n_embd}, gen);  // (B, T, C)
-    head.forward(x);
+    head(x);
     const Tensor& w = head.last_attention();                      // (B, T, T)
     std::vector<double> shares, advantages;
     for (int64_t b = 0; b < windows; ++b)
@@ -74,7 +74,7 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Ge
         for (Linear* layer : {&head.query, &head.key, &head.value})
             for (float& v : layer->weight.data()) v = gen.normal(0.0f, init_std);
         const Tensor x = randn({1, T, width}, gen);  // (1, T, C)
-        const Tensor out = head.forward(x);          // (1, T, H)
+        const Tensor out = head(x);          // (1, T, H)
         // Upstream std 1/sqrt(H) gives dL/d(shares) = upstream V^T unit variance at every width, so
         // what changes with width is the softmax alone.
         const Tensor upstream = randn(out.shape(), gen, 0.0f, 1.0f / std::sqrt(static_cast<float>(width)));
@@ -147,9 +147,9 @@ PrefixStability prefix_stability(const HeadOptions& options, int64_t prefix, int
     NoGradGuard no_grad;
     Head head(options, gen);
     const Tensor x = randn({1, T, options.n_embd}, gen);                  // (1, T, C)
-    const Tensor out_long = head.forward(x);                                // (1, T, H)
+    const Tensor out_long = head(x);                                // (1, T, H)
     const Tensor w_long = head.last_attention();                           // (1, T, T)
-    const Tensor out_prefix = head.forward(x.slice(1, 0, prefix));         // (1, P, H)
+    const Tensor out_prefix = head(x.slice(1, 0, prefix));         // (1, P, H)
     const Tensor& w_prefix = head.last_attention();                        // (1, P, P)
     PrefixStability s;
     for (int64_t i = 0; i < prefix; ++i) {
