@@ -156,10 +156,6 @@ const nn::ModelKind kLearnedScale = nn::register_model_kind(
      .options = nn::option_n_embd | nn::option_block,
      .make = [](const nn::ModelConfig& c, Generator& gen) -> std::unique_ptr<nn::LanguageModel> {
          return std::make_unique<TinyModel>(c.vocab, c.n_embd, c.block, gen);
-     },
-     .size = [](const nn::ModelConfig& c) {
-         const double V = double(c.vocab), C = double(c.n_embd), T = double(c.block);
-         return nn::ModelSize{.parameters = V * C + T * C + 3 * C * C + 1 + C * V + V, .heads_per_layer = 1};
      }});
 
 struct Options {

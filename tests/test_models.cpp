@@ -319,6 +319,52 @@ TEST_CASE("The model registry: one entry per kind, names that round-trip, option
     CHECK(nn::model_size(bigram).heads_per_layer == 0);
 }
 
+// issue 40: each kind's size comes from its constructor run shapes-only; the expectations here are the
+// parameters counted by hand from each model's layers (V vocab, C n_embd, T block, L n_layer; a Linear
+// with a bias unless noted).
+TEST_CASE("model_size counts each kind's parameters from its shapes, whatever their size, allocating nothing", "[models]") {
+    const auto expected = [](const nn::ModelConfig& c) {
+        const double V = double(c.vocab), C = double(c.n_embd), T = double(c.block), L = double(c.n_layer);
+        const double tables = V * C + T * C, lm_head = C * V + V;
+        const double attention = 3 * C * C + C * C + C;  // heads' query, key, value (no bias), projection
+        const double feed_forward = 8 * C * C + 5 * C;   // C -> 4C -> C
+        switch (c.kind.index()) {
+            case 0: return V * V;
+            case 1: return tables + lm_head;
+            case 2: return tables + 3 * C * C + lm_head;
+            case 3: return tables + attention + (c.feed_forward ? feed_forward : 0) + lm_head;
+            case 4: return tables + L * (4 * C + attention + feed_forward) + 2 * C + lm_head;
+            default:  // gpt2: c_attn and c_proj with biases, the output tied to the token table
+                return tables + L * (4 * C + 3 * C * C + 3 * C + C * C + C + feed_forward) + 2 * C;
+        }
+    };
+    for (const nn::ModelKind kind : {nn::ModelKind::bigram, nn::ModelKind::average, nn::ModelKind::head, nn::ModelKind::multihead,
+                                     nn::ModelKind::gpt, nn::ModelKind::gpt2})
+        for (const bool feed_forward : {false, true}) {
+            if (feed_forward && kind != nn::ModelKind::multihead) continue;
+            const nn::ModelConfig c{.kind = kind, .vocab = 13, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = 5,
+                                    .feed_forward = feed_forward};
+            INFO(fmt::format("{} feed_forward {}", kind, feed_forward));
+            Generator gen(1);
+            CHECK(nn::model_size(c).parameters == expected(c));
+            CHECK(nn::model_size(c).parameters == double(nn::make_model(c, gen)->parameter_count()));
+            const bool layered = kind == nn::ModelKind::gpt || kind == nn::ModelKind::gpt2;
+            CHECK(nn::model_size(c).layers == (layered ? 2 : 1));
+            CHECK(nn::model_size(c).heads_per_layer == (kind.index() < 2 ? 0 : kind == nn::ModelKind::head ? 1 : 3));
+        }
+    // sizes no machine holds: counted from the shapes alone (a real model would need exabytes)
+    const nn::ModelConfig absurd{.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = int64_t{1} << 30, .n_head = 1, .n_layer = 4,
+                                 .block = 1 << 20};
+    CHECK(nn::model_size(absurd).parameters == Approx(expected(absurd)).epsilon(1e-12));  // (sums in another order)
+    CHECK(nn::model_size(absurd).parameters > 5e19);
+    // a structure too large to hold is refused by name, before it is built
+    const nn::ModelConfig many{.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 4096, .n_head = 4096, .n_layer = 1024, .block = 8};
+    CHECK_THROWS_WITH(nn::model_size(many), Contains("model: a gpt of n_embd 4096 n_head 4096 n_layer 1024 would hold more than "
+                                                     "262144 parameter tensors; choose smaller sizes"));
+    // and a config validate_model_config refuses is refused as make_model refuses it
+    CHECK_THROWS_WITH(nn::model_size({.kind = nn::ModelKind::gpt, .vocab = 5, .n_embd = 8, .n_head = 3}), Contains("must divide"));
+}
+
 TEST_CASE("The positional models share their embeddings under the same names", "[models]") {
     Generator gen(4);
     nn::ModelConfig c{.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 4};

@@ -54,6 +54,40 @@ TEST_CASE("zeros, ones, full and scalar make leaves of the given shape", "[tenso
     REQUIRE(z.defined());
 }
 
+TEST_CASE("Under ShapesOnlyGuard, tensors have a shape and no values, and nothing is drawn", "[tensor]") {
+    using Catch::Matchers::Contains;
+    Generator gen(7), untouched(7);
+    Tensor huge, small, drawn;
+    {
+        const ShapesOnlyGuard shapes_only;
+        CHECK(is_shapes_only());
+        huge = zeros({int64_t{1} << 40, int64_t{1} << 40});  // 2^80 values: their count overflows 64 bits
+        small = scalar(3.0f);
+        drawn = randn({1000, 1000}, gen);
+        CHECK(tensor({1.0f, 2.0f}).has_values() == false);
+        CHECK_THROWS_WITH(full({-1}, 0.0f), Contains("negative dimension"));  // shapes are still checked
+    }
+    CHECK_FALSE(is_shapes_only());
+    CHECK(huge.shape() == Shape{int64_t{1} << 40, int64_t{1} << 40});
+    CHECK(drawn.shape() == Shape{1000, 1000});
+    CHECK(gen.next_u64() == untouched.next_u64());  // randn drew nothing
+    CHECK_FALSE(huge.has_values());
+    CHECK(huge.numel() == 0);
+    // reading the values, directly or through an op, is a clear error, not a read of nothing
+    CHECK_THROWS_WITH(huge.data(), Contains("holds no values") && Contains("ShapesOnlyGuard"));
+    CHECK_THROWS_WITH(small.item(), Contains("tensor of shape () holds no values"));
+    CHECK_THROWS_WITH(drawn + drawn, Contains("holds no values"));
+    CHECK_THROWS_WITH(small.reshape({1}), Contains("reshape"));
+    // outside the guard, creation is as before
+    CHECK(zeros({2}).has_values());
+    CHECK(scalar(3.0f).item() == 3.0f);
+    // a structure too large to hold is refused before it is built
+    const ShapesOnlyGuard limited(2);
+    zeros({4});
+    zeros({4});
+    CHECK_THROWS_AS(zeros({4}), std::length_error);
+}
+
 TEST_CASE("tensor() takes row-major values, rank 4 works", "[tensor]") {
     const Tensor t = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
     REQUIRE(t.shape() == Shape{2, 3});

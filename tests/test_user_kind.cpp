@@ -89,19 +89,13 @@ public:
     Generator dropout_gen;
 };
 
-nn::ModelSize dropout_head_size(const nn::ModelConfig& c) {
-    const double V = double(c.vocab), C = double(c.n_embd), T = double(c.block);
-    return {.parameters = V * C + T * C + 3 * C * C + C * V + V, .heads_per_layer = 1};
-}
-
 const nn::ModelKind kDropoutHead = nn::register_model_kind(
     {.name = "dropout_head",
      .title = "single-head with dropout",
      .options = nn::option_n_embd | nn::option_block | nn::option_dropout,
      .make = [](const nn::ModelConfig& c, Generator& gen) -> std::unique_ptr<nn::LanguageModel> {
          return std::make_unique<DropoutHead>(c, gen);
-     },
-     .size = dropout_head_size});
+     }});  // no size of its own: nn::model_size builds it shapes-only
 
 bool same_bits(const Tensor& a, const Tensor& b) {
     const auto bits = [](float v) { return std::bit_cast<uint32_t>(v); };
@@ -147,7 +141,12 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     config.vocab = 11;
     Generator gen(3);
     const auto model = nn::make_model(config, gen);
+    // its size comes from its constructor run shapes-only: V C + T C (tables) + 3 C C (head) + C V + V (lm_head)
+    const double V = 11, C = double(config.n_embd), T = double(config.block);
+    CHECK(nn::model_size(config).parameters == V * C + T * C + 3 * C * C + C * V + V);
     CHECK(double(model->parameter_count()) == nn::model_size(config).parameters);
+    CHECK(nn::model_size(config).layers == 1);
+    CHECK(nn::model_size(config).heads_per_layer == 1);  // its WidthDividedHead, found as an nn::InspectableHead
     // its options are checked as the ladder's are; those it does not read are refused or ignored as theirs
     config.dropout = 1.0f;
     CHECK_THROWS_WITH(nn::make_model(config, gen), Contains("dropout 1 must be in [0, 1)"));
@@ -169,9 +168,9 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     nn::ModelKindInfo bad = info;
     bad.name = "two words";
     CHECK_THROWS_WITH(nn::register_model_kind(bad), Contains("\"two words\": a name is"));
-    bad.name = "sizeless";
-    bad.size = nullptr;
-    CHECK_THROWS_WITH(nn::register_model_kind(bad), Contains("without its make and size"));
+    bad.name = "makeless";
+    bad.make = nullptr;
+    CHECK_THROWS_WITH(nn::register_model_kind(bad), Contains("without its make function"));
     CHECK_THROWS_WITH(nn::model_kind_info(nn::ModelKind{}), Contains("not in the table"));
 }
 

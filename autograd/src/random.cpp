@@ -53,12 +53,14 @@ void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
 
 Tensor randn(const Shape& shape, Generator& gen, float mean, float std) {
     Tensor t = zeros(shape);
+    if (!t.has_values()) return t;  // shapes only: nothing drawn
     for (float& v : t.data()) v = gen.normal(mean, std);
     return t;
 }
 
 Tensor rand(const Shape& shape, Generator& gen, float low, float high) {
     Tensor t = zeros(shape);
+    if (!t.has_values()) return t;  // shapes only: nothing drawn
     for (float& v : t.data()) v = gen.uniform(low, high);
     return t;
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "anomaly.h"
 #include "autograd/op.h"
@@ -15,8 +16,20 @@ namespace autograd {
 
 namespace {
 thread_local bool grad_enabled = true;
+thread_local bool shapes_only = false;
+thread_local int64_t shapes_only_left = 0;  // tensors the innermost ShapesOnlyGuard may still make
+
+// Under ShapesOnlyGuard: a record with the shape alone (numel 0, no storage).
+std::shared_ptr<TensorImpl> shapes_only_impl(Shape shape) {
+    if (shapes_only_left-- <= 0)
+        throw std::length_error("shapes only: more tensors than the ShapesOnlyGuard's limit (too large a structure to hold)");
+    auto impl = detail::make_pooled<TensorImpl>();
+    impl->shape = std::move(shape);
+    return impl;
+}
 
 std::shared_ptr<TensorImpl> new_impl(Shape shape, Buffer values) {
+    if (shapes_only) return shapes_only_impl(std::move(shape));
     auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = std::move(shape);
     impl->numel = static_cast<int64_t>(values.size());
@@ -111,12 +124,18 @@ int64_t Tensor::size(int64_t dim) const { return shape()[detail::dim_of(shape(),
 
 int64_t Tensor::numel() const { return checked_impl().numel; }
 
+bool Tensor::has_values() const { return checked_impl().data != nullptr; }
+
 std::span<float> Tensor::data() const {
     const TensorImpl& impl = checked_impl();
+    if (!impl.data) [[unlikely]]
+        check(false, "tensor of shape {} holds no values: it was made for its shape alone (ShapesOnlyGuard)",
+              shape_str(impl.shape));
     return {impl.data->data(), static_cast<size_t>(impl.numel)};
 }
 
 float Tensor::item() const {
+    data();  // (a shapes-only tensor is refused as such, not as empty)
     check(numel() == 1, "item: tensor of shape {} has {} elements, not 1", shape_str(shape()), numel());
     return data()[0];
 }
@@ -351,6 +370,7 @@ Tensor make_result(const char* op, Shape shape, const std::vector<float>& values
 
 Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
                    NodeInputs inputs, BackwardFn backward, std::source_location where) {
+    check(storage != nullptr, "{}: an input holds no values: it was made for its shape alone (ShapesOnlyGuard)", op);
     const int64_t numel = numel_of(shape);
     check(numel <= static_cast<int64_t>(storage->size()), "{}: result shape {} holds more than the storage's {} values", op,
           shape_str(shape), storage->size());
@@ -373,6 +393,7 @@ Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
 
 Tensor full(const Shape& shape, float value) {
     check_shape(shape, "full");
+    if (shapes_only) return Tensor(shapes_only_impl(shape));  // (its count may pass 64-bit sizes)
     return Tensor(new_impl(shape, Buffer(static_cast<size_t>(numel_of(shape)), value)));
 }
 Tensor zeros(const Shape& shape) { return full(shape, 0.0f); }
@@ -382,6 +403,7 @@ Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
 
 Tensor tensor(const std::vector<float>& values, const Shape& shape) {
     check_shape(shape, "tensor");
+    if (shapes_only) return Tensor(shapes_only_impl(shape));
     check(numel_of(shape) == static_cast<int64_t>(values.size()), "tensor: {} values do not fill shape {} ({} elements)",
           values.size(), shape_str(shape), numel_of(shape));
     return Tensor(new_impl(shape, Buffer(values.begin(), values.end())));
@@ -411,5 +433,17 @@ Tensor arange(int64_t n) {
 bool is_grad_enabled() { return grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
+
+// --- shapes only ----------------------------------------------------------------------------------------
+
+bool is_shapes_only() { return shapes_only; }
+ShapesOnlyGuard::ShapesOnlyGuard(int64_t max_tensors) : previous_(shapes_only), previous_left_(shapes_only_left) {
+    shapes_only = true;
+    shapes_only_left = max_tensors;
+}
+ShapesOnlyGuard::~ShapesOnlyGuard() {
+    shapes_only = previous_;
+    shapes_only_left = previous_left_;
+}
 
 }  // namespace autograd

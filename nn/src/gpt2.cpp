@@ -160,7 +160,8 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
     // tables, the projections into the residual stream scaled by 1 / sqrt(2 n_layer), biases 0; norms stay 1, 0
     const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(opts.n_layer));
     for (auto& [name, p] : named_parameters()) {
-        if (name.find(".ln_") != std::string::npos || name.starts_with("ln_f.")) continue;
+        const bool norm = name.find(".ln_") != std::string::npos || name.starts_with("ln_f.");
+        if (norm || !p.has_values()) continue;  // (a shapes-only model draws nothing)
         const bool bias = name.ends_with(".bias"), residual = name.ends_with("c_proj.weight");
         for (float& v : p.data()) v = bias ? 0.0f : gen.normal(0.0f, residual ? residual_std : 0.02f);
     }

@@ -4,10 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <set>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/ranges.h>
 
+#include "nn/attention.h"
 #include "nn/gpt2.h"
 #include "nn/models.h"
 
@@ -16,47 +19,6 @@ namespace nn {
 using namespace autograd;
 
 namespace {
-
-// --- each kind's size: its parameters exactly, as its constructor registers them (C n_embd, T block,
-// V vocab); Linear layers have a bias unless noted ---------------------------------------------------
-
-struct Dims {
-    double V, C, T, H, L;
-    explicit Dims(const ModelConfig& c)
-        : V(double(c.vocab)), C(double(c.n_embd)), T(double(c.block)), H(double(std::max<int64_t>(c.n_head, 1))),
-          L(double(std::max<int64_t>(c.n_layer, 1))) {}
-    double embeddings() const { return V * C + T * C; }     // token and position tables
-    double lm_head() const { return C * V + V; }
-    double attention() const { return 3 * C * C + C * C + C; }  // heads' query, key, value (no bias), projection
-    double feed_forward() const { return 8 * C * C + 5 * C; }   // C -> 4C -> C
-};
-
-ModelSize bigram_size(const ModelConfig& c) { return {.parameters = Dims(c).V * Dims(c).V}; }
-ModelSize average_size(const ModelConfig& c) {
-    const Dims d(c);
-    return {.parameters = d.embeddings() + d.lm_head()};
-}
-ModelSize head_size(const ModelConfig& c) {
-    const Dims d(c);
-    return {.parameters = d.embeddings() + 3 * d.C * d.C + d.lm_head(), .heads_per_layer = 1};
-}
-ModelSize multihead_size(const ModelConfig& c) {
-    const Dims d(c);
-    return {.parameters = d.embeddings() + d.attention() + (c.feed_forward ? d.feed_forward() : 0) + d.lm_head(),
-            .heads_per_layer = d.H};
-}
-ModelSize gpt_size(const ModelConfig& c) {
-    const Dims d(c);
-    const double block = 2 * d.C + d.attention() + 2 * d.C + d.feed_forward();  // norm1, attention, norm2, feed-forward
-    return {.parameters = d.embeddings() + d.L * block + 2 * d.C + d.lm_head(), .layers = d.L, .heads_per_layer = d.H};
-}
-
-// GPT-2 (nn/gpt2.h): the tied output layer adds no parameter; every Linear and LayerNorm has a bias.
-ModelSize gpt2_size(const ModelConfig& c) {
-    const Dims d(c);
-    const double block = 2 * d.C + (3 * d.C * d.C + 3 * d.C) + (d.C * d.C + d.C) + 2 * d.C + d.feed_forward();
-    return {.parameters = d.embeddings() + d.L * block + 2 * d.C, .layers = d.L, .heads_per_layer = d.H};
-}
 
 // --- each kind's model, from a validated config ---------------------------------------------------------
 
@@ -90,6 +52,10 @@ std::unique_ptr<LanguageModel> make_gpt2(const ModelConfig& c, Generator& gen) {
                                   gen);
 }
 
+// model_size's shapes-only model holds at most this many tensors: its modules cost memory of their own,
+// and a model with more (n_layer and n_head in the thousands) fits no machine this library runs on.
+constexpr int64_t kMaxShapesOnlyTensors = int64_t{1} << 18;
+
 constexpr unsigned kPositional = option_n_embd | option_block;
 constexpr unsigned kAllOptions = option_n_embd | option_block | option_n_head | option_n_layer | option_dropout |
                                  option_feed_forward | option_init | option_gelu | option_divisor;
@@ -103,17 +69,15 @@ struct Registry {
 
 Registry& registry() {
     static Registry r{
-        .kinds = {{ModelKind::bigram, "bigram", "bigram", 0, make_bigram, bigram_size},
-                  {ModelKind::average, "average", "averaging", kPositional, make_average, average_size},
-                  {ModelKind::head, "head", "single-head", kPositional | option_divisor, make_head, head_size},
+        .kinds = {{ModelKind::bigram, "bigram", "bigram", 0, make_bigram},
+                  {ModelKind::average, "average", "averaging", kPositional, make_average},
+                  {ModelKind::head, "head", "single-head", kPositional | option_divisor, make_head},
                   {ModelKind::multihead, "multihead", "multi-head",
-                   kPositional | option_n_head | option_feed_forward | option_divisor, make_multihead, multihead_size},
+                   kPositional | option_n_head | option_feed_forward | option_divisor, make_multihead},
                   {ModelKind::gpt, "gpt", "GPT",
-                   kPositional | option_n_head | option_n_layer | option_dropout | option_init | option_divisor, make_gpt,
-                   gpt_size},
+                   kPositional | option_n_head | option_n_layer | option_dropout | option_init | option_divisor, make_gpt},
                   {ModelKind::gpt2, "gpt2", "GPT-2",
-                   kPositional | option_n_head | option_n_layer | option_dropout | option_gelu | option_divisor, make_gpt2,
-                   gpt2_size}},
+                   kPositional | option_n_head | option_n_layer | option_dropout | option_gelu | option_divisor, make_gpt2}},
         .owned_text = {}};
     return r;
 }
@@ -163,8 +127,7 @@ ModelKind register_model_kind(const ModelKindInfo& info) {
           info.name);
     check(!parse_model_kind(info.name), "model: cannot register the kind '{}': the name is taken ({})", info.name,
           model_kind_names(", ", ", "));
-    check(info.make != nullptr && info.size != nullptr, "model: cannot register the kind '{}' without its make and size functions",
-          info.name);
+    check(info.make != nullptr, "model: cannot register the kind '{}' without its make function", info.name);
     check((info.options & ~kAllOptions) == 0, "model: cannot register the kind '{}': options {:#x} are not ModelOption bits",
           info.name, info.options & ~kAllOptions);
     Registry& r = registry();
@@ -198,9 +161,57 @@ void validate_model_config(const ModelConfig& c) {
               fmt::join(model_kinds_reading(option_divisor), ", "), info.name);
 }
 
-std::unique_ptr<LanguageModel> make_model(const ModelConfig& c, Generator& gen) {
-    validate_model_config(c);
-    return model_kind_info(c.kind).make(c, gen);
+std::unique_ptr<LanguageModel> make_model(const ValidModelConfig& config, Generator& gen) {
+    return model_kind_info(config->kind).make(config.get(), gen);
+}
+
+std::unique_ptr<LanguageModel> make_model(const ModelConfig& config, Generator& gen) {
+    return make_model(ValidModelConfig(config), gen);
+}
+
+ModelSize model_size(const ValidModelConfig& config) {
+    const ModelConfig& c = config.get();
+    const ModelKindInfo& info = model_kind_info(c.kind);
+    const auto too_large = [&] {
+        check(false, "model: a {} of n_embd {} n_head {} n_layer {} would hold more than {} parameter tensors; "
+              "choose smaller sizes", c.kind, c.n_embd, c.n_head, c.n_layer, kMaxShapesOnlyTensors);
+    };
+    // Modules without tensors (GPT-2's per-head views) escape the guard's count: heads times layers is
+    // bounded first.
+    const double heads = info.reads(option_n_head) ? double(c.n_head) : 1;
+    const double layers = info.reads(option_n_layer) ? double(c.n_layer) : 1;
+    if (heads * layers > double(kMaxShapesOnlyTensors)) too_large();
+    std::unique_ptr<LanguageModel> model;
+    try {
+        const autograd::ShapesOnlyGuard shapes_only(kMaxShapesOnlyTensors);
+        Generator unused;  // nothing is drawn
+        model = info.make(c, unused);
+    } catch (const std::length_error&) {
+        too_large();
+    }
+    ModelSize size;
+    for (const Tensor& p : model->parameters()) {
+        double count = 1;  // in double: an absurd shape's count overflows int64
+        for (const int64_t d : p.shape()) count *= double(d);
+        size.parameters += count;
+    }
+    // The attention heads, and the layers that hold them: each head's holder is the nearest module above it.
+    std::set<std::string> names, holders;
+    double head_count = 0;
+    for (const auto& [name, module] : model->named_modules()) names.insert(name);
+    for (const auto& [name, module] : model->named_modules()) {
+        if (dynamic_cast<const InspectableHead*>(module) == nullptr) continue;
+        head_count += 1;
+        std::string holder = name;
+        do {
+            const size_t dot = holder.rfind('.');
+            holder.resize(dot == std::string::npos ? 0 : dot);  // at last "", the model itself
+        } while (!names.contains(holder));
+        holders.insert(holder);
+    }
+    size.layers = double(std::max<size_t>(holders.size(), 1));
+    size.heads_per_layer = head_count / size.layers;
+    return size;
 }
 
 // --- ModelConfig in checkpoint metadata -----------------------------------------------------------------

@@ -265,7 +265,7 @@ GPT::GPT(GPTOptions opts, Generator& gen)
     const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(opts.n_layer));
     for (auto& [name, p] : named_parameters()) {
         const bool bias = name.ends_with(".bias"), norm = name.find("norm") != std::string::npos;
-        if (norm) continue;
+        if (norm || !p.has_values()) continue;  // (a shapes-only model draws nothing)
         const bool residual = name.ends_with("projection.weight") || name.ends_with("down.weight");
         for (float& v : p.data()) v = bias ? 0.0f : gen.normal(0.0f, residual ? residual_std : 0.02f);
     }

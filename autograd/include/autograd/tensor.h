@@ -26,6 +26,9 @@
 // - Memory: values live in a Buffer (autograd/detail/buffer.h); freed buffers, tensor records and graph nodes go to a
 //   per-thread cache by size, reused by the next step (up to as many bytes as the thread ever had in use
 //   at once, at least 256 MiB; release_cached_buffers() empties it). Debug builds fill every new buffer with NaN.
+// - Shapes only: under a ShapesOnlyGuard the creation functions make tensors with a shape and no values
+//   (PyTorch's meta device), so a module built under it tells its parameters' names and shapes however
+//   large they are, allocating and drawing nothing. Reading such a tensor's values throws.
 // - Threads (threads.h): set_num_threads(n) splits the kernels; a step gives the same bits on any count.
 // - Inspecting: to_dot() draws the graph (graph.h), register_hook() sees or edits a gradient during
 //   backward, anomaly mode (anomaly.h) names the op that made a NaN, gradcheck() (gradcheck.h) compares
@@ -62,7 +65,8 @@ public:
     const Shape& shape() const;
     int64_t dim() const { return static_cast<int64_t>(shape().size()); }
     int64_t size(int64_t dim) const;  // negative dims count from the end
-    int64_t numel() const;
+    int64_t numel() const;  // 0 for a shapes-only tensor (its shape says how many it would hold)
+    bool has_values() const;  // false: made under ShapesOnlyGuard, for its shape alone
     std::span<float> data() const;  // the values, row-major; writable (handle semantics)
     float item() const;             // the value of a one-element tensor
     float at(std::initializer_list<int64_t> index) const;  // element access, bounds-checked
@@ -133,6 +137,25 @@ public:
 private:
     bool previous_;
 };
+
+// --- shapes only -----------------------------------------------------------------------------
+// While alive, the creation functions on this thread (zeros, ones, full, scalar, tensor, arange, rand,
+// randn, clone) make shapes-only tensors: a shape, no values, nothing drawn from a generator. Their
+// element counts are not limited to 64-bit sizes. Reading their values (data(), item(), an op) is
+// std::invalid_argument. More than `max_tensors` made under one guard is std::length_error, so that a
+// structure too large to hold (millions of modules) is refused before it is built. Restores the
+// previous mode.
+class ShapesOnlyGuard {
+public:
+    explicit ShapesOnlyGuard(int64_t max_tensors = int64_t{1} << 18);
+    ~ShapesOnlyGuard();
+    ShapesOnlyGuard(const ShapesOnlyGuard&) = delete;
+    ShapesOnlyGuard& operator=(const ShapesOnlyGuard&) = delete;
+private:
+    bool previous_;
+    int64_t previous_left_;
+};
+bool is_shapes_only();
 
 // --- memory ----------------------------------------------------------------------------------
 // The buffers cached for reuse on this thread go back to the system (after a large model, say), and the

@@ -1,9 +1,9 @@
 // The model ladder's one table: every kind of model, its name (on the command line and in
-// checkpoints), which ModelConfig options it reads, how to build it, and how big it is. Everything
-// that chooses or describes a model by kind (make_model, the trainer's memory estimate, checkpoints,
-// the programs) reads this table; a kind's name is written here only. The table is open: a model of
-// your own registers its kind (register_model_kind) and then trains, saves, resumes and loads as the
-// built-in kinds do (docs/model_kinds.md).
+// checkpoints), which ModelConfig options it reads, and how to build it (how big it is comes from
+// building it shapes-only: model_size). Everything that chooses or describes a model by kind
+// (make_model, the trainer's memory estimate, checkpoints, the programs) reads this table; a kind's name
+// is written here only. The table is open: a model of your own registers its kind (register_model_kind)
+// and then trains, saves, resumes and loads as the built-in kinds do (docs/model_kinds.md).
 //
 //     const nn::ModelKindInfo& gpt = nn::model_kind_info(nn::ModelKind::gpt);
 //     gpt.name;                      // "gpt"
@@ -111,13 +111,6 @@ struct ModelField {
 std::span<const ModelField> model_fields();
 const ModelField& model_field(std::string_view key);  // by key or by flag; std::invalid_argument if none
 
-// How big a config's model is, in double (absurd sizes overflow int64 first): its parameters, and
-// what its activations depend on: the layers that keep (B, T, C) tensors and the attention heads in each.
-struct ModelSize {
-    double parameters = 0;  // exactly the model's parameter_count() while that fits
-    double layers = 1;
-    double heads_per_layer = 0;
-};
 
 struct ModelKindInfo {
     ModelKind kind = {};          // its entry (register_model_kind sets it)
@@ -128,9 +121,6 @@ struct ModelKindInfo {
     // a model with dropout seeds its own generator from it and registers that (Module::register_generator),
     // so that checkpoints resume it exactly.
     std::unique_ptr<LanguageModel> (*make)(const ModelConfig& config, autograd::Generator& gen) = nullptr;
-    // Its parameter count exactly, from the config alone (checked before a model or a checkpoint's
-    // tensors are allocated), and what its activations depend on.
-    ModelSize (*size)(const ModelConfig& config) = nullptr;
 
     bool reads(unsigned option) const { return (options & option) != 0; }  // a ModelOption bit
 };
@@ -140,7 +130,7 @@ const std::deque<ModelKindInfo>& model_kinds();
 const ModelKindInfo& model_kind_info(ModelKind kind);
 // Adds a kind to the registry (a copy; its name and title are copied too) and returns it. Refused
 // (std::invalid_argument): a name that is empty, longer than 32 characters, not letters, digits, '-' and
-// '_', or already registered; no make or size; option bits that are not ModelOptions. Register before
+// '_', or already registered; no make; option bits that are not ModelOptions. Register before
 // other threads use the registry: at the start of main, or as a namespace-scope constant.
 ModelKind register_model_kind(const ModelKindInfo& info);
 std::optional<ModelKind> parse_model_kind(std::string_view name);
@@ -148,15 +138,41 @@ std::optional<ModelKind> parse_model_kind(std::string_view name);
 std::string model_kind_names(std::string_view separator, std::string_view last_separator);
 // The names of the kinds that read a ModelOption (`reads`), or of those that do not, in registry order.
 std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads = true);
-inline ModelSize model_size(const ModelConfig& config) { return model_kind_info(config.kind).size(config); }
 
 // Checks what the config's kind reads (std::invalid_argument naming the option): vocab, and where the
 // model has them, n_embd and block positive, n_head dividing n_embd, n_layer positive, dropout in [0, 1).
 // feed_forward on a kind without it, and scaled false on a kind without heads, are refused; the other options
 // a kind does not read are ignored (checkpoints store every option, whatever the kind).
 void validate_model_config(const ModelConfig& config);
-// Validates the config and builds the model.
+// A config that validate_model_config accepted, checked once where it is made: make_model, model_size and
+// the memory estimates (nn/train/trainer.h) take it without checking again, and a ModelConfig by validating it.
+class ValidModelConfig {
+public:
+    explicit ValidModelConfig(const ModelConfig& config) : config_(config) { validate_model_config(config_); }
+    const ModelConfig& get() const { return config_; }
+    const ModelConfig* operator->() const { return &config_; }
+
+private:
+    ModelConfig config_;
+};
+
+// Builds the model.
+std::unique_ptr<LanguageModel> make_model(const ValidModelConfig& config, autograd::Generator& gen);
 std::unique_ptr<LanguageModel> make_model(const ModelConfig& config, autograd::Generator& gen);
+
+// How big a config's model is, in double (absurd sizes overflow int64 first): its parameters, and
+// what its activations depend on: the layers that keep (B, T, C) tensors and the attention heads in each.
+struct ModelSize {
+    double parameters = 0;  // exactly the model's parameter_count() while that fits
+    double layers = 1;      // the modules holding attention heads (at least 1)
+    double heads_per_layer = 0;
+};
+// The kind's own constructor run shapes-only (autograd::ShapesOnlyGuard): the parameters' shapes are
+// counted and the heads (nn::InspectableHead) found, with nothing allocated or drawn, before a model or
+// a checkpoint's tensors are. A kind therefore states no sizes of its own. std::invalid_argument: what
+// validate_model_config refuses, and a structure too large to hold (more than 262144 tensors).
+ModelSize model_size(const ValidModelConfig& config);
+inline ModelSize model_size(const ModelConfig& config) { return model_size(ValidModelConfig(config)); }
 
 }  // namespace nn
 

@@ -22,15 +22,15 @@ int64_t MemoryEstimate::rows_within(double budget, int64_t rows) const {
     return fit < 1 ? 1 : fit >= double(rows) ? rows : static_cast<int64_t>(fit);
 }
 
-MemoryEstimate estimate_memory(const ModelConfig& m, int64_t T, Pass pass) {
-    // Sizes only: a negative one (a checkpoint may hold any number) would make a negative estimate.
-    validate_model_config(m);
+MemoryEstimate estimate_memory(const ValidModelConfig& config, int64_t T, Pass pass) {
+    // (validated: a negative size, which a checkpoint may hold, would make a negative estimate)
+    const ModelConfig& m = config.get();
     check(T > 0, "estimate_memory: T ({}) must be positive", T);
     // In double: absurd sizes overflow int64 long before they reach the comparison. A kind that reads no
     // n_embd (the bigram) keeps no (B, T, C) activations, whatever the config holds there.
     const double V = double(m.vocab), t = double(T);
     const double C = model_kind_info(m.kind).reads(option_n_embd) ? double(m.n_embd) : 0.0;
-    const ModelSize size = model_size(m);
+    const ModelSize size = model_size(config);
     const double heads = size.layers * size.heads_per_layer;
     double copies = 1, row = 0;  // floats: of the parameters, and of one row's activations
     switch (pass) {
@@ -56,11 +56,11 @@ MemoryEstimate estimate_memory(const ModelConfig& m, int64_t T, Pass pass) {
     return {.fixed = 4.0 * size.parameters * copies, .per_row = 4.0 * row};
 }
 
-uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes) {
-    check(config.model.block > 0 && config.batch > 0, "estimate_training_bytes: block ({}) and batch ({}) must be positive",
-          config.model.block, config.batch);
-    const uint64_t model = estimate_memory(config.model, config.model.block, Pass::train).bytes(config.batch);
-    return model > UINT64_MAX - data_bytes ? UINT64_MAX : model + data_bytes;
+uint64_t estimate_training_bytes(const ValidModelConfig& model, int64_t batch, uint64_t data_bytes) {
+    check(model->block > 0 && batch > 0, "estimate_training_bytes: block ({}) and batch ({}) must be positive", model->block,
+          batch);
+    const uint64_t bytes = estimate_memory(model, model->block, Pass::train).bytes(batch);
+    return bytes > UINT64_MAX - data_bytes ? UINT64_MAX : bytes + data_bytes;
 }
 
 }  // namespace nn

@@ -30,7 +30,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
     // Every setting within the limits of the flag that sets it (nn/train/settings.h), as a command line's
     // and a checkpoint's: a division by zero in the program's loop or an evaluation of 4e9 batches if not.
     check_settings(config);
-    validate_model_config(config.model);
+    const ValidModelConfig model(config.model);  // checked here once, for the estimate and the model
     check(config.model.block > 0, "block must be positive (every kind trains on windows of that many tokens), got {}",
           config.model.block);
     check(tokenizer_ != nullptr, "no tokenizer");
@@ -42,18 +42,18 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
               config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
     // mapped token files stay the file's pages, not the process's memory
     const uint64_t held = data_.tokens().mapped() ? 0 : data_.tokens().bytes();
-    const uint64_t need = estimate_training_bytes(config, held), have = physical_memory_bytes();
+    const uint64_t need = estimate_training_bytes(model, config.batch, held), have = physical_memory_bytes();
     check(have == 0 || need <= have,
           "this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
           "batch {}; {:.3g} GB of it the token ids), more than this machine's {:.3g} GB; choose smaller sizes",
           double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block, config.batch,
           double(held) / 1e9, double(have) / 1e9);
     try {
-        model_ = make_model(config.model, init_gen_);
+        model_ = make_model(model, init_gen_);
         optimizer_ = std::make_unique<AdamW>(*model_, AdamWOptions{.lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2,
                                                                     .weight_decay = config.weight_decay});
     } catch (const std::bad_alloc&) {
-        const double parameters = model_size(config.model).parameters;
+        const double parameters = model_size(model).parameters;
         throw std::runtime_error(fmt::format("could not allocate about {:.3g} GB for the {} model and its optimizer "
                                              "(about {:.3g} parameters, 16 bytes each with gradients and AdamW's moments)",
                                              parameters * 16 / 1e9, config.model.kind, parameters));

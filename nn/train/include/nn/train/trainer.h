@@ -62,12 +62,18 @@ struct MemoryEstimate {
 };
 // Each layer keeps a few (T, C) tensors per row and, with attention, its heads' (T, T) weights; the logits
 // are (T, vocab). A config validate_model_config refuses, or a T that is not positive, is std::invalid_argument.
-MemoryEstimate estimate_memory(const ModelConfig& model, int64_t T, Pass pass);
+MemoryEstimate estimate_memory(const ValidModelConfig& model, int64_t T, Pass pass);
+inline MemoryEstimate estimate_memory(const ModelConfig& model, int64_t T, Pass pass) {
+    return estimate_memory(ValidModelConfig(model), T, pass);
+}
 
 // What training `config` needs in memory, in bytes: estimate_memory's Pass::train of its batch of rows
 // of its block, plus `data_bytes`, the token ids held while training (TokenIds::bytes()). A block or batch
 // that is not positive is std::invalid_argument.
-uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0);
+uint64_t estimate_training_bytes(const ValidModelConfig& model, int64_t batch, uint64_t data_bytes = 0);
+inline uint64_t estimate_training_bytes(const TrainConfig& config, uint64_t data_bytes = 0) {
+    return estimate_training_bytes(ValidModelConfig(config.model), config.batch, data_bytes);
+}
 
 // What a run id may be (Trainer::set_run_id): 1 to 64 letters, digits, '-' or '_'.
 bool is_run_id(std::string_view id);
