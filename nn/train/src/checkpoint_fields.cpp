@@ -124,7 +124,8 @@ void check_sizes_against_weights(const ModelConfig& m, const SafetensorsReader& 
     double stored = 0;
     for (const SafetensorsReader::Entry& e : file.tensors())
         if (is_weight(e.name)) stored += double((e.end - e.begin) / e.value_bytes);
-    const double needed = model_size(m).parameters;
+    // (a config validation refuses is refused as making the model would refuse it: naming the file)
+    const double needed = naming_path(path, [&] { return model_size(m).parameters; });
     if (needed > 2 * stored + 4096)
         throw std::runtime_error(fmt::format("{}: the model in its metadata ({} n_embd {} n_layer {} block {} vocab {}) needs "
                                              "about {:.3g} parameters, but the file stores {:.3g}",
