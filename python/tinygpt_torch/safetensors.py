@@ -12,7 +12,7 @@ from .files import open_regular, read_exactly, write_atomically
 from .progress import Progress
 from .strings import INT64_MAX, short
 
-# What tinygpt's loader (nn::load_safetensors, nn/train/src/safetensors.cpp) refuses, read_safetensors
+# What tinygpt's loader (nn::load_safetensors, nn/model_files/src/safetensors.cpp) refuses, read_safetensors
 # refuses too, each with a ValueError naming the file and the problem: the C++ loader's limits, a header
 # that is not strict JSON (nlohmann's: no NaN, no lone surrogate, no repeated key), not an object, nested
 # too deep for Python (ValueError, not RecursionError), a tensor that is not {"dtype": "F32", "shape":

@@ -12,8 +12,8 @@ from .files import MAX_JSON_DEPTH, json_nesting, read_json, read_regular
 from .safetensors import MAX_HEADER_BYTES
 from .strings import one_line, short
 
-BPE_KIND = "gpt2-bpe"  # a checkpoint's "tokenizer.kind" for GPT-2's BPE (nn/train/src/bpe.cpp)
-TOKEN_IDS_KIND = "token-ids"  # and for token ids without a tokenizer (nn/train/src/tokenizer.cpp)
+BPE_KIND = "gpt2-bpe"  # a checkpoint's "tokenizer.kind" for GPT-2's BPE (nn/tokenizers/src/bpe.cpp)
+TOKEN_IDS_KIND = "token-ids"  # and for token ids without a tokenizer (nn/tokenizers/src/tokenizer.cpp)
 
 
 @dataclass
