@@ -1,4 +1,4 @@
-"""safetensors files with tinygpt's checksums (nn/train/include/nn/train/safetensors.h), read and written
+"""safetensors files with tinygpt's checksums (nn/model_files/include/nn/model_files/safetensors.h), read and written
 without the safetensors package."""
 import json
 import math
