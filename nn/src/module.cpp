@@ -168,11 +168,12 @@ HookHandle Module::add_hook(std::string_view pattern, std::function<void(Tensor&
         names.push_back(name);
         if (!glob_match(pattern, name)) continue;
         // each point's hook holds the group, so the handle stays active while any of them is registered
-        group->members.push_back(point->add_hook([group, shared_hook, name](Tensor& value) {
+        // (a copy by init-capture: clang before 16, emscripten's too, cannot capture a structured binding)
+        group->members.push_back(point->add_hook([group, shared_hook, point_name = name](Tensor& value) {
             const Shape shape = value.shape();
-            (*shared_hook)(value, name);
-            autograd::check(value.defined(), "hook on '{}': the hook left the value undefined", name);
-            autograd::check(value.shape() == shape, "hook on '{}': the value was {}, the hook made it {}", name,
+            (*shared_hook)(value, point_name);
+            autograd::check(value.defined(), "hook on '{}': the hook left the value undefined", point_name);
+            autograd::check(value.shape() == shape, "hook on '{}': the value was {}, the hook made it {}", point_name,
                             autograd::shape_str(shape), autograd::shape_str(value.shape()));
         }));
     }
