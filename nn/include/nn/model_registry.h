@@ -111,7 +111,6 @@ struct ModelField {
 std::span<const ModelField> model_fields();
 const ModelField& model_field(std::string_view key);  // by key or by flag; std::invalid_argument if none
 
-
 struct ModelKindInfo {
     ModelKind kind = {};          // its entry (register_model_kind sets it)
     std::string_view name = {};   // on the command line and in checkpoints ("model.kind"): letters, digits, '-', '_'
