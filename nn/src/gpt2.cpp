@@ -24,12 +24,7 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
         heads.push_back(std::make_unique<GPT2Head>(*this, h));
         register_module(fmt::format("heads.{}", h), *heads.back());
     }
-    register_hook_point("hook_q", hooks.q);
-    register_hook_point("hook_k", hooks.k);
-    register_hook_point("hook_v", hooks.v);
-    register_hook_point("hook_attn_scores", hooks.scores);
-    register_hook_point("hook_pattern", hooks.pattern);
-    register_hook_point("hook_z", hooks.z);
+    for (auto [name, point] : hooks.named()) register_hook_point(name, *point);
 }
 
 Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
@@ -125,17 +120,12 @@ GPT2Block::GPT2Block(const GPT2Options& opts, Generator& gen)
     register_module("attn", attn);
     register_module("ln_2", ln_2, "ln2");
     register_module("mlp", mlp);
-    register_hook_point("hook_resid_pre", hook_resid_pre);
-    register_hook_point("hook_attn_out", hook_attn_out);
-    register_hook_point("hook_resid_mid", hook_resid_mid);
-    register_hook_point("hook_mlp_out", hook_mlp_out);
-    register_hook_point("hook_resid_post", hook_resid_post);
+    for (auto [name, point] : residual.named()) register_hook_point(name, *point);
 }
 
 Tensor GPT2Block::forward(const Tensor& input, Generator& dropout_gen) {
-    const Tensor x = hook_resid_pre(input);                                                  // (B, T, C)
-    const Tensor residual = hook_resid_mid(x + hook_attn_out(attn(ln_1(x), dropout_gen)));   // (B, T, C)
-    return hook_resid_post(residual + hook_mlp_out(mlp(ln_2(residual), dropout_gen)));       // (B, T, C)
+    return residual.flow(input, [&](const Tensor& x) { return attn(ln_1(x), dropout_gen); },
+                         [&](const Tensor& x) { return mlp(ln_2(x), dropout_gen); });
 }
 
 GPT2::GPT2(GPT2Options opts, Generator& gen)

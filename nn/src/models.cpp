@@ -135,12 +135,7 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
         register_module(fmt::format("heads.{}", h), *heads.back());
     }
     register_module("projection", projection);
-    register_hook_point("hook_q", hooks.q);
-    register_hook_point("hook_k", hooks.k);
-    register_hook_point("hook_v", hooks.v);
-    register_hook_point("hook_attn_scores", hooks.scores);
-    register_hook_point("hook_pattern", hooks.pattern);
-    register_hook_point("hook_z", hooks.z);
+    for (auto [name, point] : hooks.named()) register_hook_point(name, *point);
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
@@ -231,17 +226,12 @@ Block::Block(const GPTOptions& opts, Generator& gen)
     register_module("attention", attention, "attn");
     register_module("norm2", norm2, "ln2");
     register_module("feed_forward", feed_forward, "mlp");
-    register_hook_point("hook_resid_pre", hook_resid_pre);
-    register_hook_point("hook_attn_out", hook_attn_out);
-    register_hook_point("hook_resid_mid", hook_resid_mid);
-    register_hook_point("hook_mlp_out", hook_mlp_out);
-    register_hook_point("hook_resid_post", hook_resid_post);
+    for (auto [name, point] : residual.named()) register_hook_point(name, *point);
 }
 
 Tensor Block::forward(const Tensor& input, Generator& dropout_gen) {
-    const Tensor x = hook_resid_pre(input);                                                     // (B, T, C)
-    const Tensor h = hook_resid_mid(x + hook_attn_out(attention(norm1(x), dropout_gen)));       // (B, T, C)
-    return hook_resid_post(h + hook_mlp_out(feed_forward(norm2(h), dropout_gen)));             // (B, T, C)
+    return residual.flow(input, [&](const Tensor& x) { return attention(norm1(x), dropout_gen); },
+                         [&](const Tensor& x) { return feed_forward(norm2(x), dropout_gen); });
 }
 
 GPT::GPT(GPTOptions opts, Generator& gen)

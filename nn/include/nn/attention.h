@@ -7,6 +7,7 @@
 //     head.last_attention();                 // (B, T, T): row i = how position i shared its attention
 #pragma once
 
+#include <array>
 #include <span>
 #include <string>
 #include <utility>
@@ -123,6 +124,11 @@ struct AttentionHookPoints {
     // tutorial's composition (matmul, scale, mask, softmax, matmul).
     bool composed() const { return scores.hooked() || pattern.hooked(); }
     bool any_inside_heads() const { return q.hooked() || k.hooked() || v.hooked() || composed(); }
+    // Each point with its name, for the attention module to register (Module::register_hook_point).
+    std::array<std::pair<const char*, HookPoint*>, 6> named() {
+        return {{{"hook_q", &q}, {"hook_k", &k}, {"hook_v", &v}, {"hook_attn_scores", &scores}, {"hook_pattern", &pattern},
+                 {"hook_z", &z}}};
+    }
 };
 // x: (B, T, n_head * X), the heads side by side -> the same, after point's hooks saw (and may have replaced)
 // it as (B, T, n_head, X). x itself when no hook is registered.

@@ -106,9 +106,8 @@ public:
     HookPoint hook_post;  // "hook_post": the hidden activation, after the GELU (B, T, 4C)
 };
 
-// x + attn(ln_1(x)), then x + mlp(ln_2(x)). Hook points (B, T, C) each, TransformerLens's names:
-// hook_resid_pre (x), hook_attn_out, hook_resid_mid (x + attn), hook_mlp_out, hook_resid_post (the output);
-// its children's hook names are ln1, attn, ln2, mlp.
+// x + attn(ln_1(x)), then x + mlp(ln_2(x)). Hook points: ResidualHookPoints ("hook_resid_pre" ...
+// "hook_resid_post"); its children's hook names are ln1, attn, ln2, mlp.
 class GPT2Block : public Callable<GPT2Block> {
 public:
     GPT2Block(const GPT2Options& options, autograd::Generator& gen);
@@ -118,7 +117,7 @@ public:
     GPT2Attention attn;
     LayerNorm ln_2;
     GPT2MLP mlp;
-    HookPoint hook_resid_pre, hook_attn_out, hook_resid_mid, hook_mlp_out, hook_resid_post;
+    ResidualHookPoints residual;
 };
 
 // GPT-2's initialization: weights and tables N(0, 0.02), the residual projections (attn.c_proj, mlp.c_proj)

@@ -4,7 +4,9 @@
 // Shape legend: B batch, T time, C channels (in), K channels (out), V vocab, "..." any leading dims.
 #pragma once
 
+#include <array>
 #include <span>
+#include <utility>
 
 #include <autograd/random.h>
 
@@ -61,6 +63,27 @@ public:
     Tensor gain;  // (C), ones
     Tensor bias;  // (C), zeros
     HookPoint hook_normalized;  // (..., C): the output, scaled and shifted (TransformerLens's name)
+};
+
+// A pre-norm block's residual stream (B, T, C) at each point, TransformerLens's names: "hook_resid_pre"
+// (the block's input x), "hook_attn_out", "hook_resid_mid" (x + attention), "hook_mlp_out",
+// "hook_resid_post" (the block's output). The gpt and gpt2 kinds' blocks hold one and run their forward
+// through flow().
+struct ResidualHookPoints {
+    HookPoint resid_pre, attn_out, resid_mid, mlp_out, resid_post;
+    // Each point with its name, for the block to register (Module::register_hook_point).
+    std::array<std::pair<const char*, HookPoint*>, 5> named() {
+        return {{{"hook_resid_pre", &resid_pre}, {"hook_attn_out", &attn_out}, {"hook_resid_mid", &resid_mid},
+                 {"hook_mlp_out", &mlp_out}, {"hook_resid_post", &resid_post}}};
+    }
+    // x + attention(x), then + mlp(that): attention and mlp take the stream (B, T, C) and return their
+    // branch (B, T, C), each normalising it as the block does; every value passes its point.
+    template <typename Attention, typename Mlp>
+    Tensor flow(const Tensor& input, Attention&& attention, Mlp&& mlp) {
+        const Tensor x = resid_pre(input);                                // (B, T, C)
+        const Tensor mid = resid_mid(x + attn_out(attention(x)));         // (B, T, C)
+        return resid_post(mid + mlp_out(mlp(mid)));                       // (B, T, C)
+    }
 };
 
 }  // namespace nn

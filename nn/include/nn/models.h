@@ -215,9 +215,8 @@ struct GPTOptions {
     bool scaled = true;    // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // x + attention(LayerNorm(x)), then x + feed_forward(LayerNorm(x)): one block, (B, T, C) -> (B, T, C).
-// Its hook points, as GPT2Block's, TransformerLens's names (B, T, C) each: hook_resid_pre (x), hook_attn_out,
-// hook_resid_mid (x + attention), hook_mlp_out, hook_resid_post (the output); its children's hook names are
-// ln1, attn, ln2, mlp.
+// Hook points, as GPT2Block's: ResidualHookPoints ("hook_resid_pre" ... "hook_resid_post"); its children's
+// hook names are ln1, attn, ln2, mlp.
 class Block : public Callable<Block> {
 public:
     Block(const GPTOptions& options, autograd::Generator& gen);
@@ -226,7 +225,7 @@ public:
     LayerNorm norm1, norm2;
     MultiHeadAttention attention;
     FeedForward feed_forward;
-    HookPoint hook_resid_pre, hook_attn_out, hook_resid_mid, hook_mlp_out, hook_resid_post;
+    ResidualHookPoints residual;
 };
 // The small GPT: embeddings, n_layer blocks, a final LayerNorm, a linear head. Weights start as in
 // GPT-2 (normal, std 0.02; residual projections 0.02 / sqrt(2 n_layer)) unless gpt2_init is false.
