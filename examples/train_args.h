@@ -39,19 +39,83 @@ struct Options {
     bool json = false, detect_anomaly = false, force = false;
     std::vector<std::string> model_flags;  // given explicitly: an error with --resume
     bool steps_given = false;              // with --resume: extends the run to --steps
-    // The settings given on the command line (nn::settings()), in `config`: with --resume, those the
+    // The settings given on the command line (nn::train_settings()), in `config`: with --resume, those the
     // checkpoint lets change (evaluation, logs, the sample: nn::RunSettings) replace its values.
-    std::vector<const nn::Setting*> settings_given;
-    nn::RunSettings run_settings(nn::RunSettings base) const {
-        nn::TrainConfig changed;
-        changed.run = base;
-        nn::TrainConfig given = config;
-        for (const nn::Setting* s : settings_given)
-            if (s->on_resume == nn::Setting::OnResume::changes)
-                std::visit([&](auto* to) { *to = *std::get<decltype(to)>(s->value(given)); }, s->value(changed));
-        return changed.run;
-    }
+    std::vector<const nn::TrainSetting*> settings_given;
+    nn::RunSettings run_settings(nn::RunSettings base) const;
 };
+
+// --- the library's settings as train's flags ----------------------------------------------------------
+// The library's rows (nn::model_settings(), nn::train_settings()) hold keys, types, limits and a line of
+// meaning; how train shows them is here. A setting's flag is its key's name with '-' for '_'
+// ("train.min_lr": --min-lr), but for these three.
+inline constexpr std::pair<std::string_view, std::string_view> kRenamedFlags[] = {
+    {"model.gpt2_init", "--init"}, {"model.gelu_exact", "--gelu"}, {"model.scaled", "--divisor"}};
+inline std::string flag_of(std::string_view key) {
+    for (const auto& [renamed, flag] : kRenamedFlags)
+        if (renamed == key) return std::string(flag);
+    std::string flag = "--" + std::string(key.substr(key.find('.') + 1));
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+// What --help shows beyond the row: the value's name (N for a whole number, X for a float, KIND for a
+// word, unless named here), the largest value a model size's flag takes (the library bounds none: the
+// memory estimate does), and a help of train's own where the meaning names other flags.
+struct FlagLook {
+    std::string_view key, value_name;
+    double max = 0;
+    std::string_view help = "";
+};
+inline constexpr FlagLook kFlagLooks[] = {
+    {"model.n_embd", "C", 1 << 16},
+    {"model.n_head", "N", 1 << 12},
+    {"model.n_layer", "L", 1 << 10},
+    {"model.block", "T", 1 << 20},
+    {"model.dropout", "P", 0.99},
+    {"train.steps", "N", 0, "optimizer steps; with --resume, a larger N extends the run"},
+    {"train.batch", "B"},
+    {"train.seed", "S"},
+    {"run.log_every", "N", 0,
+     "log the step's batch loss, lr and grad norm every N steps\n(to --csv or --report); auto: min(--eval-every, --steps) / 20"},
+    {"run.top_k", "K"},
+};
+inline const FlagLook* flag_look(std::string_view key) {
+    for (const FlagLook& look : kFlagLooks)
+        if (look.key == key) return &look;
+    return nullptr;
+}
+template <class Config>
+std::string value_name(const nn::Setting<Config>& s) {
+    if (const FlagLook* look = flag_look(s.key); look && !look->value_name.empty()) return std::string(look->value_name);
+    if (s.on_off()) return s.words[0].empty() ? "" : "KIND";
+    return s.whole() ? "N" : "X";
+}
+
+// Where --help lists a training setting.
+enum class Section { training, evaluation, sampling };
+inline Section section_of(const nn::TrainSetting& s) {
+    if (!s.key.starts_with("run.")) return Section::training;
+    for (const std::string_view sampling : {"run.sample", "run.temperature", "run.top_k"})
+        if (s.key == sampling) return Section::sampling;
+    return Section::evaluation;
+}
+// Given with --resume: a "run." setting replaces the checkpoint's (nn::RunSettings); a larger --steps
+// extends the run; the others are refused, as the checkpoint fixes them.
+enum class OnResume { fixed, extends, changes };
+inline OnResume on_resume(const nn::TrainSetting& s) {
+    if (s.key == "train.steps") return OnResume::extends;
+    return s.key.starts_with("run.") ? OnResume::changes : OnResume::fixed;
+}
+
+inline nn::RunSettings Options::run_settings(nn::RunSettings base) const {
+    nn::TrainConfig changed;
+    changed.run = base;
+    for (const nn::TrainSetting* s : settings_given)
+        if (on_resume(*s) == OnResume::changes)
+            std::visit([&](auto* to) { *to = *std::get<decltype(to)>(s->ref(config)); }, s->value(changed));
+    return changed.run;
+}
 
 // The files a run writes besides its checkpoints, which the checkpoints keep by `name` (nn::RunFiles) so
 // that a resumed run continues them.
@@ -76,25 +140,35 @@ inline std::function<void(const cli::Value&)> output_setter(Options& o, const Ou
     };
 }
 
-// Given for a kind that does not read its ModelConfig field (nn::model_fields()), a model flag is refused
-// rather than ignored. (--block is the training window too: every kind takes it.)
-inline bool applies(std::string_view flag, nn::ModelKind kind) {
-    for (const nn::ModelField& field : nn::model_fields())
-        if (field.flag == flag && flag != "--block") return nn::model_kind_info(kind).reads(field.option);
-    return true;
+// The model setting a flag sets, or null.
+inline const nn::ModelSetting* model_setting_of(std::string_view flag) {
+    for (const nn::ModelSetting& s : nn::model_settings())
+        if (s.key != "model.vocab" && flag_of(s.key) == flag) return &s;  // (the vocabulary comes from the data)
+    return nullptr;
 }
 
-// A model flag's handler: its value, within the limits of its nn::model_fields() row, into that field.
-inline std::function<void(const cli::Value&)> model_setter(nn::ModelConfig& m) {
-    return [&m](const cli::Value& v) {
-        const nn::ModelField& f = nn::model_field(v.flag());
-        if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member))
-            m.*(*whole) = v.integer(static_cast<int64_t>(f.min), static_cast<int64_t>(f.flag_max));
-        else if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member))
-            m.*(*number) = v.number(f.min, f.flag_max);
-        else  // one of its two words
-            m.*std::get<bool nn::ModelConfig::*>(f.member) =
-                v.choice({std::string(f.choices[0]), std::string(f.choices[1])}) == f.choices[1];
+// Given for a kind that does not read its ModelConfig setting, a model flag is refused rather than
+// ignored. (--block is the training window too: every kind takes it.)
+inline bool applies(std::string_view flag, nn::ModelKind kind) {
+    const nn::ModelSetting* s = model_setting_of(flag);
+    return !s || s->key == "model.block" || nn::model_kind_info(kind).reads(s->option);
+}
+
+// A model flag's handler: its value, from the setting's least one to the flag's largest, or one of
+// its two words, into the config.
+inline std::function<void(const cli::Value&)> model_setter(const nn::ModelSetting& s, nn::ModelConfig& m) {
+    return [&s, &m](const cli::Value& v) {
+        const FlagLook* look = flag_look(s.key);  // (every size and float has one)
+        const double max = look ? look->max : 0;
+        std::visit(
+            [&](auto* value) {
+                using T = std::remove_pointer_t<decltype(value)>;
+                if constexpr (std::is_same_v<T, bool>)
+                    *value = v.choice({std::string(s.words[0]), std::string(s.words[1])}) == s.words[1];
+                else if constexpr (std::is_same_v<T, float>) *value = v.number(s.low, max);
+                else *value = static_cast<T>(v.integer(s.min, static_cast<int64_t>(max)));
+            },
+            s.value(m));
     };
 }
 
@@ -115,30 +189,42 @@ inline std::string with_default(std::string_view help, const auto& value) {
     return fmt::format("{}{}(default {})", help, gap, value);
 }
 
-// A model flag's help from its nn::model_fields() row: the kinds that read it, its limits, and for a
-// number ModelConfig's default.
-inline std::string model_help(std::string_view flag) {
-    const nn::ModelField& f = nn::model_field(flag);
-    const std::string help = fmt::format(fmt::runtime(f.help), fmt::arg("kinds", kinds_reading(f.option)), fmt::arg("min", f.min),
-                                         fmt::arg("max", f.flag_max));
-    const nn::ModelConfig defaults;
-    if (const auto* whole = std::get_if<int64_t nn::ModelConfig::*>(&f.member)) return with_default(help, defaults.*(*whole));
-    if (const auto* number = std::get_if<float nn::ModelConfig::*>(&f.member)) return with_default(help, defaults.*(*number));
-    return help;
+// `text` broken at spaces into lines of at most `width` characters, for --help.
+inline std::string wrapped(std::string text, size_t width = 78) {
+    for (size_t line = 0, space = text.find(' '); space != std::string::npos; space = text.find(' ', space + 1)) {
+        const size_t next = text.find(' ', space + 1);
+        if ((next == std::string::npos ? text.size() : next) - line > width) {
+            text[space] = '\n';
+            line = space + 1;
+        }
+    }
+    return text;
 }
 
-// The flags refused with --init-from, whose checkpoint fixes the model: its kind, sizes and the rest.
+// A model flag's help: the setting's meaning, the range of a float, the kinds that read it, and its
+// default (a word's inside the parentheses).
+inline std::string model_help(const nn::ModelSetting& s) {
+    std::string help(s.meaning);
+    if (!s.on_off() && !s.whole()) help += fmt::format(" in [{}, {}]", s.low, flag_look(s.key)->max);
+    const nn::ModelConfig defaults;
+    const bool every_kind = s.key == "model.block";
+    if (s.on_off() && !s.words[0].empty()) return wrapped(fmt::format("{} ({}; default {})", help, kinds_reading(s.option), s.text(defaults)));
+    if (!every_kind) help += fmt::format(" ({})", kinds_reading(s.option));
+    return s.on_off() ? wrapped(help) : with_default(wrapped(help), s.text(defaults));
+}
+
+// The flags refused with --init-from, whose checkpoint fixes the model: its kind, sizes and the rest,
+// but --block (which may shorten the window) and --dropout (which may change on a model already made).
 inline bool fixed_by_init_from(std::string_view flag) {
     if (flag == "--model") return true;
-    for (const nn::ModelField& f : nn::model_fields())
-        if (f.flag == flag) return f.fixed_by_init_from;
-    return false;  // a training setting
+    const nn::ModelSetting* s = model_setting_of(flag);
+    return s && s->key != "model.block" && s->key != "model.dropout";  // (a training setting: not fixed)
 }
 
-// `s`'s value from `v`, within the limits nn::settings() gives it (which a checkpoint's value gets too),
-// written into `config`. A value out of them is cli::UsageError "--beta1 needs a number at least 0 and
-// below 1, got '1'".
-inline void set_value(const nn::Setting& s, const cli::Value& v, nn::TrainConfig& config) {
+// `s`'s value from `v`, within the limits nn::train_settings() gives it (which a checkpoint's value gets
+// too), written into `config`. A value out of them is cli::UsageError "--beta1 needs a number at least 0
+// and below 1, got '1'".
+inline void set_value(const nn::TrainSetting& s, const cli::Value& v, nn::TrainConfig& config) {
     std::visit(
         [&](auto* value) {
             using T = std::remove_pointer_t<decltype(value)>;
@@ -152,26 +238,30 @@ inline void set_value(const nn::Setting& s, const cli::Value& v, nn::TrainConfig
                 }
                 if (s.high_open && !(x < static_cast<float>(s.high))) refuse();
                 *value = x;
-            } else {
+            } else if constexpr (!std::is_same_v<T, bool>) {
                 *value = static_cast<T>(v.integer(s.min, s.max));
             }
         },
         s.value(config));
 }
 
-// The --help line of a setting: its help and its default, from TrainConfig{}.
-inline std::string help_line(const nn::Setting& s) { return with_default(s.help, s.text(nn::TrainConfig{})); }
+// The --help line of a setting: its help (train's own, or the meaning) and its default, from TrainConfig{}.
+inline std::string help_line(const nn::TrainSetting& s) {
+    const FlagLook* look = flag_look(s.key);
+    const std::string help = look && !look->help.empty() ? std::string(look->help) : wrapped(std::string(s.meaning));
+    return with_default(help, s.text(nn::TrainConfig{}));
+}
 
-// train's flags for the settings of `section`, made from nn::settings(). A setting the checkpoint fixes is
-// also a model flag (refused with --resume).
-inline void add_settings(cli::Parser& p, Options& o, nn::Setting::Section section) {
-    for (const nn::Setting& s : nn::settings()) {
-        if (s.section != section) continue;
-        p.option(std::string(s.flag), std::string(s.meta), help_line(s), [&o, &s](const cli::Value& v) {
+// train's flags for the settings of `section`, made from nn::train_settings(). A setting the checkpoint
+// fixes is also a model flag (refused with --resume).
+inline void add_settings(cli::Parser& p, Options& o, Section section) {
+    for (const nn::TrainSetting& s : nn::train_settings()) {
+        if (section_of(s) != section) continue;
+        p.option(flag_of(s.key), value_name(s), help_line(s), [&o, &s](const cli::Value& v) {
             set_value(s, v, o.config);
             o.settings_given.push_back(&s);
-            if (s.on_resume == nn::Setting::OnResume::fixed) o.model_flags.push_back(v.flag());
-            if (s.on_resume == nn::Setting::OnResume::extends) o.steps_given = true;
+            if (on_resume(s) == OnResume::fixed) o.model_flags.push_back(v.flag());
+            if (on_resume(s) == OnResume::extends) o.steps_given = true;
         });
     }
 }
@@ -179,21 +269,14 @@ inline void add_settings(cli::Parser& p, Options& o, nn::Setting::Section sectio
 // The evaluation section's title in --help, naming the settings a resume may change (nn::RunSettings),
 // wrapped at 100 columns.
 inline std::string evaluation_title() {
-    std::vector<std::string_view> flags;
-    for (const nn::Setting& s : nn::settings())
-        if (s.on_resume == nn::Setting::OnResume::changes) flags.push_back(s.flag);
+    std::vector<std::string> flags;
+    for (const nn::TrainSetting& s : nn::train_settings())
+        if (on_resume(s) == OnResume::changes) flags.push_back(flag_of(s.key));
     std::string text = "evaluation, logs, checkpoints (the checkpoint keeps";
     for (size_t i = 0; i < flags.size(); ++i)
         text += fmt::format("{}{}", i == 0 ? " " : i + 1 == flags.size() ? " and " : ", ", flags[i]);
     text += "; given with --resume, they change)";
-    for (size_t line = 0, space = text.find(' '); space != std::string::npos; space = text.find(' ', space + 1)) {
-        const size_t next = text.find(' ', space + 1);
-        if ((next == std::string::npos ? text.size() : next) - line > 100) {
-            text[space] = '\n';
-            line = space + 1;
-        }
-    }
-    return text;
+    return wrapped(text, 100);
 }
 
 // What an argument without a flag may have meant: train takes a checkpoint only as --resume or --init-from.
@@ -230,17 +313,16 @@ inline cli::Parser make_parser(Options& o) {
                  for (const nn::ModelKindInfo& kind : nn::model_kinds()) names.emplace_back(kind.name);
                  c.model.kind = *nn::parse_model_kind(v.choice(names));
              }));
-    for (const nn::ModelField& f : nn::model_fields()) {  // every field with a flag, from its row
-        if (f.flag.empty()) continue;
-        const std::string flag(f.flag);
-        const auto* on_off = std::get_if<bool nn::ModelConfig::*>(&f.member);
-        if (on_off && f.choices[0].empty())  // a switch
-            p.flag(flag, model_help(flag), [&o, on_off = *on_off, flag] {
-                o.config.model.*on_off = true;
+    for (const nn::ModelSetting& s : nn::model_settings()) {  // every setting but the vocabulary, from its row
+        const std::string flag = flag_of(s.key);
+        if (model_setting_of(flag) == nullptr) continue;
+        if (s.on_off() && s.words[0].empty())  // a switch
+            p.flag(flag, model_help(s), [&o, &s, flag] {
+                *std::get<bool*>(s.value(o.config.model)) = true;
                 o.model_flags.push_back(flag);
             });
         else
-            p.option(flag, std::string(f.value_name), model_help(flag), fixed(model_setter(c.model)));
+            p.option(flag, value_name(s), model_help(s), fixed(model_setter(s, c.model)));
     }
     p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
                                     "model kind, sizes and vocabulary (--block may shorten its window);\n"
@@ -259,12 +341,12 @@ inline cli::Parser make_parser(Options& o) {
     p.option("--tokenizer", "DIR", "GPT-2's BPE (encoder.json + vocab.bpe, or vocab.json + merges.txt) instead\n"
                                    "of characters; --data may then be a token file (.bin: nanoGPT's or llm.c's)",
              [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
-    add_settings(p, o, nn::Setting::Section::training);
+    add_settings(p, o, Section::training);
     p.option("--threads", "N", with_default("threads for the kernels", Options{}.threads),
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
     p.section(evaluation_title());
-    add_settings(p, o, nn::Setting::Section::evaluation);
+    add_settings(p, o, Section::evaluation);
     p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
                               "step 0, every --log-every steps and every evaluation; none: no log",
              output_setter(o, output_file("--csv")));
@@ -281,11 +363,11 @@ inline cli::Parser make_parser(Options& o) {
                                  "continuing its --csv, --grad-csv and --report, unless given (or none)",
              [&o](const cli::Value& v) { o.resume = v.file(); });
     p.option("--until", "STEP", "stop after this step, past the checkpoint's (the schedule still spans --steps)",
-             [&o](const cli::Value& v) { o.until = v.integer(1, nn::setting("--steps").max); });  // past a resumed checkpoint's step
+             [&o](const cli::Value& v) { o.until = v.integer(1, nn::train_setting("train.steps").max); });  // past a resumed checkpoint's step
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print one JSON line with the final figures on stdout", [&o] { o.json = true; });
     p.section("sampling");
-    add_settings(p, o, nn::Setting::Section::sampling);
+    add_settings(p, o, Section::sampling);
     p.option("--prompt", "TEXT", with_default("what the sample starts from", "a newline"),  // nn::default_prompt
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     return p;
@@ -295,9 +377,9 @@ inline cli::Parser make_parser(Options& o) {
 // known: train_start::with_checkpoint_files).
 inline void check_log_outputs(const Options& o) {
     const auto given = [&](const char* flag) {
-        return std::find(o.settings_given.begin(), o.settings_given.end(), &nn::setting(flag)) != o.settings_given.end();
+        return std::find(o.settings_given.begin(), o.settings_given.end(), &nn::train_setting(flag)) != o.settings_given.end();
     };
-    if (given("--log-every") && !o.csv && !o.report)
+    if (given("run.log_every") && !o.csv && !o.report)
         throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
 }
 
@@ -316,7 +398,7 @@ inline void check_options(Options& o) {
         if (o.init_from && fixed_by_init_from(flag) && flag != "--n-head")
             throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
     try {
-        nn::check_min_lr(c, &nn::Setting::flag);
+        nn::check_min_lr(c, flag_of);
     } catch (const std::invalid_argument& e) {
         throw cli::UsageError(e.what());
     }

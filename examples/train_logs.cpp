@@ -57,36 +57,29 @@ std::string not_continued(const train_args::OutputFile& f, const std::string& pa
 // step 0 again.
 int64_t logged_through(const nn::Trainer& trainer) { return trainer.step_count() > 0 ? trainer.step_count() : -1; }
 
-// The run's settings as the report page lists them: the model's that its kind reads (nn::model_fields()),
-// then every training setting (nn::settings()) by its name; floats to 6 digits (0.001, not
+// The run's settings as the report page lists them: the model's that its kind reads (nn::model_settings()),
+// then every training setting (nn::train_settings()) by its name; floats to 6 digits (0.001, not
 // 0.0010000000474974513), a special value by its meaning ("lr/10", "off").
 double six_digits(float v) { return std::stod(fmt::format("{:.6g}", v)); }
+template <class Config>
+void add_setting(nlohmann::ordered_json& settings, const nn::Setting<Config>& s, const Config& config) {
+    const std::string name(s.name());
+    std::visit(
+        [&](auto* v) {
+            using T = std::remove_pointer_t<decltype(v)>;
+            if (s.special && double(*v) == *s.special) settings[name] = s.text(config);
+            else if constexpr (std::is_same_v<T, float>) settings[name] = six_digits(*v);
+            else settings[name] = *v;
+        },
+        s.ref(config));
+}
 nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, int64_t parameters) {
     nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
                                        {"parameters", parameters}};
-    for (const nn::ModelField& f : nn::model_fields()) {
-        if (f.option != 0 && !nn::model_kind_info(c.model.kind).reads(f.option)) continue;  // only what the kind reads
-        const std::string name(f.name());
-        std::visit(
-            [&](auto member) {
-                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.model.*member)>, float>)
-                    settings[name] = six_digits(c.model.*member);
-                else settings[name] = c.model.*member;
-            },
-            f.member);
-    }
+    for (const nn::ModelSetting& s : nn::model_settings())
+        if (s.option == 0 || nn::model_kind_info(c.model.kind).reads(s.option)) add_setting(settings, s, c.model);  // what the kind reads
     settings["data"] = o.data.value_or("(the built-in copy task)");
-    nn::TrainConfig copy = c;  // the table's accessors take a mutable config
-    for (const nn::Setting& s : nn::settings()) {
-        const std::string name(s.name());
-        std::visit(
-            [&](auto* v) {
-                if (s.special && double(*v) == *s.special) settings[name] = s.text(c);
-                else if constexpr (std::is_same_v<std::remove_pointer_t<decltype(v)>, float>) settings[name] = six_digits(*v);
-                else settings[name] = *v;
-            },
-            s.value(copy));
-    }
+    for (const nn::TrainSetting& s : nn::train_settings()) add_setting(settings, s, c);
     return settings;
 }
 

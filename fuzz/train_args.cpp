@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (!o.init_from && !train_args::applies(flag, c.model.kind))
                 fuzz::fail("parse accepted a flag that does not apply to the model");
         try {
-            nn::check_settings(c);  // the checks a checkpoint's values get (nn/train/settings.h)
+            nn::check_train_settings(c);  // the checks a checkpoint's values get (nn/train/settings.h)
         } catch (const std::invalid_argument&) {
             fuzz::fail("parse accepted a setting out of its limits");
         }

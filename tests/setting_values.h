@@ -16,7 +16,7 @@ namespace setting_values {
 
 // A value within the limits that is not the default: the lowest, or past it when that is the default or
 // excluded (the middle of a float's range).
-inline double accepted(const nn::Setting& s) {
+inline double accepted(const nn::TrainSetting& s) {
     nn::TrainConfig defaults;
     const double standard = std::visit([](auto* v) { return double(*v); }, s.value(defaults));
     if (s.whole()) return double(s.min) != standard ? double(s.min) : double(s.min + 1);
@@ -25,7 +25,7 @@ inline double accepted(const nn::Setting& s) {
 
 // Values just outside the limits but the special value (none below a whole number's 0: a checkpoint
 // cannot hold one, and the flag's parse of "-1" is the same as of any other number out of range).
-inline std::vector<double> refused(const nn::Setting& s) {
+inline std::vector<double> refused(const nn::TrainSetting& s) {
     std::vector<double> out;
     if (s.whole()) {
         out = {double(uint64_t(s.max) + 1)};
@@ -38,12 +38,12 @@ inline std::vector<double> refused(const nn::Setting& s) {
 }
 
 // `x` written into `config`'s field of `s`.
-inline void set(const nn::Setting& s, nn::TrainConfig& config, double x) {
+inline void set(const nn::TrainSetting& s, nn::TrainConfig& config, double x) {
     std::visit([x](auto* v) { *v = static_cast<std::remove_pointer_t<decltype(v)>>(x); }, s.value(config));
 }
 
 // The field of `s` in `config` as a double.
-inline double get(const nn::Setting& s, const nn::TrainConfig& config) {
+inline double get(const nn::TrainSetting& s, const nn::TrainConfig& config) {
     nn::TrainConfig copy = config;
     return std::visit([](auto* v) { return double(*v); }, s.value(copy));
 }

@@ -225,7 +225,7 @@ TEST_CASE("make_model builds each kind and validates the config with clear messa
         CHECK_THAT(error_with([p](nn::ModelConfig& m) { m.dropout = p; }), Contains("dropout"));
 }
 
-TEST_CASE("ModelConfig's field table makes its metadata: the keys checkpoints hold, each one required", "[models]") {
+TEST_CASE("ModelConfig's settings make its metadata: the keys checkpoints hold, each one required", "[models]") {
     const std::vector<std::string> keys = {"model.block",   "model.dropout", "model.feed_forward", "model.gpt2_init", "model.kind",
                                            "model.n_embd",  "model.n_head",  "model.n_layer",      "model.scaled",    "model.vocab"};
     const auto metadata = nn::ModelConfig{.vocab = 5}.to_metadata();
@@ -234,16 +234,15 @@ TEST_CASE("ModelConfig's field table makes its metadata: the keys checkpoints ho
     CHECK(written == keys);
     // every field but the kind is a row; gelu_exact is written only for the kinds that read it (gpt2, not
     // this gpt), scaled for those with heads
-    CHECK(nn::model_fields().size() == keys.size());
-    for (const nn::ModelField& field : nn::model_fields()) {
-        if (field.only_when_read) continue;  // (test_gpt2.cpp: absent means its default)
+    CHECK(nn::model_settings().size() == keys.size());  // (gelu_exact in place of the kind)
+    for (const nn::ModelSetting& setting : nn::model_settings()) {
+        if (setting.added_later) continue;  // (test_gpt2.cpp: absent means its default)
         auto m = metadata;
-        m.erase(std::string(field.key));
-        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains(fmt::format("metadata has no '{}'", field.key)));
-        CHECK(&nn::model_field(field.key) == &field);
-        if (!field.flag.empty()) CHECK(&nn::model_field(field.flag) == &field);
+        m.erase(std::string(setting.key));
+        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains(fmt::format("metadata has no '{}'", setting.key)));
+        CHECK(&nn::model_setting(setting.key) == &setting);
     }
-    CHECK_THROWS_WITH(nn::model_field("--lr"), Contains("no field or flag '--lr'"));
+    CHECK_THROWS_WITH(nn::model_setting("--n-embd"), Contains("no setting '--n-embd'"));  // keys only: the library has no flags
 }
 
 TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a malformed field", "[models]") {
@@ -704,7 +703,6 @@ TEST_CASE("scaled is checkpoint metadata for the kinds with heads only, absent m
     CHECK(nn::ModelConfig::from_metadata(metadata).scaled);
     metadata["model.scaled"] = "no";
     CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata), Contains("model.scaled") && Contains("not a whole number"));
-    CHECK(&nn::model_field("--divisor") == &nn::model_field("model.scaled"));
 
     Generator gen(1);
     for (const nn::ModelKind kind : {nn::ModelKind::bigram, nn::ModelKind::average}) {

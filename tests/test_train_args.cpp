@@ -1,6 +1,7 @@
 // train's command line (examples/train_args.h) for the training settings, which it makes from the one
-// table nn::settings() (issue 26): every row is a flag that parses, refuses what its limits refuse,
-// appears in --help with the default TrainConfig{} has, and is listed in docs/settings.md.
+// table nn::train_settings() (issue 26): every row is a flag (its key's name, train_args::flag_of) that
+// parses, refuses what its limits refuse, appears in --help with the default TrainConfig{} has, and is
+// listed in docs/settings.md.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -41,15 +42,17 @@ std::string usage_error(const std::vector<std::string>& args) {
     return {};
 }
 
+std::string flag(const nn::TrainSetting& s) { return train_args::flag_of(s.key); }
+
 // A value as a flag's text: a whole number in decimal, a float as fmt writes it.
-std::string as_text(const nn::Setting& s, double x) {
+std::string as_text(const nn::TrainSetting& s, double x) {
     if (!s.whole()) return fmt::format("{}", x);
     return x < 0 ? fmt::format("{}", int64_t(x)) : fmt::format("{}", uint64_t(x));
 }
 
 // The help of one flag: from its "  --flag META" line to the next flag's line.
-std::string help_of(const std::string& help, const nn::Setting& s) {
-    const std::string start = fmt::format("\n  {} {} ", s.flag, s.meta);
+std::string help_of(const std::string& help, const nn::TrainSetting& s) {
+    const std::string start = fmt::format("\n  {} {} ", flag(s), train_args::value_name(s));
     const size_t at = help.find(start);
     if (at == std::string::npos) return {};
     return help.substr(at + 1, help.find("\n  -", at + 1) - at);
@@ -61,40 +64,40 @@ TEST_CASE("Every setting of the table is a flag of train's that sets it, and --h
     const train_args::Options defaults = parse({});
     train_args::Options o;
     const std::string help = train_args::make_parser(o).help();
-    for (const nn::Setting& s : nn::settings()) {
-        INFO(s.flag);
+    for (const nn::TrainSetting& s : nn::train_settings()) {
+        INFO(flag(s));
         const double x = setting_values::accepted(s);
-        const train_args::Options given = parse({std::string(s.flag), as_text(s, x)});
+        const train_args::Options given = parse({flag(s), as_text(s, x)});
         CHECK(setting_values::get(s, given.config) == x);
         CHECK(setting_values::get(s, defaults.config) == setting_values::get(s, nn::TrainConfig{}));
         REQUIRE(given.settings_given.size() == 1);
         CHECK(given.settings_given[0] == &s);
         // the checkpoint fixes the training settings: given with --resume, they are refused
-        const bool fixed = s.on_resume == nn::Setting::OnResume::fixed;
-        CHECK((given.model_flags == std::vector<std::string>{std::string(s.flag)}) == fixed);
+        const bool fixed = train_args::on_resume(s) == train_args::OnResume::fixed;
+        CHECK((given.model_flags == std::vector<std::string>{flag(s)}) == fixed);
         CHECK(help_of(help, s).find(fmt::format("(default {})", s.text(nn::TrainConfig{}))) != std::string::npos);
     }
     // the defaults as a user reads them (typed here, not taken from the table)
-    CHECK_THAT(help_of(help, nn::setting("--beta1")), Contains("(default 0.9)"));
-    CHECK_THAT(help_of(help, nn::setting("--beta2")), Contains("(default 0.99)"));
-    CHECK_THAT(help_of(help, nn::setting("--steps")), Contains("(default 2000)"));
-    CHECK_THAT(help_of(help, nn::setting("--lr")), Contains("(default 0.001)"));
-    CHECK_THAT(help_of(help, nn::setting("--min-lr")), Contains("(default lr/10)"));
-    CHECK_THAT(help_of(help, nn::setting("--log-every")), Contains("(default auto)"));
-    CHECK_THAT(help_of(help, nn::setting("--top-k")), Contains("(default 0)"));
+    CHECK_THAT(help_of(help, nn::train_setting("train.beta1")), Contains("(default 0.9)"));
+    CHECK_THAT(help_of(help, nn::train_setting("train.beta2")), Contains("(default 0.99)"));
+    CHECK_THAT(help_of(help, nn::train_setting("train.steps")), Contains("(default 2000)"));
+    CHECK_THAT(help_of(help, nn::train_setting("train.lr")), Contains("(default 0.001)"));
+    CHECK_THAT(help_of(help, nn::train_setting("train.min_lr")), Contains("(default lr/10)"));
+    CHECK_THAT(help_of(help, nn::train_setting("run.log_every")), Contains("(default auto)"));
+    CHECK_THAT(help_of(help, nn::train_setting("run.top_k")), Contains("(default 0)"));
 }
 
 TEST_CASE("A setting's flag refuses a value out of its limits, naming the flag, the limits and the value", "[train_args][settings]") {
-    for (const nn::Setting& s : nn::settings())
+    for (const nn::TrainSetting& s : nn::train_settings())
         for (const double x : setting_values::refused(s)) {
             const std::string text = as_text(s, x);
-            INFO(s.flag << " " << text);
-            CHECK_THAT(usage_error({std::string(s.flag), text}), Contains(fmt::format("{} needs {}, got '{}'", s.flag, s.limits(), text)));
+            INFO(flag(s) << " " << text);
+            CHECK_THAT(usage_error({flag(s), text}), Contains(fmt::format("{} needs {}, got '{}'", flag(s), s.limits(), text)));
         }
-    for (const nn::Setting& s : nn::settings()) {
-        CHECK_THAT(usage_error({std::string(s.flag), "x"}), Contains(std::string(s.flag)));
+    for (const nn::TrainSetting& s : nn::train_settings()) {
+        CHECK_THAT(usage_error({flag(s), "x"}), Contains(flag(s)));
         // the special value is the setting's, not the flag's: --log-every 0, --min-lr -1
-        if (s.special) CHECK_THAT(usage_error({std::string(s.flag), as_text(s, *s.special)}), Contains(std::string(s.flag) + " needs"));
+        if (s.special) CHECK_THAT(usage_error({flag(s), as_text(s, *s.special)}), Contains(flag(s) + " needs"));
     }
 }
 
@@ -140,9 +143,9 @@ TEST_CASE("The page docs/settings.md lists every setting's flag with its default
     std::ifstream in(TINYGPT_SOURCE_DIR "/docs/settings.md");
     REQUIRE(in);
     const std::string doc{std::istreambuf_iterator<char>(in), {}};
-    for (const nn::Setting& s : nn::settings()) {
-        INFO(s.flag);
-        const size_t row = doc.find(fmt::format("\n| `{} {}` |", s.flag, s.meta));
+    for (const nn::TrainSetting& s : nn::train_settings()) {
+        INFO(flag(s));
+        const size_t row = doc.find(fmt::format("\n| `{} {}` |", flag(s), train_args::value_name(s)));
         REQUIRE(row != std::string::npos);
         const std::string line = doc.substr(row + 1, doc.find('\n', row + 1) - row - 1);
         CHECK_THAT(line, Contains(fmt::format("| {} |", s.text(nn::TrainConfig{}))) && Contains(s.limits()) && Contains(std::string(s.key)));

@@ -694,7 +694,7 @@ TEST_CASE("A checkpoint keeps the run settings, and one written before them resu
     // a resume may change them, within what train can use
     from_old.set_run({.eval_every = 2});
     CHECK(from_old.config().run.eval_every == 2);
-    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}), Contains("run.eval_every is 0; --eval-every takes a whole number from 1"));
+    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}), Contains("run.eval_every is 0; it takes a whole number from 1"));
     CHECK_THROWS_WITH(from_old.set_run({.eval_iters = 4'000'000'000}), Contains("run.eval_iters is 4000000000"));
     metadata["run.eval_iters"] = std::to_string(0);  // (a literal trips gcc 12's -Wrestrict)
     nn::save_safetensors(old, file.tensors, metadata);
@@ -722,30 +722,28 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
         return resume_error(edited, text);
     };
     CHECK_THAT(resumed_with("run.eval_iters", "4000000000"),
-               Contains("edited.safetensors") && Contains("run.eval_iters is 4000000000; --eval-iters takes a whole number from 1 to 1048576"));
-    CHECK_THAT(resumed_with("run.sample", "99999999999"), Contains("run.sample is 99999999999; --sample takes a whole number from 0"));
+               Contains("edited.safetensors") && Contains("run.eval_iters is 4000000000; it takes a whole number from 1 to 1048576"));
+    CHECK_THAT(resumed_with("run.sample", "99999999999"), Contains("run.sample is 99999999999; it takes a whole number from 0"));
     CHECK_THAT(resumed_with("train.steps", "18446744073709551615"),
-               Contains("train.steps is 18446744073709551615; --steps takes a whole number from 1 to 1099511627776"));
+               Contains("train.steps is 18446744073709551615; it takes a whole number from 1 to 1099511627776"));
     CHECK_THAT(resumed_with("train.steps", "0"), Contains("train.steps is 0"));
     CHECK_THAT(resumed_with("train.batch", "9223372036854775808"), Contains("train.batch is 9223372036854775808"));
     CHECK_THAT(resumed_with("run.top_k", "16777217"), Contains("run.top_k is 16777217"));
     CHECK_THAT(resumed_with("run.log_every", "1099511627777"), Contains("run.log_every is 1099511627777"));
     CHECK_THAT(resumed_with("train.seed", "9223372036854775808"), Contains("train.seed is 9223372036854775808"));
     const auto bits = [](float f) { return std::to_string(std::bit_cast<uint32_t>(f)); };
-    CHECK_THAT(resumed_with("train.lr", bits(0.0f)), Contains("train.lr is 0; --lr takes a number above 0 and at most 10"));
+    CHECK_THAT(resumed_with("train.lr", bits(0.0f)), Contains("train.lr is 0; it takes a number above 0 and at most 10"));
     CHECK_THAT(resumed_with("train.lr", bits(std::numeric_limits<float>::quiet_NaN())), Contains("train.lr is nan"));
     CHECK_THAT(resumed_with("run.temperature", bits(1000.0f)), Contains("run.temperature is 1000"));
-    CHECK_THAT(resumed_with("train.beta2", bits(1.0f)), Contains("train.beta2 is 1; --beta2 takes a number at least 0 and below 1"));
+    CHECK_THAT(resumed_with("train.beta2", bits(1.0f)), Contains("train.beta2 is 1; it takes a number at least 0 and below 1"));
     CHECK_THAT(resumed_with("train.min_lr", bits(0.5f)), Contains("train.min_lr 0.5 is above train.lr 0.001"));
     // the values no flag writes but a run holds: log_every 0 (auto) and min_lr -1 (lr / 10)
     CHECK(file.metadata.at("run.log_every") == "0");
     CHECK(file.metadata.at("train.min_lr") == bits(-1.0f));
     CHECK_NOTHROW(nn::Trainer::resume(good, text));
-    // every setting the checks cover is a flag of train's (the table is the one place)
-    for (const nn::Setting& s : nn::settings()) CHECK(s.flag.starts_with("--"));
 }
 
-// issue 26: each setting is declared once, in nn::settings(); the checkpoint's fields and the resume
+// issue 26: each setting is declared once, in nn::train_settings(); the checkpoint's fields and the resume
 // checks are made from that table, so every row (and a row added later) is saved, read back and
 // checked, without a line here.
 TEST_CASE("Every setting of the table round-trips through a checkpoint, and a value out of its limits is refused on resume",
@@ -753,12 +751,12 @@ TEST_CASE("Every setting of the table round-trips through a checkpoint, and a va
     const std::string text = copy_text(200, 45);
     TempDir dir("settings-table");
     nn::TrainConfig config{.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}};
-    for (const nn::Setting& s : nn::settings()) setting_values::set(s, config, setting_values::accepted(s));
+    for (const nn::TrainSetting& s : nn::train_settings()) setting_values::set(s, config, setting_values::accepted(s));
     nn::Trainer trainer = make_trainer(config, text);
     const fs::path good = dir.path / "good.safetensors";
     trainer.save(good);
     const nn::Trainer resumed = nn::Trainer::resume(good, text);
-    for (const nn::Setting& s : nn::settings()) {
+    for (const nn::TrainSetting& s : nn::train_settings()) {
         INFO(s.key);
         CHECK(setting_values::get(s, resumed.config()) == setting_values::accepted(s));
         CHECK(setting_values::get(s, resumed.config()) != setting_values::get(s, nn::TrainConfig{}));  // not the default
@@ -766,7 +764,7 @@ TEST_CASE("Every setting of the table round-trips through a checkpoint, and a va
     CHECK(resumed.config() == trainer.config());
 
     const nn::Safetensors file = nn::load_safetensors(good);
-    for (const nn::Setting& s : nn::settings())
+    for (const nn::TrainSetting& s : nn::train_settings())
         for (const double x : setting_values::refused(s)) {
             auto metadata = file.metadata;
             metadata.at(std::string(s.key)) = s.whole() ? std::to_string(uint64_t(x)) : std::to_string(std::bit_cast<uint32_t>(float(x)));
@@ -774,7 +772,7 @@ TEST_CASE("Every setting of the table round-trips through a checkpoint, and a va
             nn::save_safetensors(edited, file.tensors, metadata);
             INFO(s.key << " = " << x);
             CHECK_THAT(resume_error(edited, text),
-                       Contains(fmt::format("{} is ", s.key)) && Contains(fmt::format("; {} takes {}", s.flag, s.limits())));
+                       Contains(fmt::format("{} is ", s.key)) && Contains(fmt::format("; it takes {}", s.limits())));
         }
 }
 

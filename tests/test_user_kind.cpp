@@ -258,8 +258,8 @@ TEST_CASE("train's model flags take a registered kind by the options it reads", 
     CHECK(train_args::applies("--n-embd", kDropoutHead));
     CHECK_FALSE(train_args::applies("--n-head", kDropoutHead));
     CHECK_FALSE(train_args::applies("--n-layer", kDropoutHead));
-    CHECK_THAT(train_args::model_help("--dropout"), Contains("[0, 0.99] (gpt, gpt2, dropout_head)"));
-    CHECK_THAT(train_args::model_help("--n-embd"), Contains("(not bigram)"));
+    CHECK_THAT(train_args::model_help(nn::model_setting("model.dropout")), Contains("[0, 0.99] (gpt, gpt2, dropout_head)"));
+    CHECK_THAT(train_args::model_help(nn::model_setting("model.n_embd")), Contains("(not bigram)"));
 
     const char* good[] = {"train", "--model", "dropout_head", "--dropout", "0.25", "--n-embd", "16"};
     const train_args::Options o = train_args::parse_args(7, good);

@@ -140,7 +140,7 @@ ModelKind register_model_kind(const ModelKindInfo& info) {
 
 void validate_model_config(const ModelConfig& c) {
     const ModelKindInfo& info = model_kind_info(c.kind);
-    const auto low = [](std::string_view key) { return static_cast<int64_t>(model_field(key).min); };
+    const auto low = [](std::string_view key) { return model_setting(key).min; };
     check(c.vocab >= low("model.vocab"), "model: vocab must be positive, got {}", c.vocab);
     if (info.reads(option_n_embd) || info.reads(option_block))
         check(c.n_embd >= low("model.n_embd") && c.block >= low("model.block"), "model: n_embd ({}) and block ({}) must be positive",
@@ -149,10 +149,10 @@ void validate_model_config(const ModelConfig& c) {
         check(c.n_head >= low("model.n_head") && c.n_embd % c.n_head == 0, "model: n_head {} must divide n_embd {}", c.n_head,
               c.n_embd);
     if (info.reads(option_n_layer)) check(c.n_layer >= low("model.n_layer"), "model: n_layer must be positive, got {}", c.n_layer);
-    const ModelField& dropout = model_field("model.dropout");
+    const ModelSetting& dropout = model_setting("model.dropout");
     if (info.reads(option_dropout))
-        check(c.dropout >= dropout.min && c.dropout < dropout.max, "model: dropout {} must be in [{}, {})", c.dropout, dropout.min,
-              dropout.max);
+        check(c.dropout >= dropout.low && c.dropout < dropout.high, "model: dropout {} must be in [{}, {})", c.dropout, dropout.low,
+              dropout.high);
     if (c.feed_forward && !info.reads(option_feed_forward))  // (the names are listed only when refused)
         check(false, "model: feed_forward applies to {} only, not {}", fmt::join(model_kinds_reading(option_feed_forward), ", "),
               info.name);
@@ -214,53 +214,55 @@ ModelSize model_size(const ValidModelConfig& config) {
     return size;
 }
 
-// --- ModelConfig in checkpoint metadata -----------------------------------------------------------------
+// --- ModelConfig's settings, in checkpoint metadata -------------------------------------------------------
 
 namespace {
 
-constexpr double kUnbounded = std::numeric_limits<double>::infinity();
-const ModelField kFields[] = {
-    {"model.vocab", &ModelConfig::vocab, 0, "", "", "", 1, kUnbounded, 0},
-    {"model.n_embd", &ModelConfig::n_embd, option_n_embd, "--n-embd", "C", "embedding width ({kinds})", 1, kUnbounded, 1 << 16},
-    {"model.n_head", &ModelConfig::n_head, option_n_head, "--n-head", "N", "attention heads ({kinds}); must divide C", 1, kUnbounded,
-     1 << 12},
-    {"model.n_layer", &ModelConfig::n_layer, option_n_layer, "--n-layer", "L", "transformer blocks ({kinds})", 1, kUnbounded, 1 << 10},
-    {"model.block", &ModelConfig::block, option_block, "--block", "T", "window length", 1, kUnbounded, 1 << 20, false, {},
-     /*fixed_by_init_from=*/false},  // train --init-from may shorten it
-    {"model.dropout", &ModelConfig::dropout, option_dropout, "--dropout", "P", "dropout probability in [{min}, {max}] ({kinds})", 0, 1,
-     0.99, false, {}, /*fixed_by_init_from=*/false},
-    {"model.feed_forward", &ModelConfig::feed_forward, option_feed_forward, "--feed-forward", "", "add a feed-forward layer ({kinds})",
-     0, 1, 1},
-    {"model.gpt2_init", &ModelConfig::gpt2_init, option_init, "--init", "KIND",
-     "gpt2 (normal, std 0.02) or default (the layers' own) ({kinds}; default gpt2)", 0, 1, 1, false, {"default", "gpt2"}},
-    {"model.gelu_exact", &ModelConfig::gelu_exact, option_gelu, "--gelu", "KIND",
-     "tanh (GPT-2's approximation) or exact (erf, as nanoGPT's) ({kinds}; default tanh)", 0, 1, 1, /*only_when_read=*/true,
-     {"tanh", "exact"}},
-    {"model.scaled", &ModelConfig::scaled, option_divisor, "--divisor", "KIND",
-     "sqrt (divide attention scores by sqrt(head width)) or none (the\ntutorial's saturation experiment) ({kinds}; default sqrt)", 0,
-     1, 1, /*only_when_read=*/true, {"none", "sqrt"}},
+using Ref = ModelSetting::Ref;
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();  // sizes: the memory estimate bounds them
+const ModelSetting kSettings[] = {
+    {.key = "model.vocab", .meaning = "vocabulary size", .value = [](ModelConfig& c) -> Ref { return &c.vocab; }, .min = 1,
+     .max = kUnbounded},
+    {.key = "model.n_embd", .meaning = "embedding width", .value = [](ModelConfig& c) -> Ref { return &c.n_embd; }, .min = 1,
+     .max = kUnbounded, .option = option_n_embd},
+    {.key = "model.n_head", .meaning = "attention heads, dividing n_embd",
+     .value = [](ModelConfig& c) -> Ref { return &c.n_head; }, .min = 1, .max = kUnbounded, .option = option_n_head},
+    {.key = "model.n_layer", .meaning = "transformer blocks", .value = [](ModelConfig& c) -> Ref { return &c.n_layer; },
+     .min = 1, .max = kUnbounded, .option = option_n_layer},
+    {.key = "model.block", .meaning = "window length", .value = [](ModelConfig& c) -> Ref { return &c.block; }, .min = 1,
+     .max = kUnbounded, .option = option_block},
+    {.key = "model.dropout", .meaning = "dropout probability", .value = [](ModelConfig& c) -> Ref { return &c.dropout; },
+     .low = 0, .high = 1, .high_open = true, .option = option_dropout},
+    {.key = "model.feed_forward", .meaning = "add a feed-forward layer",
+     .value = [](ModelConfig& c) -> Ref { return &c.feed_forward; }, .option = option_feed_forward},
+    {.key = "model.gpt2_init", .meaning = "gpt2 (normal, std 0.02) or default (the layers' own)",
+     .value = [](ModelConfig& c) -> Ref { return &c.gpt2_init; }, .words = {"default", "gpt2"}, .option = option_init},
+    {.key = "model.gelu_exact", .meaning = "tanh (GPT-2's approximation) or exact (erf, as nanoGPT's)",
+     .value = [](ModelConfig& c) -> Ref { return &c.gelu_exact; }, .words = {"tanh", "exact"}, .option = option_gelu,
+     .added_later = true},
+    {.key = "model.scaled",
+     .meaning = "sqrt (divide attention scores by sqrt(head width)) or none (the tutorial's saturation experiment)",
+     .value = [](ModelConfig& c) -> Ref { return &c.scaled; }, .words = {"none", "sqrt"}, .option = option_divisor,
+     .added_later = true},
 };
+// Model checkpoints store floats as text (dropout "0.1"), as they always did.
+constexpr auto kFloats = ModelSetting::FloatText::decimal;
 
 }  // namespace
 
-std::span<const ModelField> model_fields() { return kFields; }
+std::span<const ModelSetting> model_settings() { return kSettings; }
 
-const ModelField& model_field(std::string_view key) {
-    for (const ModelField& field : kFields)
-        if (field.key == key || (!field.flag.empty() && field.flag == key)) return field;
-    check(false, "model: no field or flag '{}'", key);
-    return kFields[0];
+const ModelSetting& model_setting(std::string_view key) {
+    for (const ModelSetting& s : kSettings)
+        if (s.key == key) return s;
+    check(false, "model: no setting '{}'", key);
+    return kSettings[0];
 }
 
 std::map<std::string, std::string> ModelConfig::to_metadata() const {
     std::map<std::string, std::string> out{{"model.kind", std::string(model_kind_info(kind).name)}};
-    const auto text_of = [this](const ModelField& field) -> std::string {
-        if (const auto* whole = std::get_if<int64_t ModelConfig::*>(&field.member)) return std::to_string(this->*(*whole));
-        if (const auto* number = std::get_if<float ModelConfig::*>(&field.member)) return fmt::format("{}", this->*(*number));
-        return std::string(1, this->*std::get<bool ModelConfig::*>(field.member) ? '1' : '0');
-    };
-    for (const ModelField& field : kFields)
-        if (!field.only_when_read || model_kind_info(kind).reads(field.option)) out.emplace(field.key, text_of(field));
+    for (const ModelSetting& s : kSettings)
+        if (!s.added_later || model_kind_info(kind).reads(s.option)) out.emplace(s.key, s.stored(*this, kFloats));
     return out;
 }
 
@@ -270,30 +272,14 @@ ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>&
         check(it != metadata.end(), "checkpoint: metadata has no '{}'", key);
         return it->second;
     };
-    const auto integer = [&](std::string_view key) {
-        const std::string& text = text_of(key);
-        char* end = nullptr;
-        const long long v = std::strtoll(text.c_str(), &end, 10);
-        check(!text.empty() && *end == '\0', "checkpoint: '{}' is '{}', not a whole number", key, text);
-        return static_cast<int64_t>(v);
-    };
     ModelConfig c;
     const std::string& kind = text_of("model.kind");
     const std::optional<ModelKind> parsed = parse_model_kind(kind);
     check(parsed.has_value(), "model: unknown kind '{}' ({})", kind, model_kind_names(", ", ", "));
     c.kind = *parsed;
-    for (const ModelField& field : kFields) {
-        if (field.only_when_read && !metadata.contains(std::string(field.key))) continue;  // its default
-        if (const auto* whole = std::get_if<int64_t ModelConfig::*>(&field.member)) {
-            c.*(*whole) = integer(field.key);
-        } else if (const auto* number = std::get_if<float ModelConfig::*>(&field.member)) {
-            const std::string& text = text_of(field.key);
-            char* end = nullptr;
-            c.*(*number) = std::strtof(text.c_str(), &end);
-            check(!text.empty() && *end == '\0', "checkpoint: '{}' is '{}', not a number", field.key, text);
-        } else {
-            c.*std::get<bool ModelConfig::*>(field.member) = integer(field.key) != 0;
-        }
+    for (const ModelSetting& s : kSettings) {
+        if (s.added_later && !metadata.contains(std::string(s.key))) continue;  // its default
+        s.read(c, text_of(s.key), kFloats);
     }
     return c;
 }

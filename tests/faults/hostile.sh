@@ -118,9 +118,9 @@ refused_setting() {  # NAME KEY=VALUE REGEX
     [[ $status == 1 && $(md5sum edited.st) == "$before" ]] && grep -Eq -- "$3" err.log
     check "$1" $? "exit $status"
 }
-refused_setting setting_eval_iters run.eval_iters=4000000000 "edited.st: run.eval_iters is 4000000000; --eval-iters takes a whole number from 1 to 1048576"
-refused_setting setting_sample run.sample=99999999999 "run.sample is 99999999999; --sample takes"
-refused_setting setting_steps train.steps=18446744073709551615 "train.steps is 18446744073709551615; --steps takes"
+refused_setting setting_eval_iters run.eval_iters=4000000000 "edited.st: run.eval_iters is 4000000000; it takes a whole number from 1 to 1048576"
+refused_setting setting_sample run.sample=99999999999 "run.sample is 99999999999; it takes"
+refused_setting setting_steps train.steps=18446744073709551615 "train.steps is 18446744073709551615; it takes"
 
 # --- a vocabulary shorter than the model's is refused when the file is read, before any text ---------
 $SET_METADATA good.st short_vocab.st tokenizer.vocabulary=ehlo || fail "set_metadata.py failed"

@@ -28,6 +28,8 @@
 #include <autograd/random.h>
 #include <fmt/format.h>
 
+#include "nn/setting.h"
+
 namespace nn {
 
 class LanguageModel;
@@ -79,37 +81,18 @@ struct ModelConfig {
     // the divisor (the tutorial's saturation experiment, train --divisor none).
     bool scaled = true;
 
-    // Every field under its model_fields() key, and the kind's name as "model.kind".
+    // Every setting under its model_settings() key, and the kind's name as "model.kind".
     std::map<std::string, std::string> to_metadata() const;
     static ModelConfig from_metadata(const std::map<std::string, std::string>& metadata);
     bool operator==(const ModelConfig&) const = default;
 };
 
-// ModelConfig's fields beside the kind, one row each, in the order a checkpoint's metadata is read:
-// to_metadata, from_metadata, validate_model_config and train's model flags are made from this table.
-struct ModelField {
-    std::string_view key;   // in checkpoint metadata: "model.n_embd"
-    std::variant<int64_t ModelConfig::*, float ModelConfig::*, bool ModelConfig::*> member;
-    unsigned option;        // the ModelOption bit of the kinds that read it; 0: every kind (vocab)
-    std::string_view flag;  // train's flag setting it; "" for none (the vocabulary comes from the data)
-    std::string_view value_name, help;  // in train --help; {kinds}: the kinds that read it, {min} {max}: the flag's limits
-    double min;             // the least value validate_model_config accepts (a number: the least whole one)
-    double max;             // a number stays below it; a whole number is unbounded there (sizes saturate)
-    double flag_max;        // the largest value the flag takes
-    // Written only for the kinds that read it, and its default when a checkpoint lacks it: a field added
-    // after checkpoints of the other kinds existed, whose bytes and loading it leaves as they were.
-    bool only_when_read = false;
-    // A true/false field set by a flag with a value: the words for false and for true ("tanh", "exact");
-    // none: the flag is a switch that sets it (--feed-forward).
-    std::array<std::string_view, 2> choices = {};
-    // train --init-from takes the model from its checkpoint: the flag is refused there, unless it may
-    // change a model already made (dropout; block, which may only shorten the window).
-    bool fixed_by_init_from = true;
-
-    std::string_view name() const { return key.substr(key.find('.') + 1); }  // the key without its group: "n_embd"
-};
-std::span<const ModelField> model_fields();
-const ModelField& model_field(std::string_view key);  // by key or by flag; std::invalid_argument if none
+// ModelConfig's settings beside the kind (nn/setting.h), in the order a checkpoint's metadata is read:
+// to_metadata, from_metadata, validate_model_config, the report page and train's model flags are made
+// from them. A row's `option` is the ModelOption bit of the kinds that read it (0: every kind: vocab).
+using ModelSetting = Setting<ModelConfig>;
+std::span<const ModelSetting> model_settings();
+const ModelSetting& model_setting(std::string_view key);  // "model.n_embd"; std::invalid_argument if none
 
 struct ModelKindInfo {
     ModelKind kind = {};          // its entry (register_model_kind sets it)

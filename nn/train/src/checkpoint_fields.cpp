@@ -55,46 +55,24 @@ Generator::State state_from_text(const std::string& text, const std::string& key
     return {counter, has_spare == 1, std::bit_cast<float>(static_cast<uint32_t>(spare))};
 }
 
-namespace {
-
-// Whole numbers are stored in decimal, floats by their bits, so a resumed run uses exactly the same numbers.
-struct ValueToText {
-    std::string operator()(const int64_t* v) const { return std::to_string(*v); }
-    std::string operator()(const uint64_t* v) const { return std::to_string(*v); }
-    std::string operator()(const float* v) const { return std::to_string(std::bit_cast<uint32_t>(*v)); }
-};
-
-}  // namespace
+// Training checkpoints store floats by their bits, so that a resumed run uses exactly the same numbers.
+constexpr auto kFloats = TrainSetting::FloatText::bits;
 
 void write_train_config(const TrainConfig& config, Metadata& metadata) {
-    TrainConfig copy = config;  // the table's accessors take a mutable config
-    for (const Setting& s : settings()) metadata[std::string(s.key)] = std::visit(ValueToText{}, s.value(copy));
+    for (const TrainSetting& s : train_settings()) metadata[std::string(s.key)] = s.stored(config, kFloats);
 }
 
 void read_train_config(const Metadata& metadata, const std::filesystem::path& path, TrainConfig& config) {
-    for (const Setting& s : settings()) {
-        const std::string key(s.key);
-        if (!s.in_every_checkpoint && !metadata.contains(key)) continue;
-        const uint64_t v = to_u64(field(metadata, key, path), key, path);
-        naming_path(path, [&] {
-            std::visit(
-                [&](auto* value) {
-                    using T = std::remove_pointer_t<decltype(value)>;
-                    if constexpr (std::is_same_v<T, float>) {
-                        if (v > UINT32_MAX)
-                            throw std::invalid_argument(fmt::format("metadata '{}' is {}, not the bits of a float", key, v));
-                        *value = std::bit_cast<float>(static_cast<uint32_t>(v));
-                    } else {
-                        if (v > static_cast<uint64_t>(INT64_MAX)) s.refuse(std::to_string(v));
-                        *value = static_cast<T>(v);
-                    }
-                },
-                s.value(config));
-        });
-    }
-    // Each value gets its flag's checks (nn/train/settings.h): an edited or damaged file is refused here,
-    // before a run of 2^64 - 1 steps or an evaluation of 4e9 batches starts.
-    naming_path(path, [&] { check_settings(config); });
+    naming_path(path, [&] {
+        for (const TrainSetting& s : train_settings()) {
+            const std::string key(s.key);
+            if (s.added_later && !metadata.contains(key)) continue;  // its default
+            s.read(config, field(metadata, key, path), kFloats);
+        }
+        // Each value within its limits: an edited or damaged file is refused here, before a run of 2^64 - 1
+        // steps or an evaluation of 4e9 batches starts.
+        check_train_settings(config);
+    });
 }
 
 void check_format(const Metadata& meta, const std::filesystem::path& path) {

@@ -44,7 +44,7 @@ uint64_t to_u64(const std::string& text, const std::string& key, const std::file
 std::string to_text(const autograd::Generator::State& state);  // exactly (the spare normal by its bits)
 autograd::Generator::State state_from_text(const std::string& text, const std::string& key, const std::filesystem::path& path);
 
-// Every TrainConfig value but the model's (ModelConfig::to_metadata has those), as nn::settings() lists
+// Every TrainConfig value but the model's (ModelConfig::to_metadata has those), as nn::train_settings() lists
 // them: "train.*" keys, which every checkpoint has, and "run.*" keys (RunSettings), which older ones lack.
 void write_train_config(const TrainConfig& config, Metadata& metadata);
 // `config.model` is left as it is. A missing "train.*" key is an error; a missing "run.*" key keeps

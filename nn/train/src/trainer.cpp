@@ -29,7 +29,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
       batch_gen_(config.seed + 1) {
     // Every setting within the limits of the flag that sets it (nn/train/settings.h), as a command line's
     // and a checkpoint's: a division by zero in the program's loop or an evaluation of 4e9 batches if not.
-    check_settings(config);
+    check_train_settings(config);
     const ValidModelConfig model(config.model);  // checked here once, for the estimate and the model
     check(config.model.block > 0, "block must be positive (every kind trains on windows of that many tokens), got {}",
           config.model.block);
@@ -73,7 +73,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
 void Trainer::set_run(const RunSettings& run) {
     TrainConfig changed = config_;
     changed.run = run;
-    check_settings(changed);
+    check_train_settings(changed);
     config_.run = run;
 }
 
@@ -82,7 +82,7 @@ void Trainer::extend_to(int64_t steps) {
           config_.steps == 1 ? "" : "s", steps);
     TrainConfig changed = config_;
     changed.steps = steps;
-    check_settings(changed);
+    check_train_settings(changed);
     config_.steps = steps;  // lr_at decays over the new total from here on (see the header)
 }
 

@@ -25,7 +25,7 @@ struct RunSettings {
     bool operator==(const RunSettings&) const = default;
 };
 
-// Every field but `model` is a row of nn::settings() (nn/train/settings.h): its flag, help, limits and
+// Every field but `model` is a row of nn::train_settings() (nn/train/settings.h): its meaning, limits and
 // checkpoint key are there, its default only here.
 struct TrainConfig {
     ModelConfig model;
