@@ -256,7 +256,7 @@ TEST_CASE("gpt2 weights: a Hugging Face file with the transformer. prefix, mask 
         CHECK(w.config == c);
         require_same_bits(w.weights, params);
         REQUIRE(w.notes.size() == 2);
-        CHECK_THAT(w.notes[0], Contains("n_head 2 from --n-head") && Contains("no config.json"));
+        CHECK_THAT(w.notes[0], Contains("n_head 2 as asked") && Contains("no config.json"));
         CHECK_THAT(w.notes[1], Contains("skipped 4"));
         CHECK(w.warnings.empty());
     }
@@ -291,7 +291,7 @@ TEST_CASE("gpt2 weights: without config.json, n_head is given, or guessed loudly
     const auto weights = dir.path / "model.safetensors";
     CHECK_THROWS_WITH(nn::read_hf_gpt2(weights), Contains(weights.string()) && Contains("no config.json") &&
                                                      Contains("n_embd 128 is none of GPT-2's published widths") &&
-                                                     Contains("give --n-head N"));
+                                                     Contains("give its n_head"));
     const nn::ForeignWeights given = nn::read_hf_gpt2(weights, {}, 4);
     CHECK(given.config == c);
     CHECK(given.warnings.empty());
@@ -300,10 +300,10 @@ TEST_CASE("gpt2 weights: without config.json, n_head is given, or guessed loudly
     CHECK(nn::load_trained_model(weights, {std::nullopt, 4}).config.n_head == 4);
     const auto ckpt = dir.path / "llmc.bin";
     nn::write_llmc_gpt2(ckpt, c, model->named_parameters());
-    CHECK_THROWS_WITH(nn::read_llmc_gpt2(ckpt, {}, 2), Contains("'NH'") && Contains("is 4 but --n-head gives 2"));
+    CHECK_THROWS_WITH(nn::read_llmc_gpt2(ckpt, {}, 2), Contains("'NH'") && Contains("is 4 but n_head 2 was asked"));
     nn::write_hf_gpt2(dir.path / "with_config", c, model->named_parameters());
     CHECK_THROWS_WITH(nn::read_hf_gpt2(dir.path / "with_config" / "model.safetensors", {}, 2),
-                      Contains("config.json") && Contains("\"n_head\" is 4 but --n-head gives 2"));
+                      Contains("config.json") && Contains("\"n_head\" is 4 but n_head 2 was asked"));
 
     // GPT-2 small's width (one layer, a vocabulary of 10): heads of 64 assumed, with a warning, not a note
     nn::ModelConfig small = c;
@@ -317,7 +317,7 @@ TEST_CASE("gpt2 weights: without config.json, n_head is given, or guessed loudly
     const nn::ForeignWeights guessed = nn::read_hf_gpt2(dir.path / "768" / "model.safetensors");
     CHECK(guessed.config == small);
     REQUIRE(guessed.warnings.size() == 1);
-    CHECK_THAT(guessed.warnings[0], Contains("n_head 12 guessed from n_embd 768") && Contains("give --n-head N"));
+    CHECK_THAT(guessed.warnings[0], Contains("n_head 12 guessed from n_embd 768") && Contains("give its n_head"));
     CHECK(nn::read_hf_gpt2(dir.path / "768" / "model.safetensors", {}, 6).config.n_head == 6);
 }
 
@@ -422,13 +422,13 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
                           raw.push_back({"h.0.attn.rotary", "F32", {2}, std::vector<unsigned char>(8)});
                       }), {}, 4),
                       Contains("extra.safetensors") && Contains("'h.0.attn.rotary'"));
-    // weights without a tokenizer: token ids only; text is refused naming the file and --tokenizer DIR
+    // weights without a tokenizer: token ids only; text is refused naming the file and the tokenizer it lacks
     const nn::TrainedModel ids_only = nn::load_trained_model(good);
     REQUIRE(nn::as_ids_only(*ids_only.tokenizer) != nullptr);
     CHECK(ids_only.tokenizer->vocab_size() == c.vocab);
     CHECK(ids_only.tokenizer->encode(" 3\t1 299 ") == std::vector<int64_t>{3, 1, 299});
     CHECK(ids_only.tokenizer->decode(std::vector<int64_t>{3, 1, 299}) == " 3 1 299");
-    CHECK_THROWS_WITH(ids_only.tokenizer->encode("3 hello"), Contains("good.bin") && Contains("'hello'") && Contains("--tokenizer DIR"));
+    CHECK_THROWS_WITH(ids_only.tokenizer->encode("3 hello"), Contains("good.bin") && Contains("'hello'") && Contains("a tokenizer directory"));
     CHECK_THROWS_WITH(ids_only.tokenizer->encode("300"), Contains("'300'") && Contains("ids from 0 to 299"));
     CHECK_THROWS_WITH(ids_only.tokenizer->decode(std::vector<int64_t>{1, 300}), Contains("300 at position 1"));
     // what a checkpoint keeps of it: the size alone, read back; a damaged size is refused

@@ -38,7 +38,7 @@ grep -q '"chars":9' out.txt || fail "--chars 9: $(cat out.txt)"
 mkdir other
 cp "$gpt2/encoder.json" other/vocab.json
 head -n -2 "$gpt2/vocab.bpe" > other/merges.txt
-expect 1 "--tokenizer other and the checkpoint run.safetensors disagree" \
+expect 1 "the tokenizer other and the checkpoint run.safetensors disagree" \
   "$train" --resume run.safetensors --tokenizer other --data text.txt
 expect 0 "" "$train" --resume run.safetensors --tokenizer "$gpt2" --data text.txt --steps 3
 
@@ -83,7 +83,7 @@ text_loss=$(cat out.txt)
 grep -Eq '^\{"loss":[0-9.]+,"perplexity":[0-9.]+,"tokens":[0-9]+,"batches":[0-9]+\}$' out.txt || fail "evaluate printed $text_loss"
 expect 0 "" "$evaluate" run.safetensors --data tok.bin --batch 2 --block 8 --json
 [ "$(cat out.txt)" = "$text_loss" ] || fail "evaluate: the text gives $text_loss, its token file $(cat out.txt)"
-expect 1 "--tokenizer other and the checkpoint run.safetensors disagree" "$evaluate" run.safetensors --data text.txt --tokenizer other
+expect 1 "the tokenizer other and the checkpoint run.safetensors disagree" "$evaluate" run.safetensors --data text.txt --tokenizer other
 expect 1 "the checkpoint's tokenizer is characters" "$evaluate" chars.safetensors --data text.txt --tokenizer "$gpt2"
 expect 2 "--out tok.bin exists; add --force" "$tokenize" --tokenizer "$gpt2" text.txt --out tok.bin
 printf 'bad \xff byte' > bad.txt

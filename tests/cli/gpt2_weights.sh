@@ -44,12 +44,12 @@ done
 # the head count: without config.json, given; a width none of GPT-2's published (32) is refused without it
 mkdir nc && cp hf/model.safetensors hf/vocab.json hf/merges.txt nc/
 if "$bin/evaluate" nc/model.safetensors --data small.txt --batches 2 --block 16 2> err.txt; then fail "evaluate guessed a head count"; fi
-grep -q "nc/model.safetensors.*no config.json.*n_embd 32 is none of GPT-2's published widths.*--n-head N" err.txt ||
+grep -q "nc/model.safetensors.*no config.json.*n_embd 32 is none of GPT-2's published widths.*give its n_head" err.txt ||
   fail "no config.json: $(cat err.txt)"
 loss=$("$bin/evaluate" nc/model.safetensors --n-head 2 --data small.txt --batches 2 --block 16 --json 2> /dev/null)
 [ "$loss" = "$first_loss" ] || fail "evaluate --n-head 2: $loss, the checkpoint: $first_loss"
 if "$bin/generate" hf/model.safetensors --n-head 1 --tokens 2 2> err.txt; then fail "--n-head 1 against config.json's 2"; fi
-grep -q "hf/config.json.*\"n_head\" is 2 but --n-head gives 1" err.txt || fail "--n-head 1: $(cat err.txt)"
+grep -q "hf/config.json.*\"n_head\" is 2 but n_head 1 was asked" err.txt || fail "--n-head 1: $(cat err.txt)"
 "$bin/train" --init-from nc/model.safetensors --n-head 2 --data small.txt --steps 1 --sample 0 --eval-iters 1 --out nc.st \
   > /dev/null 2> err.txt || fail "train --init-from nc/model.safetensors --n-head 2: $(cat err.txt)"
 "$bin/export" nc/model.safetensors --n-head 2 --hf nc2 > /dev/null 2>&1 && grep -q '"n_head": 2' nc2/config.json &&
@@ -81,5 +81,5 @@ refused() {  # refused FILE PATTERN: evaluate exits non-zero naming FILE and PAT
 head -c 5000 m.bin > short.bin && refused short.bin "the file is short"
 { printf '\xc6\xd7\x34\x01\x04\x00\x00\x00'; tail -c +9 m.bin; } > version.bin && refused version.bin "'version'"
 if "$bin/evaluate" m.bin --data small.txt 2> refusal.txt; then fail "evaluate read GPT-2 weights with no tokenizer"; fi
-grep -q "m.bin.*--tokenizer DIR" refusal.txt || fail "no tokenizer: $(cat refusal.txt)"
+grep -q "m.bin.*a tokenizer directory" refusal.txt || fail "no tokenizer: $(cat refusal.txt)"
 echo "gpt2 weights: the checkpoint, its Hugging Face and llm.c exports: $first_loss"

@@ -59,9 +59,9 @@ refused() {  # refused PATTERN COMMAND...: exit 1, stderr matching PATTERN, no x
   [ "$rc" = 1 ] && grep -Eq -- "$pattern" err.txt || fail "$* exited $rc: $(cat err.txt)"
   [ ! -e x.st ] || fail "$*: wrote x.st"
 }
-refused "--data text.txt is text, but m.bin has no tokenizer \(token ids only\): give --tokenizer DIR" \
+refused "text.txt is text, but m.bin has no tokenizer \(token ids only\): give it a tokenizer directory" \
   "$bin/train" --init-from m.bin --data text.txt --out x.st
-refused "--data text.txt is text, but base.st has no tokenizer" "$bin/evaluate" base.st --data text.txt
+refused "text.txt is text, but base.st has no tokenizer" "$bin/evaluate" base.st --data text.txt
 refused "straight.st: it has no tokenizer, only token ids: resume it on the token file" \
   "$bin/train" --resume straight.st --data text.txt --out x.st
 perl -e "print pack('v*', 1, 2, 3, 40, 5)" > past.bin

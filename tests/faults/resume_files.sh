@@ -83,7 +83,7 @@ refuses data_longer 1 "$trained_on has changed since: $bytes bytes then, $((byte
 cp ../pristine/data.txt data.txt && sed -i '1s/First/Frist/' data.txt
 refuses data_edited 1 "$trained_on has changed since: the same $bytes bytes, but other bytes in them \(its checksum differs\); $advice$" -- \
     "$TRAIN" --resume run.st
-refuses data_given_edited 1 "^train: run.st: the checkpoint was trained on different data \($bytes tokens\); resume with the same --data file$" -- \
+refuses data_given_edited 1 "^train: run.st: the checkpoint was trained on different data \($bytes tokens\); resume with the same data file$" -- \
     "$TRAIN" --resume run.st --data data.txt
 rm data.txt
 refuses data_missing 1 "$trained_on is missing now; $advice$" -- "$TRAIN" --resume run.st

@@ -321,7 +321,7 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
             refuse(config_json, "\"n_head\" is missing or not a positive whole number");
         c.n_head = j["n_head"].get<int64_t>();
         if (n_head && *n_head != c.n_head)
-            refuse(config_json, fmt::format("\"n_head\" is {} but --n-head gives {}", c.n_head, *n_head));
+            refuse(config_json, fmt::format("\"n_head\" is {} but n_head {} was asked", c.n_head, *n_head));
         const nlohmann::json activation = j.value("activation_function", nlohmann::json("gelu_new"));
         if (activation == "gelu") c.gelu_exact = true;
         else if (activation != "gelu_new" && activation != "gelu_pytorch_tanh")
@@ -337,15 +337,15 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         out.notes.push_back(fmt::format("n_head {} from {}", c.n_head, path_str(config_json)));
     } else if (n_head) {
         c.n_head = *n_head;
-        out.notes.push_back(fmt::format("n_head {} from --n-head (no config.json beside it)", c.n_head));
+        out.notes.push_back(fmt::format("n_head {} as asked (no config.json beside it)", c.n_head));
     } else if (std::ranges::find(kPublishedWidths, c.n_embd) != kPublishedWidths.end()) {
         c.n_head = c.n_embd / 64;
         out.warnings.push_back(fmt::format("no config.json beside it: n_head {} guessed from n_embd {} (GPT-2's published sizes "
-                                           "have heads of 64); if it has other heads, give --n-head N",
+                                           "have heads of 64); if it has other heads, give its n_head",
                                            c.n_head, c.n_embd));
     } else {
         refuse(path, fmt::format("no config.json beside it to give n_head, and n_embd {} is none of GPT-2's published widths "
-                                 "({}, heads of 64): give --n-head N, or put its config.json beside it",
+                                 "({}, heads of 64): give its n_head, or put its config.json beside it",
                                  c.n_embd, fmt::join(kPublishedWidths, ", ")));
     }
     if (c.n_head <= 0 || c.n_embd % c.n_head != 0)
@@ -405,7 +405,7 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
     c.n_embd = field(6);
     const int64_t padded = field(7);
     if (n_head && *n_head != c.n_head)
-        refuse(path, fmt::format("llm.c header field 'NH' (int32 5) is {} but --n-head gives {}", c.n_head, *n_head));
+        refuse(path, fmt::format("llm.c header field 'NH' (int32 5) is {} but n_head {} was asked", c.n_head, *n_head));
     if (padded < c.vocab)
         refuse(path, fmt::format("llm.c header field 'padded V' (int32 7) is {}, less than 'V' {}", padded, c.vocab));
     if (c.n_embd % c.n_head != 0)

@@ -39,7 +39,7 @@ std::vector<int64_t> IdTokenizer::encode(std::string_view text) const {
         if (error != std::errc() || stop != word.data() + word.size() || id < 0 || id >= vocab_size_)
             throw std::invalid_argument(fmt::format(
                 "{} has no tokenizer, only token ids: text for it is ids from 0 to {} separated by spaces, and '{}' is not one "
-                "(GPT-2 weights read text with --tokenizer DIR, or vocab.json and merges.txt beside them)",
+                "(GPT-2 weights read text with a tokenizer directory given, or vocab.json and merges.txt beside them)",
                 origin_, vocab_size_ - 1, word.substr(0, 40)));
         ids.push_back(id);
         i = end;

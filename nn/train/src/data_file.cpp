@@ -13,7 +13,7 @@
 namespace nn {
 
 std::runtime_error text_without_tokenizer(const std::filesystem::path& data, const IdTokenizer& ids) {
-    return std::runtime_error(fmt::format("--data {} is text, but {} has no tokenizer (token ids only): give --tokenizer DIR "
+    return std::runtime_error(fmt::format("{} is text, but {} has no tokenizer (token ids only): give it a tokenizer directory "
                                           "(GPT-2's vocab.json and merges.txt), or a token file (.bin) of ids below {}",
                                           printable_name(data.string()), ids.origin(), ids.vocab_size()));
 }

@@ -44,7 +44,7 @@ TrainedModel load_foreign(const std::filesystem::path& path, const LoadOptions& 
         out.tokenizer = std::make_shared<const BpeTokenizer>(BpeTokenizer::from_directory(*dir));
     } else {
         out.tokenizer = std::make_shared<const IdTokenizer>(w.config.vocab, printable_name(path.string()));
-        fmt::print(stderr, "note: {}: no tokenizer (no --tokenizer DIR, no vocab.json and merges.txt beside it): token ids only\n",
+        fmt::print(stderr, "note: {}: no tokenizer (none given, no vocab.json and merges.txt beside it): token ids only\n",
                    printable_name(path.string()));
     }
     if (out.tokenizer->vocab_size() != out.config.vocab)
@@ -83,7 +83,7 @@ void check_safetensors_start(const std::filesystem::path& path) {
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
     const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
     if (!bpe || !(*bpe == BpeTokenizer::from_directory(dir)))
-        throw std::runtime_error(fmt::format("--tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
+        throw std::runtime_error(fmt::format("the tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
                                              printable_name(dir.string()), printable_name(checkpoint),
                                              bpe ? "another BPE vocabulary or merges" : as_ids_only(saved) ? "none (token ids only)" : "characters"));
 }
@@ -103,7 +103,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOpt
                                              printable_name(path.string()), out.tokenizer->vocab_size(), out.config.vocab));
     if (options.tokenizer) check_tokenizer_dir(*options.tokenizer, *out.tokenizer, path.string());
     if (options.n_head && *options.n_head != out.config.n_head)
-        throw std::runtime_error(fmt::format("--n-head {} and the checkpoint {} disagree: its model has n_head {}", *options.n_head,
+        throw std::runtime_error(fmt::format("n_head {} was asked, but the checkpoint {} disagrees: its model has n_head {}", *options.n_head,
                                              printable_name(path.string()), out.config.n_head));
     check_sizes_against_weights(out.config, file, path);
     if (options.progress) file.on_progress(options.progress);  // from here: making the model, then reading

@@ -187,7 +187,7 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
         const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
         if (data.tokens().fingerprint() != expected)
             throw DataMismatch(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
-                                           "resume with the same --data file",
+                                           "resume with the same data file",
                                            printable_name(path.string()), field(meta, "data.tokens", path)));
         return Trainer(c, std::move(tokenizer), std::move(data));
     });

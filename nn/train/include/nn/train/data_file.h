@@ -16,7 +16,7 @@ namespace nn {
 // vocabulary, listed), or when it is text and the tokenizer an IdTokenizer (text_without_tokenizer).
 TokenIds read_token_ids(const std::filesystem::path& path, const Tokenizer& tokenizer);
 
-// "--data FILE is text, but MODEL has no tokenizer (token ids only): give --tokenizer DIR ..., or a token file".
+// "FILE is text, but MODEL has no tokenizer (token ids only): give it a tokenizer directory ..., or a token file".
 std::runtime_error text_without_tokenizer(const std::filesystem::path& data, const IdTokenizer& ids);
 
 }  // namespace nn
