@@ -386,6 +386,43 @@ TEST_CASE("the small path's few-row products give the same bits on 1, 2 and 3 th
     REQUIRE(checked > 0);
 }
 
+// A sampled token's products with B transposed (its tied logits, its scores against cached keys) are dot
+// products of rows, B read in place, eight rows at a time: every N below leaves a ragged group and every
+// K a masked last vector; each sum is its own on any thread and in any group.
+TEST_CASE("every ISA's dot products of rows (a few rows times B transposed) match gemm_naive, the same bits on 1, 2, 3 threads",
+          "[kernels][isa][threads]") {
+    const int saved = num_threads();
+    Generator gen(32);
+    int64_t checked = 0;
+    for (kernels::Isa isa : kernels::available_isas())
+        for (const auto& [M, N, K] : {std::array<int64_t, 3>{1, 50, 768}, {1, 5003, 77}, {3, 17, 5}, {8, 1031, 300}, {1, 9, 1}})
+            for (bool accumulate : {false, true}) {
+                const std::vector<float> A = random_values(M * K, gen), B = random_values(N * K, gen);
+                const std::vector<float> C0 = random_values(M * N, gen);
+                INFO(kernels::isa_name(isa) << " M " << M << " N " << N << " K " << K << " accumulate " << accumulate);
+                std::vector<float> one = C0, ref = C0;
+                set_num_threads(1);
+                kernels::gemm_with(isa, false, true, M, N, K, A.data(), B.data(), one.data(), accumulate);
+                kernels::gemm_naive(false, true, M, N, K, A.data(), B.data(), ref.data(), accumulate);
+                REQUIRE(max_abs(one, ref) <= 1e-6 * double(K) + 1e-6);
+                for (int threads : {2, 3}) {
+                    set_num_threads(threads);
+                    std::vector<float> split = C0;
+                    kernels::gemm_with(isa, false, true, M, N, K, A.data(), B.data(), split.data(), accumulate);
+                    INFO(threads << " threads");
+                    REQUIRE(split == one);
+                    ++checked;
+                }
+                // B's last row alone (a group of one) gives the bits it gave in its group
+                set_num_threads(1);
+                float alone = C0[N - 1];
+                kernels::gemm_with(isa, false, true, 1, 1, K, A.data(), B.data() + (N - 1) * K, &alone, accumulate);
+                CHECK(alone == one[N - 1]);
+            }
+    set_num_threads(saved);
+    REQUIRE(checked > 0);
+}
+
 namespace {
 // gemm_batched's operands: `batches` matrices of A, B and C, with index lists (empty = batch i).
 struct Batched {

@@ -267,5 +267,58 @@ void gemm_small(const GemmArgs& g, int64_t KC) {
     else gemm_small_columns<V, false>(g, b, g.N, KC, 0, g.N);
 }
 
+// C (M, N) (+)= A (M, K) @ B (N, K)^T for the columns [n_begin, n_end), M a few rows (a sampled token's
+// tied logits, its scores against cached keys): every C(i, n) the dot product of A's row i with B's row n,
+// both read in place. B's rows go eight at a time (GPT-2's 154 MB token table, one thread, AVX-512:
+// 23.4-24.9 GB/s a row at a time, 23.5-26.2 four at a time, 25.9-27.3 eight: bench/README.md). Each
+// sum is its own sequence: W lane sums acc = fma(a(k), b(k), acc) over k in order (the last vector
+// masked), then the lanes added in order; the same bits whichever group, range or thread holds row n.
+template <class V>
+void dot_rows_range(const GemmArgs& g, int64_t n_begin, int64_t n_end) {
+    constexpr int64_t kRows = 8;
+    const int64_t K = g.K, full = K / V::W * V::W;
+    const typename V::mask last = V::mask_first(K - full);
+    const auto finish = [&](typename V::reg acc, int64_t i, int64_t n) {
+        float lanes[V::W];
+        V::store(lanes, acc);
+        float total = 0.0f;
+        for (int64_t l = 0; l < V::W; ++l) total += lanes[l];
+        float& c = g.C[i * g.N + n];
+        c = g.accumulate ? c + total : total;
+    };
+    int64_t n = n_begin;
+    for (; n + kRows <= n_end; n += kRows)
+        for (int64_t i = 0; i < g.M; ++i) {
+            const float* __restrict a = g.A + i * K;
+            const float* __restrict b = g.B + n * K;
+            typename V::reg acc[kRows];
+#pragma GCC unroll 16
+            for (int64_t r = 0; r < kRows; ++r) acc[r] = V::zero();
+            int64_t k = 0;
+            for (; k < full; k += V::W) {
+                const typename V::reg av = V::load(a + k);
+#pragma GCC unroll 16
+                for (int64_t r = 0; r < kRows; ++r) acc[r] = V::fma(av, V::load(b + r * K + k), acc[r]);
+            }
+            if (k < K) {
+                const typename V::reg av = V::load(a + k, last);
+#pragma GCC unroll 16
+                for (int64_t r = 0; r < kRows; ++r) acc[r] = V::fma(av, V::load(b + r * K + k, last), acc[r]);
+            }
+#pragma GCC unroll 16
+            for (int64_t r = 0; r < kRows; ++r) finish(acc[r], i, n + r);
+        }
+    for (; n < n_end; ++n)  // the last rows, one at a time: the same operations per row
+        for (int64_t i = 0; i < g.M; ++i) {
+            const float* __restrict a = g.A + i * K;
+            const float* __restrict b = g.B + n * K;
+            typename V::reg acc = V::zero();
+            int64_t k = 0;
+            for (; k < full; k += V::W) acc = V::fma(V::load(a + k), V::load(b + k), acc);
+            if (k < K) acc = V::fma(V::load(a + k, last), V::load(b + k, last), acc);
+            finish(acc, i, n);
+        }
+}
+
 }  // namespace
 }  // namespace autograd::kernels::detail

@@ -250,25 +250,22 @@ namespace {
 
 // C (M, N) (+)= A (M, K) @ B (N, K)^T for a few rows of A: every C(i, n) a dot product of A's row i with
 // B's row n, read in place (the other paths copy a transposed B first: for a sampled token's tied
-// logits, all of GPT-2's 154 MB token table, every token). Rows of B are split across threads from a
-// quarter million floats each (two cores stream a table faster than one); each sum is its own on any
-// thread: 16 partial sums, which the compiler keeps in vector registers, then added in order.
-void dot_rows(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C, bool accumulate, int threads) {
+// logits, all of GPT-2's 154 MB token table, every token). The instruction set's dot_rows_range
+// (gemm_small.h); rows of B are split across threads from a quarter million floats each (two cores
+// stream a table faster than one), and each sum is its own on any thread.
+void dot_rows(Isa isa, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C, bool accumulate,
+              int threads) {
+    const detail::GemmArgs g{false, true, M, N, K, A, B, C, accumulate, nullptr, threads};
     const auto rows = [&](int64_t begin, int64_t end) {
-        constexpr int64_t kLanes = 16;
-        for (int64_t n = begin; n < end; ++n) {
-            const float* row = B + n * K;
-            for (int64_t i = 0; i < M; ++i) {
-                const float* a = A + i * K;
-                float partial[kLanes] = {};
-                int64_t k = 0;
-                for (; k + kLanes <= K; k += kLanes)
-                    for (int64_t j = 0; j < kLanes; ++j) partial[j] += a[k + j] * row[k + j];
-                float total = 0.0f;
-                for (; k < K; ++k) total += a[k] * row[k];
-                for (const float p : partial) total += p;
-                C[i * N + n] = accumulate ? C[i * N + n] + total : total;
-            }
+        switch (isa) {
+#if defined(TINYGPT_X86_KERNELS)
+        case Isa::avx512: return detail::dot_rows_avx512(g, begin, end);
+        case Isa::avx2: return detail::dot_rows_avx2(g, begin, end);
+#else
+        case Isa::avx512:
+        case Isa::avx2:
+#endif
+        case Isa::portable: return detail::dot_rows_range<detail::PortableVec>(g, begin, end);
         }
     };
     if (threads > 1) parallel_for(N, rows_per_thread(M * K, int64_t(1) << 18), rows);
@@ -287,7 +284,7 @@ void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
                float* C, bool accumulate, GemmPath path) {
     check(detail::cpu_has(isa), "gemm_with: this CPU cannot run the {} kernel", isa_name(isa));
     // A few rows (a sampled token's products) read all of B for little arithmetic: B in place, unpacked.
-    if (dot_rows_fit(path, trans_a, trans_b, M)) return dot_rows(M, N, K, A, B, C, accumulate, num_threads());
+    if (dot_rows_fit(path, trans_a, trans_b, M)) return dot_rows(isa, M, N, K, A, B, C, accumulate, num_threads());
     if (path == GemmPath::automatic && M <= kFewRows && !trans_a) path = GemmPath::small;
     // Threads only where each gets real work; the split never changes the result.
     const bool streams_b = path == GemmPath::small && M <= kFewRows && N * K >= kStreamFloats;
@@ -306,7 +303,7 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
         const int64_t ia = a_index.empty() ? i : a_index[i], ib = b_index.empty() ? i : b_index[i];
         const int64_t ic = c_index.empty() ? i : c_index[i];
         if (dot_rows_fit(GemmPath::automatic, trans_a, trans_b, M))
-            return dot_rows(M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N, accumulate, threads);
+            return dot_rows(isa, M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N, accumulate, threads);
         run_gemm(isa, GemmPath::automatic, {trans_a, trans_b, M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N,
                                             accumulate, nullptr, threads});
     };

@@ -75,5 +75,6 @@ struct Vec256 {
 int64_t gemm_workspace_avx2(int threads) { return workspace_floats<Avx2>(threads); }
 void gemm_avx2(const GemmArgs& g) { gemm_blocked<Avx2, Vec256>(g); }
 void gemm_small_avx2(const GemmArgs& g) { gemm_small<Vec256>(g, Avx2::KC); }
+void dot_rows_avx2(const GemmArgs& g, int64_t begin, int64_t end) { dot_rows_range<Vec256>(g, begin, end); }
 
 }  // namespace autograd::kernels::detail

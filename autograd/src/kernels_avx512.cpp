@@ -160,5 +160,6 @@ private:
 int64_t gemm_workspace_avx512(int threads) { return workspace_floats<Avx512>(threads); }
 void gemm_avx512(const GemmArgs& g) { gemm_blocked<Avx512, Vec512>(g); }
 void gemm_small_avx512(const GemmArgs& g) { gemm_small<Vec512>(g, Avx512::KC); }
+void dot_rows_avx512(const GemmArgs& g, int64_t begin, int64_t end) { dot_rows_range<Vec512>(g, begin, end); }
 
 }  // namespace autograd::kernels::detail

@@ -15,5 +15,8 @@ void gemm_avx512(const GemmArgs& g);
 // The small-product path (gemm_small.h), one thread; workspace small_workspace_floats(g).
 void gemm_small_avx2(const GemmArgs& g);
 void gemm_small_avx512(const GemmArgs& g);
+// A few rows against B transposed, as dot products of rows (gemm_small.h dot_rows_range), columns [begin, end).
+void dot_rows_avx2(const GemmArgs& g, int64_t begin, int64_t end);
+void dot_rows_avx512(const GemmArgs& g, int64_t begin, int64_t end);
 
 }  // namespace autograd::kernels::detail
