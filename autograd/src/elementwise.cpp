@@ -175,6 +175,18 @@ Tensor gelu_tanh(const Tensor& x, SourceLocation where) {
     }, where);
 }
 
+Tensor silu(const Tensor& x, SourceLocation where) {
+    // silu(x) = x s, s = sigmoid(x) = 1 / (1 + exp(-x)) (exp(-x) = inf far left: s = 0, no NaN);
+    // d/dx = s + x s (1 - s) = s (1 + x (1 - s))
+    const auto sigmoid = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+    return unary("silu", x, [sigmoid](float v) { return v * sigmoid(v); },
+                 [sigmoid](float v, float) {
+                     const float s = sigmoid(v);
+                     return s * (1.0f + v * (1.0f - s));
+                 },
+                 where);
+}
+
 // --- dropout ---------------------------------------------------------------------------------------
 
 Tensor dropout(const Tensor& x, float p, bool training, Generator& gen, SourceLocation where) {
