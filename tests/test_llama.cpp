@@ -179,6 +179,25 @@ TEST_CASE("llama decoding with a cache gives the whole window's logits, token by
     }
 }
 
+TEST_CASE("llama's grouped heads from kFlashFrom positions (causal_attention) give the weights path's logits",
+          "[models][llama]") {
+    // causality: the first 150 positions of a window of 170 (one fused op per head) are a window of 150's
+    // (the weights op and matmul), rotations included
+    Generator gen(59);
+    nn::LlamaOptions o = tiny(2, false);
+    o.block = 192;
+    nn::Llama model(o, gen);
+    randomize(model, gen, 0.3f);
+    const int64_t longer = 170, shorter = 150;
+    REQUIRE(longer >= nn::HeadOptions::kFlashFrom);
+    REQUIRE(shorter < nn::HeadOptions::kFlashFrom);
+    const std::vector<int64_t> ids = random_ids(longer, 7, gen);
+    NoGradGuard no_grad;
+    const Tensor all = model.forward(ids, 1, longer);
+    const Tensor prefix = model.forward(std::span<const int64_t>(ids).first(shorter), 1, shorter);
+    CHECK(test::max_abs_diff(slice(all, 1, 0, shorter), prefix) < 1e-4);
+}
+
 TEST_CASE("llama carries Hugging Face's names and shapes, and its parameter count is the formula's",
           "[models][llama]") {
     const int64_t V = 7, C = 16, n_head = 4, n_kv_head = 2, H = 4, F = 24, L = 2;
