@@ -65,7 +65,8 @@ int main() {
     autograd::Generator gen(1);
     nn::GPT gpt({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
     nn::GPT2 gpt2({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
-    nn::Llama llama({.vocab = 7, .n_embd = 32, .n_head = 4, .n_kv_head = 2, .n_layer = 2, .ffn_hidden = 48, .block = 16}, gen);
+    nn::Llama llama({.vocab = 7, .n_embd = 32, .n_head = 4, .n_kv_head = 2, .n_layer = 2, .ffn_hidden = 48, .block = 16},
+                    gen);
     nn::MultiHead multihead({.vocab = 7, .n_embd = 16, .n_head = 2, .block = 16, .feed_forward = true}, gen);
     nn::SingleHead head({.vocab = 7, .n_embd = 16, .block = 16}, gen);
     nn::AverageModel average({.vocab = 7, .n_embd = 16, .block = 16}, gen);

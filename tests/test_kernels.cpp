@@ -663,7 +663,8 @@ TEST_CASE("every instruction set's gelu, silu, layer_norm, attention gradient, A
                 L.gelu_tanh_in_place(y.data(), out.data(), begin, n);
                 out.insert(out.end(), y.begin(), y.end());
             });
-            compare("silu_forward", seed, [&](const auto& L, auto& out) { L.silu_forward(x.data(), out.data(), begin, n); });
+            compare("silu_forward", seed,
+                    [&](const auto& L, auto& out) { L.silu_forward(x.data(), out.data(), begin, n); });
             for (const bool overwrite : {true, false})
                 compare("silu_backward", seed, [&](const auto& L, auto& out) {
                     L.silu_backward(x.data(), dy.data(), out.data(), begin, n, overwrite);

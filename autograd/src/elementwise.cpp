@@ -180,7 +180,8 @@ Tensor silu(const Tensor& x, SourceLocation where) {
     const float* in = x.data().data();
     // x * sigmoid(x);  d/dx = s (1 + x (1 - s)), s = sigmoid(x) recomputed in backward (fast_math.h)
     const auto forward = detail::vector_loops().silu_forward;
-    parallel_for(x.numel(), kMinElementsPerThread, [&](int64_t begin, int64_t end) { forward(in, out.data(), begin, end); });
+    parallel_for(x.numel(), kMinElementsPerThread,
+                 [&](int64_t begin, int64_t end) { forward(in, out.data(), begin, end); });
     return make_result("silu", x.shape(), std::move(out), {x}, [](const GradContext& g) {
         const float* xv = g.inputs[0].data().data();
         const auto gx = g.grad_target(0);

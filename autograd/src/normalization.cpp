@@ -58,10 +58,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps, SourceLocation where) {
-    check(x.dim() >= 1 && x.size(-1) > 0, "rms_norm: input needs a non-empty last dim, got shape {}", shape_str(x.shape()));
+    check(x.dim() >= 1 && x.size(-1) > 0, "rms_norm: input needs a non-empty last dim, got shape {}",
+          shape_str(x.shape()));
     const int64_t C = x.size(-1), rows = x.numel() / C;
-    check(weight.shape() == Shape{C}, "rms_norm: weight {} must be ({}) for an input of shape {}", shape_str(weight.shape()),
-          C, shape_str(x.shape()));
+    check(weight.shape() == Shape{C}, "rms_norm: weight {} must be ({}) for an input of shape {}",
+          shape_str(weight.shape()), C, shape_str(x.shape()));
     check(eps > 0.0f, "rms_norm: eps {} must be positive (input of shape {})", eps, shape_str(x.shape()));
 
     // x: (..., C)  weight: (C)  ->  (..., C);  per row: rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * weight

@@ -38,7 +38,8 @@ Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     return dropout(c_proj(heads_out), dropout_p, is_training(), dropout_gen);  // (B, T, C)
 }
 
-GPT2Head::GPT2Head(const GPT2Attention& attention, int64_t index) : SlicedHead(attention.record_, index), attention_(attention) {}
+GPT2Head::GPT2Head(const GPT2Attention& attention, int64_t index)
+    : SlicedHead(attention.record_, index), attention_(attention) {}
 Tensor GPT2Head::queries(const Tensor& x) const { return query_part(split(attention_.c_attn(x), x.size(2), 2)[0]); }
 Tensor GPT2Head::keys(const Tensor& x) const { return key_part(split(attention_.c_attn(x), x.size(2), 2)[1]); }
 Tensor GPT2Head::values(const Tensor& x) const { return key_part(split(attention_.c_attn(x), x.size(2), 2)[2]); }
@@ -98,8 +99,11 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
 
     // GPT-2's initialization (Hugging Face's _init_weights, nanoGPT's): N(0, 0.02) for the weights and both
     // tables, the projections into the residual stream scaled by 1 / sqrt(2 n_layer), biases 0; norms stay 1, 0
-    init_gpt2_style(*this, gen, opts.n_layer, [](const std::string& name) { return name.ends_with("c_proj.weight"); },
-                    [](const std::string& name) { return name.find(".ln_") != std::string::npos || name.starts_with("ln_f."); });
+    const auto residual = [](const std::string& name) { return name.ends_with("c_proj.weight"); };
+    const auto norm = [](const std::string& name) {
+        return name.find(".ln_") != std::string::npos || name.starts_with("ln_f.");
+    };
+    init_gpt2_style(*this, gen, opts.n_layer, residual, norm);
 }
 
 Tensor GPT2::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {

@@ -252,9 +252,11 @@ GPT::GPT(GPTOptions opts, Generator& gen)
     // GPT-2's initialization: weights N(0, 0.02), biases 0, and the projections that write into the
     // residual stream scaled down by sqrt(2 n_layer) so the stream's variance does not grow with depth.
     if (!opts.gpt2_init) return;
-    init_gpt2_style(*this, gen, opts.n_layer,
-                    [](const std::string& name) { return name.ends_with("projection.weight") || name.ends_with("down.weight"); },
-                    [](const std::string& name) { return name.find("norm") != std::string::npos; });
+    const auto residual = [](const std::string& name) {
+        return name.ends_with("projection.weight") || name.ends_with("down.weight");
+    };
+    const auto norm = [](const std::string& name) { return name.find("norm") != std::string::npos; };
+    init_gpt2_style(*this, gen, opts.n_layer, residual, norm);
 }
 
 Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {

@@ -1,7 +1,7 @@
 // The ops. Each is one function in autograd/src/ that computes its result and attaches its backward
 // beside it. Composite ops (mean, sub-expressions, causal_mask, split) are built from the others.
-// Fused ops (linear, linear_gelu, linear_gelu_tanh, matmul_transposed, layer_norm, rms_norm, rotary, silu, causal_softmax,
-// causal_attention_weights, causal_attention)
+// Fused ops (linear, linear_gelu, linear_gelu_tanh, matmul_transposed, layer_norm, rms_norm, rotary, silu,
+// causal_softmax, causal_attention_weights, causal_attention)
 // do in one op what the models run thousands of times a step; each is tested equal to its composition
 // (values, and gradients under a random upstream gradient; linear and linear_gelu bit for bit) and passes
 // gradcheck.

@@ -149,7 +149,7 @@ private:
     void use_cache(KVCache* cache) override;
 };
 
-// --- hook points of attention layers (nn::MultiHeadAttention, nn::GPT2Attention, nn::LlamaAttention) -------------------------
+// --- hook points of attention layers (nn::MultiHeadAttention, nn::GPT2Attention, nn::LlamaAttention) ---------
 // Named as TransformerLens names them, n_head heads of width H, Tk the positions attended to (T, or L + T
 // while decoding with a cache).
 struct AttentionHookPoints {
