@@ -133,13 +133,13 @@ nn::Llama2cConfig small_config(bool shared = true) {
             .shared_classifier = shared};
 }
 
+// The same names (in any order), shapes and values.
 void require_same_tensors(const nn::Llama2cModel& a, const nn::Llama2cModel& b) {
     REQUIRE(a.tensors.size() == b.tensors.size());
-    for (size_t i = 0; i < a.tensors.size(); ++i) {
-        INFO(a.tensors[i].first);
-        REQUIRE(a.tensors[i].first == b.tensors[i].first);
-        REQUIRE(a.tensors[i].second.shape() == b.tensors[i].second.shape());
-        REQUIRE(a.tensors[i].second.to_vector() == b.tensors[i].second.to_vector());
+    for (const auto& [name, t] : a.tensors) {
+        INFO(name);
+        REQUIRE(named(b, name).shape() == t.shape());
+        REQUIRE(named(b, name).to_vector() == t.to_vector());
     }
 }
 
@@ -160,7 +160,11 @@ TEST_CASE("llama2.c: stories260K's header and tensors, in the module's names and
     CHECK(c.seq_len == 512);
     CHECK(c.shared_classifier);
     REQUIRE(m.tensors.size() == 1 + 5 * 9 + 1);  // the table, nine a layer, the final norm; no lm_head (tied)
-    CHECK(m.tensors.front().first == "embed_tokens.weight");
+    // Hugging Face's order (a LlamaForCausalLM's state_dict, without "model.")
+    CHECK(m.tensors[0].first == "embed_tokens.weight");
+    CHECK(m.tensors[1].first == "layers.0.self_attn.q_proj.weight");
+    CHECK(m.tensors[5].first == "layers.0.mlp.gate_proj.weight");
+    CHECK(m.tensors[9].first == "layers.0.post_attention_layernorm.weight");
     CHECK(m.tensors.back().first == "norm.weight");
     CHECK(named(m, "layers.4.self_attn.k_proj.weight").shape() == autograd::Shape{64, 32});
     CHECK(named(m, "layers.0.mlp.down_proj.weight").shape() == autograd::Shape{172, 64});

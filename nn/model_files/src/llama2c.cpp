@@ -143,12 +143,12 @@ std::vector<Stored> file_order(const Llama2cConfig& c, Llama2cVersion version) {
     return out;
 }
 
-// The module's order: by layer, as its named_parameters lists them.
+// The module's order: by layer, as Hugging Face's state_dict lists a Llama's (and nn::Llama registers them).
 std::vector<Stored> module_order(const Llama2cConfig& c) {
     using enum Kind;
     std::vector<Stored> out{stored(embed, 0, c)};
     for (int64_t l = 0; l < c.n_layers; ++l)
-        for (Kind k : {attn_norm, wq, wk, wv, wo, ffn_norm, w1, w3, w2}) out.push_back(stored(k, l, c));
+        for (Kind k : {wq, wk, wv, wo, w1, w3, w2, attn_norm, ffn_norm}) out.push_back(stored(k, l, c));
     out.push_back(stored(final_norm, 0, c));
     if (!c.shared_classifier) out.push_back(stored(classifier, 0, c));
     return out;

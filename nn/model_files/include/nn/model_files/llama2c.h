@@ -74,7 +74,8 @@ inline constexpr int64_t kLlama2cMaxSeqLen = int64_t{1} << 20;
 
 struct Llama2cModel {
     Llama2cConfig config;
-    NamedTensors tensors;  // the module's names and layouts above, by layer, lm_head last
+    NamedTensors
+        tensors;  // the names and layouts above, in Hugging Face's order (embed_tokens, by layer, norm, lm_head)
     // A legacy file's freq_cis_real then freq_cis_imag (2 * T * H/2 values), which nothing reads but which
     // write_llama2c writes back as they were; empty after a v1 file, and then computed as export.py does.
     std::vector<float> legacy_rope_tables;
