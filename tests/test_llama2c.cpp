@@ -395,6 +395,13 @@ TEST_CASE("llama2.c: writing refuses tensors that do not fit the config, and wri
     CHECK_FALSE(fs::exists(path));
     CHECK(fs::is_empty(dir.path));
 
+    // An I/O failure (the target is a directory: the rename fails) leaves what was there and no temporary file.
+    fs::create_directory(dir.path / "taken.bin");
+    REQUIRE_THROWS_AS(nn::write_llama2c(dir.path / "taken.bin", m, nn::Llama2cVersion::legacy), std::runtime_error);
+    CHECK(fs::is_directory(dir.path / "taken.bin"));
+    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+    fs::remove(dir.path / "taken.bin");
+
     // A tied lm_head equal to the table transposed (a module that registers it) is accepted, not written.
     nn::Llama2cModel tied = m;
     const Tensor& table = named(m, "embed_tokens.weight");
