@@ -123,6 +123,29 @@ TEST_CASE("llama2.c tokenizer: characters of every length, byte fallback and lit
     CHECK(llama().encode_ids("Hello world").to_vector() == std::vector<int64_t>{15043, 3186});
 }
 
+TEST_CASE("llama2.c tokenizer: SentencePiece's own ids for Meta's example prompts", "[llama2c_tokenizer]") {
+    // The prompts of Meta's example_text_completion.py and the ids Llama 2's SentencePiece model gives them
+    // (after BOS), as llama2.c's test.c lists them: an oracle besides run.c.
+    const std::vector<std::pair<std::string, std::vector<int64_t>>> cases = {
+        {"I believe the meaning of life is", {306, 4658, 278, 6593, 310, 2834, 338}},
+        {"Simply put, the theory of relativity states that ",
+         {3439, 17632, 1925, 29892, 278, 6368, 310, 14215, 537, 5922, 393, 29871}},
+        {"A brief message congratulating the team on the launch:\n\n        Hi everyone,\n\n        I just ",
+         {319, 11473, 2643, 378,  629,   271,   18099, 278, 3815, 373, 278, 6826, 29901,
+          13,  13,    4706, 6324, 14332, 29892, 13,    13,  4706, 306, 925, 29871}},
+        {"Translate English to French:\n\n        sea otter => loutre de mer\n        peppermint => menthe "
+         "poivr\xC3\xA9"
+         "e\n        plush girafe => girafe peluche\n        cheese =>",
+         {4103, 9632, 4223, 304,  5176, 29901, 13,   13,   4706, 7205,  4932, 357,  1149,  301,  449, 276,  316,
+          2778, 13,   4706, 1236, 407,  837,   524,  1149, 6042, 354,   772,  440,  29878, 1318, 13,  4706, 715,
+          1878, 330,  3055, 1725, 1149, 330,   3055, 1725, 4639, 28754, 13,   4706, 923,   968,  1149}},
+    };
+    for (const auto& [prompt, expected] : cases) {
+        INFO(prompt);
+        CHECK(llama().encode(prompt) == expected);
+    }
+}
+
 TEST_CASE("llama2.c tokenizer: the heap's merges are run.c's loop's, on long texts", "[llama2c_tokenizer]") {
     std::string text = slurp(kData / "utf8_lines.txt");
     for (int i = 0; i < 3; ++i) text += text;  // 2.7 kB with newlines, UTF-8 and byte fallback
