@@ -7,6 +7,7 @@
 #include <nn/attention_only.h>
 #include <nn/decoder.h>
 #include <nn/gpt2.h>
+#include <nn/llama.h>
 #include <nn/models.h>
 
 #include <atomic>
@@ -64,6 +65,8 @@ int main() {
     autograd::Generator gen(1);
     nn::GPT gpt({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
     nn::GPT2 gpt2({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
+    nn::Llama llama({.vocab = 7, .n_embd = 32, .n_head = 4, .n_kv_head = 2, .n_layer = 2, .ffn_hidden = 48, .block = 16},
+                    gen);
     nn::MultiHead multihead({.vocab = 7, .n_embd = 16, .n_head = 2, .block = 16, .feed_forward = true}, gen);
     nn::SingleHead head({.vocab = 7, .n_embd = 16, .block = 16}, gen);
     nn::AverageModel average({.vocab = 7, .n_embd = 16, .block = 16}, gen);
@@ -71,6 +74,7 @@ int main() {
     nn::AttentionOnly attention_only({.vocab = 7, .n_embd = 16, .n_head = 2, .n_layer = 2, .block = 16}, gen);
     for (auto [name, model] : {std::pair<const char*, nn::LanguageModel*>{"gpt cached, 300 tokens", &gpt},
                                {"gpt2 cached, 300 tokens", &gpt2},
+                               {"llama cached, 300 tokens", &llama},
                                {"multihead cached, 300 tokens", &multihead},
                                {"head cached, 300 tokens", &head},
                                {"average cached, 300 tokens", &average},

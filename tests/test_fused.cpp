@@ -1,5 +1,5 @@
-// The fused ops (causal_softmax, causal_attention_weights, causal_attention, layer_norm, linear, linear_gelu,
-// linear_gelu_tanh, matmul_transposed) and gelu_tanh's fast loop
+// The fused ops (causal_softmax, causal_attention_weights, causal_attention, layer_norm, rms_norm, rotary, silu,
+// linear, linear_gelu, linear_gelu_tanh, matmul_transposed) and gelu_tanh's fast loop
 // against the compositions they replace, values and gradients with a random upstream gradient; gradcheck;
 // bad input. And the accuracy of fast_math.h's exp and erf, which the fused ops, softmax, cross_entropy and
 // gelu are built on.
@@ -28,6 +28,36 @@ Tensor composed_layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bi
     const Tensor centered = x - mean(x, -1, /*keepdim=*/true);                // (..., C)
     const Tensor variance = mean(centered * centered, -1, /*keepdim=*/true);  // (..., 1)
     return centered / sqrt(variance + eps) * gain + bias;
+}
+
+Tensor composed_rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+    return x / sqrt(mean(x * x, -1, /*keepdim=*/true) + eps) * weight;  // (..., C) / (..., 1) * (C)
+}
+
+Tensor composed_silu(const Tensor& x) { return x / (exp(neg(x)) + 1.0f); }  // x * sigmoid(x)
+
+// Rotary as Hugging Face writes it (halves: x * cos + rotate_half(x) * sin) and as run.c does
+// (interleaved pairs), from slices, concat, mul and add, with a table of angles computed here in double.
+// x: (B, T, n, H)
+Tensor composed_rotary(const Tensor& x, int64_t start, double theta, RotaryLayout layout) {
+    const int64_t T = x.size(1), H = x.size(3), half = H / 2;
+    std::vector<float> c(static_cast<size_t>(T * half)), s(c.size());  // (T, H/2)
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t i = 0; i < half; ++i) {
+            const double angle = double(start + t) * std::pow(theta, -2.0 * double(i) / double(H));
+            c[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
+            s[static_cast<size_t>(t * half + i)] = static_cast<float>(std::sin(angle));
+        }
+    if (layout == RotaryLayout::halves) {
+        const Tensor cos_half = tensor(c, {1, T, 1, half}), sin_half = tensor(s, {1, T, 1, half});
+        const Tensor cos = concat({cos_half, cos_half}, 3), sin = concat({sin_half, sin_half}, 3);  // (1, T, 1, H)
+        const Tensor rotated = concat({neg(slice(x, 3, half, H)), slice(x, 3, 0, half)}, 3);        // rotate_half(x)
+        return x * cos + rotated * sin;
+    }
+    const Tensor pairs = reshape(x, {x.size(0), T, x.size(2), half, 2});
+    const Tensor a = slice(pairs, 4, 0, 1), b = slice(pairs, 4, 1, 2);  // (B, T, n, H/2, 1) each
+    const Tensor cos = tensor(c, {1, T, 1, half, 1}), sin = tensor(s, {1, T, 1, half, 1});
+    return reshape(concat({a * cos - b * sin, a * sin + b * cos}, 4), x.shape());
 }
 
 // Largest |a - b| over the values, relative to the largest |b| when that exceeds 1.
@@ -582,4 +612,192 @@ TEST_CASE("max_of and sum_in_double: the row max exactly, and the row sum, at ev
     CHECK(std::signbit(detail::max_of(1, [&](int64_t) { return -0.0f; })));
     CHECK(detail::max_of(3, [&](int64_t k) { return zeros[static_cast<size_t>(k)]; }) == 0.0f);
     CHECK(std::isnan(detail::max_of(20, [](int64_t k) { return k == 7 ? std::numeric_limits<float>::quiet_NaN() : 1.0f; })));
+}
+
+// --- rms_norm ------------------------------------------------------------------------------------------------
+
+TEST_CASE("rms_norm equals the composition x / sqrt(mean(x^2) + eps) * weight", "[fused]") {
+    Generator gen(31);
+    struct Case {
+        Shape shape;
+        float std, eps;
+    };
+    for (const Case& c : {Case{{3, 5}, 1.0f, 1e-5f}, Case{{2, 4, 16}, 2.0f, 1e-6f}, Case{{7}, 1.0f, 1e-3f},
+                          Case{{2, 3, 4, 8}, 1.0f, 0.5f}, Case{{16, 288}, 100.0f, 1e-5f}, Case{{4, 1}, 1.0f, 1e-5f},
+                          Case{{3, 64}, 1e-2f, 1e-5f}}) {
+        INFO("shape " << shape_str(c.shape) << " std " << c.std << " eps " << c.eps);
+        const int64_t C = c.shape.back();
+        const Tensor x = randn(c.shape, gen, 0.3f * c.std, c.std);
+        const Tensor weight = randn({C}, gen, 1.0f, 0.5f);
+        const float eps = c.eps;
+        CHECK(disagreement([eps](const Inputs& in) { return rms_norm(in[0], in[1], eps); },
+                           [eps](const Inputs& in) { return composed_rms_norm(in[0], in[1], eps); }, {x, weight},
+                           gen) < 1e-5);
+    }
+}
+
+TEST_CASE("rms_norm matches a hand example: no centering, eps inside the root", "[fused]") {
+    // [1, 2, 3, 4]: mean of squares 7.5; eps 0.5: divided by sqrt(8) = 2 sqrt(2), then * [1, 2, 1, -1]
+    const Tensor y = rms_norm(tensor({1, 2, 3, 4}, {1, 4}), tensor({1, 2, 1, -1}), 0.5f);
+    const double s = 1.0 / std::sqrt(8.0);
+    CHECK(test::max_abs_diff(y, {1 * s, 4 * s, 3 * s, -4 * s}) < 1e-6);
+    // a row of zeros stays zeros (eps > 0: no 0/0), and its gradient is finite
+    Tensor zero = zeros({1, 3}).requires_grad_();
+    const Tensor z = rms_norm(zero, ones({3}), 1e-5f);
+    CHECK(z.to_vector() == std::vector<float>{0, 0, 0});
+    z.backward(ones({1, 3}));
+    CHECK(test::all_finite(zero.grad()));
+}
+
+TEST_CASE("rms_norm passes gradcheck for x and weight", "[fused][gradcheck]") {
+    Generator gen(32);
+    for (const Shape& shape : {Shape{3, 5}, Shape{2, 2, 4}, Shape{6}}) {
+        INFO(shape_str(shape));
+        const Tensor x = test::uniform_param(shape, gen, -2.0f, 2.0f);
+        const Tensor weight = test::away_from_zero({shape.back()}, gen);
+        REQUIRE_GRADCHECK([](const Inputs& in) { return rms_norm(in[0], in[1], 1e-5f); }, {x, weight});
+    }
+}
+
+TEST_CASE("rms_norm rejects a mismatched weight, an empty last dim and eps <= 0", "[fused][errors]") {
+    const Tensor x = zeros({2, 3});
+    REQUIRE_THROWS_AS(rms_norm(x, zeros({4}), 1e-5f), std::invalid_argument);
+    REQUIRE_THROWS_WITH(rms_norm(x, zeros({4}), 1e-5f), Contains("rms_norm") && Contains("(4)") && Contains("(2, 3)"));
+    REQUIRE_THROWS_WITH(rms_norm(x, zeros({1, 3}), 1e-5f), Contains("rms_norm") && Contains("(1, 3)"));
+    REQUIRE_THROWS_WITH(rms_norm(scalar(1.0f), zeros({1}), 1e-5f), Contains("rms_norm") && Contains("()"));
+    REQUIRE_THROWS_WITH(rms_norm(zeros({2, 0}), zeros({0}), 1e-5f), Contains("rms_norm") && Contains("(2, 0)"));
+    REQUIRE_THROWS_WITH(rms_norm(x, zeros({3}), 0.0f), Contains("rms_norm") && Contains("eps"));
+}
+
+// --- silu ----------------------------------------------------------------------------------------------------
+
+TEST_CASE("silu equals x / (1 + exp(-x)), passes gradcheck, and stays finite far out", "[fused][gradcheck]") {
+    Generator gen(33);
+    CHECK(disagreement([](const Inputs& in) { return silu(in[0]); },
+                       [](const Inputs& in) { return composed_silu(in[0]); }, {randn({4, 37}, gen, 0.0f, 3.0f)},
+                       gen) < 1e-6);
+    const Tensor x = test::uniform_param({4, 5}, gen, -4.0f, 4.0f);
+    REQUIRE_GRADCHECK([](const Inputs& in) { return silu(in[0]); }, {x});
+    // by hand: silu(0) = 0, silu(1) = 1 / (1 + e^-1); far left 0 (exp(-x) overflows to inf), far right x
+    Tensor far = tensor({0.0f, 1.0f, -200.0f, 200.0f}).requires_grad_();
+    const Tensor y = silu(far);
+    CHECK(test::max_abs_diff(y, {0.0, 1.0 / (1.0 + std::exp(-1.0)), 0.0, 200.0}) < 1e-6);
+    y.backward(ones({4}));
+    const double s1 = 1.0 / (1.0 + std::exp(-1.0));  // the slope s (1 + x (1 - s)): 1/2 at 0, 0 and 1 far out
+    CHECK(test::max_abs_diff(far.grad(), {0.5, s1 * (2.0 - s1), 0.0, 1.0}) < 1e-6);
+}
+
+// --- rotary ----------------------------------------------------------------------------------------------------
+
+TEST_CASE("rotary equals Hugging Face's x cos + rotate_half(x) sin and run.c's interleaved pairs", "[fused]") {
+    Generator gen(34);
+    struct Case {
+        Shape shape;
+        int64_t start;
+        double theta;
+    };
+    for (const RotaryLayout layout : {RotaryLayout::interleaved, RotaryLayout::halves})
+        for (const Case& c :
+             {Case{{2, 5, 3, 8}, 0, 10000.0}, Case{{1, 1, 2, 16}, 37, 10000.0}, Case{{3, 4, 1, 2}, 5, 10000.0},
+              Case{{2, 7, 4, 64}, 11, 500000.0}, Case{{1, 3, 2, 6}, 2, 100.0}}) {
+            INFO("layout " << (layout == RotaryLayout::halves ? "halves" : "interleaved") << " shape "
+                           << shape_str(c.shape) << " start " << c.start << " theta " << c.theta);
+            const int64_t start = c.start;
+            const double theta = c.theta;
+            CHECK(
+                disagreement([=](const Inputs& in) { return rotary(in[0], start, static_cast<float>(theta), layout); },
+                             [=](const Inputs& in) { return composed_rotary(in[0], start, theta, layout); },
+                             {randn(c.shape, gen)}, gen) < 2e-5);
+        }
+}
+
+TEST_CASE("rotary by hand, and q . k depends on the positions' difference only", "[fused]") {
+    // one pair at position 1: frequency theta^0 = 1, so (1, 0) turns by 1 radian; at position 0 nothing moves
+    const Tensor x = tensor({1, 0, 0.5f, 2}, {1, 2, 1, 2});  // positions 0 and 1
+    CHECK(test::max_abs_diff(rotary(x, 0, 10000.0f, RotaryLayout::interleaved),
+                             {1, 0, 0.5 * std::cos(1.0) - 2 * std::sin(1.0), 0.5 * std::sin(1.0) + 2 * std::cos(1.0)}) <
+          1e-6);
+    // H = 4, position 3, theta 100: pair 0 turns by 3, pair 1 by 3 / 10; halves pair features (0, 2) and (1, 3)
+    const Tensor e0 = tensor({1, 0, 0, 0}, {1, 1, 1, 4}), e1 = tensor({0, 1, 0, 0}, {1, 1, 1, 4});
+    CHECK(test::max_abs_diff(rotary(e0, 3, 100.0f, RotaryLayout::halves), {std::cos(3.0), 0, std::sin(3.0), 0}) < 1e-6);
+    CHECK(test::max_abs_diff(rotary(e1, 3, 100.0f, RotaryLayout::halves), {0, std::cos(0.3), 0, std::sin(0.3)}) < 1e-6);
+    CHECK(test::max_abs_diff(rotary(e1, 3, 100.0f, RotaryLayout::interleaved), {-std::sin(3.0), std::cos(3.0), 0, 0}) <
+          1e-6);
+
+    // the point of it: a query at p and a key at p' score as at p + d and p' + d
+    Generator gen(35);
+    const Tensor q = randn({1, 1, 1, 16}, gen), k = randn({1, 1, 1, 16}, gen);
+    const auto score = [&](int64_t p, int64_t pk, RotaryLayout layout) {
+        return sum(rotary(q, p, 10000.0f, layout) * rotary(k, pk, 10000.0f, layout)).item();
+    };
+    for (const RotaryLayout layout : {RotaryLayout::interleaved, RotaryLayout::halves}) {
+        CHECK(score(5, 2, layout) == Approx(score(25, 22, layout)).margin(1e-4));
+        CHECK(score(5, 2, layout) != Approx(score(5, 3, layout)).margin(1e-3));
+    }
+}
+
+TEST_CASE("rotary passes gradcheck in both layouts, from any start position", "[fused][gradcheck]") {
+    Generator gen(36);
+    for (const RotaryLayout layout : {RotaryLayout::interleaved, RotaryLayout::halves})
+        for (const int64_t start : {0, 9}) {
+            INFO("start " << start);
+            const Tensor x = test::uniform_param({2, 3, 2, 6}, gen);
+            REQUIRE_GRADCHECK([=](const Inputs& in) { return rotary(in[0], start, 10000.0f, layout); }, {x});
+        }
+}
+
+TEST_CASE(
+    "rotary_permute is convert_llama_weights_to_hf.py's permute: interleaved rotary of x W is halves rotary of x W'",
+    "[fused]") {
+    // by hand, one head of 4 features: interleaved pairs (0, 1), (2, 3) become halves pairs (0, 2), (1, 3), as
+    // w.view(n_head, H / 2, 2, dim).transpose(1, 2) reorders the rows [r0, r1, r2, r3] to [r0, r2, r1, r3]
+    const Tensor features = tensor({0, 1, 2, 3, 10, 11, 12, 13}, {1, 8});  // two heads
+    const auto halves = rotary_permute(features, 2, RotaryLayout::interleaved, RotaryLayout::halves);
+    CHECK(halves.to_vector() == std::vector<float>{0, 2, 1, 3, 10, 12, 11, 13});
+    CHECK(rotary_permute(halves, 2, RotaryLayout::halves, RotaryLayout::interleaved).to_vector() ==
+          features.to_vector());
+
+    Generator gen(37);
+    const int64_t B = 2, T = 5, C = 12, n_head = 3, n_kv_head = 1, H = 8, start = 4;
+    const Tensor x = randn({B, T, C}, gen);
+    const Tensor wq = randn({C, n_head * H}, gen), wk = randn({C, n_kv_head * H}, gen);  // (in, out), interleaved
+    const auto project = [&](const Tensor& w, int64_t heads, RotaryLayout layout) {      // -> (B, T, heads * H)
+        const Tensor w_in_layout = rotary_permute(w, heads, RotaryLayout::interleaved, layout);
+        return reshape(rotary(reshape(matmul(x, w_in_layout), {B, T, heads, H}), start, 10000.0f, layout),
+                       {B, T, heads * H});
+    };
+    const Tensor q_interleaved = project(wq, n_head, RotaryLayout::interleaved),
+                 q_halves = project(wq, n_head, RotaryLayout::halves);
+    const Tensor k_interleaved = project(wk, n_kv_head, RotaryLayout::interleaved),
+                 k_halves = project(wk, n_kv_head, RotaryLayout::halves);
+    // the same features, each head reordered
+    CHECK(test::max_abs_diff(rotary_permute(q_interleaved, n_head, RotaryLayout::interleaved, RotaryLayout::halves),
+                             q_halves) < 1e-5);
+    CHECK(test::max_abs_diff(q_interleaved, q_halves) > 0.1);
+    // so every head's scores q . k are equal
+    for (int64_t h = 0; h < n_head; ++h) {
+        const auto scores = [&](const Tensor& q, const Tensor& k) {
+            return matmul(slice(q, 2, h * H, (h + 1) * H), transpose(slice(k, 2, 0, H), 1, 2));  // (B, T, T)
+        };
+        CHECK(test::max_abs_diff(scores(q_interleaved, k_interleaved), scores(q_halves, k_halves)) < 1e-4);
+    }
+}
+
+TEST_CASE("rotary and rotary_permute reject odd head widths, a wrong rank, a negative start and a bad theta",
+          "[fused][errors]") {
+    REQUIRE_THROWS_AS(rotary(zeros({1, 2, 2, 5}), 0, 10000.0f, RotaryLayout::halves), std::invalid_argument);
+    REQUIRE_THROWS_WITH(rotary(zeros({1, 2, 2, 5}), 0, 10000.0f, RotaryLayout::halves),
+                        Contains("rotary") && Contains("H 5") && Contains("even") && Contains("(1, 2, 2, 5)"));
+    REQUIRE_THROWS_WITH(rotary(zeros({2, 8}), 0, 10000.0f, RotaryLayout::halves),
+                        Contains("rotary") && Contains("(2, 8)"));
+    REQUIRE_THROWS_WITH(rotary(zeros({1, 2, 2, 4}), -1, 10000.0f, RotaryLayout::halves),
+                        Contains("rotary") && Contains("-1"));
+    REQUIRE_THROWS_WITH(rotary(zeros({1, 2, 2, 4}), 0, 0.0f, RotaryLayout::halves),
+                        Contains("rotary") && Contains("theta"));
+    REQUIRE_THROWS_WITH(rotary(zeros({1, 2, 2, 4}), 0, std::numeric_limits<float>::quiet_NaN(), RotaryLayout::halves),
+                        Contains("theta"));
+    REQUIRE_THROWS_WITH(rotary_permute(zeros({3, 10}), 2, RotaryLayout::interleaved, RotaryLayout::halves),
+                        Contains("rotary_permute") && Contains("(3, 10)") && Contains("n_head 2"));
+    REQUIRE_THROWS_WITH(rotary_permute(zeros({3, 12}), 5, RotaryLayout::interleaved, RotaryLayout::halves),
+                        Contains("rotary_permute") && Contains("n_head 5"));
 }

@@ -647,7 +647,7 @@ TEST_CASE("every instruction set's exp_shifted_row (causal_attention's weights) 
     }
 }
 
-TEST_CASE("every instruction set's gelu, layer_norm, attention gradient, AdamW and sum-of-squares loops give the "
+TEST_CASE("every instruction set's gelu, silu, layer_norm, attention gradient, AdamW and sum-of-squares loops give the "
           "portable bits",
           "[kernels][isa]") {
     // The loops are one source compiled per instruction set, without fused multiply-adds and with fixed
@@ -700,6 +700,12 @@ TEST_CASE("every instruction set's gelu, layer_norm, attention gradient, AdamW a
                 L.gelu_tanh_in_place(y.data(), out.data(), begin, n);
                 out.insert(out.end(), y.begin(), y.end());
             });
+            compare("silu_forward", seed,
+                    [&](const auto& L, auto& out) { L.silu_forward(x.data(), out.data(), begin, n); });
+            for (const bool overwrite : {true, false})
+                compare("silu_backward", seed, [&](const auto& L, auto& out) {
+                    L.silu_backward(x.data(), dy.data(), out.data(), begin, n, overwrite);
+                });
             compare("times_slope", seed, [&](const auto& L, auto& out) { L.times_slope(dy.data(), x.data(), out.data(), begin, n); });
             // layer_norm: one row of n channels (with the mean and rstd it keeps), then its input gradient
             compare("normalize_rows", seed, [&](const auto& L, auto& out) {

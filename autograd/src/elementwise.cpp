@@ -175,6 +175,23 @@ Tensor gelu_tanh(const Tensor& x, SourceLocation where) {
     }, where);
 }
 
+Tensor silu(const Tensor& x, SourceLocation where) {
+    Buffer out(x.numel());
+    const float* in = x.data().data();
+    // x * sigmoid(x);  d/dx = s (1 + x (1 - s)), s = sigmoid(x) recomputed in backward (fast_math.h)
+    const auto forward = detail::vector_loops().silu_forward;
+    parallel_for(x.numel(), kMinElementsPerThread,
+                 [&](int64_t begin, int64_t end) { forward(in, out.data(), begin, end); });
+    return make_result("silu", x.shape(), std::move(out), {x}, [](const GradContext& g) {
+        const float* xv = g.inputs[0].data().data();
+        const auto gx = g.grad_target(0);
+        const auto backward = detail::vector_loops().silu_backward;
+        parallel_for(static_cast<int64_t>(g.out.size()), kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+            backward(xv, g.dout.data(), gx.values.data(), begin, end, gx.fresh);
+        });
+    }, where);
+}
+
 // --- dropout ---------------------------------------------------------------------------------------
 
 Tensor dropout(const Tensor& x, float p, bool training, Generator& gen, SourceLocation where) {

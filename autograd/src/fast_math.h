@@ -110,6 +110,11 @@ inline float gelu_tanh_slope(float x, float s) {
     return s + x * s * (1.0f - s) * 2.0f * kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
+// SiLU, x * sigmoid(x) (Llama's gated MLP), and its slope s (1 + x (1 - s)) given s = sigmoid(x). Far
+// left fast_exp(-x) is inf and s is 0: no NaN.
+inline float sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
+inline float silu_slope(float x, float s) { return s * (1.0f + x * (1.0f - s)); }
+
 // Reductions over a row, written as independent lanes combined in a fixed order at the end. A single
 // running sum or max is a chain of dependent adds (4 cycles each) that gcc may not reorder, so it stays
 // scalar; lanes vectorize, and their fixed order keeps the result the same on every run and thread count.

@@ -38,6 +38,9 @@ struct VectorLoops {
     void (*gelu_tanh_forward)(const float* x, float* y, int64_t begin, int64_t end);
     void (*gelu_tanh_backward)(const float* x, const float* dy, float* dx, int64_t begin, int64_t end, bool overwrite);
     void (*gelu_tanh_in_place)(float* y, float* slope, int64_t begin, int64_t end);
+    // silu: y = x * sigmoid(x); its backward dx (+)= dy * silu'(x), sigmoid recomputed (no buffer kept).
+    void (*silu_forward)(const float* x, float* y, int64_t begin, int64_t end);
+    void (*silu_backward)(const float* x, const float* dy, float* dx, int64_t begin, int64_t end, bool overwrite);
     // layer_norm over rows [begin, end) of x (rows, C): y = (x - mean) * rstd * gain + bias, keeping mean
     // and rstd per row; and its input gradient dx (+)= rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
     void (*normalize_rows)(const float* x, const float* gain, const float* bias, int64_t C, float eps, int64_t begin,

@@ -46,6 +46,15 @@ void gelu_tanh_backward(const float* x, const float* dy, float* dx, int64_t begi
     write_or_add(overwrite, begin, end, dx, [&](int64_t i) { return dy[i] * gelu_tanh_slope(x[i], gelu_tanh_sigmoid(x[i])); });
 }
 
+// SiLU (fast_math.h), for silu.
+void silu_forward(const float* x, float* y, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = x[i] * sigmoid(x[i]);
+}
+
+void silu_backward(const float* x, const float* dy, float* dx, int64_t begin, int64_t end, bool overwrite) {
+    write_or_add(overwrite, begin, end, dx, [&](int64_t i) { return dy[i] * silu_slope(x[i], sigmoid(x[i])); });
+}
+
 void gelu_tanh_in_place(float* __restrict y, float* __restrict slope, int64_t begin, int64_t end) {
     if (slope == nullptr) {
         for (int64_t i = begin; i < end; ++i) y[i] = y[i] * gelu_tanh_sigmoid(y[i]);
@@ -153,7 +162,7 @@ constexpr VectorLoops loops_with(decltype(VectorLoops::softmax_row) row,
                                  decltype(VectorLoops::softmax_backward_row) backward_row,
                                  decltype(VectorLoops::exp_shifted_row) exp_row = exp_shifted_row) {
     return {gelu_forward, gelu_backward, gelu_in_place, times_slope, gelu_tanh_forward, gelu_tanh_backward,
-            gelu_tanh_in_place, normalize_rows, input_gradient_rows,
+            gelu_tanh_in_place, silu_forward, silu_backward, normalize_rows, input_gradient_rows,
             row, backward_row, exp_row, scores_gradient_row, adamw_update, sum_of_squares};
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace nn {
 
@@ -126,6 +127,71 @@ void hook_head_maps(HookPoint& point, std::vector<Tensor>& maps) {
     for (const Tensor& map : maps) stacked.push_back(reshape(map, {B, 1, T, Tk}));
     const std::vector<Tensor> back = split(point(concat(stacked, 1)), 1, 1);  // (B, n_head, T, Tk) seen
     for (size_t h = 0; h < maps.size(); ++h) maps[h] = reshape(back[h], {B, T, Tk});
+}
+
+Tensor SlicedHead::query_part(const Tensor& q) const {
+    const int64_t H = q.size(2) / record_.n_head;
+    return slice(q, 2, index_ * H, (index_ + 1) * H);
+}
+
+Tensor SlicedHead::key_part(const Tensor& kv) const {
+    const int64_t H = kv.size(2) / record_.n_kv_head, g = index_ / (record_.n_head / record_.n_kv_head);
+    return slice(kv, 2, g * H, (g + 1) * H);
+}
+
+const Tensor& SlicedHead::last_attention() const {
+    if (made_at_ != record_.forwards) {
+        weights_ = Tensor();
+        if (record_.queries.defined()) {
+            // the op the forward's weights path runs, on this head's q and k: the same bits
+            NoGradGuard no_grad;
+            weights_ = causal_attention_weights(query_part(record_.queries), key_part(record_.keys), 1.0f / divisor());
+        }
+        made_at_ = record_.forwards;
+    }
+    return weights_;
+}
+
+Tensor causal_heads(const Tensor& q, const Tensor& k, const Tensor& v, int64_t n_head, int64_t n_kv_head, float factor,
+                    KVCache* cache, AttentionHookPoints& hooks, std::vector<Tensor>& outputs) {
+    check(n_head > 0 && n_kv_head > 0 && n_head % n_kv_head == 0 && q.dim() == 3 && q.size(2) % n_head == 0,
+          "causal_heads: n_kv_head {} must divide n_head {}, and q {} hold n_head heads", n_kv_head, n_head,
+          shape_str(q.shape()));
+    const int64_t H = q.size(2) / n_head, group = n_head / n_kv_head;  // query heads per key-value head
+    check(k.dim() == 3 && k.shape() == v.shape() && k.size(2) == n_kv_head * H,
+          "causal_heads: k {} and v {} must be (B, T, {}): {} key-value heads of width {}", shape_str(k.shape()),
+          shape_str(v.shape()), n_kv_head * H, n_kv_head, H);
+    outputs.clear();
+    const bool composed = hooks.composed();
+    std::vector<Tensor> maps, values;  // composed: per head the scores, then the weights (B, T, Tk); values (B, Tk, H)
+    for (int64_t g = 0; g < n_kv_head; ++g) {
+        Tensor keys = slice(k, 2, g * H, (g + 1) * H), head_values = slice(v, 2, g * H, (g + 1) * H);  // (B, Tk, H)
+        // decoding: the keys and values of every position cached, these T included (Tk = L + T)
+        if (cache) std::tie(keys, head_values) = cache->append(n_kv_head, g, keys, head_values);
+        for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+            const Tensor query = slice(q, 2, h * H, (h + 1) * H);  // (B, T, H)
+            if (composed) {  // the tutorial's ops, so that scores and weights exist for the hook points
+                maps.push_back(causal_mask(scale(matmul(query, keys.transpose(1, 2)), factor)));
+                values.push_back(head_values);
+                continue;
+            }
+            // as nn::Head with record_scores off: the weights op, or from kFlashFrom positions the one op
+            // that keeps no (B, T, T) weights
+            outputs.push_back(keys.size(1) >= HeadOptions::kFlashFrom
+                                  ? causal_attention(query, keys, head_values, factor)
+                                  : matmul(causal_attention_weights(query, keys, factor), head_values));
+        }
+    }
+    if (composed) {
+        hook_head_maps(hooks.scores, maps);
+        for (Tensor& map : maps) map = softmax(map, -1);
+        hook_head_maps(hooks.pattern, maps);
+        for (int64_t h = 0; h < n_head; ++h) outputs.push_back(matmul(maps[h], values[h]));
+    }
+    if (cache) cache->advance(q.size(1));
+    const Tensor heads_out = hook_heads(hooks.z, concat(outputs, 2), n_head);  // (B, T, n_head * H)
+    outputs.clear();  // (their storage is the step's, not the caller's)
+    return heads_out;
 }
 
 AttentionStats attention_row_stats(std::span<const float> row) {

@@ -3,9 +3,8 @@
 #include <autograd/ops.h>
 
 #include <cmath>
-#include <tuple>
 
-#include "nn/attention.h"  // HeadOptions::kFlashFrom
+#include "nn/attention.h"  // causal_heads
 
 namespace nn {
 
@@ -20,6 +19,7 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
     check(opts.n_head > 0 && opts.n_embd % opts.n_head == 0, "GPT2: n_head {} must divide n_embd {}", opts.n_head, opts.n_embd);
     register_module("c_attn", c_attn);
     register_module("c_proj", c_proj);
+    record_.n_head = record_.n_kv_head = opts.n_head;
     for (int64_t h = 0; h < opts.n_head; ++h) {  // no parameters: checkpoints are unchanged
         heads.push_back(std::make_unique<GPT2Head>(*this, h));
         register_module(fmt::format("heads.{}", h), *heads.back());
@@ -28,72 +28,23 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
 }
 
 Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
-    const int64_t C = c_proj.options.in, H = C / n_head;
+    const int64_t C = c_proj.options.in;
     const Tensor all = c_attn(x);  // (B, T, 3C)
     const Tensor qkv[3] = {hook_heads(hooks.q, slice(all, 2, 0, C), n_head), hook_heads(hooks.k, slice(all, 2, C, 2 * C), n_head),
                            hook_heads(hooks.v, slice(all, 2, 2 * C, 3 * C), n_head)};  // q, k, v: (B, T, C)
-    const bool decoding = cache_ != nullptr;
-    // handles on storage the step holds anyway; the heads make their weights when asked (not kept while
-    // decoding: the keys are the cache's)
-    input_ = decoding ? Tensor() : x.detach();
-    queries_ = decoding ? Tensor() : qkv[0].detach();
-    keys_ = decoding ? Tensor() : qkv[1].detach();
-    ++forwards_;
-    const float factor = 1.0f / heads[0]->divisor();
-    std::vector<Tensor>& outputs = outputs_;  // (B, T, H) per head
-    outputs.clear();
-    const bool composed = hooks.composed();
-    std::vector<Tensor> maps, values;  // composed: per head the scores, then the weights (B, T, Tk); values (B, Tk, H)
-    for (int64_t h = 0; h < n_head; ++h) {
-        const Tensor q = slice(qkv[0], 2, h * H, (h + 1) * H);  // (B, T, H)
-        Tensor k = slice(qkv[1], 2, h * H, (h + 1) * H), v = slice(qkv[2], 2, h * H, (h + 1) * H);  // (B, Tk, H)
-        // decoding: the keys and values of every position cached, these T included (Tk = L + T)
-        if (decoding) std::tie(k, v) = cache_->append(n_head, h, k, v);
-        if (composed) {  // the tutorial's ops, so that scores and weights exist for the hook points
-            maps.push_back(causal_mask(scale(matmul(q, k.transpose(1, 2)), factor)));
-            values.push_back(v);
-            continue;
-        }
-        // as nn::Head with record_scores off: the weights op, or from kFlashFrom positions the one op
-        // that keeps no (B, T, T) weights
-        outputs.push_back(k.size(1) >= HeadOptions::kFlashFrom ? causal_attention(q, k, v, factor)
-                                                               : matmul(causal_attention_weights(q, k, factor), v));
-    }
-    if (composed) {
-        hook_head_maps(hooks.scores, maps);
-        for (Tensor& map : maps) map = softmax(map, -1);
-        hook_head_maps(hooks.pattern, maps);
-        for (int64_t h = 0; h < n_head; ++h) outputs.push_back(matmul(maps[h], values[h]));
-    }
-    if (decoding) cache_->advance(x.size(1));
-    const Tensor heads_out = hook_heads(hooks.z, concat(outputs, 2), n_head);  // (B, T, C)
-    outputs.clear();                              // (their storage is the step's, not the module's)
+    record_.record(x, qkv[0], qkv[1], cache_ != nullptr);  // what the heads show
+    const Tensor heads_out = causal_heads(qkv[0], qkv[1], qkv[2], n_head, n_head, 1.0f / heads[0]->divisor(), cache_,
+                                          hooks, outputs_);  // (B, T, C)
     return dropout(c_proj(heads_out), dropout_p, is_training(), dropout_gen);  // (B, T, C)
 }
 
-Tensor GPT2Head::part(const Tensor& qkv_part) const {
-    const int64_t H = qkv_part.size(2) / attention_.n_head;
-    return slice(qkv_part, 2, index_ * H, (index_ + 1) * H);
-}
-Tensor GPT2Head::queries(const Tensor& x) const { return part(split(attention_.c_attn(x), x.size(2), 2)[0]); }
-Tensor GPT2Head::keys(const Tensor& x) const { return part(split(attention_.c_attn(x), x.size(2), 2)[1]); }
-Tensor GPT2Head::values(const Tensor& x) const { return part(split(attention_.c_attn(x), x.size(2), 2)[2]); }
+GPT2Head::GPT2Head(const GPT2Attention& attention, int64_t index)
+    : SlicedHead(attention.record_, index), attention_(attention) {}
+Tensor GPT2Head::queries(const Tensor& x) const { return query_part(split(attention_.c_attn(x), x.size(2), 2)[0]); }
+Tensor GPT2Head::keys(const Tensor& x) const { return key_part(split(attention_.c_attn(x), x.size(2), 2)[1]); }
+Tensor GPT2Head::values(const Tensor& x) const { return key_part(split(attention_.c_attn(x), x.size(2), 2)[2]); }
 float GPT2Head::divisor() const {
     return attention_.scaled ? std::sqrt(static_cast<float>(attention_.c_proj.options.in / attention_.n_head)) : 1.0f;
-}
-const Tensor& GPT2Head::last_input() const { return attention_.input_; }
-
-const Tensor& GPT2Head::last_attention() const {
-    if (made_at_ != attention_.forwards_) {
-        weights_ = Tensor();
-        if (attention_.queries_.defined()) {
-            // the op the forward's weights path runs, on this head's q and k: the same bits
-            NoGradGuard no_grad;
-            weights_ = causal_attention_weights(part(attention_.queries_), part(attention_.keys_), 1.0f / divisor());
-        }
-        made_at_ = attention_.forwards_;
-    }
-    return weights_;
 }
 
 GPT2MLP::GPT2MLP(const GPT2Options& opts, Generator& gen)
@@ -148,13 +99,11 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
 
     // GPT-2's initialization (Hugging Face's _init_weights, nanoGPT's): N(0, 0.02) for the weights and both
     // tables, the projections into the residual stream scaled by 1 / sqrt(2 n_layer), biases 0; norms stay 1, 0
-    const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(opts.n_layer));
-    for (auto& [name, p] : named_parameters()) {
-        const bool norm = name.find(".ln_") != std::string::npos || name.starts_with("ln_f.");
-        if (norm || !p.has_values()) continue;  // (a shapes-only model draws nothing)
-        const bool bias = name.ends_with(".bias"), residual = name.ends_with("c_proj.weight");
-        for (float& v : p.data()) v = bias ? 0.0f : gen.normal(0.0f, residual ? residual_std : 0.02f);
-    }
+    const auto residual = [](const std::string& name) { return name.ends_with("c_proj.weight"); };
+    const auto norm = [](const std::string& name) {
+        return name.find(".ln_") != std::string::npos || name.starts_with("ln_f.");
+    };
+    init_gpt2_style(*this, gen, opts.n_layer, residual, norm);
 }
 
 Tensor GPT2::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {

@@ -44,4 +44,15 @@ Tensor LayerNorm::forward(const Tensor& x) {
     return hook_normalized(layer_norm(x, gain, bias, options.eps));  // (..., C)
 }
 
+void init_gpt2_style(Module& model, Generator& gen, int64_t n_layer,
+                     const std::function<bool(const std::string&)>& residual,
+                     const std::function<bool(const std::string&)>& keep) {
+    const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(n_layer));
+    for (auto& [name, p] : model.named_parameters()) {
+        if (keep(name) || !p.has_values()) continue;  // (a shapes-only model draws nothing)
+        const bool bias = name.ends_with(".bias"), scaled = residual(name);
+        for (float& v : p.data()) v = bias ? 0.0f : gen.normal(0.0f, scaled ? residual_std : 0.02f);
+    }
+}
+
 }  // namespace nn

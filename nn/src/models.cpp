@@ -252,13 +252,11 @@ GPT::GPT(GPTOptions opts, Generator& gen)
     // GPT-2's initialization: weights N(0, 0.02), biases 0, and the projections that write into the
     // residual stream scaled down by sqrt(2 n_layer) so the stream's variance does not grow with depth.
     if (!opts.gpt2_init) return;
-    const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(opts.n_layer));
-    for (auto& [name, p] : named_parameters()) {
-        const bool bias = name.ends_with(".bias"), norm = name.find("norm") != std::string::npos;
-        if (norm || !p.has_values()) continue;  // (a shapes-only model draws nothing)
-        const bool residual = name.ends_with("projection.weight") || name.ends_with("down.weight");
-        for (float& v : p.data()) v = bias ? 0.0f : gen.normal(0.0f, residual ? residual_std : 0.02f);
-    }
+    const auto residual = [](const std::string& name) {
+        return name.ends_with("projection.weight") || name.ends_with("down.weight");
+    };
+    const auto norm = [](const std::string& name) { return name.find("norm") != std::string::npos; };
+    init_gpt2_style(*this, gen, opts.n_layer, residual, norm);
 }
 
 Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {

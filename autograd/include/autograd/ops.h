@@ -1,6 +1,7 @@
 // The ops. Each is one function in autograd/src/ that computes its result and attaches its backward
 // beside it. Composite ops (mean, sub-expressions, causal_mask, split) are built from the others.
-// Fused ops (linear, linear_gelu, linear_gelu_tanh, matmul_transposed, layer_norm, causal_softmax, causal_attention_weights, causal_attention)
+// Fused ops (linear, linear_gelu, linear_gelu_tanh, matmul_transposed, layer_norm, rms_norm, rotary, silu,
+// causal_softmax, causal_attention_weights, causal_attention)
 // do in one op what the models run thousands of times a step; each is tested equal to its composition
 // (values, and gradients under a random upstream gradient; linear and linear_gelu bit for bit) and passes
 // gradcheck.
@@ -54,6 +55,8 @@ Tensor gelu(const Tensor& x, SourceLocation where = SourceLocation::current());
 // GPT-2's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as
 // torch.nn.GELU(approximate="tanh"); within 1e-3 of the exact one
 Tensor gelu_tanh(const Tensor& x, SourceLocation where = SourceLocation::current());
+// x * sigmoid(x), as torch.nn.SiLU (Llama's gated MLP): one op, equal to x / (1 + exp(-x)) composed
+Tensor silu(const Tensor& x, SourceLocation where = SourceLocation::current());
 
 // --- matrix product ----------------------------------------------------------------------------
 // a: (..., M, K)  b: (..., K, N)  ->  (broadcast(...), M, N). Leading dims broadcast, so both
@@ -177,5 +180,29 @@ Tensor operator/(float a, const Tensor& b);
 // its own backward; it equals the composition (x - mean) / sqrt(var + eps) * gain + bias.
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps,
                   SourceLocation where = SourceLocation::current());
+// x: (..., C)  weight: (C)  ->  (..., C): each row divided by its root mean square, then * weight:
+// x / sqrt(mean(x^2) + eps) * weight, as Llama's RMSNorm (no centering, no bias). One op with its own
+// backward, keeping one 1/rms per row; it equals that composition.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps, SourceLocation where = SourceLocation::current());
+
+// --- rotary position embeddings (RoPE) --------------------------------------------------------------
+// Each head's H features form H/2 pairs; pair i at position p is rotated by the angle p * theta^(-2i/H),
+// so that q . k depends on the two positions' difference only. The two layouts say which features pair up:
+enum class RotaryLayout {
+    interleaved,  // (2i, 2i + 1): Meta's original and llama2.c's run.c
+    halves,       // (i, i + H/2): Hugging Face's rotate_half
+};
+// x: (B, T, n, H), n heads of even width H, the T positions start_position .. start_position + T - 1
+// -> the same shape, each pair rotated: (a, b) -> (a cos - b sin, a sin + b cos). The angles are
+// computed in float as run.c and Hugging Face compute them. The backward rotates the gradient back.
+Tensor rotary(const Tensor& x, int64_t start_position, float theta, RotaryLayout layout,
+              SourceLocation where = SourceLocation::current());
+// weight: (..., n_head * H), a q or k projection's output features (columns of an (in, out) weight, or
+// a bias) -> the same shape, each head's features reordered from `from`'s pairs to `to`'s: what Hugging
+// Face's convert_llama_weights_to_hf.py `permute` does (interleaved -> halves). Rotary in layout `to`
+// of x @ rotary_permute(W) is rotary in layout `from` of x @ W with each head's features so reordered,
+// so every q . k, and the attention, is the same. A reshape, transpose and reshape: it has a gradient.
+Tensor rotary_permute(const Tensor& weight, int64_t n_head, RotaryLayout from, RotaryLayout to,
+                      SourceLocation where = SourceLocation::current());
 
 }  // namespace autograd

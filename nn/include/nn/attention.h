@@ -60,6 +60,43 @@ public:
     virtual float divisor() const = 0;
 };
 
+// What an attention layer that projects all its heads at once (nn::GPT2Attention, nn::LlamaAttention) keeps
+// of its last forward for its heads to show: handles on storage the step holds anyway, detached. Nothing
+// is kept while decoding (the keys are then the cache's).
+struct AttentionRecord {
+    Tensor input;          // (B, T, C): what reached the layer
+    Tensor queries, keys;  // (B, T, n_head * H), (B, T, n_kv_head * H): as the heads compared them
+    int64_t n_head = 1, n_kv_head = 1;
+    int64_t forwards = 0;  // forwards seen: a head's weights made from an older one are stale
+    void record(const Tensor& x, const Tensor& q, const Tensor& k, bool decoding) {
+        input = decoding ? Tensor() : x.detach();
+        queries = decoding ? Tensor() : q.detach();
+        keys = decoding ? Tensor() : k.detach();
+        ++forwards;
+    }
+};
+
+// One query head of such a layer as the inspect tools read it: head `index` of the record's n_head, reading
+// key-value head index / (n_head / n_kv_head). Its weights are made from the last forward's queries and keys
+// when first asked, by the op the forward's weights path runs (the same bits). The layer's own head class
+// derives from it and gives the parts (queries, keys, values, divisor). No parameters.
+class SlicedHead : public InspectableHead {
+public:
+    const Tensor& last_attention() const override;  // (B, T, T)
+    const Tensor& last_input() const override { return record_.input; }
+
+protected:
+    SlicedHead(const AttentionRecord& record, int64_t index) : record_(record), index_(index) {}
+    Tensor query_part(const Tensor& q) const;  // q: (B, T, n_head * H) -> this head's (B, T, H)
+    Tensor key_part(const Tensor& kv) const;   // k or v: (B, T, n_kv_head * H) -> its key-value head's (B, T, H)
+    const AttentionRecord& record_;
+    int64_t index_;
+
+private:
+    mutable Tensor weights_;        // made by last_attention()
+    mutable int64_t made_at_ = -1;  // the record's forward count they were made from
+};
+
 // One head, exactly the tutorial's composition of ops:
 //   Q = x Wq, K = x Wk, V = x Wv;  scores = Q K^T;  scale by 1/sqrt(H);  causal mask;  softmax;  out = w V
 // (with record_scores off, Q K^T, scale, mask and softmax are the one fused op causal_attention_weights,
@@ -112,7 +149,7 @@ private:
     void use_cache(KVCache* cache) override;
 };
 
-// --- hook points of attention layers (nn::MultiHeadAttention, nn::GPT2Attention) -------------------------
+// --- hook points of attention layers (nn::MultiHeadAttention, nn::GPT2Attention, nn::LlamaAttention) ---------
 // Named as TransformerLens names them, n_head heads of width H, Tk the positions attended to (T, or L + T
 // while decoding with a cache).
 struct AttentionHookPoints {
@@ -135,6 +172,18 @@ struct AttentionHookPoints {
 Tensor hook_heads(HookPoint& point, const Tensor& x, int64_t n_head);
 // maps: n_head of (B, T, Tk) -> the same, after point's hooks saw them as one (B, n_head, T, Tk).
 void hook_head_maps(HookPoint& point, std::vector<Tensor>& maps);
+
+// The causal heads of an attention layer after its projections (nn::GPT2Attention, nn::LlamaAttention):
+// q (B, T, n_head * H) and k, v (B, T, n_kv_head * H), the heads side by side; query head h reads key-value
+// head h / (n_head / n_kv_head) (grouped-query attention; n_kv_head = n_head: a pair each; 1: multi-query),
+// the scores scaled by `factor` -> the heads' outputs after hooks.z, (B, T, n_head * H). Each head runs the
+// fused ops (causal_attention_weights, or causal_attention from HeadOptions::kFlashFrom keys on), or, when
+// hooks.composed(), the tutorial's composition with its scores and pattern passed through those points.
+// With a cache: B = 1, each key-value head's T rows are appended to it (it holds n_kv_head heads) and read
+// with the L before them, and it advances by T. `outputs`: the caller's room for the heads' outputs, kept so
+// that decoding allocates nothing; empty on return.
+Tensor causal_heads(const Tensor& q, const Tensor& k, const Tensor& v, int64_t n_head, int64_t n_kv_head, float factor,
+                    KVCache* cache, AttentionHookPoints& hooks, std::vector<Tensor>& outputs);
 
 // How spread attention is: the entropy (nats) of the shares and the largest share. A row that looks
 // at one position has entropy 0 and largest share 1; one spread evenly over n positions, ln n and 1/n.

@@ -50,23 +50,17 @@ class GPT2Attention;
 
 // One head of a GPT2Attention as the inspect tools read it (nn::InspectableHead: heatmap, figure, the
 // report page, head_scores): its slice of c_attn's q, k and v, and the weights of the attention's last
-// forward, made from that forward's q and k when first asked. No parameters of its own.
-class GPT2Head : public InspectableHead {
+// forward, made from that forward's q and k when first asked (nn::SlicedHead). No parameters of its own.
+class GPT2Head : public SlicedHead {
 public:
-    GPT2Head(const GPT2Attention& attention, int64_t index) : attention_(attention), index_(index) {}
-    const Tensor& last_attention() const override;  // (B, T, T)
-    const Tensor& last_input() const override;      // (B, T, C): what reached c_attn (ln_1 of the residual)
+    GPT2Head(const GPT2Attention& attention, int64_t index);
     Tensor queries(const Tensor& x) const override;  // x: (B, T, C) -> (B, T, H), each
     Tensor keys(const Tensor& x) const override;
     Tensor values(const Tensor& x) const override;
     float divisor() const override;  // sqrt(H), or 1 unscaled
 
 private:
-    Tensor part(const Tensor& qkv_part) const;  // (B, T, C) -> this head's (B, T, H)
     const GPT2Attention& attention_;
-    int64_t index_;
-    mutable Tensor weights_;         // made by last_attention()
-    mutable int64_t made_at_ = -1;   // the attention's forward count they were made from
 };
 
 // q, k, v from one c_attn projection, causal attention per head, c_proj: (B, T, C) -> (B, T, C). With a
@@ -86,9 +80,7 @@ public:
 
 private:
     friend class GPT2Head;
-    // the last forward's input and q, k (B, T, C), detached: what the heads show
-    Tensor input_, queries_, keys_;
-    int64_t forwards_ = 0;
+    AttentionRecord record_;  // the last forward's input, q and k: what the heads show
     std::vector<Tensor> outputs_;  // the heads' (B, T, H), reused from forward to forward (no allocation)
     KVCache* cache_ = nullptr;     // while decoding: n_head heads
     void use_cache(KVCache* cache) override { cache_ = cache; }

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <span>
+#include <string>
 #include <utility>
 
 #include <autograd/random.h>
@@ -64,6 +66,15 @@ public:
     Tensor bias;  // (C), zeros
     HookPoint hook_normalized;  // (..., C): the output, scaled and shifted (TransformerLens's name)
 };
+
+// GPT-2's initialization (nanoGPT's; Hugging Face's GPT-2 _init_weights), for the models that start from
+// it: every parameter of `model` N(0, 0.02), drawn from gen in named_parameters() order; those `residual`
+// names (the projections that write into the residual stream) N(0, 0.02 / sqrt(2 n_layer)), so the
+// stream's variance does not grow with depth; biases (".bias") 0; those `keep` names (the norms) left
+// as they are. A shapes-only model draws nothing.
+void init_gpt2_style(Module& model, autograd::Generator& gen, int64_t n_layer,
+                     const std::function<bool(const std::string& name)>& residual,
+                     const std::function<bool(const std::string& name)>& keep);
 
 // A pre-norm block's residual stream (B, T, C) at each point, TransformerLens's names: "hook_resid_pre"
 // (the block's input x), "hook_attn_out", "hook_resid_mid" (x + attention), "hook_mlp_out",
