@@ -104,11 +104,12 @@ int check_gemm(kernels::Isa isa, double& worst_ratio) {
                 worst_ratio = std::max(worst_ratio, worst.ratio);
                 if (worst.ratio > 1.0) {
                     ++failures;
-                    fmt::print(stderr,
-                               "gemm check FAILED ({}): trans_a={} trans_b={} M={} N={} K={} accumulate={}: at C({}, {}) "
-                               "fast {} vs naive {} (difference is {:.3g}x the tolerance)\n",
-                               kernels::isa_name(isa), trans_a, trans_b, M, N, K, accumulate, worst.at / N, worst.at % N,
-                               worst.fast, worst.naive, worst.ratio);
+                    fmt::print(
+                        stderr,
+                        "gemm check FAILED ({}): trans_a={} trans_b={} M={} N={} K={} accumulate={}: at C({}, {}) "
+                        "fast {} vs naive {} (difference is {:.3g}x the tolerance)\n",
+                        kernels::isa_name(isa), trans_a, trans_b, M, N, K, accumulate, worst.at / N, worst.at % N,
+                        worst.fast, worst.naive, worst.ratio);
                 }
             }
     return failures;
@@ -143,27 +144,27 @@ decltype(&cblas_sgemm) openblas_sgemm = nullptr;
 void openblas_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
                    float* C, bool accumulate) {
     openblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A,
-                static_cast<blasint>(trans_a ? M : K), B, static_cast<blasint>(trans_b ? K : N), accumulate ? 1.0f : 0.0f,
-                C, static_cast<blasint>(N));
+                   static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A,
+                   static_cast<blasint>(trans_a ? M : K), B, static_cast<blasint>(trans_b ? K : N),
+                   accumulate ? 1.0f : 0.0f, C, static_cast<blasint>(N));
 }
 #endif
 
 #if defined(TINYGPT_BENCH_BLIS)
 // BLIS's typed API takes row and column strides: row-major operands as stored, with its transpose flags.
-void blis_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-               float* C, bool accumulate) {
+void blis_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+               bool accumulate) {
     float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     bli_sgemm(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, M, N, K,
-              &alpha, const_cast<float*>(A), trans_a ? M : K, 1, const_cast<float*>(B), trans_b ? K : N, 1, &beta, C,
-              N, 1);
+              &alpha, const_cast<float*>(A), trans_a ? M : K, 1, const_cast<float*>(B), trans_b ? K : N, 1, &beta, C, N,
+              1);
 }
 #endif
 
 #if defined(TINYGPT_BENCH_ONEDNN)
 // oneDNN's dnnl_sgemm is row-major, as ours.
-void onednn_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-                 float* C, bool accumulate) {
+void onednn_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+                 bool accumulate) {
     dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, 1.0f, A, trans_a ? M : K, B, trans_b ? K : N,
                accumulate ? 1.0f : 0.0f, C, N);
 }
@@ -177,7 +178,8 @@ void onednn_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, co
 // JIT does not generate: NT first copies B (N, K) into (K, N) with libxsmm_otrans, timed with the call.
 GemmFn libxsmm_gemm_for(Layout layout, int64_t M, int64_t N, int64_t K) {
     const auto blas = [](int64_t v) { return static_cast<libxsmm_blasint>(v); };
-    const libxsmm_blasint m = blas(N), n = blas(M), k = blas(K), lda = m, ldb = blas(layout == Layout::TN ? M : K), ldc = m;
+    const libxsmm_blasint m = blas(N), n = blas(M), k = blas(K), lda = m, ldb = blas(layout == Layout::TN ? M : K),
+                          ldc = m;
     const float alpha = 1.0f, beta = layout == Layout::NN ? 0.0f : 1.0f;
     const int flags = layout == Layout::TN ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
     const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
@@ -197,9 +199,7 @@ GemmFn libxsmm_gemm_for(Layout layout, int64_t M, int64_t N, int64_t K) {
 #endif
 
 const std::vector<Peer>& peers() {
-    [[maybe_unused]] auto plain = [](GemmFn fn) {
-        return [fn](Layout, int64_t, int64_t, int64_t) { return fn; };
-    };
+    [[maybe_unused]] auto plain = [](GemmFn fn) { return [fn](Layout, int64_t, int64_t, int64_t) { return fn; }; };
     static const std::vector<Peer> list = {
 #if defined(TINYGPT_BENCH_OPENBLAS)
         {"openblas", plain(openblas_gemm)},
@@ -255,7 +255,8 @@ std::string setup_peers() {
 // Each library's gemm against gemm_naive in the three layouts (with their accumulate modes), on shapes
 // with edges and on the largest step shapes' kinds. Returns the number of mismatching cases.
 int check_peers() {
-    const GemmCase cases[] = {{1, 1, 1}, {3, 5, 7}, {17, 13, 9}, {5, 1, 300}, {64, 65, 32}, {256, 32, 65}, {100, 300, 257}};
+    const GemmCase cases[] = {{1, 1, 1},    {3, 5, 7},     {17, 13, 9},    {5, 1, 300},
+                              {64, 65, 32}, {256, 32, 65}, {100, 300, 257}};
     Generator gen(4321);
     int failures = 0;
     for (const Peer& peer : peers()) {
@@ -263,7 +264,8 @@ int check_peers() {
         int missing = 0;
         for (const auto& [M, N, K] : cases)
             for (Layout layout : {Layout::NN, Layout::NT, Layout::TN}) {
-                const bool trans_a = layout == Layout::TN, trans_b = layout == Layout::NT, accumulate = layout != Layout::NN;
+                const bool trans_a = layout == Layout::TN, trans_b = layout == Layout::NT,
+                           accumulate = layout != Layout::NN;
                 const GemmFn fn = peer.make(layout, M, N, K);
                 if (!fn) {
                     ++missing;
@@ -277,9 +279,11 @@ int check_peers() {
                 worst_ratio = std::max(worst_ratio, worst.ratio);
                 if (worst.ratio > 1.0) {
                     ++failures;
-                    fmt::print(stderr, "gemm check FAILED ({}): {} M={} N={} K={}: at C({}, {}) {} vs naive {} "
-                                       "(difference is {:.3g}x the tolerance)\n", peer.name, layout_name(layout), M, N, K,
-                               worst.at / N, worst.at % N, worst.fast, worst.naive, worst.ratio);
+                    fmt::print(stderr,
+                               "gemm check FAILED ({}): {} M={} N={} K={}: at C({}, {}) {} vs naive {} "
+                               "(difference is {:.3g}x the tolerance)\n",
+                               peer.name, layout_name(layout), M, N, K, worst.at / N, worst.at % N, worst.fast,
+                               worst.naive, worst.ratio);
                 }
             }
         fmt::print(stderr, "gemm check ({}): worst difference {:.3f}x the tolerance{}\n", peer.name, worst_ratio,
@@ -320,10 +324,9 @@ void register_gemm(bool naive, Layout layout, int64_t M, int64_t N, int64_t K, c
     };
     if (naive) return add("naive", kernels::gemm_naive);
     for (kernels::Isa isa : kernels::available_isas())
-        add(kernels::isa_name(isa), [isa](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-                                          const float* b, float* c, bool acc) {
-            kernels::gemm_with(isa, ta, tb, m, n, k, a, b, c, acc);
-        });
+        add(kernels::isa_name(isa),
+            [isa](bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                  bool acc) { kernels::gemm_with(isa, ta, tb, m, n, k, a, b, c, acc); });
     for (const Peer& peer : peers())
         if (all_peers || std::string_view(peer.name) == "openblas")
             if (GemmFn fn = peer.make(layout, M, N, K)) add(peer.name, std::move(fn));
@@ -338,7 +341,7 @@ struct Linear {
 void register_kernel_benchmarks() {
     // Small config: B*T = 8*32 = 256 rows, C = 32, vocab 65. Larger: B*T = 12*64 = 768, C = 128, MLP 4C.
     const Linear model[] = {
-        {256, 32, 32, "small: qkv/proj"}, {256, 32, 65, "small: lm head"},   {768, 128, 128, "large: qkv/proj"},
+        {256, 32, 32, "small: qkv/proj"}, {256, 32, 65, "small: lm head"},    {768, 128, 128, "large: qkv/proj"},
         {768, 128, 512, "large: mlp up"}, {768, 512, 128, "large: mlp down"}, {768, 128, 65, "large: lm head"},
     };
     for (const auto& [R, C, H, what] : model) {
@@ -380,27 +383,72 @@ const std::vector<StepGemms>& step_gemms() {
     static const std::vector<StepGemms> steps = {
         {"tutorial",  // one head, C 32, T 8, B 32: per batch q @ k^T (NT), weights @ v and their gradients,
                       // then 3 + 1 Linears
-         {{NT, 8, 8, 32, 64},    {NN, 8, 32, 8, 64},    {TN, 8, 32, 8, 64},   {NN, 256, 32, 32, 3},
-          {NT, 256, 32, 32, 3},  {TN, 32, 32, 256, 3},  {NN, 256, 65, 32, 1}, {NT, 256, 32, 65, 1},
+         {{NT, 8, 8, 32, 64},
+          {NN, 8, 32, 8, 64},
+          {TN, 8, 32, 8, 64},
+          {NN, 256, 32, 32, 3},
+          {NT, 256, 32, 32, 3},
+          {TN, 32, 32, 256, 3},
+          {NN, 256, 65, 32, 1},
+          {NT, 256, 32, 65, 1},
           {TN, 32, 65, 256, 1}}},
         {"small",  // C 64, 4 heads of 16, T 32, B 16, 4 layers
-         {{NT, 32, 32, 16, 512},  {NN, 32, 16, 32, 512}, {TN, 32, 16, 32, 512}, {NN, 512, 16, 64, 48},
-          {NT, 512, 64, 16, 48},  {TN, 64, 16, 512, 48}, {NN, 512, 64, 64, 4},  {NT, 512, 64, 64, 4},
-          {TN, 64, 64, 512, 4},   {NN, 512, 256, 64, 4}, {NT, 512, 64, 256, 4}, {TN, 64, 256, 512, 4},
-          {NN, 512, 64, 256, 4},  {NT, 512, 256, 64, 4}, {TN, 256, 64, 512, 4}, {NN, 512, 65, 64, 1},
-          {NT, 512, 64, 65, 1},   {TN, 64, 65, 512, 1}}},
+         {{NT, 32, 32, 16, 512},
+          {NN, 32, 16, 32, 512},
+          {TN, 32, 16, 32, 512},
+          {NN, 512, 16, 64, 48},
+          {NT, 512, 64, 16, 48},
+          {TN, 64, 16, 512, 48},
+          {NN, 512, 64, 64, 4},
+          {NT, 512, 64, 64, 4},
+          {TN, 64, 64, 512, 4},
+          {NN, 512, 256, 64, 4},
+          {NT, 512, 64, 256, 4},
+          {TN, 64, 256, 512, 4},
+          {NN, 512, 64, 256, 4},
+          {NT, 512, 256, 64, 4},
+          {TN, 256, 64, 512, 4},
+          {NN, 512, 65, 64, 1},
+          {NT, 512, 64, 65, 1},
+          {TN, 64, 65, 512, 1}}},
         {"baby",  // C 128, 4 heads of 32, T 64, B 12, 4 layers
-         {{NT, 64, 64, 32, 384},  {NN, 64, 32, 64, 384}, {TN, 64, 32, 64, 384}, {NN, 768, 32, 128, 48},
-          {NT, 768, 128, 32, 48}, {TN, 128, 32, 768, 48}, {NN, 768, 128, 128, 4}, {NT, 768, 128, 128, 4},
-          {TN, 128, 128, 768, 4}, {NN, 768, 512, 128, 4}, {NT, 768, 128, 512, 4}, {TN, 128, 512, 768, 4},
-          {NN, 768, 128, 512, 4}, {NT, 768, 512, 128, 4}, {TN, 512, 128, 768, 4}, {NN, 768, 65, 128, 1},
-          {NT, 768, 128, 65, 1},  {TN, 128, 65, 768, 1}}},
+         {{NT, 64, 64, 32, 384},
+          {NN, 64, 32, 64, 384},
+          {TN, 64, 32, 64, 384},
+          {NN, 768, 32, 128, 48},
+          {NT, 768, 128, 32, 48},
+          {TN, 128, 32, 768, 48},
+          {NN, 768, 128, 128, 4},
+          {NT, 768, 128, 128, 4},
+          {TN, 128, 128, 768, 4},
+          {NN, 768, 512, 128, 4},
+          {NT, 768, 128, 512, 4},
+          {TN, 128, 512, 768, 4},
+          {NN, 768, 128, 512, 4},
+          {NT, 768, 512, 128, 4},
+          {TN, 512, 128, 768, 4},
+          {NN, 768, 65, 128, 1},
+          {NT, 768, 128, 65, 1},
+          {TN, 128, 65, 768, 1}}},
         {"shakespeare_char",  // nanoGPT's config: C 384, 6 heads of 64, T 256, B 4, 6 layers
-         {{NT, 256, 256, 64, 288},   {NN, 256, 64, 256, 288},  {TN, 256, 64, 256, 288},  {NN, 1024, 64, 384, 108},
-          {NT, 1024, 384, 64, 108},  {TN, 384, 64, 1024, 108}, {NN, 1024, 384, 384, 6},  {NT, 1024, 384, 384, 6},
-          {TN, 384, 384, 1024, 6},   {NN, 1024, 1536, 384, 6}, {NT, 1024, 384, 1536, 6}, {TN, 384, 1536, 1024, 6},
-          {NN, 1024, 384, 1536, 6},  {NT, 1024, 1536, 384, 6}, {TN, 1536, 384, 1024, 6}, {NN, 1024, 65, 384, 1},
-          {NT, 1024, 384, 65, 1},    {TN, 384, 65, 1024, 1}}},
+         {{NT, 256, 256, 64, 288},
+          {NN, 256, 64, 256, 288},
+          {TN, 256, 64, 256, 288},
+          {NN, 1024, 64, 384, 108},
+          {NT, 1024, 384, 64, 108},
+          {TN, 384, 64, 1024, 108},
+          {NN, 1024, 384, 384, 6},
+          {NT, 1024, 384, 384, 6},
+          {TN, 384, 384, 1024, 6},
+          {NN, 1024, 1536, 384, 6},
+          {NT, 1024, 384, 1536, 6},
+          {TN, 384, 1536, 1024, 6},
+          {NN, 1024, 384, 1536, 6},
+          {NT, 1024, 1536, 384, 6},
+          {TN, 1536, 384, 1024, 6},
+          {NN, 1024, 65, 384, 1},
+          {NT, 1024, 384, 65, 1},
+          {TN, 384, 65, 1024, 1}}},
     };
     return steps;
 }
@@ -437,7 +485,11 @@ void register_step_benchmarks() {
         for (kernels::Isa isa : kernels::available_isas())
             benchmark::RegisterBenchmark(fmt::format("gemm_step/{}/{}", step.model, kernels::isa_name(isa)).c_str(),
                                          BM_gemm_step, isa, std::cref(step))
-                ->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+                ->ArgName("threads")
+                ->Arg(1)
+                ->Arg(2)
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
     }
     // every shape of every step, on each of our kernels and each library's, labelled with its calls per step
     // ("step: small 512 calls, baby 4 calls": bench/gemm_peers.sh reads it)

@@ -30,7 +30,7 @@ void BM_softmax_forward_backward(benchmark::State& state) {
     const int64_t B = state.range(0), T = state.range(1);
     Generator gen(3);
     Tensor x = randn({B, T, T}, gen).requires_grad_();  // scores (B, T, T)
-    const Tensor dy = randn({B, T, T}, gen);             // upstream gradient (B, T, T)
+    const Tensor dy = randn({B, T, T}, gen);            // upstream gradient (B, T, T)
     for (auto _ : state) {
         Tensor y = softmax(x, -1);
         y.backward(dy);
@@ -79,8 +79,8 @@ void BM_matmul_op_batched(benchmark::State& state) {
 void set_per_op(benchmark::State& state, int64_t ops) {
     state.SetItemsProcessed(state.iterations() * ops);  // items_per_second = ops/s
     // rate inverted = seconds per op; the console prints it with an SI prefix, e.g. "41.2ns"
-    state.counters["per_op"] = benchmark::Counter(static_cast<double>(ops),
-                                                  benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+    state.counters["per_op"] = benchmark::Counter(
+        static_cast<double>(ops), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // A chain of state.range(0) one-element ops from x0, x = step(x); with kBackward it is backpropagated
@@ -110,7 +110,7 @@ void BM_chain_scale(benchmark::State& state) {
 
 void BM_chain_add(benchmark::State& state) {
     const Tensor x0 = scalar(1.0f).requires_grad_();
-    const Tensor c = scalar(0.001f).requires_grad_();  // reused by every op: its gradient accumulates
+    const Tensor c = scalar(0.001f).requires_grad_();                    // reused by every op: its gradient accumulates
     chain<true>(state, x0, c, [&c](const Tensor& x) { return x + c; });  // add: a binary op through the broadcast path
 }
 
@@ -152,10 +152,22 @@ void register_op_benchmarks() {
         batched->Args({B, T, H, T})->Args({B, T, T, H});
 
     // bookkeeping: 1000 one-element ops
-    benchmark::RegisterBenchmark("chain/scale_fwd_bwd", BM_chain_scale)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark("chain/add_fwd_bwd", BM_chain_add)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark("chain/scale_fwd", BM_chain_scale_forward)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark("chain/scale_no_grad", BM_chain_scale_no_grad)->Arg(1000)->ArgName("ops")->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("chain/scale_fwd_bwd", BM_chain_scale)
+        ->Arg(1000)
+        ->ArgName("ops")
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("chain/add_fwd_bwd", BM_chain_add)
+        ->Arg(1000)
+        ->ArgName("ops")
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("chain/scale_fwd", BM_chain_scale_forward)
+        ->Arg(1000)
+        ->ArgName("ops")
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("chain/scale_no_grad", BM_chain_scale_no_grad)
+        ->Arg(1000)
+        ->ArgName("ops")
+        ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace bench_autograd

@@ -23,7 +23,8 @@ inline std::vector<float> uniform_values(int64_t n, autograd::Generator& gen) {
 
 // GFLOP per iteration, reported as a rate: the console prints GFLOP/s as "GFLOP=<value>/s".
 inline void set_gflops(benchmark::State& state, double flops_per_iteration) {
-    state.counters["GFLOP"] = benchmark::Counter(flops_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOP"] =
+        benchmark::Counter(flops_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // autograd_peaks.cpp: peak/fma and peak/bandwidth, on x86-64 CPUs that run more than the portable kernels.

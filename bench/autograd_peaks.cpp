@@ -64,10 +64,13 @@ void run_team(int threads, const Work& work) {
 void BM_fma_peak(benchmark::State& state) {
 #if defined(__x86_64__)
     const int threads = static_cast<int>(state.range(0));
-    const bool wide = kernels::available_isas().back() == kernels::Isa::avx512;  // the machine's, whatever TINYGPT_ISA says
+    const bool wide =
+        kernels::available_isas().back() == kernels::Isa::avx512;  // the machine's, whatever TINYGPT_ISA says
     constexpr int64_t kIterations = 1 << 22;
     std::vector<float> sink(static_cast<size_t>(threads));
-    auto chains = [&sink, wide](int t) { sink[t] = wide ? fma_chains_avx512(kIterations) : fma_chains_avx2(kIterations); };
+    auto chains = [&sink, wide](int t) {
+        sink[t] = wide ? fma_chains_avx512(kIterations) : fma_chains_avx2(kIterations);
+    };
     for (auto _ : state) {
         run_team(threads, chains);
         benchmark::DoNotOptimize(sink.data());
@@ -102,16 +105,19 @@ void BM_bandwidth(benchmark::State& state) {
 #if defined(__x86_64__)
     const int threads = static_cast<int>(state.range(0));
     constexpr int64_t kFloats = int64_t(1) << 28;  // 1 GiB
-    std::unique_ptr<float[], void (*)(float*)> data(static_cast<float*>(std::aligned_alloc(64, kFloats * sizeof(float))),
-                                                    [](float* p) { std::free(p); });
+    std::unique_ptr<float[], void (*)(float*)> data(
+        static_cast<float*>(std::aligned_alloc(64, kFloats * sizeof(float))), [](float* p) { std::free(p); });
     std::fill_n(data.get(), kFloats, 1.0f);  // touched, so no read meets an unmapped page
     std::vector<float> sink(static_cast<size_t>(threads));
-    const auto read = [&](int t) { sink[t] = sum_stream_avx2(data.get(), kFloats * t / threads, kFloats * (t + 1) / threads); };
+    const auto read = [&](int t) {
+        sink[t] = sum_stream_avx2(data.get(), kFloats * t / threads, kFloats * (t + 1) / threads);
+    };
     for (auto _ : state) {
         run_team(threads, read);
         benchmark::DoNotOptimize(sink.data());
     }
-    state.counters["GB_per_s"] = benchmark::Counter(double(kFloats) * sizeof(float) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GB_per_s"] =
+        benchmark::Counter(double(kFloats) * sizeof(float) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 #else
     state.SkipWithError("the bandwidth is measured on x86-64 only");
 #endif

@@ -44,18 +44,24 @@ int main(int argc, char** argv) {
     for (kernels::Isa isa : kernels::available_isas()) {
         double isa_worst = 0.0;
         if (const int failures = check_gemm(isa, isa_worst); failures != 0) {
-            fmt::print(stderr, "bench_autograd: the {} gemm disagrees with kernels::gemm_naive in {} case(s); "
-                               "not timing a wrong kernel.\n", kernels::isa_name(isa), failures);
+            fmt::print(stderr,
+                       "bench_autograd: the {} gemm disagrees with kernels::gemm_naive in {} case(s); "
+                       "not timing a wrong kernel.\n",
+                       kernels::isa_name(isa), failures);
             return 1;
         }
-        fmt::print(stderr, "gemm check ({}): matches naive on all shapes, layouts and accumulate modes "
-                           "(worst difference {:.3f}x the tolerance)\n", kernels::isa_name(isa), isa_worst);
+        fmt::print(stderr,
+                   "gemm check ({}): matches naive on all shapes, layouts and accumulate modes "
+                   "(worst difference {:.3f}x the tolerance)\n",
+                   kernels::isa_name(isa), isa_worst);
         worst_ratio = std::max(worst_ratio, isa_worst);
     }
     const std::string about_peers = setup_peers();
     if (const int failures = check_peers(); failures != 0) {
-        fmt::print(stderr, "bench_autograd: {} case(s) of the other libraries' gemm disagree with kernels::gemm_naive "
-                           "(a wrong transpose?); not timing them.\n", failures);
+        fmt::print(stderr,
+                   "bench_autograd: {} case(s) of the other libraries' gemm disagree with kernels::gemm_naive "
+                   "(a wrong transpose?); not timing them.\n",
+                   failures);
         return 1;
     }
 

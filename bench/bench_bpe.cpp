@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: bench_bpe GPT2_DIR [TEXT] [--whole]\n");
         return 2;
     }
-    const std::filesystem::path dir = args[0], text_path = args.size() > 1 ? args[1] : "../shared/data/tinyshakespeare.txt";
+    const std::filesystem::path dir = args[0],
+                                text_path = args.size() > 1 ? args[1] : "../shared/data/tinyshakespeare.txt";
     const std::string text = slurp(text_path);
     if (text.empty()) {
         std::fprintf(stderr, "bench_bpe: cannot read %s\n", text_path.c_str());
@@ -85,8 +86,10 @@ int main(int argc, char** argv) {
     if (pipe) pclose(pipe);
 
     std::printf("text: %s, %.3f MB, %zu tokens\n", text_path.c_str(), mb, ids.size());
-    std::printf("tinygpt encode (1 thread, median of 9): %.1f MB/s (%.1f ms)\n", mb / median(encode_s), 1e3 * median(encode_s));
-    std::printf("tinygpt decode (median of 9):           %.1f MB/s (%.2f ms)\n", mb / median(decode_s), 1e3 * median(decode_s));
+    std::printf("tinygpt encode (1 thread, median of 9): %.1f MB/s (%.1f ms)\n", mb / median(encode_s),
+                1e3 * median(encode_s));
+    std::printf("tinygpt decode (median of 9):           %.1f MB/s (%.2f ms)\n", mb / median(decode_s),
+                1e3 * median(decode_s));
     std::printf("tinygpt tables:                         %.1f MB\n", double(bpe.table_bytes()) / 1e6);
     if (!node_ok) {
         std::printf("gpt-3-encoder: node did not run (%s)\n", command.c_str());
@@ -96,13 +99,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_bpe: gpt-3-encoder made %lld tokens, tinygpt %zu\n", their_count, ids.size());
         return 1;
     }
-    std::printf("gpt-3-encoder encode, cold cache:       %.3f MB/s (%.0f ms): tinygpt is %.0fx faster\n", mb / cold, 1e3 * cold,
-                cold / median(encode_s));
+    std::printf("gpt-3-encoder encode, cold cache:       %.3f MB/s (%.0f ms): tinygpt is %.0fx faster\n", mb / cold,
+                1e3 * cold, cold / median(encode_s));
     std::printf("gpt-3-encoder encode, warm (median of 3): %.3f MB/s (%.0f ms): tinygpt is %.0fx faster\n", mb / warm,
                 1e3 * warm, warm / median(encode_s));
     if (whole)
-        std::printf("gpt-3-encoder encode, the whole text in one call: %.4f MB/s (%.1f s): tinygpt is %.0fx faster\n", mb / whole_s,
-                    whole_s, whole_s / median(encode_s));
+        std::printf("gpt-3-encoder encode, the whole text in one call: %.4f MB/s (%.1f s): tinygpt is %.0fx faster\n",
+                    mb / whole_s, whole_s, whole_s / median(encode_s));
 
     std::mt19937_64 rng(1);
     const std::string letters = [&] {

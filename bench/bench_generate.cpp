@@ -52,8 +52,12 @@ int main(int argc, char** argv) {
     const auto threads = split(argc > 4 ? argv[4] : "1,2");
     const int64_t prompt_tokens = argc > 5 ? std::atoll(argv[5]) : 0;  // 0: a whole block
     using Make = std::function<std::unique_ptr<nn::LanguageModel>(autograd::Generator&)>;
-    const auto gpt = [](nn::GPTOptions o) -> Make { return [o](autograd::Generator& g) { return std::make_unique<nn::GPT>(o, g); }; };
-    const auto gpt2 = [](nn::GPT2Options o) -> Make { return [o](autograd::Generator& g) { return std::make_unique<nn::GPT2>(o, g); }; };
+    const auto gpt = [](nn::GPTOptions o) -> Make {
+        return [o](autograd::Generator& g) { return std::make_unique<nn::GPT>(o, g); };
+    };
+    const auto gpt2 = [](nn::GPT2Options o) -> Make {
+        return [o](autograd::Generator& g) { return std::make_unique<nn::GPT2>(o, g); };
+    };
     const std::map<std::string, Make> models = {
         {"baby", gpt({.vocab = 65, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64})},
         {"shakespeare", gpt({.vocab = 65, .n_embd = 384, .n_head = 6, .n_layer = 6, .block = 256})},
@@ -62,7 +66,8 @@ int main(int argc, char** argv) {
     };
     for (const std::string& name : configs) {
         if (!models.contains(name)) {
-            std::fprintf(stderr, "bench_generate: unknown config '%s' (baby, shakespeare, gpt2-baby, gpt2-small)\n", name.c_str());
+            std::fprintf(stderr, "bench_generate: unknown config '%s' (baby, shakespeare, gpt2-baby, gpt2-small)\n",
+                         name.c_str());
             return 2;
         }
         autograd::Generator init(1337);
@@ -70,7 +75,8 @@ int main(int argc, char** argv) {
         nn::LanguageModel& model = *made;
         const int64_t V = model.vocab_size();
         std::vector<int64_t> prompt;
-        for (int64_t i = 0; i < (prompt_tokens > 0 ? prompt_tokens : model.block_size()); ++i) prompt.push_back(static_cast<int64_t>(init.uniform() * static_cast<float>(V)) % V);
+        for (int64_t i = 0; i < (prompt_tokens > 0 ? prompt_tokens : model.block_size()); ++i)
+            prompt.push_back(static_cast<int64_t>(init.uniform() * static_cast<float>(V)) % V);
         for (const std::string& t : threads) {
             autograd::set_num_threads(std::atoi(t.c_str()));
             std::vector<int64_t> cached_text;
@@ -89,14 +95,17 @@ int main(int argc, char** argv) {
                 const double seconds = timed(n, &text);
                 std::string decode;
                 if (prompt_tokens > 0 && n > 1)
-                    decode = fmt::format(",\"decode_ms_per_token\":{:.3f}", (seconds - timed(1, nullptr)) / double(n - 1) * 1e3);
+                    decode = fmt::format(",\"decode_ms_per_token\":{:.3f}",
+                                         (seconds - timed(1, nullptr)) / double(n - 1) * 1e3);
                 if (cache) cached_text = text;
                 const bool same = cache || std::equal(text.begin(), text.end(), cached_text.begin(),
                                                       cached_text.begin() + std::min(text.size(), cached_text.size()));
-                std::printf("{\"config\":\"%s\",\"threads\":%s,\"cache\":%s,\"chars\":%lld,\"seconds\":%.4f,\"chars_per_s\":%.2f,\"same_text\":%s,\"weight_bytes\":%lld%s}\n",
-                            name.c_str(), t.c_str(), cache ? "true" : "false", static_cast<long long>(n), seconds,
-                            static_cast<double>(n) / seconds, same ? "true" : "false",
-                            static_cast<long long>(model.parameter_count() * int64_t(sizeof(float))), decode.c_str());
+                std::printf(
+                    "{\"config\":\"%s\",\"threads\":%s,\"cache\":%s,\"chars\":%lld,\"seconds\":%.4f,\"chars_per_s\":%."
+                    "2f,\"same_text\":%s,\"weight_bytes\":%lld%s}\n",
+                    name.c_str(), t.c_str(), cache ? "true" : "false", static_cast<long long>(n), seconds,
+                    static_cast<double>(n) / seconds, same ? "true" : "false",
+                    static_cast<long long>(model.parameter_count() * int64_t(sizeof(float))), decode.c_str());
                 std::fflush(stdout);
             }
         }

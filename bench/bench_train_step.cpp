@@ -115,7 +115,8 @@ void BM_head(benchmark::State& state, HeadPath path) {
     const double weights_bytes = 4.0 * double(B * T * T);
     state.counters["kept_KB"] = (path == HeadPath::flash      ? 4.0 * double(B * T)
                                  : path == HeadPath::composed ? 2.0 * weights_bytes
-                                                              : weights_bytes) / 1024.0;
+                                                              : weights_bytes) /
+                                1024.0;
     state.SetItemsProcessed(state.iterations() * B * T);  // tokens
 }
 
@@ -194,7 +195,8 @@ int main(int argc, char** argv) {
     for (int64_t T : {64, 128, 256, 512, 1024}) add_scaled(nano, 4, T, 384);
     // The attention head alone: width H at window 64, then window T at width 32 (B 12); then the baby
     // GPT's head (H 32, B 12) and nanoGPT's shakespeare_char head (H 64, B 4) at T 64, 256 and 1024.
-    for (const auto& [name, path] : {std::pair{"head/composed", HeadPath::composed}, {"head/fused", HeadPath::fused},
+    for (const auto& [name, path] : {std::pair{"head/composed", HeadPath::composed},
+                                     {"head/fused", HeadPath::fused},
                                      {"head/flash", HeadPath::flash}}) {
         auto* b = benchmark::RegisterBenchmark(name, BM_head, path);
         b->ArgNames({"H", "T", "B"})->Unit(benchmark::kMicrosecond);

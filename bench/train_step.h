@@ -27,7 +27,7 @@ namespace bench {
 struct StepConfig {
     std::string_view name;  // tutorial | small | baby | nano | gpt2 | gpt2-T1024
     nn::ModelConfig model;
-    int64_t batch;          // B; T is model.block
+    int64_t batch;  // B; T is model.block
 };
 
 inline constexpr int64_t kVocab = 65;
@@ -42,22 +42,34 @@ inline const std::array<StepConfig, 4>& step_configs() {
         // the tutorial model: embeddings, one head of width 32, lm_head
         {"tutorial", {.kind = nn::ModelKind::head, .vocab = kVocab, .n_embd = 32, .block = 8}, 32},
         // the 4-layer model
-        {"small", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 64, .n_head = 4, .n_layer = 4, .block = 32}, 16},
+        {"small",
+         {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 64, .n_head = 4, .n_layer = 4, .block = 32},
+         16},
         // nanoGPT's baby GPT (shakespeare_char on CPU)
-        {"baby", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64}, 12},
+        {"baby",
+         {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 128, .n_head = 4, .n_layer = 4, .block = 64},
+         12},
         // nanoGPT's shakespeare_char model (its GPU config; batch 4 for CPU timing, dropout 0)
-        {"nano", {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 384, .n_head = 6, .n_layer = 6, .block = 256}, 4},
+        {"nano",
+         {.kind = nn::ModelKind::gpt, .vocab = kVocab, .n_embd = 384, .n_head = 6, .n_layer = 6, .block = 256},
+         4},
     }};
     return configs;
 }
 
 // GPT-2 small, random weights (GPT-2's init): llm.c's train_gpt2.c demo (B 4, T 64), and the full window.
 inline const std::array<StepConfig, 2>& gpt2_configs() {
-    static constexpr nn::ModelConfig small{.kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = 768, .n_head = 12,
-                                           .n_layer = 12, .block = 64};
+    static constexpr nn::ModelConfig small{
+        .kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = 768, .n_head = 12, .n_layer = 12, .block = 64};
     static const std::array<StepConfig, 2> configs = {{
         {"gpt2", small, 4},
-        {"gpt2-T1024", [] { nn::ModelConfig c = small; c.block = 1024; return c; }(), 1},
+        {"gpt2-T1024",
+         [] {
+             nn::ModelConfig c = small;
+             c.block = 1024;
+             return c;
+         }(),
+         1},
     }};
     return configs;
 }
@@ -105,8 +117,8 @@ struct TrainStep {
         model.reset();
         autograd::Generator init(seed);
         model = nn::make_model(c.model, init);
-        optimizer = std::make_unique<nn::AdamW>(*model, nn::AdamWOptions{.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
-                                                                          .eps = 1e-8f, .weight_decay = 0.1f});
+        optimizer = std::make_unique<nn::AdamW>(
+            *model, nn::AdamWOptions{.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .weight_decay = 0.1f});
         // ids and targets: (B, T), uniform in [0, V), from their own stream
         autograd::Generator data(seed + 1);
         const int64_t n = c.batch * c.model.block;

@@ -28,15 +28,16 @@ inline constexpr double kPartBytes = double(1 << 28);
 // forward_heads, or a gradient): in parts of kPartBytes of activations, at least one row. Refuses
 // (std::runtime_error) a row this machine's memory cannot hold before it is allocated, naming
 // `checkpoint`, what the row is (`row_is`: "one row of --block 1024 tokens") and the flag to lower (`advice`).
-inline int64_t rows_at_once(const nn::ModelConfig& model, const std::string& checkpoint, int64_t B, int64_t T, nn::Pass pass,
-                            const std::string& row_is, const std::string& advice) {
+inline int64_t rows_at_once(const nn::ModelConfig& model, const std::string& checkpoint, int64_t B, int64_t T,
+                            nn::Pass pass, const std::string& row_is, const std::string& advice) {
     const nn::MemoryEstimate need = nn::estimate_memory(model, T, pass);
     const uint64_t bytes = need.bytes(1), have = nn::physical_memory_bytes();
     if (have != 0 && bytes > have)
-        throw std::runtime_error(fmt::format("{}: {} would need about {:.3g} GB of memory ({:.3g} GB of it the model's weights{}), "
-                                             "more than this machine's {:.3g} GB; {}",
-                                             checkpoint, row_is, double(bytes) / 1e9, need.fixed / 1e9,
-                                             pass == nn::Pass::gradient ? " and their gradients" : "", double(have) / 1e9, advice));
+        throw std::runtime_error(
+            fmt::format("{}: {} would need about {:.3g} GB of memory ({:.3g} GB of it the model's weights{}), "
+                        "more than this machine's {:.3g} GB; {}",
+                        checkpoint, row_is, double(bytes) / 1e9, need.fixed / 1e9,
+                        pass == nn::Pass::gradient ? " and their gradients" : "", double(have) / 1e9, advice));
     return need.rows_within(kPartBytes, B);
 }
 
@@ -48,21 +49,25 @@ struct CheckpointData {
 
 // T defaults to the model's block, the windows to every whole one in the file. `pass`: what runs on them,
 // checked against the memory before the file is read.
-inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std::string& checkpoint, const std::string& data,
-                                      int64_t batch, std::optional<int64_t> block, std::optional<int64_t> windows, nn::Pass pass) {
+inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std::string& checkpoint,
+                                      const std::string& data, int64_t batch, std::optional<int64_t> block,
+                                      std::optional<int64_t> windows, nn::Pass pass) {
     // the windows it trained on (a bigram reads one token at a time from windows of any length)
     const int64_t limit = std::max(trained.config.block, trained.model->block_size());
     const int64_t B = batch, T = block.value_or(limit);
-    if (T > limit) throw std::runtime_error(fmt::format("--block {} is longer than the model's block of {} ({})", T, limit, checkpoint));
-    const int64_t rows = rows_at_once(trained.config, checkpoint, B, T, pass, fmt::format("one row of --block {} tokens", T),
-                                      "choose a shorter --block");
+    if (T > limit)
+        throw std::runtime_error(
+            fmt::format("--block {} is longer than the model's block of {} ({})", T, limit, checkpoint));
+    const int64_t rows = rows_at_once(trained.config, checkpoint, B, T, pass,
+                                      fmt::format("one row of --block {} tokens", T), "choose a shorter --block");
     nn::TokenIds ids = nn::read_token_ids(data, *trained.tokenizer);
     const int64_t whole = nn::consecutive_windows(ids, B, T);  // each needs B T + 1 tokens
     if (whole == 0)
-        throw std::runtime_error(fmt::format("--data {} has {} tokens: one window of --batch {} x --block {} needs {}", data,
-                                             ids.size(), B, T, B * T + 1));
+        throw std::runtime_error(fmt::format("--data {} has {} tokens: one window of --batch {} x --block {} needs {}",
+                                             data, ids.size(), B, T, B * T + 1));
     if (windows && *windows > whole)
-        throw std::runtime_error(fmt::format("--data {} holds {} whole window{} of {} x {} tokens ({} tokens), fewer than --batches {}",
-                                             data, whole, whole == 1 ? "" : "s", B, T, ids.size(), *windows));
+        throw std::runtime_error(
+            fmt::format("--data {} holds {} whole window{} of {} x {} tokens ({} tokens), fewer than --batches {}",
+                        data, whole, whole == 1 ? "" : "s", B, T, ids.size(), *windows));
     return {std::move(ids), B, T, windows.value_or(whole), rows};
 }

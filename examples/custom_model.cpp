@@ -66,7 +66,7 @@ struct LearnedScaleHead : nn::Callable<LearnedScaleHead, nn::InspectableHead> {
         const Tensor weights = softmax(causal_mask(scores), -1);              // (B, T, T)
         input_ = x.detach();  // kept for the inspect tools (1b), off the graph
         attention_ = weights.detach();
-        return matmul(weights, v);                                             // (B, T, H)
+        return matmul(weights, v);  // (B, T, H)
     }
 
     // 1b. What the inspect tools read (nn::InspectableHead): heatmap and the report page show
@@ -91,7 +91,10 @@ struct TinyModel : nn::LanguageModel {
     nn::Linear lm_head;
 
     TinyModel(int64_t V, int64_t C, int64_t T, Generator& gen)
-        : token({.num = V, .dim = C}, gen), position({.num = T, .dim = C}, gen), head(C, C, gen), lm_head({.in = C, .out = V}, gen) {
+        : token({.num = V, .dim = C}, gen),
+          position({.num = T, .dim = C}, gen),
+          head(C, C, gen),
+          lm_head({.in = C, .out = V}, gen) {
         register_module("token", token);
         register_module("position", position);
         register_module("head", head);
@@ -103,7 +106,7 @@ struct TinyModel : nn::LanguageModel {
         std::vector<int64_t> positions(static_cast<size_t>(T));
         for (int64_t t = 0; t < T; ++t) positions[t] = t;
         const Tensor x = token(ids, Shape{B, T}) + position(positions, Shape{T});  // (B, T, C)
-        return lm_head(head(x));                                                 // (B, T, V)
+        return lm_head(head(x));                                                   // (B, T, V)
     }
     int64_t block_size() const override { return position.options.num; }
     int64_t vocab_size() const override { return token.options.num; }
@@ -132,7 +135,8 @@ int train(const std::optional<std::string>& file) {
         nn::clip_grad_norm(model.parameters(), 1.0f);
         optimizer.step();
         if ((step + 1) % 100 == 0)
-            fmt::print("step {:4}  loss {:.4f}  divisor {:.2f}\n", step + 1, loss.item(), std::exp(model.head.log_scale.item()));
+            fmt::print("step {:4}  loss {:.4f}  divisor {:.2f}\n", step + 1, loss.item(),
+                       std::exp(model.head.log_scale.item()));
     }
 
     // 5. Evaluate without a graph.
@@ -142,7 +146,8 @@ int train(const std::optional<std::string>& file) {
         const nn::Batch batch = data.batch(nn::Split::validation, B, T, gen);
         val += cross_entropy(model(batch.inputs, batch.B, batch.T), batch.targets).item() / 20.0;
     }
-    fmt::print("validation loss {:.4f}; the head settled on a divisor of {:.2f}\n", val, std::exp(model.head.log_scale.item()));
+    fmt::print("validation loss {:.4f}; the head settled on a divisor of {:.2f}\n", val,
+               std::exp(model.head.log_scale.item()));
     return 0;
 }
 
@@ -170,8 +175,14 @@ int train_registered(const Options& o) {
         auto tokenizer = nn::CharTokenizer::from_text(text);
         const nn::TrainConfig config{
             .model = {.kind = kLearnedScale, .vocab = tokenizer.vocab_size(), .n_embd = 32, .block = 32},
-            .steps = o.steps.value_or(600), .batch = 32, .lr = 1e-2f, .min_lr = 1e-3f, .warmup = 50, .weight_decay = 0.1f,
-            .beta2 = 0.99f, .seed = 1};
+            .steps = o.steps.value_or(600),
+            .batch = 32,
+            .lr = 1e-2f,
+            .min_lr = 1e-3f,
+            .warmup = 50,
+            .weight_decay = 0.1f,
+            .beta2 = 0.99f,
+            .seed = 1};
         auto tokens = tokenizer.encode(text);
         return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
     };
@@ -198,12 +209,15 @@ int generate(const std::string& checkpoint) {
 }
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p("custom_model", "[options] [FILE] | TOOL ARGS...",
-                  "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
-                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate or head_scores\n"
-                  "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
-    p.positional("FILE", "a text file to train on (default: the copy task; a file named like a tool: ./train)", [&o](const cli::Value& v) { o.file = v.file(); },
-                 /*required=*/false);
+    cli::Parser p(
+        "custom_model", "[options] [FILE] | TOOL ARGS...",
+        "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
+        "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate or head_scores\n"
+        "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
+    p.positional(
+        "FILE", "a text file to train on (default: the copy task; a file named like a tool: ./train)",
+        [&o](const cli::Value& v) { o.file = v.file(); },
+        /*required=*/false);
     p.option("--out", "CKPT", "train the registered kind with nn::Trainer, saving a checkpoint to CKPT",
              [&o](const cli::Value& v) { o.out = v.file(); });
     p.option("--resume", "CKPT", "continue that run exactly, saving back to CKPT unless --out names another file",
@@ -230,9 +244,10 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
     if (argc > 1) {
         const std::string tool = argv[1];
-        for (const auto& [name, run] : {std::pair{"train", &tools::train}, std::pair{"generate", &tools::generate},
-                                        std::pair{"heatmap", &tools::heatmap}, std::pair{"figure", &tools::figure},
-                                        std::pair{"evaluate", &tools::evaluate}, std::pair{"head_scores", &tools::head_scores}})
+        for (const auto& [name, run] :
+             {std::pair{"train", &tools::train}, std::pair{"generate", &tools::generate},
+              std::pair{"heatmap", &tools::heatmap}, std::pair{"figure", &tools::figure},
+              std::pair{"evaluate", &tools::evaluate}, std::pair{"head_scores", &tools::head_scores}})
             if (tool == name) return run(argc - 1, argv + 1);
     }
     return cli::program<Options>(argc, argv, make_parser, run);

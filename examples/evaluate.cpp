@@ -58,7 +58,8 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("evaluate", "CKPT --data FILE [options]",
                   "A checkpoint's mean loss and perplexity over the first consecutive windows of a data file.");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights", true);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
+                             "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
              [&o](const cli::Value& v) { o.data = v.file(); });
     p.option("--batch", "B", "rows of a window                                  (default 4)",
@@ -97,13 +98,16 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
         int64_t first = 0;
         for (; first < B && cli::stop_signal() == 0; first += rows) {
             const int64_t n = std::min(rows, B - first);
-            const std::span<const int64_t> inputs(batch.inputs.data() + first * T, n * T), targets(batch.targets.data() + first * T, n * T);
+            const std::span<const int64_t> inputs(batch.inputs.data() + first * T, n * T),
+                targets(batch.targets.data() + first * T, n * T);
             const double part = autograd::cross_entropy(model(inputs, n, T), targets).item();  // (n, T, V) -> ()
             loss += part * (double(n) / double(B));  // exactly `part` for a window in one part
             bar.update(uint64_t(done * window + (first + n) * T), uint64_t(batches * window));
         }
         if (first < B) break;  // stopped within the window: left out
-        nn::check_finite_output(checkpoint, fmt::format("the loss of window {} (tokens {} to {})", done, done * window, (done + 1) * window), loss);
+        nn::check_finite_output(
+            checkpoint,
+            fmt::format("the loss of window {} (tokens {} to {})", done, done * window, (done + 1) * window), loss);
         sum += loss;
     }
     return {done > 0 ? sum / double(done) : NAN, done * window, done};
@@ -113,24 +117,27 @@ int run(const Options& o) {
     if (!o.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
     autograd::set_num_threads(static_cast<int>(o.threads));
     nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
-    const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches, nn::Pass::forward);
+    const CheckpointData d =
+        checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches, nn::Pass::forward);
     const int64_t B = d.B, T = d.T;
     const cli::StopSignals stop;
     const Result r = evaluate(*trained.model, d.ids, B, T, d.rows, d.windows, o.checkpoint->path);
     if (cli::stop_signal() != 0) {
-        progress::note(r.batches == 0 ? "evaluate: interrupted before the first window was measured: no loss to show\n"
-                                      : fmt::format("evaluate: interrupted after {} of {} windows: the loss shown is their mean\n",
-                                                    r.batches, d.windows));
+        progress::note(r.batches == 0
+                           ? "evaluate: interrupted before the first window was measured: no loss to show\n"
+                           : fmt::format("evaluate: interrupted after {} of {} windows: the loss shown is their mean\n",
+                                         r.batches, d.windows));
         if (r.batches == 0) return 128 + cli::stop_signal();
     }
     const double perplexity = std::exp(r.loss);
     if (o.json)
-        fmt::print("{}\n", nlohmann::ordered_json{
-                               {"loss", r.loss}, {"perplexity", perplexity}, {"tokens", r.tokens}, {"batches", r.batches}}
-                               .dump());
+        fmt::print("{}\n",
+                   nlohmann::ordered_json{
+                       {"loss", r.loss}, {"perplexity", perplexity}, {"tokens", r.tokens}, {"batches", r.batches}}
+                       .dump());
     else
-        fmt::print("loss {:.4f}, perplexity {:.2f}: {} tokens, the first {} window{} of {} x {} in {} ({} tokens)\n", r.loss,
-                   perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, *o.data, d.ids.size());
+        fmt::print("loss {:.4f}, perplexity {:.2f}: {} tokens, the first {} window{} of {} x {} in {} ({} tokens)\n",
+                   r.loss, perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, *o.data, d.ids.size());
     return cli::stop_signal() != 0 ? 128 + cli::stop_signal() : 0;
 }
 

@@ -69,26 +69,31 @@ int run(const Options& o) {
     const uintmax_t size = std::filesystem::file_size(path, error);
     const bool announced = !error && size >= kAnnouncedBytes && progress::stderr_on_terminal();
     const auto start = std::chrono::steady_clock::now();
-    const auto seconds = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    const auto seconds = [&start] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     if (announced) train_progress::note(fmt::format("export: reading {} ({})\n", path, megabytes(size)));
     const nn::TrainedModel trained = load_checkpoint(path, {o.tokenizer, o.n_head});
     const nn::NamedTensors weights = trained.model->named_parameters();
     if (announced)
-        train_progress::note(fmt::format("export: read in {:.1f} s; writing {} ({} of weights)\n", seconds(), out,
-                                         megabytes(uintmax_t{4} * static_cast<uintmax_t>(trained.model->parameter_count()))));
+        train_progress::note(
+            fmt::format("export: read in {:.1f} s; writing {} ({} of weights)\n", seconds(), out,
+                        megabytes(uintmax_t{4} * static_cast<uintmax_t>(trained.model->parameter_count()))));
     const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(trained.tokenizer.get());
     if (!o.hf.empty() && !bpe)
-        train_progress::note(fmt::format("note: {} has {}, which Hugging Face's folder cannot hold: {} gets no vocab.json and "
-                                         "merges.txt, and reads and writes token ids\n",
-                                         path, nn::as_ids_only(*trained.tokenizer) ? "no tokenizer" : "a character tokenizer", o.hf));
+        train_progress::note(
+            fmt::format("note: {} has {}, which Hugging Face's folder cannot hold: {} gets no vocab.json and "
+                        "merges.txt, and reads and writes token ids\n",
+                        path, nn::as_ids_only(*trained.tokenizer) ? "no tokenizer" : "a character tokenizer", o.hf));
     if (!o.hf.empty()) nn::write_hf_gpt2(o.hf, trained.config, weights, bpe);
     else nn::write_llmc_gpt2(o.llmc, trained.config, weights);
     if (made) made->keep();
     if (announced) train_progress::note(fmt::format("export: done in {:.1f} s\n", seconds()));
     const nn::ModelConfig& c = trained.config;
-    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {}{} ({})\n", out, c.n_layer,
-               c.n_head, c.n_embd, c.vocab, c.block, c.scaled ? "" : " without the divisor",
-               !o.hf.empty() ? (bpe ? "model.safetensors + config.json + vocab.json + merges.txt" : "model.safetensors + config.json")
+    fmt::print("{}: GPT-2 n_layer {} n_head {} n_embd {} vocab {} n_ctx {}{} ({})\n", out, c.n_layer, c.n_head,
+               c.n_embd, c.vocab, c.block, c.scaled ? "" : " without the divisor",
+               !o.hf.empty() ? (bpe ? "model.safetensors + config.json + vocab.json + merges.txt"
+                                    : "model.safetensors + config.json")
                              : "llm.c version 3, fp32");
     return 0;
 }
@@ -97,12 +102,14 @@ cli::Parser make_parser(Options& o) {
     cli::Parser p("export", "CKPT (--hf DIR | --llmc FILE) [options]",
                   "A gpt2 model to Hugging Face's folder (model.safetensors, config.json and the tokenizer's\n"
                   "vocab.json + merges.txt) or llm.c's model file.");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a gpt2 checkpoint, or GPT-2 weights (Hugging Face's or llm.c's)",
-                             true);
-    p.option("--hf", "DIR", "write DIR/model.safetensors, DIR/config.json, and the BPE tokenizer's\n"
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
+                             "a gpt2 checkpoint, or GPT-2 weights (Hugging Face's or llm.c's)", true);
+    p.option("--hf", "DIR",
+             "write DIR/model.safetensors, DIR/config.json, and the BPE tokenizer's\n"
              "DIR/vocab.json + DIR/merges.txt",
              [&o](const cli::Value& v) { o.hf = v.nonempty(); });
-    p.option("--llmc", "FILE", "write llm.c's version-3 (fp32) model file", [&o](const cli::Value& v) { o.llmc = v.file(); });
+    p.option("--llmc", "FILE", "write llm.c's version-3 (fp32) model file",
+             [&o](const cli::Value& v) { o.llmc = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     return p;
 }

@@ -69,7 +69,8 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.option("--window", "T", "positions of the random window, 2 to 16         (default 8)",
              [&o](const cli::Value& v) { o.window = v.integer(2, 16); });
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "show a trained model's head instead (with --prompt)", false);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
+                             "show a trained model's head instead (with --prompt)", false);
     p.option("--prompt", "TEXT", "the text the trained head reads (at most the model's block)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.option("--layer", "L", "which layer's head, for a checkpoint             (default 0)",
@@ -84,26 +85,31 @@ cli::Parser make_parser(Options& o) {
 
 void check_options(const Options& o) {
     if (o.prompt && !o.checkpoint)
-        throw cli::UsageError("--prompt needs a checkpoint (CKPT or --checkpoint CKPT): random rows have no characters");
-    for (const auto& [flag, given] : {std::pair{"--layer", o.layer.has_value()}, {"--head", o.head.has_value()},
-                                      {"--tokenizer", o.tokenizer.has_value()}, {"--n-head", o.n_head.has_value()}})
-        if (given && !o.checkpoint) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
+        throw cli::UsageError(
+            "--prompt needs a checkpoint (CKPT or --checkpoint CKPT): random rows have no characters");
+    for (const auto& [flag, given] : {std::pair{"--layer", o.layer.has_value()},
+                                      {"--head", o.head.has_value()},
+                                      {"--tokenizer", o.tokenizer.has_value()},
+                                      {"--n-head", o.n_head.has_value()}})
+        if (given && !o.checkpoint)
+            throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
     if (!o.checkpoint) return;
     const std::string given_as = o.checkpoint->flag.empty() ? "CKPT" : o.checkpoint->flag;
     if (!o.prompt) throw cli::UsageError(fmt::format("{} needs --prompt: the characters the head reads", given_as));
     if (o.seed || o.window)
-        throw cli::UsageError(fmt::format("{} applies to random rows, not to {}", o.seed ? "--seed" : "--window", given_as));
+        throw cli::UsageError(
+            fmt::format("{} applies to random rows, not to {}", o.seed ? "--seed" : "--window", given_as));
 }
 
 // --- what the head reads ------------------------------------------------------------------------------
 
 // The window the figure shows: the rows x, the head whose weights are used, and the axis labels.
 struct Window {
-    Tensor x;                              // (1, T, C)
+    Tensor x;                                   // (1, T, C)
     const nn::InspectableHead* head = nullptr;  // its parts: queries, keys, values, divisor
-    std::vector<std::string> labels;       // one per position
-    std::string source;                    // "random" or "checkpoint"
-    std::string description;               // one line for the page's header
+    std::vector<std::string> labels;            // one per position
+    std::string source;                         // "random" or "checkpoint"
+    std::string description;                    // one line for the page's header
     uint64_t seed = 0;
     std::string checkpoint, prompt, model, unit;
     int64_t layer = 0, head_in_layer = 0;
@@ -121,8 +127,8 @@ std::unique_ptr<Window> random_window(uint64_t seed, int64_t T) {
     for (int64_t t = 0; t < T; ++t) w->labels.push_back(fmt::format("{}", t));
     w->source = "random";
     w->seed = seed;
-    w->description = fmt::format("random rows and an untrained head, seed {}, {} positions of width {}", seed, T,
-                                 kRandomWidth);
+    w->description =
+        fmt::format("random rows and an untrained head, seed {}, {} positions of width {}", seed, T, kRandomWidth);
     return w;
 }
 
@@ -135,7 +141,8 @@ std::unique_ptr<Window> checkpoint_window(const Options& o) {
     const nn::TrainedModel& trained = w->trained.emplace(load_checkpoint(path, {o.tokenizer, o.n_head}));
     nn::LanguageModel& model = *trained.model;
     const nn::ModelKindInfo& kind = nn::model_kind_info(trained.config.kind);
-    const nn::AttentionHead chosen = tools::chosen_head(nn::attention_heads(model), o.layer.value_or(0), o.head.value_or(0), path, kind.kind);
+    const nn::AttentionHead chosen =
+        tools::chosen_head(nn::attention_heads(model), o.layer.value_or(0), o.head.value_or(0), path, kind.kind);
 
     const std::vector<int64_t> ids = trained.tokenizer->encode(prompt);  // lists unknown characters
     const auto T = static_cast<int64_t>(ids.size());
@@ -157,8 +164,8 @@ std::unique_ptr<Window> checkpoint_window(const Options& o) {
     w->unit = nn::token_unit(*trained.tokenizer);
     w->layer = chosen.layer;
     w->head_in_layer = chosen.head;
-    w->description = fmt::format("head {} of layer {} of a trained {} model ({}), reading the prompt", chosen.head, chosen.layer,
-                                 kind.title, path);
+    w->description = fmt::format("head {} of layer {} of a trained {} model ({}), reading the prompt", chosen.head,
+                                 chosen.layer, kind.title, path);
     return w;
 }
 
@@ -196,18 +203,20 @@ Json state_json(const Window& w, bool raw, bool scale) {
     const Tensor k = raw ? w.x : w.head->keys(w.x);     // likewise
     const Tensor values = w.head->values(w.x);          // (1, T, H)
     const float divisor = raw ? raw_divisor(w) : w.head->divisor();
-    const Tensor scores = matmul(q, k.transpose(1, 2));                 // (1, T, T)
+    const Tensor scores = matmul(q, k.transpose(1, 2));                              // (1, T, T)
     const Tensor scaled = scale ? autograd::scale(scores, 1.0f / divisor) : scores;  // (1, T, T)
-    const Tensor masked = causal_mask(scaled);          // (1, T, T), -inf above the diagonal
-    const Tensor shares = softmax(masked, -1);          // (1, T, T)
-    const Tensor output = matmul(shares, values);       // (1, T, H)
-    const Tensor row_sums = sum(shares, -1);            // (1, T)
+    const Tensor masked = causal_mask(scaled);     // (1, T, T), -inf above the diagonal
+    const Tensor shares = softmax(masked, -1);     // (1, T, T)
+    const Tensor output = matmul(shares, values);  // (1, T, H)
+    const Tensor row_sums = sum(shares, -1);       // (1, T)
 
     // The tutorial's two measurements over the looking rows (1..T-1; row 0 can only see itself).
     std::vector<double> self, largest;
     for (int64_t i = 1; i < T; ++i) {
         self.push_back(shares.at({0, i, i}));
-        largest.push_back(nn::attention_row_stats(shares.data().subspan(static_cast<size_t>(i * T), static_cast<size_t>(i + 1))).largest_share);
+        largest.push_back(
+            nn::attention_row_stats(shares.data().subspan(static_cast<size_t>(i * T), static_cast<size_t>(i + 1)))
+                .largest_share);
     }
     std::ranges::sort(self);
     std::ranges::sort(largest);
@@ -261,21 +270,23 @@ Json figure_json(const Window& w) {
 
 int run(const Options& o) {
     check_options(o);
-    const std::optional<std::string> page = !o.json || o.out ? std::optional(o.out.value_or("figure.html")) : std::nullopt;
+    const std::optional<std::string> page =
+        !o.json || o.out ? std::optional(o.out.value_or("figure.html")) : std::nullopt;
     std::vector<cli::Input> inputs;
     if (o.checkpoint) inputs.push_back(*o.checkpoint);
     std::vector<cli::Output> outputs;
     if (page) outputs.push_back({.flag = "--out", .path = *page});
     const cli::OutputLocks locks = cli::claim_outputs(inputs, outputs, o.force);
 
-    const std::unique_ptr<Window> window = o.checkpoint ? checkpoint_window(o)
-                                                        : random_window(o.seed.value_or(1), o.window.value_or(8));
+    const std::unique_ptr<Window> window =
+        o.checkpoint ? checkpoint_window(o) : random_window(o.seed.value_or(1), o.window.value_or(8));
     // invalid UTF-8 (a checkpoint's path can be any bytes) as U+FFFD
     const std::string json = figure_json(*window).dump(-1, ' ', false, Json::error_handler_t::replace);
     if (o.json) fmt::print("{}\n", json);
     if (page) {
-        nn::write_file_atomically(*page, fmt::format("{}{}{}", figure::kPageBeforeData, html::script_safe(json), figure::kPageAfterData),
-                                  "figure");
+        nn::write_file_atomically(
+            *page, fmt::format("{}{}{}", figure::kPageBeforeData, html::script_safe(json), figure::kPageAfterData),
+            "figure");
         if (!o.json) fmt::print("wrote {} ({})\n", *page, window->description);
     }
     return 0;

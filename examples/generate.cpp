@@ -52,8 +52,11 @@ public:
         size_t i = 0;
         while (i < pending_.size() && printed_ < limit_) {
             const auto lead = static_cast<unsigned char>(pending_[i]);
-            const size_t length = lead < 0x80 ? 1 : lead >= 0xC2 && lead < 0xE0 ? 2 : lead >= 0xE0 && lead < 0xF0 ? 3
-                                                                               : lead >= 0xF0 && lead < 0xF5 ? 4 : 0;
+            const size_t length = lead < 0x80                   ? 1
+                                  : lead >= 0xC2 && lead < 0xE0 ? 2
+                                  : lead >= 0xE0 && lead < 0xF0 ? 3
+                                  : lead >= 0xF0 && lead < 0xF5 ? 4
+                                                                : 0;
             size_t have = 1;
             while (length > 1 && have < length && i + have < pending_.size() &&
                    (static_cast<unsigned char>(pending_[i + have]) & 0xC0) == 0x80)
@@ -79,11 +82,12 @@ private:
 };
 
 int run(const Options& o, const cli::Parser& p) {
-    if (p.given("--prompt") && p.given("--prompt-file")) throw cli::UsageError("--prompt and --prompt-file are one or the other");
+    if (p.given("--prompt") && p.given("--prompt-file"))
+        throw cli::UsageError("--prompt and --prompt-file are one or the other");
     if (p.given("--tokens") && p.given("--chars")) throw cli::UsageError("--tokens and --chars are one or the other");
     nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
-    const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
-                                            : o.prompt.value_or(nn::default_prompt(*trained.tokenizer));
+    const std::string start =
+        o.prompt_file ? nn::read_text_file(*o.prompt_file) : o.prompt.value_or(nn::default_prompt(*trained.tokenizer));
     const std::vector<int64_t> context = trained.tokenizer->encode(start);
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
     const cli::StopSignals stop;  // the sampling loop reads it after each character and stops there
@@ -119,10 +123,13 @@ int run(const Options& o, const cli::Parser& p) {
         if (std::ferror(stdout)) break;
     }
     if (o.json) {
-        const nlohmann::ordered_json line = {{"chars", produced}, {"tokens", tokens}, {"seconds", seconds},
-                                     {"chars_per_s", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
-                                     {"tokens_per_s", seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0},
-                                     {"cache", window.decoder().cached()}};
+        const nlohmann::ordered_json line = {
+            {"chars", produced},
+            {"tokens", tokens},
+            {"seconds", seconds},
+            {"chars_per_s", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
+            {"tokens_per_s", seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0},
+            {"cache", window.decoder().cached()}};
         std::fputs((line.dump() + "\n").c_str(), stdout);
     }
     if (cli::stop_signal() != 0) {
@@ -135,15 +142,17 @@ int run(const Options& o, const cli::Parser& p) {
 
 cli::Parser make_parser(Options& o) {
     cli::Parser p("generate", "CKPT [options]", "Sample text from a checkpoint saved by train, printed as it comes.");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights", true);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
+                             "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--prompt", "TEXT", "what the sample starts from (default a newline, or the first character)",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.option("--prompt-file", "F", "the prompt read from a file (instead of --prompt)",
              [&o](const cli::Value& v) { o.prompt_file = v.file(); });
     p.option("--chars", "N", "characters to sample                      (default 500)",
              [&o](const cli::Value& v) { o.chars = v.integer(0, 1 << 24); });
-    p.option("--tokens", "N", "tokens to sample instead (a BPE model's tokens are pieces of words;\n"
-                              "a model without a tokenizer prints token ids, and --chars counts them)",
+    p.option("--tokens", "N",
+             "tokens to sample instead (a BPE model's tokens are pieces of words;\n"
+             "a model without a tokenizer prints token ids, and --chars counts them)",
              [&o](const cli::Value& v) { o.tokens = v.integer(0, 1 << 24); });
     p.option("--samples", "N", "samples from the same prompt, one after another (default 1)",
              [&o](const cli::Value& v) { o.samples = v.integer(1, 1 << 20); });
@@ -155,7 +164,9 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.flag("--no-cache", "rerun the whole window for every character (the reference the cache must equal)",
            [&o] { o.cache = false; });
-    p.flag("--json", "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\", \"cache\"}", [&o] { o.json = true; });
+    p.flag("--json",
+           "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\", \"cache\"}",
+           [&o] { o.json = true; });
     return p;
 }
 

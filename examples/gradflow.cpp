@@ -66,16 +66,20 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.trials = v.integer(1, 100000); });
     p.option("--window", "T", "window length in the study                          (default 8)",
              [&o](const cli::Value& v) { o.window = v.integer(2, 4096); });
-    p.option("--steps", "N", "training steps per run, with and without the divisor;\n0 skips the training run (default 300)",
+    p.option("--steps", "N",
+             "training steps per run, with and without the divisor;\n0 skips the training run (default 300)",
              [&o](const cli::Value& v) { o.steps = v.integer(0, 1000000); });
     p.option("--csv", "FILE", "write the study's table as CSV (with CKPT: the gradient report,\nas train --grad-csv)",
              [&o](const cli::Value& v) { o.csv = v.file(); });
-    p.option("--svg", "FILE", "chart the gradient against width (log-log)", [&o](const cli::Value& v) { o.svg = v.file(); });
-    p.option("--train-svg", "FILE", "chart the training runs' validation loss", [&o](const cli::Value& v) { o.train_svg = v.file(); });
+    p.option("--svg", "FILE", "chart the gradient against width (log-log)",
+             [&o](const cli::Value& v) { o.svg = v.file(); });
+    p.option("--train-svg", "FILE", "chart the training runs' validation loss",
+             [&o](const cli::Value& v) { o.train_svg = v.file(); });
     p.option("--dot", "FILE", "write the graph of one small head's forward and backward (Graphviz DOT)",
              [&o](const cli::Value& v) { o.dot = v.file(); });
     p.section("a checkpoint on your data");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights: its gradient\non --data", false);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
+                             "a checkpoint saved by train --out, or GPT-2 weights: its gradient\non --data", false);
     p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
              [&o](const cli::Value& v) { o.data = v.file(); });
     p.option("--batch", "B", "rows of a window                                    (default 4)",
@@ -126,10 +130,11 @@ const nn::study::Saturation& find(const std::vector<Row>& rows, int64_t width, b
 }
 
 void print_study(const Options& o, const std::vector<Row>& rows) {
-    fmt::print("The divisor and the gradient, measured on the graph ({} random heads per width, window {}, seed {}).\n"
-               "Rows of N(0, 1) entries, Wq, Wk, Wv drawn N(0, 1/width): q and k entries are everyday-size at every\n"
-               "width; the upstream gradient makes what arrives at the shares unit-variance, so only the softmax changes.\n\n",
-               o.trials, o.window, o.seed);
+    fmt::print(
+        "The divisor and the gradient, measured on the graph ({} random heads per width, window {}, seed {}).\n"
+        "Rows of N(0, 1) entries, Wq, Wk, Wv drawn N(0, 1/width): q and k entries are everyday-size at every\n"
+        "width; the upstream gradient makes what arrives at the shares unit-variance, so only the softmax changes.\n\n",
+        o.trials, o.window, o.seed);
     fmt::print("  width  divisor     |dWq|     |dWk|  row gradient  flat rows  largest share  entropy\n");
     fmt::print("                    (median over heads)   (median)               (median)   (nats)\n");
     for (const Row& r : rows) {
@@ -138,9 +143,10 @@ void print_study(const Options& o, const std::vector<Row>& rows) {
                    s.divided ? "÷√H" : "none", s.grad_query, s.grad_key, s.row_gradient.median, 100 * s.flat_rows,
                    s.largest_share.median, s.entropy);
     }
-    fmt::print("\n  |dWq|, |dWk|: norm of the whole matrix's gradient. row gradient: ||dL/dscores|| of one looking row,\n"
-               "  what came back through the softmax. flat: a row passing back under {:g}.\n",
-               nn::study::kFlatRowGradient);
+    fmt::print(
+        "\n  |dWq|, |dWk|: norm of the whole matrix's gradient. row gradient: ||dL/dscores|| of one looking row,\n"
+        "  what came back through the softmax. flat: a row passing back under {:g}.\n",
+        nn::study::kFlatRowGradient);
 }
 
 // What the table shows, in words computed from it.
@@ -156,11 +162,12 @@ std::string study_finding(const std::vector<Row>& rows) {
         "with the divisor there), and {:.0f}% of the rows are flat.\n",
         w2.row_gradient.median, w256.row_gradient.median,
         w256.row_gradient.median >= 0.5 * w2.row_gradient.median ? ": steady" : ": it falls too",
-        r2.row_gradient.median, r128.row_gradient.median, d128.row_gradient.median / std::max(r128.row_gradient.median, 1e-30),
-        100 * r128.flat_rows);
+        r2.row_gradient.median, r128.row_gradient.median,
+        d128.row_gradient.median / std::max(r128.row_gradient.median, 1e-30), 100 * r128.flat_rows);
     const double wq_ratio = r128.grad_query / d128.grad_query;
     out += fmt::format(
-        "The whole-matrix norm |dWq| at width 128 is {:.2f} without and {:.2f} with the divisor ({}): it is made by the\n"
+        "The whole-matrix norm |dWq| at width 128 is {:.2f} without and {:.2f} with the divisor ({}): it is made by "
+        "the\n"
         "rows that are not flat yet (and, without the divisor, is not multiplied by 1/sqrt(H) on its way back), so a\n"
         "matrix norm hides the collapse that the typical row shows.\n",
         r128.grad_query, d128.grad_query,
@@ -172,13 +179,14 @@ std::string study_finding(const std::vector<Row>& rows) {
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
-    std::string csv = fmt::format("width,divided,grad_query,grad_key,row_gradient_median,row_gradient_min,row_gradient_max,flat_rows,"
-                  "largest_share_median,entropy\n");
+    std::string csv = fmt::format(
+        "width,divided,grad_query,grad_key,row_gradient_median,row_gradient_min,row_gradient_max,flat_rows,"
+        "largest_share_median,entropy\n");
     for (const Row& r : rows) {
         const auto& s = r.s;
-        csv += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", s.width, s.divided ? 1 : 0, s.grad_query,
-                   s.grad_key, s.row_gradient.median, s.row_gradient.min, s.row_gradient.max, s.flat_rows,
-                   s.largest_share.median, s.entropy);
+        csv += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n", s.width,
+                           s.divided ? 1 : 0, s.grad_query, s.grad_key, s.row_gradient.median, s.row_gradient.min,
+                           s.row_gradient.max, s.flat_rows, s.largest_share.median, s.entropy);
     }
     nn::write_file_atomically(path, csv, "gradflow --csv");
 }
@@ -187,13 +195,15 @@ void write_study_svg(const std::string& path, const Options& o, const std::vecto
     chart::LineChart c{.title = "Gradient through an attention head against its width",
                        .x = {.label = "head width H", .scale = chart::Scale::log},
                        .y = {.label = "gradient norm", .scale = chart::Scale::log},
-                       .note = fmt::format("nn::study::saturation: {} random heads per width, window {}, seed {}", o.trials,
-                                           o.window, o.seed),
+                       .note = fmt::format("nn::study::saturation: {} random heads per width, window {}, seed {}",
+                                           o.trials, o.window, o.seed),
                        .width = 760,
                        .height = 440};
     const auto series = [&](const char* what, bool divided, const char* color, auto value) {
-        chart::Series s{.name = fmt::format("{}, {}", what, divided ? "÷√H" : "no divisor"), .color = color,
-                        .dashed = !divided, .markers = true};
+        chart::Series s{.name = fmt::format("{}, {}", what, divided ? "÷√H" : "no divisor"),
+                        .color = color,
+                        .dashed = !divided,
+                        .markers = true};
         for (const Row& r : rows)
             if (r.s.divided == divided) s.x.push_back(double(r.s.width)), s.y.push_back(value(r.s));
         c.series.push_back(std::move(s));
@@ -214,12 +224,12 @@ void write_dot(const std::string& path, uint64_t seed) {
     Generator gen(seed);
     nn::Head head({.n_embd = 4, .head_size = 4}, gen);
     for (auto& [name, p] : head.named_parameters()) p.set_name(name);  // "query.weight" rather than "weight"
-    const Tensor x = randn({1, 3, 4}, gen).set_name("x");  // (B, T, C)
-    const Tensor out = head.forward(x);                     // (B, T, H)
+    const Tensor x = randn({1, 3, 4}, gen).set_name("x");              // (B, T, C)
+    const Tensor out = head.forward(x);                                // (B, T, H)
     const Tensor loss = sum(out * randn(out.shape(), gen).set_name("upstream"));
     loss.backward(/*retain_graph=*/true);
-    nn::write_file_atomically(path, autograd::to_dot(loss, {.title = "one head (C = H = 4, T = 3): forward and backward"}),
-                              "gradflow --dot");
+    nn::write_file_atomically(
+        path, autograd::to_dot(loss, {.title = "one head (C = H = 4, T = 3): forward and backward"}), "gradflow --dot");
 }
 
 // --- the training run -------------------------------------------------------------------------------
@@ -233,13 +243,16 @@ struct Curve {
     double seconds = 0;
 };
 
-Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokenizer& tokenizer, const nn::TextData& data,
-                progress::Bar& bar, int64_t first_step) {
+Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokenizer& tokenizer,
+                const nn::TextData& data, progress::Bar& bar, int64_t first_step) {
     Curve curve{.divided = divided};
     Generator init(seed), batches(seed + 1);
-    nn::SingleHead model(
-        {.vocab = tokenizer.vocab_size(), .n_embd = kTrainWidth, .block = kTrainBlock, .scaled = divided, .record_scores = true},
-        init);  // record_scores: the row gradients are of the head's last_scores().grad()
+    nn::SingleHead model({.vocab = tokenizer.vocab_size(),
+                          .n_embd = kTrainWidth,
+                          .block = kTrainBlock,
+                          .scaled = divided,
+                          .record_scores = true},
+                         init);  // record_scores: the row gradients are of the head's last_scores().grad()
     nn::AdamW opt(model, {.lr = kTrainLr, .beta2 = 0.99f, .weight_decay = 0.1f});
     const nn::CosineSchedule schedule{.lr = kTrainLr, .min_lr = kTrainLr / 10, .warmup = 0, .total = steps};
     const int64_t every = std::max<int64_t>(1, steps / 20);
@@ -261,7 +274,8 @@ Curve train_one(bool divided, int64_t steps, uint64_t seed, const nn::CharTokeni
         const Tensor loss = cross_entropy(model(b.inputs, b.B, b.T), b.targets);  // logits (B, T, V)
         loss.backward();
         // the typical row's: the median over every window's looking rows
-        const double row_gradient = nn::study::summarize(nn::study::row_gradients(model.head.last_scores().grad())).median;
+        const double row_gradient =
+            nn::study::summarize(nn::study::row_gradients(model.head.last_scores().grad())).median;
         const double grad_query = nn::study::norm(model.head.query.weight.grad());
         nn::clip_grad_norm(model.parameters(), 1.0f);
         opt.step();
@@ -296,47 +310,59 @@ std::string training_finding(const Curve& with, const Curve& without) {
     // 90% of the way down the divided run's curve.
     const double level = with.val_loss.back() + 0.1 * (with.val_loss.front() - with.val_loss.back());
     const double a = first_step_under(with, level), b = first_step_under(without, level);
-    const auto when = [](double s) { return s < 0 ? std::string("not within the run") : fmt::format("by step {:.0f}", s); };
+    const auto when = [](double s) {
+        return s < 0 ? std::string("not within the run") : fmt::format("by step {:.0f}", s);
+    };
     std::string out = fmt::format(
         "Training a width-{} head: validation loss {:.3f} -> {:.3f} with the divisor, {:.3f} -> {:.3f} without.\n"
         "Loss {:.2f} (90% of the way down with the divisor) was reached {} with it and {} without.\n",
-        kTrainWidth, with.val_loss.front(), with.val_loss.back(), without.val_loss.front(), without.val_loss.back(), level,
-        when(a), when(b));
+        kTrainWidth, with.val_loss.front(), with.val_loss.back(), without.val_loss.front(), without.val_loss.back(),
+        level, when(a), when(b));
     const double frozen = frozen_from(without);
     out += fmt::format("The typical row's gradient at the first step: {:.1e} with the divisor, {:.1e} without; ",
                        with.row_gradient.front(), without.row_gradient.front());
-    out += frozen > 0 ? fmt::format("without it, it is exactly 0\nfrom step {:.0f} on: the typical row's attention stopped "
-                                    "learning, and only the value path, the embeddings and\nthe output layer kept training.\n",
-                                    frozen)
-                      : fmt::format("at the end {:.1e} and {:.1e}.\n", with.row_gradient.back(), without.row_gradient.back());
+    out += frozen > 0
+               ? fmt::format(
+                     "without it, it is exactly 0\nfrom step {:.0f} on: the typical row's attention stopped "
+                     "learning, and only the value path, the embeddings and\nthe output layer kept training.\n",
+                     frozen)
+               : fmt::format("at the end {:.1e} and {:.1e}.\n", with.row_gradient.back(), without.row_gradient.back());
     const double gap = without.val_loss.back() - with.val_loss.back();
     if (gap > 0.05)
-        out += fmt::format("The run without the divisor ended {:.2f} nats behind. AdamW rescales small gradients, but a "
-                           "row that\npasses back nothing gives it nothing to rescale.\n",
-                           gap);
+        out += fmt::format(
+            "The run without the divisor ended {:.2f} nats behind. AdamW rescales small gradients, but a "
+            "row that\npasses back nothing gives it nothing to rescale.\n",
+            gap);
     else if (gap < -0.05)
-        out += fmt::format("Here the run without the divisor ended {:.2f} nats ahead: on this task and budget the saturation "
-                           "did not\nhold training back.\n",
-                           -gap);
+        out += fmt::format(
+            "Here the run without the divisor ended {:.2f} nats ahead: on this task and budget the saturation "
+            "did not\nhold training back.\n",
+            -gap);
     else
-        out += "Both ended within 0.05 nats of each other: AdamW divides each gradient by its own running size, and on this\n"
-               "task and budget the saturated start did not hold training back much.\n";
+        out +=
+            "Both ended within 0.05 nats of each other: AdamW divides each gradient by its own running size, and on "
+            "this\n"
+            "task and budget the saturated start did not hold training back much.\n";
     if (without.seconds > 1.5 * with.seconds)
-        out += fmt::format("The run without the divisor also took {:.1f}x as long, most likely because its saturated softmax\n"
-                           "computes with subnormal floats (gradients like 1e-44 above), which CPUs handle slowly.\n",
-                           without.seconds / with.seconds);
+        out += fmt::format(
+            "The run without the divisor also took {:.1f}x as long, most likely because its saturated softmax\n"
+            "computes with subnormal floats (gradients like 1e-44 above), which CPUs handle slowly.\n",
+            without.seconds / with.seconds);
     return out;
 }
 
 void print_training(const Curve& with, const Curve& without) {
-    fmt::print("\nTraining: a SingleHead of width {} (C = H = {}, window {}, batch {}, AdamW lr {:g} with cosine decay) on\n"
-               "the copy task, the same initial weights and batches with and without the divisor.\n\n",
-               kTrainWidth, kTrainWidth, kTrainBlock, kTrainBatch, kTrainLr);
-    fmt::print("   step   val loss ÷√H   val loss none   row gradient ÷√H   row gradient none   |dWq| ÷√H   |dWq| none\n");
+    fmt::print(
+        "\nTraining: a SingleHead of width {} (C = H = {}, window {}, batch {}, AdamW lr {:g} with cosine decay) on\n"
+        "the copy task, the same initial weights and batches with and without the divisor.\n\n",
+        kTrainWidth, kTrainWidth, kTrainBlock, kTrainBatch, kTrainLr);
+    fmt::print(
+        "   step   val loss ÷√H   val loss none   row gradient ÷√H   row gradient none   |dWq| ÷√H   |dWq| none\n");
     for (size_t i = 0; i < with.step.size(); ++i)
         if (i == 0 || i % 2 == 1 || i + 1 == with.step.size())  // every other evaluation; the chart has them all
-            fmt::print("  {:>5.0f}   {:12.4f}   {:13.4f}   {:16.2e}   {:17.2e}   {:9.2e}   {:10.2e}\n", with.step[i], with.val_loss[i],
-                   without.val_loss[i], with.row_gradient[i], without.row_gradient[i], with.grad_query[i], without.grad_query[i]);
+            fmt::print("  {:>5.0f}   {:12.4f}   {:13.4f}   {:16.2e}   {:17.2e}   {:9.2e}   {:10.2e}\n", with.step[i],
+                       with.val_loss[i], without.val_loss[i], with.row_gradient[i], without.row_gradient[i],
+                       with.grad_query[i], without.grad_query[i]);
     fmt::print("  ({:.1f} s and {:.1f} s; row gradient = median over the batch's looking rows of ||dL/dscores||)\n",
                with.seconds, without.seconds);
 }
@@ -351,7 +377,8 @@ void write_training_svg(const std::string& path, const Curve& with, const Curve&
                        .width = 720,
                        .height = 400};
     c.series.push_back({.name = "with ÷√H", .x = with.step, .y = with.val_loss, .color = "#1f77b4"});
-    c.series.push_back({.name = "without the divisor", .x = without.step, .y = without.val_loss, .color = "#d62728", .dashed = true});
+    c.series.push_back(
+        {.name = "without the divisor", .x = without.step, .y = without.val_loss, .color = "#d62728", .dashed = true});
     chart::write_svg(c, path);
 }
 
@@ -377,24 +404,27 @@ void print_json(const Options& o, const std::vector<Row>& rows, const std::vecto
     }
     for (const Curve& c : curves)
         runs.push_back({{"divided", c.divided},
-                        {"step", std::vector<int64_t>(c.step.begin(), c.step.end())},  // whole steps, held as doubles for the chart
+                        {"step", std::vector<int64_t>(c.step.begin(),
+                                                      c.step.end())},  // whole steps, held as doubles for the chart
                         {"val_loss", c.val_loss},
                         {"train_loss", c.train_loss},
                         {"row_gradient", c.row_gradient},
                         {"grad_query", c.grad_query}});
-    const Json out = {{"seed", o.seed},
-                      {"trials", o.trials},
-                      {"window", o.window},
-                      {"flat_row_gradient", nn::study::kFlatRowGradient},
-                      {"study", study},
-                      {"training", {{"steps", o.steps}, {"width", kTrainWidth}, {"block", kTrainBlock}, {"runs", runs}}}};
+    const Json out = {
+        {"seed", o.seed},
+        {"trials", o.trials},
+        {"window", o.window},
+        {"flat_row_gradient", nn::study::kFlatRowGradient},
+        {"study", study},
+        {"training", {{"steps", o.steps}, {"width", kTrainWidth}, {"block", kTrainBlock}, {"runs", runs}}}};
     fmt::print("{}\n", out.dump());
 }
 
 int run_study_program(const Options& o) {
     if (o.train_svg && o.steps == 0) throw cli::UsageError("--train-svg needs a training run (--steps above 0)");
     std::vector<cli::Output> outputs;
-    for (const auto& [flag, file] : {std::pair{"--csv", o.csv}, {"--svg", o.svg}, {"--train-svg", o.train_svg}, {"--dot", o.dot}})
+    for (const auto& [flag, file] :
+         {std::pair{"--csv", o.csv}, {"--svg", o.svg}, {"--train-svg", o.train_svg}, {"--dot", o.dot}})
         if (file) outputs.push_back({.flag = flag, .path = *file});
     const cli::OutputLocks locks = cli::claim_outputs({}, outputs, o.force);
     if (o.dot) write_dot(*o.dot, o.seed);
@@ -424,7 +454,8 @@ int run_study_program(const Options& o) {
     }
     if (o.json) print_json(o, rows, curves);
     if (!o.json) {
-        for (const auto& [flag, file] : {std::pair{"csv", o.csv}, {"svg", o.svg}, {"train-svg", o.train_svg}, {"dot", o.dot}})
+        for (const auto& [flag, file] :
+             {std::pair{"csv", o.csv}, {"svg", o.svg}, {"train-svg", o.train_svg}, {"dot", o.dot}})
             if (file) fmt::print("wrote {} (--{})\n", *file, flag);
     }
     return 0;
@@ -439,13 +470,22 @@ int run(const Options& o, const cli::Parser& parser) {
         return run_study_program(o);
     }
     for (const char* flag : {"--seed", "--trials", "--window", "--steps", "--svg", "--train-svg", "--dot"})
-        if (parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to the study, not to a checkpoint", flag));
-    if (!o.data) throw cli::UsageError("a checkpoint needs --data FILE: the text or token file to take the gradient on");
+        if (parser.given(flag))
+            throw cli::UsageError(fmt::format("{} applies to the study, not to a checkpoint", flag));
+    if (!o.data)
+        throw cli::UsageError("a checkpoint needs --data FILE: the text or token file to take the gradient on");
     std::vector<cli::Output> outputs;
     if (o.csv) outputs.push_back({.flag = "--csv", .path = *o.csv});
     const cli::OutputLocks locks = cli::claim_outputs({*o.checkpoint, {"--data", *o.data}}, outputs, o.force);
-    return gradflow::checkpoint_flow({.checkpoint = o.checkpoint->path, .data = *o.data, .tokenizer = o.tokenizer, .n_head = o.n_head,
-                                      .batch = o.batch, .batches = o.batches, .block = o.block, .csv = o.csv, .json = o.json});
+    return gradflow::checkpoint_flow({.checkpoint = o.checkpoint->path,
+                                      .data = *o.data,
+                                      .tokenizer = o.tokenizer,
+                                      .n_head = o.n_head,
+                                      .batch = o.batch,
+                                      .batches = o.batches,
+                                      .block = o.block,
+                                      .csv = o.csv,
+                                      .json = o.json});
 }
 
 }  // namespace

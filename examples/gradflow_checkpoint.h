@@ -14,9 +14,9 @@ struct CheckpointOptions {
     std::string checkpoint, data;
     std::optional<std::string> tokenizer;  // for GPT-2 weights (nn::load_trained_model)
     std::optional<int64_t> n_head;         // the same
-    int64_t batch = 4, batches = 1;   // the first `batches` consecutive windows of batch x block tokens
-    std::optional<int64_t> block;     // default: the model's block
-    std::optional<std::string> csv;   // the report as train --grad-csv writes it (step 0 for weights without one)
+    int64_t batch = 4, batches = 1;        // the first `batches` consecutive windows of batch x block tokens
+    std::optional<int64_t> block;          // default: the model's block
+    std::optional<std::string> csv;        // the report as train --grad-csv writes it (step 0 for weights without one)
     bool json = false;
 };
 

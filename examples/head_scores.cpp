@@ -52,7 +52,8 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("head_scores", "CKPT [options]",
                   "Previous-token, duplicate-token and induction scores of every head, on random tokens repeated.");
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a checkpoint saved by train --out, or GPT-2 weights", true);
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
+                             "a checkpoint saved by train --out, or GPT-2 weights", true);
     p.option("--length", "N", "random tokens before their repeat             (default 50, or half the block)",
              [&o](const cli::Value& v) { o.length = v.integer(1, 1 << 20); });
     p.option("--batch", "B", "probe sequences                                (default 16)",
@@ -93,8 +94,8 @@ void print_table(std::vector<nn::HeadScores> heads, int64_t top) {
     for (size_t i = 0; i < shown; ++i) {
         const nn::HeadScores& h = heads[i];
         const auto best = std::ranges::max_element(kScores, {}, [&](const Score& s) { return h.*s.value; });
-        fmt::print("{:>5}  {:>4}  {:>14.3f}  {:>15.3f}  {:>9.3f}  {}\n", h.layer, h.head, h.previous_token, h.duplicate_token, h.induction,
-                   best->name);
+        fmt::print("{:>5}  {:>4}  {:>14.3f}  {:>15.3f}  {:>9.3f}  {}\n", h.layer, h.head, h.previous_token,
+                   h.duplicate_token, h.induction, best->name);
     }
     if (shown < heads.size())
         fmt::print("({} of {} heads, by their highest score; --top 0 shows every one)\n", shown, heads.size());
@@ -107,8 +108,8 @@ void print_words(const std::vector<nn::HeadScores>& heads) {
         std::vector<const nn::HeadScores*> order;
         for (const nn::HeadScores& h : heads) order.push_back(&h);
         std::ranges::stable_sort(order, [&](const auto* a, const auto* b) { return a->*s.value > b->*s.value; });
-        fmt::print("The strongest {} head is {}: {} of its attention {}.\n", s.name, head_name(*order[0]), percent(order[0]->*s.value),
-                   s.looks_at);
+        fmt::print("The strongest {} head is {}: {} of its attention {}.\n", s.name, head_name(*order[0]),
+                   percent(order[0]->*s.value), s.looks_at);
         std::vector<std::string> next;
         for (size_t i = 1; i < std::min<size_t>(order.size(), 3); ++i)
             next.push_back(fmt::format("{} ({})", head_name(*order[i]), percent(order[i]->*s.value)));
@@ -123,18 +124,23 @@ int run(const Options& o) {
     nn::TrainedModel trained = load_checkpoint(path, {o.tokenizer, o.n_head});
     nn::LanguageModel& model = *trained.model;
     const std::string kind = fmt::format("{}", trained.config.kind);
-    if (nn::attention_heads(model).empty()) throw std::runtime_error(fmt::format("{}: a {} model has no attention head to score", path, kind));
+    if (nn::attention_heads(model).empty())
+        throw std::runtime_error(fmt::format("{}: a {} model has no attention head to score", path, kind));
     if (model.block_size() < 2)
-        throw std::runtime_error(fmt::format("{}: its block of {} token is too short for the repeated-token probe, which needs at "
-                                             "least 2 (a random token and its repeat)", path, model.block_size()));
+        throw std::runtime_error(
+            fmt::format("{}: its block of {} token is too short for the repeated-token probe, which needs at "
+                        "least 2 (a random token and its repeat)",
+                        path, model.block_size()));
     const int64_t length = o.length.value_or(std::min(kLength, model.block_size() / 2));
     if (2 * length > model.block_size())
-        throw std::runtime_error(fmt::format("--length {}: the probe's 2 x {} tokens are longer than the model's block of {} ({})",
-                                             length, length, model.block_size(), path));
+        throw std::runtime_error(
+            fmt::format("--length {}: the probe's 2 x {} tokens are longer than the model's block of {} ({})", length,
+                        length, model.block_size(), path));
     const int64_t T = 2 * length;
-    const int64_t rows = rows_at_once(trained.config, path, o.batch, T, nn::Pass::forward_heads,
-                                      fmt::format("one probe sequence of --length {} ({} tokens, every head's attention kept)", length, T),
-                                      "choose a shorter --length");
+    const int64_t rows = rows_at_once(
+        trained.config, path, o.batch, T, nn::Pass::forward_heads,
+        fmt::format("one probe sequence of --length {} ({} tokens, every head's attention kept)", length, T),
+        "choose a shorter --length");
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
     const nn::RepeatedTokens probe = nn::make_repeated_tokens(model.vocab_size(), length, o.batch, gen);
     // In parts of `rows` sequences (bounded memory); each score is a mean over its part's sequences, all of
@@ -144,7 +150,8 @@ int run(const Options& o) {
     for (int64_t first = 0; first < o.batch; first += rows) {
         const int64_t n = std::min(rows, o.batch - first);
         const auto ids = probe.ids.begin() + first * T;
-        const std::vector<nn::HeadScores> part = nn::head_scores(model, {.B = n, .half = length, .ids = {ids, ids + n * T}});
+        const std::vector<nn::HeadScores> part =
+            nn::head_scores(model, {.B = n, .half = length, .ids = {ids, ids + n * T}});
         if (scores.empty())
             for (const nn::HeadScores& h : part) scores.push_back({.layer = h.layer, .head = h.head, .name = h.name});
         const double weight = double(n) / double(o.batch);  // 1 (exactly the score) for a probe in one part
@@ -160,14 +167,23 @@ int run(const Options& o) {
     if (o.json) {
         nlohmann::ordered_json heads = nlohmann::ordered_json::array();
         for (const nn::HeadScores& s : scores)
-            heads.push_back({{"layer", s.layer}, {"head", s.head}, {"name", s.name}, {"previous_token", round(s.previous_token)},
-                             {"duplicate_token", round(s.duplicate_token)}, {"induction", round(s.induction)}});
-        fmt::print("{}\n", nlohmann::ordered_json{{"checkpoint", path}, {"model", kind}, {"length", length}, {"batch", o.batch},
-                                                  {"seed", o.seed}, {"heads", heads}}
+            heads.push_back({{"layer", s.layer},
+                             {"head", s.head},
+                             {"name", s.name},
+                             {"previous_token", round(s.previous_token)},
+                             {"duplicate_token", round(s.duplicate_token)},
+                             {"induction", round(s.induction)}});
+        fmt::print("{}\n", nlohmann::ordered_json{{"checkpoint", path},
+                                                  {"model", kind},
+                                                  {"length", length},
+                                                  {"batch", o.batch},
+                                                  {"seed", o.seed},
+                                                  {"heads", heads}}
                                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
         return 0;
     }
-    fmt::print("heads of {} ({} model), on {} sequences of {} random tokens, each followed by itself again\n", path, kind, o.batch, length);
+    fmt::print("heads of {} ({} model), on {} sequences of {} random tokens, each followed by itself again\n", path,
+               kind, o.batch, length);
     print_table(scores, o.top.value_or(10));
     print_words(scores);
     return 0;

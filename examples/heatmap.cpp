@@ -36,7 +36,7 @@ using namespace autograd;
 
 namespace {
 
-constexpr int64_t kUntrainedBlock = 64;       // the longest prompt an untrained head is shown for
+constexpr int64_t kUntrainedBlock = 64;           // the longest prompt an untrained head is shown for
 constexpr std::string_view kRamp = " .:-=+*#%@";  // ASCII shades; ' ' is kept for masked cells
 
 struct Options {
@@ -51,8 +51,11 @@ struct Options {
 
 cli::Parser make_parser(Options& o) {
     cli::Parser p("heatmap", "[CKPT] --prompt TEXT [options]", "An attention heatmap in the terminal.");
-    p.option("--prompt", "TEXT", "the characters to look at (both axes)", [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
-    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head, "a trained model (from train --out, or GPT-2 weights); without it, an\nuntrained head", false);
+    p.option("--prompt", "TEXT", "the characters to look at (both axes)",
+             [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
+    cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
+                             "a trained model (from train --out, or GPT-2 weights); without it, an\nuntrained head",
+                             false);
     p.option("--layer", "L", "which block, for a GPT                                   (default 0)",
              [&o](const cli::Value& v) { o.layer = v.integer(0, 1 << 20); });
     p.option("--head", "N", "which head of that layer                                 (default 0)",
@@ -62,7 +65,9 @@ cli::Parser make_parser(Options& o) {
     p.option("--seed", "S", "untrained head: seed for the embeddings and the weights  (default 1)",
              [&o](const cli::Value& v) { o.seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); });
     p.option("--color", "WHEN", "auto (colour on a terminal unless NO_COLOR is set), always or never",
-             [&o](const cli::Value& v) { o.color = v.choice({"auto", "always", "never"}); });
+             [&o](const cli::Value& v) {
+                 o.color = v.choice({"auto", "always", "never"});
+             });
     return p;
 }
 
@@ -90,7 +95,8 @@ std::string visible(const std::string& token) {
 
 // Terminal columns of a label: one a code point.
 size_t columns(const std::string& label) {
-    return static_cast<size_t>(std::count_if(label.begin(), label.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    return static_cast<size_t>(std::count_if(label.begin(), label.end(),
+                                             [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::vector<std::string> labels_of(const nn::Tokenizer& tokenizer, const std::vector<int64_t>& ids) {
@@ -111,7 +117,8 @@ Map untrained(const Options& o) {
     const auto T = static_cast<int64_t>(ids.size());
     if (T > kUntrainedBlock)
         throw std::runtime_error(
-            fmt::format("the prompt has {} characters, more than the block of {} an untrained head is shown for", T, kUntrainedBlock));
+            fmt::format("the prompt has {} characters, more than the block of {} an untrained head is shown for", T,
+                        kUntrainedBlock));
     Generator gen(o.seed);
     const int64_t C = o.width;
     // Everyday-size rows (N(0, 1)) per distinct character, and weights N(0, 1/C) so q and k are everyday-size
@@ -132,10 +139,12 @@ Map trained(const Options& o) {
     const auto ids = loaded.tokenizer->encode(*o.prompt);  // unknown characters throw, listing them
     const auto T = static_cast<int64_t>(ids.size());
     const std::vector<nn::AttentionHead> heads = nn::attention_heads(*loaded.model);
-    const nn::InspectableHead* head = &tools::chosen_head(heads, o.layer, o.head, o.checkpoint->path, config.kind).module;
+    const nn::InspectableHead* head =
+        &tools::chosen_head(heads, o.layer, o.head, o.checkpoint->path, config.kind).module;
     if (T > loaded.model->block_size())
         throw std::runtime_error(fmt::format("the prompt has {} {}, more than the model's block of {} ({})", T,
-                                             nn::token_unit(*loaded.tokenizer), loaded.model->block_size(), o.checkpoint->path));
+                                             nn::token_unit(*loaded.tokenizer), loaded.model->block_size(),
+                                             o.checkpoint->path));
     NoGradGuard no_grad;
     (*loaded.model)(ids, 1, T);
     return from_attention(head->last_attention(), labels_of(*loaded.tokenizer, ids),
@@ -149,7 +158,9 @@ fmt::rgb ramp_colour(double share) {
     const double t = std::clamp(share, 0.0, 1.0) * 4.0;
     const int k = std::min(3, static_cast<int>(t));
     const double f = t - k;
-    const auto mix = [&](int c) { return static_cast<uint8_t>(std::lround(stops[k][c] + f * (stops[k + 1][c] - stops[k][c]))); };
+    const auto mix = [&](int c) {
+        return static_cast<uint8_t>(std::lround(stops[k][c] + f * (stops[k + 1][c] - stops[k][c])));
+    };
     return fmt::rgb(mix(0), mix(1), mix(2));
 }
 
@@ -198,11 +209,12 @@ int run(const Options& o, const cli::Parser& parser) {
     if (o.checkpoint && parser.given("--width"))
         throw cli::UsageError("--width applies to the untrained head only (a checkpoint fixes it)");
     for (const char* flag : {"--layer", "--head", "--tokenizer", "--n-head"})
-        if (!o.checkpoint && parser.given(flag)) throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
+        if (!o.checkpoint && parser.given(flag))
+            throw cli::UsageError(fmt::format("{} applies to a checkpoint's heads (give CKPT)", flag));
     const Map m = o.checkpoint ? trained(o) : untrained(o);
     const char* no_colour = std::getenv("NO_COLOR");
-    const bool colour = o.color == "always" ||
-                        (o.color == "auto" && isatty(STDOUT_FILENO) == 1 && !(no_colour && *no_colour));
+    const bool colour =
+        o.color == "always" || (o.color == "auto" && isatty(STDOUT_FILENO) == 1 && !(no_colour && *no_colour));
     show(m, colour);
     return 0;
 }

@@ -50,23 +50,25 @@ struct Options {
 };
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p("induction", "[options]", "Induction heads: what a two-layer attention-only model learns that one layer cannot.");
+    cli::Parser p("induction", "[options]",
+                  "Induction heads: what a two-layer attention-only model learns that one layer cannot.");
     p.section("data (made in memory)");
     p.option("--vocab", "V", "tokens drawn uniformly                            (default 24)",
              [&o](const cli::Value& v) { o.data.vocab = v.integer(2, 4096); });
     p.option("--block", "T", "window length                                     (default 40)",
              [&o](const cli::Value& v) { o.data.block = v.integer(4, 1024); });
-    p.option("--segment", "MIN:MAX", "length of the repeated segment                 (default 10:20)", [&o](const cli::Value& v) {
-        const std::string text = v.nonempty();
-        const size_t colon = text.find(':');
-        char* end = nullptr;
-        const long lo = std::strtol(text.c_str(), &end, 10);
-        const long hi = colon == std::string::npos ? -1 : std::strtol(text.c_str() + colon + 1, &end, 10);
-        if (colon == std::string::npos || *end != '\0' || lo < 2 || hi < lo)
-            throw cli::UsageError(fmt::format("--segment needs MIN:MAX with 2 <= MIN <= MAX, got '{}'", text));
-        o.data.min_segment = lo;
-        o.data.max_segment = hi;
-    });
+    p.option("--segment", "MIN:MAX", "length of the repeated segment                 (default 10:20)",
+             [&o](const cli::Value& v) {
+                 const std::string text = v.nonempty();
+                 const size_t colon = text.find(':');
+                 char* end = nullptr;
+                 const long lo = std::strtol(text.c_str(), &end, 10);
+                 const long hi = colon == std::string::npos ? -1 : std::strtol(text.c_str() + colon + 1, &end, 10);
+                 if (colon == std::string::npos || *end != '\0' || lo < 2 || hi < lo)
+                     throw cli::UsageError(fmt::format("--segment needs MIN:MAX with 2 <= MIN <= MAX, got '{}'", text));
+                 o.data.min_segment = lo;
+                 o.data.max_segment = hi;
+             });
     p.section("models and training");
     p.option("--n-embd", "C", "residual width of the two-layer model             (default 32)",
              [&o](const cli::Value& v) { o.n_embd = v.integer(1, 4096); });
@@ -91,8 +93,9 @@ cli::Parser make_parser(Options& o) {
     p.section("output");
     p.option("--figures", "DIR", "write induction_attention.svg, induction_loss.svg and induction_scores.svg",
              [&o](const cli::Value& v) { o.figures = v.file(); });
-    p.option("--report", "HTML", "a report page of the two-layer model's training (as train --report),\n"
-                                 "rewritten at every evaluation",
+    p.option("--report", "HTML",
+             "a report page of the two-layer model's training (as train --report),\n"
+             "rewritten at every evaluation",
              [&o](const cli::Value& v) { o.report = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print the figures as one JSON line last on stdout", [&o] { o.json = true; });
@@ -110,7 +113,7 @@ struct HeadScore {
 struct Evaluation {
     int64_t step = 0;
     nn::InductionLosses losses;
-    double mean_loss = 0;  // over every token of the batch
+    double mean_loss = 0;                                                        // over every token of the batch
     std::vector<std::vector<double>> previous_token = {}, prefix_matching = {};  // [layer][head]
     HeadScore best(const std::vector<std::vector<double>>& scores) const {
         HeadScore best;
@@ -144,7 +147,8 @@ struct Run {
     std::string name;
     int64_t params = 0;
     std::vector<Evaluation> evaluations = {};
-    std::vector<std::vector<float>> attention = {};  // the last evaluation's (T, T) map of sequence 0, per [layer * n_head + head]
+    std::vector<std::vector<float>> attention =
+        {};  // the last evaluation's (T, T) map of sequence 0, per [layer * n_head + head]
 };
 
 // The report page's fixed sample: the first evaluation sequence, its tokens shown as letters and digits.
@@ -158,11 +162,11 @@ std::string token_letters(std::span<const int64_t> ids) {
 // With `page`, the run is also drawn there (train --report's page): the batch loss every fifth of an
 // evaluation interval, the evaluation batch's mean loss as the validation loss, the gradient norms
 // (before clipping) and the attention maps on the first evaluation sequence at every evaluation.
-Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_layer, const nn::InductionBatch& eval_batch,
-          report::RunReport* page = nullptr) {
+Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_layer,
+          const nn::InductionBatch& eval_batch, report::RunReport* page = nullptr) {
     Generator init(o.seed * 2 + 11), data(o.seed * 2 + 12);  // the same data stream for both models
-    nn::AttentionOnly model({.vocab = o.data.vocab, .n_embd = n_embd, .n_head = o.n_head, .n_layer = n_layer, .block = o.data.block},
-                            init);
+    nn::AttentionOnly model(
+        {.vocab = o.data.vocab, .n_embd = n_embd, .n_head = o.n_head, .n_layer = n_layer, .block = o.data.block}, init);
     nn::AdamW optimizer(model, {.lr = o.lr, .weight_decay = 0.0f});
     Run run{.name = name, .params = model.parameter_count()};
     const std::span<const int64_t> sample(eval_batch.inputs.data(), size_t(eval_batch.T));
@@ -175,9 +179,12 @@ Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_l
             page->write(*o.report, "--report");
         }
         const HeadScore prev = e.best(e.previous_token), induction = e.best(e.prefix_matching);
-        fmt::print(stderr, "{} step {:>5}: loss on repeats {:.3f}, on first occurrences {:.3f}; best previous-token head {} ({}), "
-                           "induction head {} ({})\n",
-                   name, step, e.losses.repeated, e.losses.first, prev.name(), prev.percent(), induction.name(), induction.percent());
+        fmt::print(
+            stderr,
+            "{} step {:>5}: loss on repeats {:.3f}, on first occurrences {:.3f}; best previous-token head {} ({}), "
+            "induction head {} ({})\n",
+            name, step, e.losses.repeated, e.losses.first, prev.name(), prev.percent(), induction.name(),
+            induction.percent());
     };
     measure(0, NAN);
     const int64_t page_every = std::max<int64_t>(1, o.eval_every / 5);
@@ -190,8 +197,9 @@ Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_l
         if (page && evaluating) page->add_gradients(nn::gradient_report(model, nullptr, step));
         const float norm = nn::clip_grad_norm(model.parameters(), 1.0f);
         if (!std::isfinite(loss.item()) || !std::isfinite(norm))
-            throw std::runtime_error(fmt::format("{} model: at step {} the loss is {} and the gradient norm {}; try a lower --lr", name,
-                                                 step, loss.item(), norm));
+            throw std::runtime_error(
+                fmt::format("{} model: at step {} the loss is {} and the gradient norm {}; try a lower --lr", name,
+                            step, loss.item(), norm));
         optimizer.step();
         if (evaluating) measure(step, loss.item());
         else if (page && step % page_every == 0) page->add_log(step, loss.item(), NAN, NAN, o.lr);
@@ -216,41 +224,49 @@ std::string attention_svg(const std::vector<const std::vector<float>*>& maps, co
                           const nn::InductionBatch& batch) {
     const int64_t T = batch.T, cell = std::max<int64_t>(3, 320 / T), side = cell * T, margin = 40, gap = 50;
     const int64_t width = margin + int64_t(maps.size()) * (side + gap), height = side + margin + 60;
-    std::string svg = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-                                  "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-                                  width, height, width, height);
+    std::string svg = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+        width, height, width, height);
     const int64_t s = batch.segment_start[0], d = batch.copy_start[0], L = batch.segment_length[0];
     for (size_t m = 0; m < maps.size(); ++m) {
         const int64_t x0 = margin + int64_t(m) * (side + gap), y0 = margin;
         svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", x0, y0 - 22, escape(titles[m]));
-        svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#555\">key (looked at) →; rows: query</text>\n", x0, y0 - 8);
+        svg += fmt::format(
+            "<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#555\">key (looked at) →; rows: query</text>\n", x0,
+            y0 - 8);
         for (int64_t i = 0; i < T; ++i)
             for (int64_t j = 0; j <= i; ++j) {
                 const double w = std::clamp(double((*maps[m])[i * T + j]), 0.0, 1.0);
                 const int shade = static_cast<int>(std::lround(255 * (1 - w)));
-                svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},255)\"/>\n", x0 + j * cell,
-                                   y0 + i * cell, cell, cell, shade, shade);
+                svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},255)\"/>\n",
+                                   x0 + j * cell, y0 + i * cell, cell, cell, shade, shade);
             }
-        svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", x0, y0, side, side);
+        svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", x0,
+                           y0, side, side);
         // the copy's rows (queries d .. d+L-1) and the segment's columns (keys s .. s+L-1), in orange
-        svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ff7f0e\" stroke-dasharray=\"3,2\"/>\n",
-                           x0 + s * cell, y0 + d * cell, L * cell, L * cell);
+        svg += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ff7f0e\" "
+            "stroke-dasharray=\"3,2\"/>\n",
+            x0 + s * cell, y0 + d * cell, L * cell, L * cell);
     }
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555\">one sequence of T = {}: tokens {}..{} repeat {}..{} "
-                       "(dashed box: copy's rows against the segment's columns)</text>\n</svg>\n",
-                       margin, height - 16, T, d, d + L - 1, s, s + L - 1);
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#555\">one sequence of T = {}: tokens {}..{} repeat {}..{} "
+        "(dashed box: copy's rows against the segment's columns)</text>\n</svg>\n",
+        margin, height - 16, T, d, d + L - 1, s, s + L - 1);
     return svg;
 }
 
-void write_figures(const Options& o, const Run& two, const Run& control, std::optional<int64_t> phase, const HeadScore& prev,
-                   const HeadScore& induction, const nn::InductionBatch& eval_batch) {
+void write_figures(const Options& o, const Run& two, const Run& control, std::optional<int64_t> phase,
+                   const HeadScore& prev, const HeadScore& induction, const nn::InductionBatch& eval_batch) {
     const std::filesystem::path dir = *o.figures;
     const auto& a = two.attention;
     nn::write_file_atomically(
         dir / "induction_attention.svg",
         attention_svg({&a[prev.layer * o.n_head + prev.head], &a[induction.layer * o.n_head + induction.head]},
                       {fmt::format("previous-token head {}.{} (score {:.2f})", prev.layer, prev.head, prev.score),
-                       fmt::format("induction head {}.{} (prefix matching {:.2f})", induction.layer, induction.head, induction.score)},
+                       fmt::format("induction head {}.{} (prefix matching {:.2f})", induction.layer, induction.head,
+                                   induction.score)},
                       eval_batch),
         "induction --figures");
 
@@ -259,39 +275,53 @@ void write_figures(const Options& o, const Run& two, const Run& control, std::op
         for (const Evaluation& e : r.evaluations) xs.push_back(double(e.step)), ys.push_back(field(e));
         return std::pair(xs, ys);
     };
-    chart::LineChart loss{.title = "Loss on repeated tokens and on first occurrences",
-                          .x = {.label = "step"},
-                          .y = {.label = "loss (nats per token)", .min = 0.0},
-                          .note = phase ? fmt::format("phase change at step {} (repeated-token loss halfway down)", *phase)
-                                        : std::string("no phase change")};
+    chart::LineChart loss{
+        .title = "Loss on repeated tokens and on first occurrences",
+        .x = {.label = "step"},
+        .y = {.label = "loss (nats per token)", .min = 0.0},
+        .note = phase ? fmt::format("phase change at step {} (repeated-token loss halfway down)", *phase)
+                      : std::string("no phase change")};
     const auto add = [&](const Run& r, const char* what, auto field, const char* color, bool dashed) {
         auto [xs, ys] = column(r, field);
-        loss.series.push_back({.name = fmt::format("{}, {}", r.name, what), .x = xs, .y = ys, .color = color, .dashed = dashed});
+        loss.series.push_back(
+            {.name = fmt::format("{}, {}", r.name, what), .x = xs, .y = ys, .color = color, .dashed = dashed});
     };
-    add(two, "repeated", [](const Evaluation& e) { return e.losses.repeated; }, "#1f77b4", false);
-    add(two, "first occurrences", [](const Evaluation& e) { return e.losses.first; }, "#1f77b4", true);
-    add(control, "repeated", [](const Evaluation& e) { return e.losses.repeated; }, "#d62728", false);
-    add(control, "first occurrences", [](const Evaluation& e) { return e.losses.first; }, "#d62728", true);
+    add(
+        two, "repeated", [](const Evaluation& e) { return e.losses.repeated; }, "#1f77b4", false);
+    add(
+        two, "first occurrences", [](const Evaluation& e) { return e.losses.first; }, "#1f77b4", true);
+    add(
+        control, "repeated", [](const Evaluation& e) { return e.losses.repeated; }, "#d62728", false);
+    add(
+        control, "first occurrences", [](const Evaluation& e) { return e.losses.first; }, "#d62728", true);
     if (phase) {
         double top = 0;
         for (const Evaluation& e : control.evaluations) top = std::max({top, e.losses.first, e.losses.repeated});
-        loss.series.push_back({.name = fmt::format("phase change, step {}", *phase), .x = {double(*phase), double(*phase)}, .y = {0.0, top},
-                               .color = "#2ca02c", .dashed = true});
+        loss.series.push_back({.name = fmt::format("phase change, step {}", *phase),
+                               .x = {double(*phase), double(*phase)},
+                               .y = {0.0, top},
+                               .color = "#2ca02c",
+                               .dashed = true});
     }
     chart::write_svg(loss, dir / "induction_loss.svg");
 
-    chart::LineChart scores{.title = "Head scores of the two-layer model",
-                            .x = {.label = "step"},
-                            .y = {.label = "mean attention", .min = 0.0, .max = 1.0},
-                            .note = "solid: previous-token score of layer 0's heads; dashed: prefix-matching score of layer 1's heads"};
+    chart::LineChart scores{
+        .title = "Head scores of the two-layer model",
+        .x = {.label = "step"},
+        .y = {.label = "mean attention", .min = 0.0, .max = 1.0},
+        .note = "solid: previous-token score of layer 0's heads; dashed: prefix-matching score of layer 1's heads"};
     const char* palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
     for (int64_t h = 0; h < o.n_head; ++h) {
         auto [xs, prev_ys] = column(two, [h](const Evaluation& e) { return e.previous_token[0][h]; });
-        scores.series.push_back({.name = fmt::format("0.{} previous token", h), .x = xs, .y = prev_ys, .color = palette[h % 8]});
+        scores.series.push_back(
+            {.name = fmt::format("0.{} previous token", h), .x = xs, .y = prev_ys, .color = palette[h % 8]});
         auto [xs2, prefix_ys] = column(two, [h](const Evaluation& e) { return e.prefix_matching.back()[h]; });
         scores.series.push_back(
-            {.name = fmt::format("{}.{} prefix matching", two.evaluations[0].prefix_matching.size() - 1, h), .x = xs2, .y = prefix_ys,
-             .color = palette[h % 8], .dashed = true});
+            {.name = fmt::format("{}.{} prefix matching", two.evaluations[0].prefix_matching.size() - 1, h),
+             .x = xs2,
+             .y = prefix_ys,
+             .color = palette[h % 8],
+             .dashed = true});
     }
     chart::write_svg(scores, dir / "induction_scores.svg");
 }
@@ -303,10 +333,11 @@ nlohmann::ordered_json head_json(const HeadScore& h) {
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     for (int64_t width : {o.n_embd, o.control_n_embd})
-        if (width % o.n_head != 0) throw cli::UsageError(fmt::format("--n-head {} must divide the width {}", o.n_head, width));
+        if (width % o.n_head != 0)
+            throw cli::UsageError(fmt::format("--n-head {} must divide the width {}", o.n_head, width));
     if (o.data.min_segment < 2 || 2 * o.data.max_segment > o.data.block + 1)
-        throw cli::UsageError(fmt::format("--segment {}:{} does not fit twice in --block {} + 1 tokens", o.data.min_segment,
-                                          o.data.max_segment, o.data.block));
+        throw cli::UsageError(fmt::format("--segment {}:{} does not fit twice in --block {} + 1 tokens",
+                                          o.data.min_segment, o.data.max_segment, o.data.block));
     std::vector<cli::Output> outputs;
     if (o.figures)
         for (const char* name : {"induction_attention.svg", "induction_loss.svg", "induction_scores.svg"})
@@ -347,15 +378,20 @@ int run(const Options& o) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     const auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };
-    fmt::print("two layers ({} parameters): loss on repeated tokens {:.3f}, on first occurrences {:.3f} (log V = {:.3f}), "
-               "in-context score {:.3f}; phase change {}\n",
-               two.params, last.losses.repeated, last.losses.first, std::log(double(o.data.vocab)), last.losses.icl_score(),
-               phase ? fmt::format("at step {}", *phase) : std::string("not seen"));
-    fmt::print("  the previous-token head is {}: {} of its attention on the previous token\n", prev.name(), prev.percent());
-    fmt::print("  the induction head is {}: {} of a repeated token's attention on the token after its earlier occurrence\n",
-               induction.name(), induction.percent());
-    fmt::print("one layer ({} parameters): loss on repeated tokens {:.3f}, on first occurrences {:.3f}, in-context score {:.3f}\n",
-               control.params, control_last.losses.repeated, control_last.losses.first, control_last.losses.icl_score());
+    fmt::print(
+        "two layers ({} parameters): loss on repeated tokens {:.3f}, on first occurrences {:.3f} (log V = {:.3f}), "
+        "in-context score {:.3f}; phase change {}\n",
+        two.params, last.losses.repeated, last.losses.first, std::log(double(o.data.vocab)), last.losses.icl_score(),
+        phase ? fmt::format("at step {}", *phase) : std::string("not seen"));
+    fmt::print("  the previous-token head is {}: {} of its attention on the previous token\n", prev.name(),
+               prev.percent());
+    fmt::print(
+        "  the induction head is {}: {} of a repeated token's attention on the token after its earlier occurrence\n",
+        induction.name(), induction.percent());
+    fmt::print(
+        "one layer ({} parameters): loss on repeated tokens {:.3f}, on first occurrences {:.3f}, in-context score "
+        "{:.3f}\n",
+        control.params, control_last.losses.repeated, control_last.losses.first, control_last.losses.icl_score());
     if (o.json) {
         const nlohmann::ordered_json figures = {
             {"phase_change_step", phase ? nlohmann::ordered_json(*phase) : nlohmann::ordered_json(nullptr)},

@@ -24,8 +24,10 @@ struct Options {
 };
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p("lab", "[options]", "The attention lab: the six cells of the tutorial, computed by the library and checked.");
-    p.option("--cell", "N", "run only cell N (1-6)", [&o](const cli::Value& v) { o.only = static_cast<int>(v.integer(1, 6)); });
+    cli::Parser p("lab", "[options]",
+                  "The attention lab: the six cells of the tutorial, computed by the library and checked.");
+    p.option("--cell", "N", "run only cell N (1-6)",
+             [&o](const cli::Value& v) { o.only = static_cast<int>(v.integer(1, 6)); });
     p.flag("--json", "print the measured values as one JSON object", [&o] { o.json = true; });
     p.option("--seed", "S", "seed for every random draw (default 1)",
              [&o](const cli::Value& v) { o.seed = static_cast<uint64_t>(v.integer(0, INT64_MAX)); });

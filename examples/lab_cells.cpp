@@ -31,13 +31,17 @@ using Json = nlohmann::ordered_json;  // keys in the order written
 class Expected {
 public:
     static Expected exactly(Json v) { return Expected(std::move(v)); }
-    static Expected near(Json target, double tolerance) { return Expected({{"target", std::move(target)}, {"tolerance", tolerance}}); }
+    static Expected near(Json target, double tolerance) {
+        return Expected({{"target", std::move(target)}, {"tolerance", tolerance}});
+    }
     struct Bounds {
-        std::optional<double> above = std::nullopt, at_least = std::nullopt, below = std::nullopt, at_most = std::nullopt;
+        std::optional<double> above = std::nullopt, at_least = std::nullopt, below = std::nullopt,
+                              at_most = std::nullopt;
     };
     static Expected range(const Bounds& b) {
         Json spec = Json::object();
-        for (const auto& [key, bound] : {std::pair{"above", b.above}, {"at_least", b.at_least}, {"below", b.below}, {"at_most", b.at_most}})
+        for (const auto& [key, bound] :
+             {std::pair{"above", b.above}, {"at_least", b.at_least}, {"below", b.below}, {"at_most", b.at_most}})
             if (bound) spec[key] = *bound;
         return Expected(std::move(spec));
     }
@@ -61,8 +65,10 @@ private:
         const double x = v.get<double>();
         const auto bound = [&](const char* key) { return spec_[key].get<double>(); };
         if (spec_.contains("target")) return std::abs(x - target.get<double>()) < bound("tolerance");
-        return (!spec_.contains("above") || x > bound("above")) && (!spec_.contains("at_least") || x >= bound("at_least")) &&
-               (!spec_.contains("below") || x < bound("below")) && (!spec_.contains("at_most") || x <= bound("at_most"));
+        return (!spec_.contains("above") || x > bound("above")) &&
+               (!spec_.contains("at_least") || x >= bound("at_least")) &&
+               (!spec_.contains("below") || x < bound("below")) &&
+               (!spec_.contains("at_most") || x <= bound("at_most"));
     }
     Json spec_;
 };
@@ -85,7 +91,8 @@ public:
     void value(const std::string& key, Json v) { cells_.back()["values"][key] = std::move(v); }
 
     // One check of one measured value; `detail` follows the claim in brackets on the ✓/✗ line.
-    void check(std::string_view id, std::string_view claim, Json measured, const Expected& expected, std::string_view detail = {}) {
+    void check(std::string_view id, std::string_view claim, Json measured, const Expected& expected,
+               std::string_view detail = {}) {
         const bool ok = expected.holds(measured);
         record(id, claim, std::move(measured), expected.json(), ok, detail);
     }
@@ -95,7 +102,8 @@ public:
         Json value;
         Expected expected;
     };
-    void check(std::string_view id, std::string_view claim, const std::vector<Part>& parts, std::string_view detail = {}) {
+    void check(std::string_view id, std::string_view claim, const std::vector<Part>& parts,
+               std::string_view detail = {}) {
         Json measured = Json::object(), expected = Json::object();
         bool ok = true;
         for (const Part& p : parts) {
@@ -113,10 +121,14 @@ public:
     }
 
 private:
-    void record(std::string_view id, std::string_view claim, Json measured, Json expected, bool ok, std::string_view detail) {
+    void record(std::string_view id, std::string_view claim, Json measured, Json expected, bool ok,
+                std::string_view detail) {
         (ok ? passed_ : failed_)++;
-        cells_.back()["checks"].push_back(
-            {{"id", id}, {"claim", claim}, {"value", std::move(measured)}, {"expected", std::move(expected)}, {"passed", ok}});
+        cells_.back()["checks"].push_back({{"id", id},
+                                           {"claim", claim},
+                                           {"value", std::move(measured)},
+                                           {"expected", std::move(expected)},
+                                           {"passed", ok}});
         print("  {} {}{}\n", ok ? "✓" : "✗", claim, detail.empty() ? std::string() : fmt::format(" ({})", detail));
     }
 
@@ -157,7 +169,8 @@ void average_cell(Report& r) {
     r.value("t_share", t_share);
     r.check("m_share_is_one_twentieth", "the m gets 1/20 of the say", m_share, Expected::near(1.0 / 20.0, 1e-7),
             fmt::format("{:.6f}", m_share));
-    r.check("t_share_equals_m_share", "the t twenty positions back gets exactly as much", t_share, Expected::exactly(m_share));
+    r.check("t_share_equals_m_share", "the t twenty positions back gets exactly as much", t_share,
+            Expected::exactly(m_share));
 }
 
 // --- 2 ------------------------------------------------------------------------------------------------
@@ -179,7 +192,8 @@ void self_matching_cell(Report& r, Generator& gen) {
     const int64_t rows = 4000;
     const Tensor x = randn({rows, 16}, gen), other = randn({rows, 16}, gen);  // (N, C)
     const double self_score = mean(sum(x * x, 1)).item(), stranger_score = mean(sum(x * other, 1)).item();
-    r.print("  width 16, {} rows: self score averages {:+.2f}, a stranger's {:+.2f}\n", rows, self_score, stranger_score);
+    r.print("  width 16, {} rows: self score averages {:+.2f}, a stranger's {:+.2f}\n", rows, self_score,
+            stranger_score);
     r.value("self_score_mean", self_score);
     r.value("stranger_score_mean", stranger_score);
     r.check("self_score_near_width_stranger_near_zero", "self ≈ +16, stranger ≈ 0",
@@ -191,12 +205,13 @@ void self_matching_cell(Report& r, Generator& gen) {
     const auto raw = nn::study::self_share({.n_embd = 16, .head_size = 16, .compare_raw = true}, T, windows, gen);
     const auto projected = nn::study::self_share({.n_embd = 16, .head_size = 16}, T, windows, gen);
     const auto fraction_at_least = [&](double level) {
-        return double(std::ranges::count_if(raw.shares, [&](double s) { return s >= level; })) / double(raw.shares.size());
+        return double(std::ranges::count_if(raw.shares, [&](double s) { return s >= level; })) /
+               double(raw.shares.size());
     };
     r.print("  self-share of each looking row, {} windows of {} rows:\n", windows, T);
     r.print("                       min     median   rows ≥68%  rows ≥87%  advantage (1 = even split)\n");
-    r.print("  raw x·xᵀ / √16      {:6.3f}   {:6.3f}   {:6.1f}%    {:6.1f}%    {:6.2f}\n", raw.share.min, raw.share.median,
-            100 * fraction_at_least(0.68), 100 * fraction_at_least(0.87), raw.advantage.median);
+    r.print("  raw x·xᵀ / √16      {:6.3f}   {:6.3f}   {:6.1f}%    {:6.1f}%    {:6.2f}\n", raw.share.min,
+            raw.share.median, 100 * fraction_at_least(0.68), 100 * fraction_at_least(0.87), raw.advantage.median);
     r.print("  random Wq, Wk       {:6.3f}   {:6.3f}                          {:6.2f}\n", projected.share.min,
             projected.share.median, projected.advantage.median);
     r.print("  (the tutorial's one figure window saw ≥ 68% in every row and ≥ 87% in most)\n");
@@ -209,15 +224,17 @@ void self_matching_cell(Report& r, Generator& gen) {
     r.value("projected_advantage_median", projected.advantage.median);
     r.check("raw_rows_keep_most_for_themselves", "raw: most rows keep ≥ 87% of their attention for themselves",
             raw.share.median, Expected::range({.at_least = 0.87}));
-    r.check("projected_self_share_near_even_split", "through random Wq, Wk the self-share falls back to about an even split",
-            projected.advantage.median, Expected::range({.above = 0.8, .below = 1.25}));
+    r.check("projected_self_share_near_even_split",
+            "through random Wq, Wk the self-share falls back to about an even split", projected.advantage.median,
+            Expected::range({.above = 0.8, .below = 1.25}));
 
     // The hand example.
     nn::Head head({.n_embd = 2, .head_size = 2}, gen);
     set_hand_weights(head);
     const Tensor q = head.query.forward(hand_x()), k = head.key.forward(hand_x());  // (1, 2, 2)
-    r.print("  x1 = [0.8, −0.6], x2 = [0.2, 1.0] → q1 = [{:.1f}, {:.1f}], k1 = [{:.1f}, {:.1f}], k2 = [{:.1f}, {:.1f}]\n",
-            q.at({0, 0, 0}), q.at({0, 0, 1}), k.at({0, 0, 0}), k.at({0, 0, 1}), k.at({0, 1, 0}), k.at({0, 1, 1}));
+    r.print(
+        "  x1 = [0.8, −0.6], x2 = [0.2, 1.0] → q1 = [{:.1f}, {:.1f}], k1 = [{:.1f}, {:.1f}], k2 = [{:.1f}, {:.1f}]\n",
+        q.at({0, 0, 0}), q.at({0, 0, 1}), k.at({0, 0, 0}), k.at({0, 0, 1}), k.at({0, 1, 0}), k.at({0, 1, 1}));
     const std::vector<double> q1 = {q.at({0, 0, 0}), q.at({0, 0, 1})}, k1 = {k.at({0, 0, 0}), k.at({0, 0, 1})},
                               k2 = {k.at({0, 1, 0}), k.at({0, 1, 1})};
     r.value("q1", q1);
@@ -242,8 +259,8 @@ void score_grid_cell(Report& r, Generator& gen) {
     const Tensor& xx = raw.last_scores();        // (1, 2, 2): x xᵀ
     r.print("  Q Kᵀ          k1      k2        x xᵀ          x1      x2\n");
     for (int64_t i = 0; i < 2; ++i)
-        r.print("  q{}       {:6.2f}  {:6.2f}        x{}        {:6.2f}  {:6.2f}\n", i + 1, qk.at({0, i, 0}), qk.at({0, i, 1}),
-                i + 1, xx.at({0, i, 0}), xx.at({0, i, 1}));
+        r.print("  q{}       {:6.2f}  {:6.2f}        x{}        {:6.2f}  {:6.2f}\n", i + 1, qk.at({0, i, 0}),
+                qk.at({0, i, 1}), i + 1, xx.at({0, i, 0}), xx.at({0, i, 1}));
     const double q1k1 = qk.at({0, 0, 0}), q1k2 = qk.at({0, 0, 1}), x1x1 = xx.at({0, 0, 0}), x1x2 = xx.at({0, 0, 1});
     r.value("q1_dot_k1", q1k1);
     r.value("q1_dot_k2", q1k2);
@@ -264,8 +281,8 @@ void mask_cell(Report& r, Generator& gen) {
     const int64_t B = 4, T = 8, C = 16;
     nn::Head head({.n_embd = C, .head_size = C}, gen);
     const Tensor x = randn({B, T, C}, gen);
-    const Tensor out = head.forward(x);         // (B, T, H)
-    const Tensor& w = head.last_attention();    // (B, T, T)
+    const Tensor out = head.forward(x);       // (B, T, H)
+    const Tensor& w = head.last_attention();  // (B, T, T)
     r.print("  shares of window 0 (row = position looking, column = position looked at):\n");
     for (int64_t i = 0; i < T; ++i) {
         r.print("  ");
@@ -287,7 +304,8 @@ void mask_cell(Report& r, Generator& gen) {
     r.value("worst_row_sum_error", worst_row);
     r.check("row_shares_sum_to_one", "every row of shares sums to 1", worst_row, Expected::range({.at_most = 1e-6}),
             fmt::format("worst error {:.1e}", worst_row));
-    r.check("above_diagonal_is_zero", "everything above the diagonal is exactly 0", largest_above, Expected::exactly(0.0));
+    r.check("above_diagonal_is_zero", "everything above the diagonal is exactly 0", largest_above,
+            Expected::exactly(0.0));
     r.check("first_output_is_own_value", "the first position's output equals its own value exactly", first_diff,
             Expected::exactly(0.0));
 
@@ -301,13 +319,14 @@ void mask_cell(Report& r, Generator& gen) {
     r.check("prefix_rows_unchanged", "a prefix's attention rows and outputs do not change when more characters follow",
             {{"attention_change", masked.attention_change, Expected::range({.at_most = 1e-6})},
              {"output_change", masked.output_change, Expected::range({.at_most = 1e-5})}},
-            fmt::format("largest change {:.1e}; without the mask {:.2f}", masked.attention_change, unmasked.attention_change));
+            fmt::format("largest change {:.1e}; without the mask {:.2f}", masked.attention_change,
+                        unmasked.attention_change));
     Json saving = Json::object();
     r.print("  multiply-adds per character, nanoGPT's shakespeare_char model (6 blocks, 384 wide, vocabulary 65):\n");
     for (int64_t window : {8, 32, 64, 128, 256}) {
         const auto cost = nn::study::cache_cost(384, 6, 65, window);
-        r.print("    window {:3}: {:6.1f} M without the cache, {:5.2f} M with it: {:5.1f}x\n", window, cost.uncached / 1e6,
-                cost.cached / 1e6, cost.saving());
+        r.print("    window {:3}: {:6.1f} M without the cache, {:5.2f} M with it: {:5.1f}x\n", window,
+                cost.uncached / 1e6, cost.cached / 1e6, cost.saving());
         saving[std::to_string(window)] = {{"uncached", cost.uncached}, {"cached", cost.cached}};
     }
     r.value("cache_multiply_adds", saving);
@@ -328,7 +347,8 @@ void divisor_cell(Report& r, Generator& gen) {
         const double raw = nn::study::score_spread(widths[i], pairs, false, gen);
         const double divided = nn::study::score_spread(widths[i], pairs, true, gen);
         const double theory = std::sqrt(double(widths[i]));
-        r.print("  {:>10}   {:6.2f} ({:5.2f}, {:5.2f})          {:5.2f}\n", widths[i], raw, tutorial[i], theory, divided);
+        r.print("  {:>10}   {:6.2f} ({:5.2f}, {:5.2f})          {:5.2f}\n", widths[i], raw, tutorial[i], theory,
+                divided);
         raw_spreads.push_back(raw);
         divided_spreads.push_back(divided);
         raw_over_sqrt_width.push_back(raw / theory);
@@ -345,7 +365,8 @@ void divisor_cell(Report& r, Generator& gen) {
     const int64_t T = 8, C = 16;
     nn::Head with({.n_embd = C, .head_size = C}, gen);
     nn::Head without({.n_embd = C, .head_size = C, .scaled = false}, gen);
-    for (auto [from, to] : {std::pair{&with.query, &without.query}, {&with.key, &without.key}, {&with.value, &without.value}}) {
+    for (auto [from, to] :
+         {std::pair{&with.query, &without.query}, {&with.key, &without.key}, {&with.value, &without.value}}) {
         for (float& v : from->weight.data()) v = gen.normal(0.0f, 1.0f / std::sqrt(float(C)));  // everyday-size q, k
         std::ranges::copy(from->weight.data(), to->weight.data().begin());
     }
@@ -359,7 +380,8 @@ void divisor_cell(Report& r, Generator& gen) {
     for (int64_t i = 1; i < T; ++i) r.print(" {:4.2f}", largest_without.at({0, i}));
     r.print("\n  (the tutorial's figure: 0.32–0.75 with the divisor, past 0.77 without)\n");
     std::vector<double> sharpening;  // per looking row: largest share without the divisor − with it
-    for (int64_t i = 1; i < T; ++i) sharpening.push_back(double(largest_without.at({0, i})) - double(largest_with.at({0, i})));
+    for (int64_t i = 1; i < T; ++i)
+        sharpening.push_back(double(largest_without.at({0, i})) - double(largest_with.at({0, i})));
     r.check("no_divisor_sharpens_every_row", "without the divisor every looking row sharpens", sharpening,
             Expected::range({.at_least = 0.0}));
 
@@ -371,8 +393,9 @@ void divisor_cell(Report& r, Generator& gen) {
         for (bool divided : {true, false}) {
             const auto s = nn::study::saturation(width, divided, T, 50, gen);
             table[{width, divided}] = s;
-            r.print("  {:>5}  {:>7}  {:13.2f}  {:7.3f}  {:21.2e}  {:8.0f}%  {:6.2f}  {:6.2f}\n", width, divided ? "÷√H" : "none",
-                    s.largest_share.median, s.entropy, s.row_gradient.median, 100 * s.flat_rows, s.grad_query, s.grad_key);
+            r.print("  {:>5}  {:>7}  {:13.2f}  {:7.3f}  {:21.2e}  {:8.0f}%  {:6.2f}  {:6.2f}\n", width,
+                    divided ? "÷√H" : "none", s.largest_share.median, s.entropy, s.row_gradient.median,
+                    100 * s.flat_rows, s.grad_query, s.grad_key);
             const std::string key = fmt::format("width_{}_{}", width, divided ? "divided" : "raw");
             r.value(key + "_row_gradient_median", s.row_gradient.median);
             r.value(key + "_flat_rows", s.flat_rows);
@@ -380,13 +403,14 @@ void divisor_cell(Report& r, Generator& gen) {
             r.value(key + "_grad_key", s.grad_key);
             r.value(key + "_largest_share_median", s.largest_share.median);
         }
-    r.print("  (|dWq|, |dWk| are whole-matrix norms: without the divisor they come from the few rows that\n"
-            "   are not yet flat, so the typical row's gradient is the one that tells the story)\n");
+    r.print(
+        "  (|dWq|, |dWk| are whole-matrix norms: without the divisor they come from the few rows that\n"
+        "   are not yet flat, so the typical row's gradient is the one that tells the story)\n");
     const auto median = [&](int64_t width, bool divided) { return table[{width, divided}].row_gradient.median; };
     std::vector<double> steady;  // widths 8, 32, 128 against width 2, with the divisor
     for (int64_t width : {8, 32, 128}) steady.push_back(median(width, true) / median(2, true));
-    r.check("divided_row_gradient_steady", "with the divisor the typical row's gradient does not fall as width grows", steady,
-            Expected::range({.at_least = 0.5}));
+    r.check("divided_row_gradient_steady", "with the divisor the typical row's gradient does not fall as width grows",
+            steady, Expected::range({.at_least = 0.5}));
     r.check("raw_row_gradient_collapses", "without it the gradient collapses as width grows (width 128: under a tenth)",
             {{"width_128_raw_over_divided", median(128, false) / median(128, true), Expected::range({.below = 0.1})},
              {"width_128_over_width_2_raw", median(128, false) / median(2, false), Expected::range({.below = 0.1})}});
@@ -407,16 +431,18 @@ void whole_head_cell(Report& r, Generator& gen) {
     // The same six lines by hand, on copies of the same weights.
     const Tensor xs = x.detach().clone().requires_grad_(), Wq = head.query.weight.clone().requires_grad_(),
                  Wk = head.key.weight.clone().requires_grad_(), Wv = head.value.weight.clone().requires_grad_();
-    const Tensor Q = matmul(xs, Wq), K = matmul(xs, Wk), V = matmul(xs, Wv);                 // (B, T, H)
-    const Tensor scores = scale(matmul(Q, K.transpose(1, 2)), 1.0f / std::sqrt(float(H)));    // (B, T, T)
+    const Tensor Q = matmul(xs, Wq), K = matmul(xs, Wk), V = matmul(xs, Wv);                // (B, T, H)
+    const Tensor scores = scale(matmul(Q, K.transpose(1, 2)), 1.0f / std::sqrt(float(H)));  // (B, T, T)
     const Tensor w = softmax(causal_mask(scores), -1);
-    const Tensor by_hand = matmul(w, V);                                                      // (B, T, H)
+    const Tensor by_hand = matmul(w, V);  // (B, T, H)
     sum(by_hand * upstream).backward();
     const double out_diff = max_abs_diff(out, by_hand);
     double grad_diff = 0.0;
     const std::vector<Tensor> hand_grads = {xs.grad(), Wq.grad(), Wk.grad(), Wv.grad()};
-    for (size_t i = 0; i < hand_grads.size(); ++i) grad_diff = std::max(grad_diff, max_abs_diff(head_grads[i], hand_grads[i]));
-    r.print("  nn::Head against the six lines by hand: outputs differ by {:.1e}, gradients by {:.1e}\n", out_diff, grad_diff);
+    for (size_t i = 0; i < hand_grads.size(); ++i)
+        grad_diff = std::max(grad_diff, max_abs_diff(head_grads[i], hand_grads[i]));
+    r.print("  nn::Head against the six lines by hand: outputs differ by {:.1e}, gradients by {:.1e}\n", out_diff,
+            grad_diff);
     r.value("output_max_diff", out_diff);
     r.value("gradient_max_diff", grad_diff);
     r.check("head_is_the_composition", "nn::Head is the composition: same outputs, same gradients",
@@ -426,7 +452,8 @@ void whole_head_cell(Report& r, Generator& gen) {
     const Tensor shares = tensor({0.9f, 0.1f}, {1, 2});
     const Tensor values = tensor({0.5f, -1.0f, 1.0f, 0.0f}, {2, 2});  // rows v1, v2
     const Tensor blend = matmul(shares, values);                      // (1, 2)
-    r.print("  shares [0.9, 0.1] over v1 = [0.5, −1.0], v2 = [1.0, 0.0] → [{:.2f}, {:.2f}]\n", blend.at({0, 0}), blend.at({0, 1}));
+    r.print("  shares [0.9, 0.1] over v1 = [0.5, −1.0], v2 = [1.0, 0.0] → [{:.2f}, {:.2f}]\n", blend.at({0, 0}),
+            blend.at({0, 1}));
     const std::vector<double> blended = {blend.at({0, 0}), blend.at({0, 1})};
     r.value("blend", blended);
     r.check("blend_of_values", "the blend is [0.55, −0.90]", blended, Expected::near({0.55, -0.90}, 1e-6));
@@ -440,10 +467,25 @@ nlohmann::ordered_json lab::run(uint64_t seed, int only, bool print) {
     // Each cell draws from its own stream, so `--cell N` prints what the full run prints for N.
     const auto stream = [seed](int cell) { return Generator(seed + 0x9E3779B97F4A7C15ull * cell); };
     if (!only || only == 1) average_cell(report);
-    if (!only || only == 2) { Generator gen = stream(2); self_matching_cell(report, gen); }
-    if (!only || only == 3) { Generator gen = stream(3); score_grid_cell(report, gen); }
-    if (!only || only == 4) { Generator gen = stream(4); mask_cell(report, gen); }
-    if (!only || only == 5) { Generator gen = stream(5); divisor_cell(report, gen); }
-    if (!only || only == 6) { Generator gen = stream(6); whole_head_cell(report, gen); }
+    if (!only || only == 2) {
+        Generator gen = stream(2);
+        self_matching_cell(report, gen);
+    }
+    if (!only || only == 3) {
+        Generator gen = stream(3);
+        score_grid_cell(report, gen);
+    }
+    if (!only || only == 4) {
+        Generator gen = stream(4);
+        mask_cell(report, gen);
+    }
+    if (!only || only == 5) {
+        Generator gen = stream(5);
+        divisor_cell(report, gen);
+    }
+    if (!only || only == 6) {
+        Generator gen = stream(6);
+        whole_head_cell(report, gen);
+    }
     return report.result(seed);
 }

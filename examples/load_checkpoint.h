@@ -14,7 +14,8 @@
 #include "progress.h"
 
 inline nn::TrainedModel load_checkpoint(const std::string& path, nn::LoadOptions options = {}) {
-    progress::Bar bar(fmt::format("loading {}", nn::printable_name(std::filesystem::path(path).filename().string())), "MB", 1e6);
+    progress::Bar bar(fmt::format("loading {}", nn::printable_name(std::filesystem::path(path).filename().string())),
+                      "MB", 1e6);
     options.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
     return nn::load_trained_model(path, options);
 }

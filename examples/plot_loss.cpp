@@ -52,8 +52,8 @@ struct Curve {
     std::vector<double> step, loss;
 };
 struct Log {
-    std::vector<double> step;                    // every row's
-    Curve train, validation, batch;              // batch: empty for a log without a batch_loss column
+    std::vector<double> step;        // every row's
+    Curve train, validation, batch;  // batch: empty for a log without a batch_loss column
 };
 
 std::vector<std::string> split_fields(const std::string& line) {
@@ -68,7 +68,8 @@ std::vector<std::string> split_fields(const std::string& line) {
 }
 
 Log read_log(const std::string& path) {
-    if (std::filesystem::is_directory(path)) throw std::runtime_error(fmt::format("{}: is a directory, not a CSV file", path));
+    if (std::filesystem::is_directory(path))
+        throw std::runtime_error(fmt::format("{}: is a directory, not a CSV file", path));
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
     std::string line;
@@ -80,15 +81,18 @@ Log read_log(const std::string& path) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         return true;
     };
-    if (!next_line()) throw std::runtime_error(fmt::format("{}: empty; expected a header line like step,train_loss,val_loss,...", path));
+    if (!next_line())
+        throw std::runtime_error(
+            fmt::format("{}: empty; expected a header line like step,train_loss,val_loss,...", path));
     const std::vector<std::string> header = split_fields(line);
     const auto column = [&](const std::string& name) {
         for (size_t i = 0; i < header.size(); ++i)
             if (header[i] == name) return i;
         // (the line quoted escaped and cut: a checkpoint's first line is binary, NUL bytes and all)
-        throw std::runtime_error(fmt::format("{}: the header has no '{}' column (it is {}; `train --csv` writes "
-                                             "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s)",
-                                             where(), name, nn::quoted_text(line, 60)));
+        throw std::runtime_error(
+            fmt::format("{}: the header has no '{}' column (it is {}; `train --csv` writes "
+                        "step,batch_loss,train_loss,val_loss,lr,grad_norm,tokens_per_s)",
+                        where(), name, nn::quoted_text(line, 60)));
     };
     const size_t c_step = column("step"), c_train = column("train_loss"), c_val = column("val_loss");
     std::optional<size_t> c_batch;
@@ -99,7 +103,8 @@ Log read_log(const std::string& path) {
         if (line.empty()) continue;
         const std::vector<std::string> fields = split_fields(line);
         if (fields.size() != header.size())
-            throw std::runtime_error(fmt::format("{}: {}, but the header has {}", where(), cli::counted(fields.size(), "field"), header.size()));
+            throw std::runtime_error(fmt::format("{}: {}, but the header has {}", where(),
+                                                 cli::counted(fields.size(), "field"), header.size()));
         const auto number_in = [&](size_t c) {
             const std::string& text = fields[c];
             char* end = nullptr;
@@ -110,7 +115,8 @@ Log read_log(const std::string& path) {
         };
         const double step = number_in(c_step);
         if (!log.step.empty() && !(step > log.step.back()))
-            throw std::runtime_error(fmt::format("{}: step {} does not follow step {}", where(), step, log.step.back()));
+            throw std::runtime_error(
+                fmt::format("{}: step {} does not follow step {}", where(), step, log.step.back()));
         log.step.push_back(step);
         const auto add = [&](Curve& curve, size_t c) {  // an empty field: no point on this curve at this step
             if (fields[c].empty()) return;
@@ -123,7 +129,8 @@ Log read_log(const std::string& path) {
     }
     if (log.step.empty()) throw std::runtime_error(fmt::format("{}: a header but no rows: nothing to plot", path));
     if (log.train.step.empty() && log.validation.step.empty() && log.batch.step.empty())
-        throw std::runtime_error(fmt::format("{}: {} but no losses in them: nothing to plot", path, cli::counted(log.step.size(), "row")));
+        throw std::runtime_error(
+            fmt::format("{}: {} but no losses in them: nothing to plot", path, cli::counted(log.step.size(), "row")));
     return log;
 }
 
@@ -132,24 +139,31 @@ int run(const Options& o) {
     const Log log = read_log(o.csv);  // a missing or malformed log is the first thing to hear about
     const std::vector<cli::Output> outputs = {{.flag = o.out ? "--out" : "", .path = out}};
     const cli::OutputLocks locks = cli::claim_outputs({{"CSV", o.csv}}, outputs, o.force);
-    chart::LineChart c{.title = o.title.value_or("Loss: " + std::filesystem::path(o.csv).filename().string()),
-                       .x = {.label = "step"},
-                       .y = {.label = "loss (nats per token)", .scale = o.log_y ? chart::Scale::log : chart::Scale::linear},
-                       .note = fmt::format("{}, steps {:g} to {:g}", cli::counted(log.validation.step.size(), "evaluation"),
-                                           log.step.front(), log.step.back())};
+    chart::LineChart c{
+        .title = o.title.value_or("Loss: " + std::filesystem::path(o.csv).filename().string()),
+        .x = {.label = "step"},
+        .y = {.label = "loss (nats per token)", .scale = o.log_y ? chart::Scale::log : chart::Scale::linear},
+        .note = fmt::format("{}, steps {:g} to {:g}", cli::counted(log.validation.step.size(), "evaluation"),
+                            log.step.front(), log.step.back())};
     if (!o.log_y) c.y.min = 0.0;
     const bool markers = log.validation.step.size() <= 40;
     if (!log.batch.step.empty())  // beneath the evaluated curves: noisy, one batch per point
         c.series.push_back({.name = "train (batch)", .x = log.batch.step, .y = log.batch.loss, .color = "#aec7e8"});
     if (!log.train.step.empty())
-        c.series.push_back({.name = "train", .x = log.train.step, .y = log.train.loss, .color = "#1f77b4", .markers = markers});
+        c.series.push_back(
+            {.name = "train", .x = log.train.step, .y = log.train.loss, .color = "#1f77b4", .markers = markers});
     if (!log.validation.step.empty())
-        c.series.push_back({.name = "validation", .x = log.validation.step, .y = log.validation.loss, .color = "#ff7f0e",
-                            .dashed = true, .markers = markers});
+        c.series.push_back({.name = "validation",
+                            .x = log.validation.step,
+                            .y = log.validation.loss,
+                            .color = "#ff7f0e",
+                            .dashed = true,
+                            .markers = markers});
     chart::write_svg(c, out);
     const auto last = [](const Curve& curve) { return curve.loss.empty() ? NAN : curve.loss.back(); };
-    fmt::print("wrote {}: {}, steps {:g} to {:g}, last train loss {:.4f}, val loss {:.4f}\n", out, cli::counted(log.step.size(), "point"),
-               log.step.front(), log.step.back(), last(log.train), last(log.validation));
+    fmt::print("wrote {}: {}, steps {:g} to {:g}, last train loss {:.4f}, val loss {:.4f}\n", out,
+               cli::counted(log.step.size(), "point"), log.step.front(), log.step.back(), last(log.train),
+               last(log.validation));
     return 0;
 }
 

@@ -8,10 +8,10 @@ struct Options {};  // none: the parser gives it --help and --version
 
 int example(const Options&) {
     Generator gen(42);
-    Tensor x = randn({4, 3}, gen);                         // (N, C) inputs
-    Tensor w = randn({3, 2}, gen).requires_grad_();        // (C, K) a parameter
+    Tensor x = randn({4, 3}, gen);                   // (N, C) inputs
+    Tensor w = randn({3, 2}, gen).requires_grad_();  // (C, K) a parameter
     Tensor loss = cross_entropy(matmul(x, w), {0, 1, 1, 0});
-    loss.backward();                                       // w.grad() now holds dloss/dw, shape (3, 2)
+    loss.backward();  // w.grad() now holds dloss/dw, shape (3, 2)
     fmt::print("loss {:.4f}\ngrad\n{:.3f}\n", loss.item(), w.grad());
     return 0;
 }

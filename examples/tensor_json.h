@@ -19,7 +19,8 @@ inline Json rows_of(const autograd::Tensor& t) {
     const int64_t R = t.size(-2), K = t.size(-1);
     const auto values = t.data();
     Json rows = Json::array();
-    for (int64_t r = 0; r < R; ++r) rows.push_back(std::vector<float>(values.begin() + r * K, values.begin() + (r + 1) * K));
+    for (int64_t r = 0; r < R; ++r)
+        rows.push_back(std::vector<float>(values.begin() + r * K, values.begin() + (r + 1) * K));
     return rows;
 }
 

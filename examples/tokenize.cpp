@@ -39,7 +39,7 @@ struct Options {
 // The id of the special token <|endoftext|> (in the vocabulary, never made by encode), or -1.
 int64_t end_of_text_id(const nn::BpeTokenizer& bpe) {
     constexpr std::string_view kText = "<|endoftext|>";
-    if (bpe.token_id(kText) >= 0) return -1;  // an ordinary token: the text would make it too
+    if (bpe.token_id(kText) >= 0) return -1;                // an ordinary token: the text would make it too
     for (int64_t id = bpe.vocab_size() - 1; id >= 0; --id)  // 50256, GPT-2's last, at the first step
         if (bpe.token_bytes(id) == kText) return id;
     return -1;
@@ -59,13 +59,15 @@ int run(const Options& o) {
         if (::stat(input.c_str(), &st) != 0)
             throw std::runtime_error(fmt::format("{}: {}", nn::detail::path_str(input), std::strerror(errno)));
         if (!S_ISREG(st.st_mode))
-            throw std::runtime_error(fmt::format("{} is {}, not a text file", nn::detail::path_str(input), nn::file_kind(st.st_mode)));
+            throw std::runtime_error(
+                fmt::format("{} is {}, not a text file", nn::detail::path_str(input), nn::file_kind(st.st_mode)));
         total_bytes += static_cast<uint64_t>(st.st_size);
     }
     const nn::BpeTokenizer bpe = nn::BpeTokenizer::from_directory(o.tokenizer);
     const int64_t end_of_text = end_of_text_id(bpe);
     if (o.inputs.size() > 1 && end_of_text < 0)
-        throw std::runtime_error(fmt::format("{} has no <|endoftext|> special token to put between the inputs", o.tokenizer));
+        throw std::runtime_error(
+            fmt::format("{} has no <|endoftext|> special token to put between the inputs", o.tokenizer));
 
     progress::Bar bar("tokenize", "MB", 1e6);  // the programs' bar, on a terminal only
     // Each piece's ids are written as they come: the ids are never all in memory.
@@ -93,11 +95,13 @@ cli::Parser make_parser(Options& o) {
     cli::Parser p("tokenize", "--tokenizer DIR INPUT... --out FILE [options]",
                   "Text files to a token file (nanoGPT's or llm.c's) with GPT-2's BPE, for train --data.");
     p.positionals("INPUT", "a UTF-8 text file (several: <|endoftext|> between them)",
-                 [&o](const cli::Value& v) { o.inputs.push_back(v.file()); });
+                  [&o](const cli::Value& v) { o.inputs.push_back(v.file()); });
     p.option("--tokenizer", "DIR", "GPT-2's BPE files: encoder.json + vocab.bpe, or vocab.json + merges.txt",
              [&o](const cli::Value& v) { o.tokenizer = v.file(); });
     p.option("--format", "F", "nanogpt (raw uint16) or llmc (a 1 KB header, then uint16) (default nanogpt)",
-             [&o](const cli::Value& v) { o.format = v.choice({"nanogpt", "llmc"}); });
+             [&o](const cli::Value& v) {
+                 o.format = v.choice({"nanogpt", "llmc"});
+             });
     p.option("--out", "FILE", "the token file to write", [&o](const cli::Value& v) { o.out = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     return p;

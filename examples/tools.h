@@ -12,11 +12,11 @@
 
 namespace tools {
 
-int train(int argc, char** argv);     // examples/train.cpp
-int generate(int argc, char** argv);  // examples/generate.cpp
-int heatmap(int argc, char** argv);   // examples/heatmap.cpp
-int figure(int argc, char** argv);    // examples/figure.cpp
-int evaluate(int argc, char** argv);  // examples/evaluate.cpp
+int train(int argc, char** argv);        // examples/train.cpp
+int generate(int argc, char** argv);     // examples/generate.cpp
+int heatmap(int argc, char** argv);      // examples/heatmap.cpp
+int figure(int argc, char** argv);       // examples/figure.cpp
+int evaluate(int argc, char** argv);     // examples/evaluate.cpp
 int head_scores(int argc, char** argv);  // examples/head_scores.cpp
 
 }  // namespace tools

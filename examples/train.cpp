@@ -61,8 +61,10 @@ private:
     void evaluate_and_save();
     bool is_log_step(int64_t step) const;
     void log_row(double train, double val);
-    template <typename F> void at_step(const F& log);
-    template <typename F> void log_then_save(const F& log);
+    template <typename F>
+    void at_step(const F& log);
+    template <typename F>
+    void log_then_save(const F& log);
     void write_page(int64_t step);
     int interrupted();
     std::string draw_sample();
@@ -72,7 +74,7 @@ private:
     nn::Trainer trainer_;
     const std::string prompt_;
     const std::vector<int64_t> prompt_ids_;
-    const int64_t last_;             // the step the run stops after
+    const int64_t last_;  // the step the run stops after
     // The rows of the log and the page (and the page's gradient norms): every --log-every steps, by default
     // about 20 times over the run or between two evaluations, whichever is shorter, so that the learning
     // rate's schedule and the batch loss's curve show.
@@ -104,8 +106,9 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
       prompt_(o.prompt.value_or(nn::default_prompt(trainer_.tokenizer()))),
       prompt_ids_(trainer_.tokenizer().encode(prompt_)),
       last_(train_start::naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
-      log_every_(config().run.log_every > 0 ? config().run.log_every
-                                            : std::max<int64_t>(1, std::min(config().run.eval_every, config().steps) / 20)),
+      log_every_(config().run.log_every > 0
+                     ? config().run.log_every
+                     : std::max<int64_t>(1, std::min(config().run.eval_every, config().steps) / 20)),
       progress_(config().steps, trainer_.step_count()) {
     // The report page first (refusing another run's page changes no file), then the logs; a resumed
     // run's logs lose the rows a killed run wrote past its checkpoint.
@@ -114,12 +117,14 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
     note(fmt::format("{} model{}, {}, vocabulary {}, {} training / {}{}\n", config().model.kind,
                      config().model.scaled ? "" : " without the divisor (--divisor none)",
                      cli::counted(trainer_.model().parameter_count(), "parameter"), config().model.vocab,
-                     trainer_.data().size(nn::Split::train), cli::counted(trainer_.data().size(nn::Split::validation), "validation token"),
+                     trainer_.data().size(nn::Split::train),
+                     cli::counted(trainer_.data().size(nn::Split::validation), "validation token"),
                      o.resume      ? fmt::format(", resuming at step {}", trainer_.step_count())
                      : o.init_from ? fmt::format(", starting from {}", *o.init_from)
                                    : std::string()));
     if (o.resume && trainer_.step_count() >= config().steps)  // (it trains nothing, then evaluates and saves)
-        note(fmt::format("the run ended at its last step, {}: nothing to train (a larger --steps extends it)\n", config().steps));
+        note(fmt::format("the run ended at its last step, {}: nothing to train (a larger --steps extends it)\n",
+                         config().steps));
     start_ = Clock::now();
 }
 
@@ -144,7 +149,8 @@ int Training::run() {
     stop_signals_.reset();
     print_results(sample);
     if (stopped_by != 0) {
-        note(o_.out ? fmt::format("the sample was interrupted; {} holds step {}\n", nn::printable_name(*o_.out), trainer_.step_count())
+        note(o_.out ? fmt::format("the sample was interrupted; {} holds step {}\n", nn::printable_name(*o_.out),
+                                  trainer_.step_count())
                     : std::string("the sample was interrupted\n"));
         return 128 + stopped_by;
     }
@@ -159,10 +165,8 @@ bool Training::train() {
     while (trainer_.step_count() < last_ && cli::stop_signal() == 0) {
         take_step();
         if (cli::stop_signal() != 0) break;  // no evaluation: save and stop as soon as possible
-        if (stats_.step % config().run.eval_every == 0 && stats_.step != last_)
-            evaluate_and_save();
-        else if (is_log_step(stats_.step))
-            at_step([&] { log_row(NAN, NAN); });
+        if (stats_.step % config().run.eval_every == 0 && stats_.step != last_) evaluate_and_save();
+        else if (is_log_step(stats_.step)) at_step([&] { log_row(NAN, NAN); });
     }
     if (cli::stop_signal() != 0) return false;
     stats_.step = trainer_.step_count();
@@ -208,8 +212,10 @@ void Training::evaluate_and_save() {
     // Weights that evaluate to NaN (only a checkpoint saved with them can bring them here: a step
     // stops before applying a NaN) are not saved over a good checkpoint.
     if (!std::isfinite(train_loss_) || !std::isfinite(val_loss_))
-        throw std::runtime_error(fmt::format("at step {} the evaluation loss is {} (train) and {} (validation); "
-                                             "stopped without saving", stats_.step, train_loss_, val_loss_));
+        throw std::runtime_error(
+            fmt::format("at step {} the evaluation loss is {} (train) and {} (validation); "
+                        "stopped without saving",
+                        stats_.step, train_loss_, val_loss_));
     log_then_save([&] {
         log_row(train_loss_, val_loss_);
         write_page(stats_.step);

@@ -29,9 +29,10 @@ namespace train_args {
 struct Options {
     nn::TrainConfig config;
     std::optional<std::string> data, csv, grad_csv, report, out, resume, init_from;
-    std::optional<nn::DataFile> data_file;  // --data's size and checksum, once read (train_start::with_checkpoint_files)
-    std::optional<nn::SavedRun> saved;      // with --resume: what its checkpoint says of its run (the same)
-    std::set<std::string> outputs_off;      // "--csv none", ...: no such file, not even a resumed checkpoint's
+    std::optional<nn::DataFile>
+        data_file;                         // --data's size and checksum, once read (train_start::with_checkpoint_files)
+    std::optional<nn::SavedRun> saved;     // with --resume: what its checkpoint says of its run (the same)
+    std::set<std::string> outputs_off;     // "--csv none", ...: no such file, not even a resumed checkpoint's
     std::optional<std::string> tokenizer;  // --tokenizer DIR: GPT-2's BPE files
     int64_t threads = 1;
     std::optional<int64_t> until;
@@ -77,7 +78,8 @@ inline constexpr FlagLook kFlagLooks[] = {
     {"train.batch", "B"},
     {"train.seed", "S"},
     {"run.log_every", "N", 0,
-     "log the step's batch loss, lr and grad norm every N steps\n(to --csv or --report); auto: min(--eval-every, --steps) / 20"},
+     "log the step's batch loss, lr and grad norm every N steps\n(to --csv or --report); auto: min(--eval-every, "
+     "--steps) / 20"},
     {"run.top_k", "K"},
 };
 inline const FlagLook* flag_look(std::string_view key) {
@@ -87,7 +89,8 @@ inline const FlagLook* flag_look(std::string_view key) {
 }
 template <class Config>
 std::string value_name(const nn::Setting<Config>& s) {
-    if (const FlagLook* look = flag_look(s.key); look && !look->value_name.empty()) return std::string(look->value_name);
+    if (const FlagLook* look = flag_look(s.key); look && !look->value_name.empty())
+        return std::string(look->value_name);
     if (s.on_off()) return s.words[0].empty() ? "" : "KIND";
     return s.whole() ? "N" : "X";
 }
@@ -124,10 +127,12 @@ struct OutputFile {
     const char* name;  // in nn::RunFiles::outputs: "csv"
     std::optional<std::string> Options::*path;
 };
-inline constexpr OutputFile kOutputFiles[] = {
-    {"--csv", "csv", &Options::csv}, {"--grad-csv", "grad_csv", &Options::grad_csv}, {"--report", "report", &Options::report}};
+inline constexpr OutputFile kOutputFiles[] = {{"--csv", "csv", &Options::csv},
+                                              {"--grad-csv", "grad_csv", &Options::grad_csv},
+                                              {"--report", "report", &Options::report}};
 inline const OutputFile& output_file(std::string_view flag) {
-    return *std::find_if(std::begin(kOutputFiles), std::end(kOutputFiles), [&](const OutputFile& f) { return f.flag == flag; });
+    return *std::find_if(std::begin(kOutputFiles), std::end(kOutputFiles),
+                         [&](const OutputFile& f) { return f.flag == flag; });
 }
 
 // An output's flag: a file, or `none` for no such file (with --resume: not the checkpoint's either).
@@ -174,7 +179,8 @@ inline std::function<void(const cli::Value&)> model_setter(const nn::ModelSettin
 
 // The kinds that read a ModelOption, for --help: "multihead, gpt", or "not bigram" when fewer do not.
 inline std::string kinds_reading(unsigned option) {
-    const std::vector<std::string_view> reading = nn::model_kinds_reading(option), not_reading = nn::model_kinds_reading(option, false);
+    const std::vector<std::string_view> reading = nn::model_kinds_reading(option),
+                                        not_reading = nn::model_kinds_reading(option, false);
     if (reading.size() > not_reading.size()) return fmt::format("not {}", fmt::join(not_reading, ", "));
     return fmt::format("{}", fmt::join(reading, ", "));
 }
@@ -208,7 +214,8 @@ inline std::string model_help(const nn::ModelSetting& s) {
     if (!s.on_off() && !s.whole()) help += fmt::format(" in [{}, {}]", s.low, flag_look(s.key)->max);
     const nn::ModelConfig defaults;
     const bool every_kind = s.key == "model.block";
-    if (s.on_off() && !s.words[0].empty()) return wrapped(fmt::format("{} ({}; default {})", help, kinds_reading(s.option), s.text(defaults)));
+    if (s.on_off() && !s.words[0].empty())
+        return wrapped(fmt::format("{} ({}; default {})", help, kinds_reading(s.option), s.text(defaults)));
     if (!every_kind) help += fmt::format(" ({})", kinds_reading(s.option));
     return s.on_off() ? wrapped(help) : with_default(wrapped(help), s.text(defaults));
 }
@@ -285,7 +292,9 @@ inline std::string checkpoint_hint(const std::string& argument) {
         const nn::SafetensorsReader file(argument);
         const std::string shown = nn::printable_name(argument);
         if (file.metadata().contains("train.step"))
-            return fmt::format("a checkpoint: --resume {} continues its run, --init-from {} starts a new run from its weights", shown, shown);
+            return fmt::format(
+                "a checkpoint: --resume {} continues its run, --init-from {} starts a new run from its weights", shown,
+                shown);
         return fmt::format("weights: --init-from {} starts a run from them", shown);
     } catch (const std::exception&) {
         return "";  // not a safetensors file (or none at all)
@@ -321,49 +330,58 @@ inline cli::Parser make_parser(Options& o) {
                 *std::get<bool*>(s.value(o.config.model)) = true;
                 o.model_flags.push_back(flag);
             });
-        else
-            p.option(flag, value_name(s), model_help(s), fixed(model_setter(s, c.model)));
+        else p.option(flag, value_name(s), model_help(s), fixed(model_setter(s, c.model)));
     }
-    p.option("--init-from", "CKPT", "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
-                                    "model kind, sizes and vocabulary (--block may shorten its window);\n"
-                                    "--data may use only its characters.\n"
-                                    "Or GPT-2 weights: Hugging Face's model.safetensors or llm.c's .bin\n"
-                                    "(with --tokenizer DIR unless its BPE files are beside it; with neither,\n"
-                                    "token ids only: --data a token file, the sample printed as ids)",
+    p.option("--init-from", "CKPT",
+             "a fresh run (step 0, a new optimizer) from a checkpoint's weights: its\n"
+             "model kind, sizes and vocabulary (--block may shorten its window);\n"
+             "--data may use only its characters.\n"
+             "Or GPT-2 weights: Hugging Face's model.safetensors or llm.c's .bin\n"
+             "(with --tokenizer DIR unless its BPE files are beside it; with neither,\n"
+             "token ids only: --data a token file, the sample printed as ids)",
              [&o](const cli::Value& v) { o.init_from = v.file(); });
     p.section("training");
-    p.option("--data", "FILE", "text to train on (90% train, 10% validation); without it, the built-in\n"
-                               "copy task that only attention can solve. A .bin token file (nanoGPT's\n"
-                               "train.bin, val.bin beside it the validation; llm.c's) is read mapped;\n"
-                               "without --tokenizer, the vocabulary is its largest id + 1 (--init-from:\n"
-                               "the weights') and the sample token ids",
+    p.option("--data", "FILE",
+             "text to train on (90% train, 10% validation); without it, the built-in\n"
+             "copy task that only attention can solve. A .bin token file (nanoGPT's\n"
+             "train.bin, val.bin beside it the validation; llm.c's) is read mapped;\n"
+             "without --tokenizer, the vocabulary is its largest id + 1 (--init-from:\n"
+             "the weights') and the sample token ids",
              [&o](const cli::Value& v) { o.data = v.file(); });
-    p.option("--tokenizer", "DIR", "GPT-2's BPE (encoder.json + vocab.bpe, or vocab.json + merges.txt) instead\n"
-                                   "of characters; --data may then be a token file (.bin: nanoGPT's or llm.c's)",
+    p.option("--tokenizer", "DIR",
+             "GPT-2's BPE (encoder.json + vocab.bpe, or vocab.json + merges.txt) instead\n"
+             "of characters; --data may then be a token file (.bin: nanoGPT's or llm.c's)",
              [&o](const cli::Value& v) { o.tokenizer = v.nonempty(); });
     add_settings(p, o, Section::training);
     p.option("--threads", "N", with_default("threads for the kernels", Options{}.threads),
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
-    p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)", [&o] { o.detect_anomaly = true; });
+    p.flag("--detect-anomaly", "check every op for NaN/Inf and name the first one (slower)",
+           [&o] { o.detect_anomaly = true; });
     p.section(evaluation_title());
     add_settings(p, o, Section::evaluation);
-    p.option("--csv", "FILE", "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
-                              "step 0, every --log-every steps and every evaluation; none: no log",
+    p.option("--csv", "FILE",
+             "log step, batch loss, train loss, val loss, lr, grad norm, tokens/s at\n"
+             "step 0, every --log-every steps and every evaluation; none: no log",
              output_setter(o, output_file("--csv")));
-    p.option("--report", "HTML", "write a self-contained report page (losses, lr, gradient norms, attention\n"
-                                 "maps and head statistics, settings), rewritten at every evaluation",
+    p.option("--report", "HTML",
+             "write a self-contained report page (losses, lr, gradient norms, attention\n"
+             "maps and head statistics, settings), rewritten at every evaluation",
              output_setter(o, output_file("--report")));
-    p.option("--grad-csv", "FILE", "log the gradient-flow report (--grad-report) to FILE (step, kind, name,\n"
-                                   "norms, update ratio, head stats)",
+    p.option("--grad-csv", "FILE",
+             "log the gradient-flow report (--grad-report) to FILE (step, kind, name,\n"
+             "norms, update ratio, head stats)",
              output_setter(o, output_file("--grad-csv")));
     p.option("--out", "CKPT", "save a checkpoint at every evaluation and at the end",
              [&o](const cli::Value& v) { o.out = v.file(); });
-    p.option("--resume", "CKPT", "continue a saved run exactly where it stopped, saving back to CKPT\n"
-                                 "unless --out names another file; on the --data file it names, and\n"
-                                 "continuing its --csv, --grad-csv and --report, unless given (or none)",
+    p.option("--resume", "CKPT",
+             "continue a saved run exactly where it stopped, saving back to CKPT\n"
+             "unless --out names another file; on the --data file it names, and\n"
+             "continuing its --csv, --grad-csv and --report, unless given (or none)",
              [&o](const cli::Value& v) { o.resume = v.file(); });
     p.option("--until", "STEP", "stop after this step, past the checkpoint's (the schedule still spans --steps)",
-             [&o](const cli::Value& v) { o.until = v.integer(1, nn::train_setting("train.steps").max); });  // past a resumed checkpoint's step
+             [&o](const cli::Value& v) {
+                 o.until = v.integer(1, nn::train_setting("train.steps").max);
+             });  // past a resumed checkpoint's step
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print one JSON line with the final figures on stdout", [&o] { o.json = true; });
     p.section("sampling");
@@ -377,7 +395,8 @@ inline cli::Parser make_parser(Options& o) {
 // known: train_start::with_checkpoint_files).
 inline void check_log_outputs(const Options& o) {
     const auto given = [&](const char* flag) {
-        return std::find(o.settings_given.begin(), o.settings_given.end(), &nn::train_setting(flag)) != o.settings_given.end();
+        return std::find(o.settings_given.begin(), o.settings_given.end(), &nn::train_setting(flag)) !=
+               o.settings_given.end();
     };
     if (given("run.log_every") && !o.csv && !o.report)
         throw cli::UsageError("--log-every needs --csv or --report: it writes rows to those");
@@ -388,24 +407,28 @@ inline void check_options(Options& o) {
     const nn::TrainConfig& c = o.config;
     if (o.resume && !o.out) o.out = o.resume;  // a resumed run keeps saving where it was saved
     if (o.resume && !o.model_flags.empty())
-        throw cli::UsageError(fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
-                                          o.model_flags.front()));
+        throw cli::UsageError(
+            fmt::format("{} cannot change a resumed run: the checkpoint fixes the model and the training settings",
+                        o.model_flags.front()));
     if (o.init_from && o.resume)
         throw cli::UsageError("--init-from starts a new run and --resume continues one: give one of them");
     // --init-from: the checkpoint fixes the model (its kind and sizes); --dropout may still change, and
     // --n-head gives the head count that Hugging Face's weights without config.json lack
     for (const std::string& flag : o.model_flags)
         if (o.init_from && fixed_by_init_from(flag) && flag != "--n-head")
-            throw cli::UsageError(fmt::format("{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
+            throw cli::UsageError(fmt::format(
+                "{} cannot change a model started --init-from: the checkpoint fixes its kind and sizes", flag));
     try {
         nn::check_min_lr(c, flag_of);
     } catch (const std::invalid_argument& e) {
         throw cli::UsageError(e.what());
     }
     for (const std::string& flag : o.model_flags)
-        if (!o.init_from && !applies(flag, c.model.kind))  // with --init-from, train checks it against the checkpoint's kind
+        if (!o.init_from &&
+            !applies(flag, c.model.kind))  // with --init-from, train checks it against the checkpoint's kind
             throw cli::UsageError(fmt::format("{} does not apply to --model {}", flag, c.model.kind));
-    if (!o.init_from && nn::model_kind_info(c.model.kind).reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
+    if (!o.init_from && nn::model_kind_info(c.model.kind).reads(nn::option_n_head) &&
+        c.model.n_embd % c.model.n_head != 0)
         throw cli::UsageError(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
 }
 

@@ -42,7 +42,9 @@ std::string not_continued(const train_args::OutputFile& f, const std::string& pa
     std::error_code error;
     if (!std::filesystem::exists(path, error)) return "it is missing";
     if (f.path != &Options::report)
-        return run_logs::continues(log_at(f, path), /*force=*/true) ? "" : fmt::format("it is no longer a train {} log", f.flag);
+        return run_logs::continues(log_at(f, path), /*force=*/true)
+                   ? ""
+                   : fmt::format("it is no longer a train {} log", f.flag);
     std::string page_id;
     try {
         page_id = report::RunReport::read(path, {}).run_id();
@@ -77,7 +79,8 @@ nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, i
     nlohmann::ordered_json settings = {{"model", std::string(nn::model_kind_info(c.model.kind).name)},
                                        {"parameters", parameters}};
     for (const nn::ModelSetting& s : nn::model_settings())
-        if (s.option == 0 || nn::model_kind_info(c.model.kind).reads(s.option)) add_setting(settings, s, c.model);  // what the kind reads
+        if (s.option == 0 || nn::model_kind_info(c.model.kind).reads(s.option))
+            add_setting(settings, s, c.model);  // what the kind reads
     settings["data"] = o.data.value_or("(the built-in copy task)");
     for (const nn::TrainSetting& s : nn::train_settings()) add_setting(settings, s, c);
     return settings;
@@ -111,9 +114,11 @@ void continue_checkpoint_outputs(Options& o) {
         if (o.*f.path || o.outputs_off.contains(f.flag) || kept == saved.outputs.end()) continue;
         const std::string path = kept->second.string();
         const std::string as = named_as(path);
-        if (const std::string why = as.empty() ? not_continued(f, path, o.saved->run_id) : "the command line gives it as " + as;
+        if (const std::string why =
+                as.empty() ? not_continued(f, path, o.saved->run_id) : "the command line gives it as " + as;
             !why.empty()) {
-            train_progress::note(fmt::format("--resume {}: not continuing its {} {}: {}\n", checkpoint, f.flag, nn::printable_name(path), why));
+            train_progress::note(fmt::format("--resume {}: not continuing its {} {}: {}\n", checkpoint, f.flag,
+                                             nn::printable_name(path), why));
             continue;
         }
         o.*f.path = path;
@@ -121,8 +126,8 @@ void continue_checkpoint_outputs(Options& o) {
         first = first ? first : f.flag;
     }
     if (first)
-        train_progress::note(fmt::format("--resume {}: continuing its {}; give {} FILE or {} none to change that\n", checkpoint,
-                                         continued, first, first));
+        train_progress::note(fmt::format("--resume {}: continuing its {}; give {} FILE or {} none to change that\n",
+                                         checkpoint, continued, first, first));
 }
 
 Files files_of(const Options& o) {
@@ -166,7 +171,8 @@ report::RunReport open_page(nn::Trainer& trainer, const Options& o) {
     const std::string& path = *o.report;
     std::error_code error;
     if (o.resume && std::filesystem::exists(path, error)) {
-        const char* const advice = "a resumed run continues only its own page: name another file, or add --force to start a new page";
+        const char* const advice =
+            "a resumed run continues only its own page: name another file, or add --force to start a new page";
         std::optional<report::RunReport> old;
         try {
             old.emplace(report::RunReport::read(path, settings));
@@ -180,9 +186,10 @@ report::RunReport open_page(nn::Trainer& trainer, const Options& o) {
         }
         if (old && !o.force) {
             const std::string theirs = old->run_id();  // (RunReport::read refuses one that is not a run id)
-            throw std::runtime_error(fmt::format("--report {} is {}, and --resume {} is {}; {}", path,
-                                                 theirs.empty() ? "a page without a run id" : "the page of run " + theirs, *o.resume,
-                                                 own.empty() ? "a run without one (it wrote no page)" : "run " + own, advice));
+            throw std::runtime_error(
+                fmt::format("--report {} is {}, and --resume {} is {}; {}", path,
+                            theirs.empty() ? "a page without a run id" : "the page of run " + theirs, *o.resume,
+                            own.empty() ? "a run without one (it wrote no page)" : "run " + own, advice));
         }
     }
     report::RunReport page(std::move(settings));

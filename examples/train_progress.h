@@ -28,12 +28,13 @@ public:
         const double tokens_per_s = train_seconds > 0 ? double(tokens) / train_seconds : 0.0;
         const double eta = s.step > first_ ? train_seconds / double(s.step - first_) * double(total_ - s.step) : 0.0;
         if (bar_.on_terminal())
-            bar_.draw(double(s.step) / double(total_), fmt::format("{}/{} loss {:.4f} {:.0f} tok/s ETA {}", s.step, total_, smoothed_,
-                                                                   tokens_per_s, progress::duration(eta)),
+            bar_.draw(double(s.step) / double(total_),
+                      fmt::format("{}/{} loss {:.4f} {:.0f} tok/s ETA {}", s.step, total_, smoothed_, tokens_per_s,
+                                  progress::duration(eta)),
                       s.step == total_);
         else if (s.step == total_ || s.step % std::max<int64_t>(1, total_ / 20) == 0)
-            note(fmt::format("step {}/{} loss {:.4f} lr {:.3g} {:.0f} tok/s ETA {}\n", s.step, total_, smoothed_, s.lr, tokens_per_s,
-                             progress::duration(eta)));
+            note(fmt::format("step {}/{} loss {:.4f} lr {:.3g} {:.0f} tok/s ETA {}\n", s.step, total_, smoothed_, s.lr,
+                             tokens_per_s, progress::duration(eta)));
     }
     void message(const std::string& line) { bar_.message(line); }
     void finish() { bar_.finish(); }

@@ -58,13 +58,16 @@ nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
     const std::filesystem::path path = *o.data;
     if (!nn::is_token_file(path)) {
         const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(&tokenizer);
-        return reading_data(o, [&] { return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path))); });
+        return reading_data(o, [&] {
+            return nn::TextData(bpe ? bpe->encode_file(path) : tokenizer.encode_ids(nn::read_text_file(path)));
+        });
     }
     nn::TokenIds train = nn::map_token_file(path, tokenizer.vocab_size());
     std::string name = path.filename().string();
     if (const auto at = name.rfind("train"); at != std::string::npos) {
         const std::filesystem::path val = path.parent_path() / name.replace(at, 5, "val");
-        if (std::filesystem::exists(val)) return nn::TextData(std::move(train), nn::map_token_file(val, tokenizer.vocab_size()));
+        if (std::filesystem::exists(val))
+            return nn::TextData(std::move(train), nn::map_token_file(val, tokenizer.vocab_size()));
     }
     return nn::TextData(std::move(train));
 }
@@ -73,7 +76,8 @@ nn::TextData token_data(const Options& o, const nn::Tokenizer& tokenizer) {
 int64_t vocabulary_of(const nn::TextData& data) {
     uint16_t largest = 0;
     for (const nn::TokenIds* ids : {&data.tokens(), data.separate_validation()})
-        if (ids) ids->visit([&](const auto& v) {
+        if (ids)
+            ids->visit([&](const auto& v) {
                 for (const auto id : v) largest = std::max<uint16_t>(largest, static_cast<uint16_t>(id));
             });
     return int64_t{largest} + 1;
@@ -85,9 +89,12 @@ int64_t vocabulary_of(const nn::TextData& data) {
 nn::Trainer without_tokenizer(const Options& o, nn::TrainConfig config) {
     nn::TextData data = token_data(o, nn::IdTokenizer(65536, *o.data));  // any uint16 id
     config.model.vocab = vocabulary_of(data);
-    train_progress::note(fmt::format("note: --data {} is a token file and no --tokenizer was given: the vocabulary is the token "
-                                     "files' largest id + 1, {}, and samples are token ids\n", *o.data, config.model.vocab));
-    return nn::Trainer(config, std::make_shared<const nn::IdTokenizer>(config.model.vocab, fmt::format("--data {}", *o.data)),
+    train_progress::note(
+        fmt::format("note: --data {} is a token file and no --tokenizer was given: the vocabulary is the token "
+                    "files' largest id + 1, {}, and samples are token ids\n",
+                    *o.data, config.model.vocab));
+    return nn::Trainer(config,
+                       std::make_shared<const nn::IdTokenizer>(config.model.vocab, fmt::format("--data {}", *o.data)),
                        std::move(data));
 }
 
@@ -98,8 +105,9 @@ void check_tokenizer(const Options& o, const nn::Tokenizer& saved, const std::st
     if (o.tokenizer) {
         nn::check_tokenizer_dir(*o.tokenizer, saved, checkpoint);
     } else if (!dynamic_cast<const nn::BpeTokenizer*>(&saved) && !nn::as_ids_only(saved)) {
-        throw std::runtime_error(fmt::format("--data {} is a token file but the checkpoint {} has a character tokenizer",
-                                             o.data.value_or(""), checkpoint));
+        throw std::runtime_error(
+            fmt::format("--data {} is a token file but the checkpoint {} has a character tokenizer",
+                        o.data.value_or(""), checkpoint));
     }
 }
 
@@ -129,24 +137,30 @@ nn::Trainer start_from_checkpoint(const Options& o) {
     const auto given = [&](const char* flag) {
         return std::find(o.model_flags.begin(), o.model_flags.end(), flag) != o.model_flags.end();
     };
-    nn::TrainedModel start = load_checkpoint(path, {o.tokenizer, given("--n-head") ? std::optional(o.config.model.n_head) : std::nullopt});
+    nn::TrainedModel start =
+        load_checkpoint(path, {o.tokenizer, given("--n-head") ? std::optional(o.config.model.n_head) : std::nullopt});
     nn::TrainConfig config = o.config;
     const bool dropout_given = given("--dropout");
     if (dropout_given && !train_args::applies("--dropout", start.config.kind))
-        throw cli::UsageError(fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
+        throw cli::UsageError(
+            fmt::format("--dropout does not apply to the --init-from checkpoint's model {}", start.config.kind));
     if (given("--block") && o.config.model.block > start.config.block)
-        throw cli::UsageError(fmt::format("--block {} is longer than the --init-from checkpoint's window {}: it may only shorten it",
-                                          o.config.model.block, start.config.block));
+        throw cli::UsageError(
+            fmt::format("--block {} is longer than the --init-from checkpoint's window {}: it may only shorten it",
+                        o.config.model.block, start.config.block));
     config.model = start.config;
     if (dropout_given) config.model.dropout = o.config.model.dropout;
     if (given("--block")) config.model.block = o.config.model.block;
     const auto start_weights = [&](nn::Trainer& trainer) {
-        nn::load_parameters(trainer.model(), cropped_to_window(start.model->named_parameters(), trainer.model(), config.model.block));
+        nn::load_parameters(trainer.model(),
+                            cropped_to_window(start.model->named_parameters(), trainer.model(), config.model.block));
     };
     if (const nn::IdTokenizer* ids = nn::as_ids_only(*start.tokenizer); ids && !uses_tokens(o)) {
         if (!o.data)
-            throw cli::UsageError(fmt::format("--init-from {} has no tokenizer (token ids only): give --data a token file (.bin), "
-                                              "or --tokenizer DIR (GPT-2's vocab.json and merges.txt)", path));
+            throw cli::UsageError(
+                fmt::format("--init-from {} has no tokenizer (token ids only): give --data a token file (.bin), "
+                            "or --tokenizer DIR (GPT-2's vocab.json and merges.txt)",
+                            path));
         throw nn::text_without_tokenizer(*o.data, *ids);
     }
     if (uses_tokens(o)) {
@@ -159,9 +173,10 @@ nn::Trainer start_from_checkpoint(const Options& o) {
         try {
             return start.tokenizer->encode_ids(training_text(o));
         } catch (const std::invalid_argument& e) {
-            throw std::runtime_error(fmt::format("--init-from {}: the text to train on ({}) has characters outside the "
-                                                 "checkpoint's vocabulary: {}",
-                                                 path, o.data.value_or("the built-in copy task"), e.what()));
+            throw std::runtime_error(
+                fmt::format("--init-from {}: the text to train on ({}) has characters outside the "
+                            "checkpoint's vocabulary: {}",
+                            path, o.data.value_or("the built-in copy task"), e.what()));
         }
     }();
     nn::Trainer trainer(config, start.tokenizer, nn::TextData(std::move(tokens)));
@@ -178,7 +193,8 @@ nn::Trainer resumed(const Options& o) {
                 check_tokenizer(o, saved, *o.resume);
                 return token_data(o, saved);
             });
-        if (o.data) return nn::Trainer::resume(*o.resume, training_text(o));  // the text is needed only until it is tokens
+        if (o.data)
+            return nn::Trainer::resume(*o.resume, training_text(o));  // the text is needed only until it is tokens
         return nn::Trainer::resume(*o.resume, [&](const nn::Tokenizer& saved) {
             try {
                 return nn::TextData(saved.encode_ids(training_text(o)));
@@ -188,9 +204,11 @@ nn::Trainer resumed(const Options& o) {
         });
     } catch (const nn::DataMismatch&) {
         if (o.data) throw;
-        throw std::runtime_error(fmt::format("--resume {} names no data file (checkpoints saved by older versions do not) and was "
-                                             "not trained on the built-in copy task: give --data FILE, the file of {} tokens it was "
-                                             "trained on", nn::printable_name(*o.resume), o.saved ? o.saved->tokens : 0));
+        throw std::runtime_error(
+            fmt::format("--resume {} names no data file (checkpoints saved by older versions do not) and was "
+                        "not trained on the built-in copy task: give --data FILE, the file of {} tokens it was "
+                        "trained on",
+                        nn::printable_name(*o.resume), o.saved ? o.saved->tokens : 0));
     }
 }
 
@@ -207,7 +225,8 @@ nn::Trainer trainer_of(const Options& o) {
         return nn::Trainer(config, std::move(tokenizer), std::move(data));
     }
     // a file is read as token ids alone, never held as text
-    auto [tokenizer, tokens] = o.data ? reading_data(o, [&] { return nn::read_tokenized_text(*o.data); }) : nn::tokenize(training_text(o));
+    auto [tokenizer, tokens] =
+        o.data ? reading_data(o, [&] { return nn::read_tokenized_text(*o.data); }) : nn::tokenize(training_text(o));
     config.model.vocab = tokenizer.vocab_size();
     return nn::Trainer(config, std::move(tokenizer), std::move(tokens));
 }
@@ -215,8 +234,8 @@ nn::Trainer trainer_of(const Options& o) {
 // The data file the checkpoint names, for a resume without --data: used when it is there and unchanged,
 // refused otherwise, naming it and why.
 nn::DataFile unchanged_data_file(const std::string& checkpoint, const nn::DataFile& kept) {
-    const std::string trained_on =
-        fmt::format("--resume {} was trained on {}", nn::printable_name(checkpoint), nn::printable_name(kept.path.string()));
+    const std::string trained_on = fmt::format("--resume {} was trained on {}", nn::printable_name(checkpoint),
+                                               nn::printable_name(kept.path.string()));
     const char* const advice = "give --data FILE, the file it was trained on";
     std::error_code error;
     if (!std::filesystem::exists(kept.path, error))
@@ -228,10 +247,13 @@ nn::DataFile unchanged_data_file(const std::string& checkpoint, const nn::DataFi
         throw std::runtime_error(fmt::format("{}, which cannot be read now ({}); {}", trained_on, e.what(), advice));
     }
     if (now.bytes != kept.bytes)
-        throw std::runtime_error(fmt::format("{}, which has changed since: {} bytes then, {} now; {}", trained_on, kept.bytes, now.bytes, advice));
+        throw std::runtime_error(fmt::format("{}, which has changed since: {} bytes then, {} now; {}", trained_on,
+                                             kept.bytes, now.bytes, advice));
     if (now.checksum != kept.checksum)
-        throw std::runtime_error(fmt::format("{}, which has changed since: the same {} bytes, but other bytes in them (its checksum "
-                                             "differs); {}", trained_on, now.bytes, advice));
+        throw std::runtime_error(
+            fmt::format("{}, which has changed since: the same {} bytes, but other bytes in them (its checksum "
+                        "differs); {}",
+                        trained_on, now.bytes, advice));
     return now;
 }
 
@@ -257,8 +279,9 @@ Options with_checkpoint_files(Options o) {
         if (!o.data && o.saved && o.saved->files.data) {
             o.data_file = unchanged_data_file(*o.resume, *o.saved->files.data);
             o.data = o.data_file->path.string();
-            train_progress::note(fmt::format("--resume {}: on its --data {} (unchanged: {} bytes)\n", nn::printable_name(*o.resume),
-                                             nn::printable_name(*o.data), o.data_file->bytes));
+            train_progress::note(fmt::format("--resume {}: on its --data {} (unchanged: {} bytes)\n",
+                                             nn::printable_name(*o.resume), nn::printable_name(*o.data),
+                                             o.data_file->bytes));
         }
         train_logs::continue_checkpoint_outputs(o);
     }

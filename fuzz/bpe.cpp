@@ -21,7 +21,9 @@
 namespace {
 
 std::string byte_char(int b) {  // GPT-2's character for byte b, as UTF-8
-    auto printable = [](int k) { return (k >= '!' && k <= '~') || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE && k <= 0xFF); };
+    auto printable = [](int k) {
+        return (k >= '!' && k <= '~') || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE && k <= 0xFF);
+    };
     int code = b;
     if (!printable(b)) {
         code = 256;
@@ -76,7 +78,8 @@ void check_encode(const nn::BpeTokenizer& bpe, std::string_view text) {
     if (at != text.data() + text.size()) fuzz::fail("the pre-tokens stop before the end of the text");
     using M = nn::BpeTokenizer::Merging;
     for (std::string_view piece : pieces)
-        if (bpe.merge_piece(piece, M::heap) != bpe.merge_piece(piece, M::rounds)) fuzz::fail("the heap's merges differ from the rounds'");
+        if (bpe.merge_piece(piece, M::heap) != bpe.merge_piece(piece, M::rounds))
+            fuzz::fail("the heap's merges differ from the rounds'");
 }
 
 }  // namespace
@@ -90,7 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     const size_t nul = rest.find('\0');
-    const std::string_view vocabulary = rest.substr(0, nul), after = nul == std::string_view::npos ? "" : rest.substr(nul + 1);
+    const std::string_view vocabulary = rest.substr(0, nul),
+                           after = nul == std::string_view::npos ? "" : rest.substr(nul + 1);
     const size_t second = after.find('\0');
     const std::string_view merges = after.substr(0, second);
     std::optional<nn::BpeTokenizer> bpe;
@@ -99,8 +103,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const std::invalid_argument&) {
         return 0;
     }
-    check_encode(*bpe, second == std::string_view::npos ? "the theme, they'll \xC3\xA9t\xC3\xA9\n\n" : after.substr(second + 1));
+    check_encode(
+        *bpe, second == std::string_view::npos ? "the theme, they'll \xC3\xA9t\xC3\xA9\n\n" : after.substr(second + 1));
     const auto metadata = bpe->checkpoint_metadata();
-    if (!(nn::BpeTokenizer::from_checkpoint_metadata(metadata) == *bpe)) fuzz::fail("the checkpoint metadata does not round-trip");
+    if (!(nn::BpeTokenizer::from_checkpoint_metadata(metadata) == *bpe))
+        fuzz::fail("the checkpoint metadata does not round-trip");
     return 0;
 }

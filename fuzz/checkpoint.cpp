@@ -21,13 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const nn::TrainedModel trained = nn::load_trained_model(path);
         if (!trained.model) fuzz::fail("load_trained_model returned no model");
     } catch (const std::runtime_error&) {
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     try {
         nn::Trainer trainer = nn::Trainer::resume(path, fuzz::kSeedText);
         if (trainer.step_count() < trainer.config().steps) (void)trainer.step();
     } catch (const std::runtime_error&) {
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     return 0;
 }

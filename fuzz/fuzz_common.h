@@ -16,9 +16,7 @@
 
 namespace fuzz {
 
-inline std::string_view bytes(const uint8_t* data, size_t size) {
-    return {reinterpret_cast<const char*>(data), size};
-}
+inline std::string_view bytes(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 // A file of this process's own that holds `contents`, for the loaders that read paths.
 inline std::filesystem::path scratch_file(std::string_view contents, const char* suffix) {

@@ -131,12 +131,15 @@ int main(int argc, char** argv) {
     const std::string head = slurp(tmp / "head.safetensors");
     const std::string h = header_of(head);
     put(ck / "n_embd_disagrees", with_header(head, replaced(h, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"8\"")));
-    put(ck / "regression_n_embd_huge", with_header(head, replaced(h, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"99999999999\"")));
+    put(ck / "regression_n_embd_huge",
+        with_header(head, replaced(h, "\"model.n_embd\":\"4\"", "\"model.n_embd\":\"99999999999\"")));
     put(ck / "block_negative", with_header(head, replaced(h, "\"model.block\":\"4\"", "\"model.block\":\"-4\"")));
     put(ck / "kind_gpt", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"gpt\"")));
     // A run id (train --report's link from the page to the run), a good one and one that is not an id.
-    put(ck / "run_id", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"head\",\"run.id\":\"0123456789abcdef\"")));
-    put(ck / "run_id_not_an_id", with_header(head, replaced(h, "\"model.kind\":\"head\"", "\"model.kind\":\"head\",\"run.id\":\"a\\n</script>\"")));
+    put(ck / "run_id", with_header(head, replaced(h, "\"model.kind\":\"head\"",
+                                                  "\"model.kind\":\"head\",\"run.id\":\"0123456789abcdef\"")));
+    put(ck / "run_id_not_an_id", with_header(head, replaced(h, "\"model.kind\":\"head\"",
+                                                            "\"model.kind\":\"head\",\"run.id\":\"a\\n</script>\"")));
     // Negative sizes reached the memory estimate before any check (a fuzzer finding); a bigram's n_embd and
     // block are checked by nothing else.
     const std::string bigram = slurp(tmp / "bigram.safetensors");
@@ -148,8 +151,10 @@ int main(int argc, char** argv) {
 
     // Run settings past their flags' limits (issue 25: an evaluation of 4e9 batches, a sample of 1e11
     // characters, a run of 2^64 - 1 steps were accepted), and a vocabulary shorter than the model's.
-    put(ck / "regression_eval_iters_4e9", with_header(head, replaced(h, "\"run.eval_iters\":\"200\"", "\"run.eval_iters\":\"4000000000\"")));
-    put(ck / "regression_sample_1e11", with_header(head, replaced(h, "\"run.sample\":\"200\"", "\"run.sample\":\"99999999999\"")));
+    put(ck / "regression_eval_iters_4e9",
+        with_header(head, replaced(h, "\"run.eval_iters\":\"200\"", "\"run.eval_iters\":\"4000000000\"")));
+    put(ck / "regression_sample_1e11",
+        with_header(head, replaced(h, "\"run.sample\":\"200\"", "\"run.sample\":\"99999999999\"")));
     put(ck / "regression_steps_max",
         with_header(head, replaced(h, "\"train.steps\":\"3\"", "\"train.steps\":\"18446744073709551615\"")));
     {  // the vocabulary's first character dropped (one JSON escape, "\n", is two bytes, "\u000a" six)
@@ -161,11 +166,13 @@ int main(int argc, char** argv) {
     }
     // Neither a checkpoint nor llm.c's file (they were taken for a safetensors file with a bad header):
     // random bytes, and llm.c's 256-int32 header with the magic one off (20240327).
-    put(ck / "neither_random_bytes", std::string("\x13\x37\xbe\xef\x00\x01\x02\x03\xde\xad\xc0\xde\x7f\x80\x90\xa0", 16));
+    put(ck / "neither_random_bytes",
+        std::string("\x13\x37\xbe\xef\x00\x01\x02\x03\xde\xad\xc0\xde\x7f\x80\x90\xa0", 16));
     {
         std::string llmc(1024, '\0');
         const int32_t fields[8] = {20240327, 3, 4, 8, 1, 1, 4, 128};  // magic, version, maxT, V, L, NH, C, padded V
-        for (size_t i = 0; i < 32; ++i) llmc[i] = static_cast<char>((static_cast<uint32_t>(fields[i / 4]) >> (8 * (i % 4))) & 0xff);
+        for (size_t i = 0; i < 32; ++i)
+            llmc[i] = static_cast<char>((static_cast<uint32_t>(fields[i / 4]) >> (8 * (i % 4))) & 0xff);
         put(ck / "neither_llmc_other_magic", llmc);
     }
 
@@ -199,8 +206,10 @@ int main(int argc, char** argv) {
     // 2 a .bin model file), the rest is the file.
     const fs::path mf = root / "model_files";
     const auto config = [&](const char* name, const std::string& text) { put(mf / name, std::string(1, '\0') + text); };
-    config("config_gpt2", R"({"n_head": 2, "n_embd": 8, "n_layer": 1, "vocab_size": 5, "n_positions": 4, "activation_function": "gelu_new", )"
-                          R"("task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}})");
+    config(
+        "config_gpt2",
+        R"({"n_head": 2, "n_embd": 8, "n_layer": 1, "vocab_size": 5, "n_positions": 4, "activation_function": "gelu_new", )"
+        R"("task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}})");
     config("config_heads_not_dividing", R"({"n_head": 3})");
     config("config_n_embd_disagrees", R"({"n_head": 2, "n_embd": 16})");
     config("config_nested_17_deep", "{\"n_head\": 2, \"x\": " + std::string(16, '[') + std::string(16, ']') + "}");
@@ -208,8 +217,11 @@ int main(int argc, char** argv) {
     config("config_not_utf8", "{\"n_head\": 2, \"activation_function\": \"\xff\x1b[31m\"}");
     config("config_not_json", "{\"n_head\": 2,");
     // 100,000 deep: the message's dump of the value recursed until the stack ran out (SIGSEGV)
-    config("regression_config_nested_100000", "{\"n_head\": 2, \"n_embd\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
-    const auto tokens = [&](const char* name, const std::string& bytes) { put(mf / name, std::string(1, '\1') + bytes); };
+    config("regression_config_nested_100000",
+           "{\"n_head\": 2, \"n_embd\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+    const auto tokens = [&](const char* name, const std::string& bytes) {
+        put(mf / name, std::string(1, '\1') + bytes);
+    };
     const auto le32 = [](std::initializer_list<int32_t> values, size_t count) {
         std::string out(4 * count, '\0');
         size_t i = 0;
@@ -231,9 +243,10 @@ int main(int argc, char** argv) {
         const std::string model = slurp(tmp / "model.bin");
         put(mf / "llmc_model", std::string(1, '\2') + model);
         put(mf / "llmc_model_truncated", std::string(1, '\2') + model.substr(0, model.size() - 12));
-        put(mf / "llmc_model_heads_not_dividing", std::string(1, '\2') + le32({20240326, 3, 4, 5, 1, 3, 8, 128}, 256) +
-                                                      model.substr(1024));
-        put(mf / "llmc_model_bad_magic", std::string(1, '\2') + le32({20240327, 3, 4, 5, 1, 2, 8, 128}, 256) + model.substr(1024));
+        put(mf / "llmc_model_heads_not_dividing",
+            std::string(1, '\2') + le32({20240326, 3, 4, 5, 1, 3, 8, 128}, 256) + model.substr(1024));
+        put(mf / "llmc_model_bad_magic",
+            std::string(1, '\2') + le32({20240327, 3, 4, 5, 1, 2, 8, 128}, 256) + model.substr(1024));
     }
     fs::remove_all(tmp);
     return 0;

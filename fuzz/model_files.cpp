@@ -27,7 +27,8 @@ namespace {
 // made once per process; each input's config.json is written beside its weights.
 std::filesystem::path hf_folder() {
     struct Folder {
-        std::filesystem::path path = std::filesystem::temp_directory_path() / ("tinygpt-fuzz-" + std::to_string(::getpid()) + "-hf");
+        std::filesystem::path path =
+            std::filesystem::temp_directory_path() / ("tinygpt-fuzz-" + std::to_string(::getpid()) + "-hf");
         ~Folder() {
             std::error_code ec;
             std::filesystem::remove_all(path, ec);
@@ -57,13 +58,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 const std::filesystem::path dir = hf_folder();
                 std::ofstream(dir / "config.json", std::ios::binary | std::ios::trunc) << contents;
                 const nn::ForeignWeights w = nn::read_gpt2_weights(dir / "model.safetensors");
-                if (w.config.n_embd % w.config.n_head != 0) fuzz::fail("read a config whose n_head does not divide n_embd");
+                if (w.config.n_embd % w.config.n_head != 0)
+                    fuzz::fail("read a config whose n_head does not divide n_embd");
                 break;
             }
             case 1: {
                 const nn::TokenIds ids = nn::map_token_file(fuzz::scratch_file(contents, ".bin"), 300);
                 std::vector<int64_t> window(static_cast<size_t>(std::min<int64_t>(ids.size(), 8)));
-                ids.copy_to(ids.size() - static_cast<int64_t>(window.size()), static_cast<int64_t>(window.size()), window.data());
+                ids.copy_to(ids.size() - static_cast<int64_t>(window.size()), static_cast<int64_t>(window.size()),
+                            window.data());
                 for (const int64_t id : window)
                     if (id < 0 || id >= 300) fuzz::fail("map_token_file gave an id outside the vocabulary");
                 (void)ids.fingerprint();
@@ -73,7 +76,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 (void)nn::read_gpt2_weights(fuzz::scratch_file(contents, ".bin"));
         }
     } catch (const std::runtime_error&) {
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     return 0;
 }

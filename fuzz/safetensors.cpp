@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     nn::Safetensors loaded;
     try {
         // Small limits so an absurd header length is refused by the check rather than by the allocator.
-        loaded = nn::load_safetensors(path, nn::SafetensorsLimits{.max_header_bytes = 1 << 20, .max_file_bytes = 1 << 24});
+        loaded =
+            nn::load_safetensors(path, nn::SafetensorsLimits{.max_header_bytes = 1 << 20, .max_file_bytes = 1 << 24});
     } catch (const std::runtime_error&) {
         return 0;
     }
@@ -30,7 +31,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     nn::Linear layer(nn::LinearOptions{.in = 3, .out = 2}, gen);  // "weight" (3, 2), "bias" (2): match or be refused
     try {
         nn::load_parameters(layer, loaded.tensors);
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     return 0;
 }

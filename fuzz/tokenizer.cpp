@@ -21,13 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             const nn::TextData split(ids);
             (void)split.size(nn::Split::train);
         }
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     // The same bytes as a vocabulary string and as text for a fixed vocabulary.
     try {
         (void)nn::CharTokenizer::from_vocabulary_utf8(text);
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     const nn::CharTokenizer ascii = nn::CharTokenizer::from_text("abc \n");
     try {
         const std::vector<int64_t> kept = ascii.encode(text, nn::Unknown::skip);
@@ -35,12 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (id < 0 || id >= ascii.vocab_size()) fuzz::fail("encode returned an id outside the vocabulary");
         (void)ascii.decode(kept);
         (void)ascii.encode(text);
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     try {
         const std::string read = nn::read_text_file(fuzz::scratch_file(text, ".txt"));
         if (read != text) fuzz::fail("read_text_file returned other bytes than the file's");
-    } catch (const std::runtime_error&) {
-    }
+    } catch (const std::runtime_error&) {}
     return 0;
 }

@@ -65,8 +65,8 @@ int main() {
     autograd::Generator gen(1);
     nn::GPT gpt({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
     nn::GPT2 gpt2({.vocab = 7, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16}, gen);
-    nn::Llama llama({.vocab = 7, .n_embd = 32, .n_head = 4, .n_kv_head = 2, .n_layer = 2, .ffn_hidden = 48, .block = 16},
-                    gen);
+    nn::Llama llama(
+        {.vocab = 7, .n_embd = 32, .n_head = 4, .n_kv_head = 2, .n_layer = 2, .ffn_hidden = 48, .block = 16}, gen);
     nn::MultiHead multihead({.vocab = 7, .n_embd = 16, .n_head = 2, .block = 16, .feed_forward = true}, gen);
     nn::SingleHead head({.vocab = 7, .n_embd = 16, .block = 16}, gen);
     nn::AverageModel average({.vocab = 7, .n_embd = 16, .block = 16}, gen);
@@ -90,6 +90,7 @@ int main() {
     const long before = g_allocations.load();
     volatile size_t n = 64;
     const std::vector<int> made(n, 1);
-    expect(g_allocations.load() - before == 1 && made[0] == 1, "a vector made between two counts is counted", g_allocations.load() - before);
+    expect(g_allocations.load() - before == 1 && made[0] == 1, "a vector made between two counts is counted",
+           g_allocations.load() - before);
     return failures == 0 ? 0 : 1;
 }

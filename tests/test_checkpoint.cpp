@@ -187,7 +187,8 @@ TEST_CASE("safetensors bytes on disk follow the format", "[safetensors][checkpoi
         std::vector<int64_t> shape;
         uint64_t begin, end;
     };
-    const std::vector<Expected> expected = {{"a", a, {2, 3}, 0, 24}, {"s", s, {}, 24, 28}, {"c", c, {1, 2, 1, 1}, 28, 36}};
+    const std::vector<Expected> expected = {
+        {"a", a, {2, 3}, 0, 24}, {"s", s, {}, 24, 28}, {"c", c, {1, 2, 1, 1}, 28, 36}};
     CHECK(bytes.size() == 8 + n + 36);
     for (const Expected& e : expected) {
         INFO(e.name);
@@ -228,7 +229,8 @@ TEST_CASE("a checksum names the damaged tensor, and a file from before checksums
     SECTION("one flipped bit in a value") {
         bytes[8 + n + 4 * 32 + 4 * 5 + 3] ^= 0x40;  // "second"[5]'s top exponent bit
         const fs::path bad = dir.write("flipped.safetensors", bytes);
-        CHECK_THAT(load_error(bad), Contains("flipped.safetensors") && Contains("tensor \"second\" does not match its checksum"));
+        CHECK_THAT(load_error(bad),
+                   Contains("flipped.safetensors") && Contains("tensor \"second\" does not match its checksum"));
     }
     SECTION("a checksum that is not hex, or names no tensor, or is missing for one tensor") {
         std::string header = bytes.substr(8, n);
@@ -256,7 +258,9 @@ TEST_CASE("a checksum names the damaged tensor, and a file from before checksums
         REQUIRE(warnings.size() == 1);
         CHECK_THAT(warnings[0], Contains("legacy.safetensors") && Contains("carries no checksums"));
     }
-    SECTION("one changed character of a setting is refused naming the file; a file from before the metadata's checksum loads with a note") {
+    SECTION(
+        "one changed character of a setting is refused naming the file; a file from before the metadata's checksum "
+        "loads with a note") {
         std::string header = bytes.substr(8, n);
         const size_t at = header.find("\"step\":\"7\"");
         REQUIRE(at != std::string::npos);
@@ -276,7 +280,8 @@ TEST_CASE("a checksum names the damaged tensor, and a file from before checksums
     }
     nn::set_warning_handler(nullptr);
     CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"crc32c.first", "0"}}), Contains("reserved for checksums"));
-    CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"crc32c.__metadata__", "0"}}), Contains("reserved for checksums"));
+    CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"crc32c.__metadata__", "0"}}),
+                      Contains("reserved for checksums"));
 }
 
 TEST_CASE("save_safetensors writes no header that loading would refuse", "[safetensors][checkpoint][errors]") {
@@ -285,7 +290,8 @@ TEST_CASE("save_safetensors writes no header that loading would refuse", "[safet
     const nn::NamedTensors tensors = {{"w", tensor({1.0f, 2.0f}, {2})}};
     const std::string big(nn::SafetensorsLimits{}.max_header_bytes, 'x');  // 100 MB: with the rest, over
     CHECK(nn::safetensors_header_bytes(tensors, {{"big", big}}) > nn::SafetensorsLimits{}.max_header_bytes);
-    CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"big", big}}), Contains("the header would be") && Contains("nothing was written"));
+    CHECK_THROWS_WITH(nn::save_safetensors(p, tensors, {{"big", big}}),
+                      Contains("the header would be") && Contains("nothing was written"));
     CHECK_FALSE(fs::exists(p));
     // the estimate is the header written, length included
     nn::save_safetensors(p, tensors, {{"small", "y"}});
@@ -318,7 +324,8 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
         return fmt::format(R"({{"a":{},"b":{}}})", entry("F32", "[2]", a_offsets), entry("F32", "[3]", b_offsets));
     };
     // a file of one tensor "a"
-    const auto file_of_a = [&](const char* dtype, const std::string& shape, const std::string& offsets, const std::string& data) {
+    const auto file_of_a = [&](const char* dtype, const std::string& shape, const std::string& offsets,
+                               const std::string& data) {
         return file_bytes(fmt::format(R"({{"a":{}}})", entry(dtype, shape, offsets)), data);
     };
     const std::string good_header = two("[0,8]", "[8,20]");
@@ -335,23 +342,29 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
         {"5 bytes", good.substr(0, 5), "too short"},
         {"cut inside the header", good.substr(0, 8 + good_header.size() - 1), "runs past the end of the file"},
         {"cut inside the data", good.substr(0, good.size() - 1), "ends past the end of the file"},
-        {"header length past the end", file_bytes(good_header, data20).replace(0, 8, std::string("\x00\x10\0\0\0\0\0\0", 8)),
+        {"header length past the end",
+         file_bytes(good_header, data20).replace(0, 8, std::string("\x00\x10\0\0\0\0\0\0", 8)),
          "the header length 4096 runs past the end"},
         {"header length 2^64 - 1", std::string(8, '\xFF') + good_header + data20, "runs past the end"},
         {"trailing garbage", good + "junk", "4 bytes of trailing data after the last tensor"},
         {"overlapping offsets", file_bytes(two("[0,8]", "[4,16]"), data20.substr(0, 16)),
          R"(tensor "b" (data_offsets [4, 16]) overlaps tensor "a")"},
         {"same offsets", file_bytes(two("[0,8]", "[0,12]"), data20.substr(0, 12)), "overlaps"},
-        {"gapped offsets", file_bytes(two("[0,8]", "[12,24]"), data20 + "1234"), R"(a gap of 4 bytes before tensor "b")"},
-        {"not starting at 0", file_bytes(two("[4,12]", "[12,24]"), data20 + "1234"), R"(a gap of 4 bytes before tensor "a")"},
+        {"gapped offsets", file_bytes(two("[0,8]", "[12,24]"), data20 + "1234"),
+         R"(a gap of 4 bytes before tensor "b")"},
+        {"not starting at 0", file_bytes(two("[4,12]", "[12,24]"), data20 + "1234"),
+         R"(a gap of 4 bytes before tensor "a")"},
         {"wrong dtype F16", file_of_a("F16", "[2]", "[0,4]", "abcd"),
          R"(tensor "a" has dtype "F16"; only F32 is supported)"},
-        {"shape disagreeing with offsets", file_bytes(two("[0,8]", "[8,16]").replace(two("[0,8]", "[8,16]").find("[3]"), 3, "[2,3]"), data20.substr(0, 16)),
+        {"shape disagreeing with offsets",
+         file_bytes(two("[0,8]", "[8,16]").replace(two("[0,8]", "[8,16]").find("[3]"), 3, "[2,3]"),
+                    data20.substr(0, 16)),
          "data_offsets [8, 16] hold 8 bytes, but shape (2, 3) of F32 needs 24"},
         {"not JSON", file_bytes("{\"a\": ", ""), "the header is not valid JSON"},
         {"not an object", file_bytes("[1, 2]  ", ""), "the header is not a JSON object but array"},
         {"invalid UTF-8 in a name", file_bytes("{\"\xC0\x80\":{}}", ""), "not valid JSON"},
-        {"an entry without dtype", file_bytes(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", "abcd"), R"(tensor "a" has no "dtype")"},
+        {"an entry without dtype", file_bytes(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", "abcd"),
+         R"(tensor "a" has no "dtype")"},
         {"an entry that is a number", file_bytes(R"({"a":5})", ""), R"(tensor "a" must be an object, got number)"},
         {"dtype not a string", file_bytes(R"({"a":{"dtype":32,"shape":[1],"data_offsets":[0,4]}})", "abcd"),
          R"("dtype" must be a string)"},
@@ -363,11 +376,15 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
          "has too many elements"},
         {"offsets reversed", file_of_a("F32", "[1]", "[4,0]", "abcd"), "must be [begin, end] with begin <= end"},
         {"three offsets", file_of_a("F32", "[1]", "[0,4,8]", "abcd"), "must be [begin, end]"},
-        {"duplicate names", file_bytes(fmt::format(R"({{"a":{},"a":{}}})", entry("F32", "[1]", "[0,4]"), entry("F32", "[1]", "[4,8]")), "abcdefgh"),
+        {"duplicate names",
+         file_bytes(fmt::format(R"({{"a":{},"a":{}}})", entry("F32", "[1]", "[0,4]"), entry("F32", "[1]", "[4,8]")),
+                    "abcdefgh"),
          R"(names tensor "a" twice)"},
-        {"duplicate field", file_bytes(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcd"),
+        {"duplicate field",
+         file_bytes(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcd"),
          R"(repeats the key "dtype")"},
-        {"metadata not an object", file_bytes(R"({"__metadata__":[1]})", ""), R"("__metadata__" must be an object of strings, got array)"},
+        {"metadata not an object", file_bytes(R"({"__metadata__":[1]})", ""),
+         R"("__metadata__" must be an object of strings, got array)"},
         {"metadata not strings", file_bytes(R"({"__metadata__":{"step":12}})", ""), R"("step" is number)"},
     };
     for (size_t i = 0; i < cases.size(); ++i) {
@@ -385,7 +402,8 @@ TEST_CASE("load_safetensors rejects each kind of malformed file, naming the path
                Contains(fmt::format("the header length {} is over the limit of 16", good_header.size())));
 
     // Not files at all.
-    CHECK_THAT(load_error(dir.path / "missing.safetensors"), Contains("missing.safetensors") && Contains("No such file"));
+    CHECK_THAT(load_error(dir.path / "missing.safetensors"),
+               Contains("missing.safetensors") && Contains("No such file"));
     CHECK_THAT(load_error(dir.path), Contains("is a directory"));
 }
 
@@ -397,44 +415,62 @@ TEST_CASE("load_safetensors rejects random bytes without crashing", "[safetensor
         for (char& b : bytes) b = static_cast<char>(gen.randint(256));
         // Half the time a plausible header length, so the JSON parser sees the noise too.
         if (round % 2 == 1 && bytes.size() >= 8)
-            bytes.replace(0, 8, std::string(1, static_cast<char>(gen.randint(static_cast<int64_t>(bytes.size()) - 7))) +
-                                    std::string(7, '\0'));
+            bytes.replace(0, 8,
+                          std::string(1, static_cast<char>(gen.randint(static_cast<int64_t>(bytes.size()) - 7))) +
+                              std::string(7, '\0'));
         INFO("round " << round << ", " << bytes.size() << " bytes");
         const fs::path p = dir.write("noise.safetensors", bytes);
         CHECK_THAT(load_error(p), Contains(p.string()));
     }
 }
 
-TEST_CASE("save_safetensors rejects bad names and fails cleanly where it cannot write", "[safetensors][checkpoint][errors]") {
+TEST_CASE("save_safetensors rejects bad names and fails cleanly where it cannot write",
+          "[safetensors][checkpoint][errors]") {
     const TempDir dir("save-errors");
     const fs::path p = dir.path / "ckpt.safetensors";
     nn::save_safetensors(p, {{"w", tensor({1, 2, 3})}}, {{"step", "100"}});
     const std::string original = read_bytes(p);
 
     // Bad names: nothing is written, the existing checkpoint stays.
-    CHECK_THAT(message_of<std::invalid_argument>([&] { nn::save_safetensors(p, {{"x", ones({1})}, {"x", ones({2})}}); }),
+    CHECK_THAT(message_of<std::invalid_argument>([&] {
+                   nn::save_safetensors(p, {{"x", ones({1})}, {"x", ones({2})}});
+               }),
                Contains(R"(the name "x" is used twice)"));
-    CHECK_THAT(message_of<std::invalid_argument>([&] { nn::save_safetensors(p, {{"", ones({1})}}); }),
+    CHECK_THAT(message_of<std::invalid_argument>([&] {
+                   nn::save_safetensors(p, {{"", ones({1})}});
+               }),
                Contains("tensor 0 has an empty name"));
-    CHECK_THAT(message_of<std::invalid_argument>([&] { nn::save_safetensors(p, {{"__metadata__", ones({1})}}); }),
+    CHECK_THAT(message_of<std::invalid_argument>([&] {
+                   nn::save_safetensors(p, {{"__metadata__", ones({1})}});
+               }),
                Contains("reserved"));
-    CHECK_THAT(message_of<std::invalid_argument>([&] { nn::save_safetensors(p, {{"u", Tensor()}}); }),
+    CHECK_THAT(message_of<std::invalid_argument>([&] {
+                   nn::save_safetensors(p, {{"u", Tensor()}});
+               }),
                Contains("undefined"));
-    CHECK_THAT(message_of<std::invalid_argument>([&] { nn::save_safetensors(p, {{"w", ones({1})}}, {{"k", "caf\xE9"}}); }),
+    CHECK_THAT(message_of<std::invalid_argument>([&] {
+                   nn::save_safetensors(p, {{"w", ones({1})}}, {{"k", "caf\xE9"}});
+               }),
                Contains("not valid UTF-8"));
     CHECK(read_bytes(p) == original);
 
     // A directory that does not exist, and a "directory" that is a file.
     const fs::path nowhere = dir.path / "no" / "such" / "dir" / "ckpt.safetensors";
-    CHECK_THAT(message_of<std::runtime_error>([&] { nn::save_safetensors(nowhere, {{"w", ones({1})}}); }),
+    CHECK_THAT(message_of<std::runtime_error>([&] {
+                   nn::save_safetensors(nowhere, {{"w", ones({1})}});
+               }),
                Contains(nowhere.string()) && Contains("No such file or directory"));
     const fs::path under_file = p / "ckpt.safetensors";
-    CHECK_THAT(message_of<std::runtime_error>([&] { nn::save_safetensors(under_file, {{"w", ones({1})}}); }),
+    CHECK_THAT(message_of<std::runtime_error>([&] {
+                   nn::save_safetensors(under_file, {{"w", ones({1})}});
+               }),
                Contains(under_file.string()) && Contains("Not a directory"));
 
     // The target is a directory: everything is written, the rename fails, the temporary file goes.
     fs::create_directory(dir.path / "a_directory");
-    CHECK_THAT(message_of<std::runtime_error>([&] { nn::save_safetensors(dir.path / "a_directory", {{"w", ones({1})}}); }),
+    CHECK_THAT(message_of<std::runtime_error>([&] {
+                   nn::save_safetensors(dir.path / "a_directory", {{"w", ones({1})}});
+               }),
                Contains("cannot rename") && Contains("Is a directory"));
 
     // An unwritable directory (root writes anyway, so only checked for other users).
@@ -442,7 +478,9 @@ TEST_CASE("save_safetensors rejects bad names and fails cleanly where it cannot 
     fs::create_directory(locked);
     fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
     if (::geteuid() != 0)
-        CHECK_THAT(message_of<std::runtime_error>([&] { nn::save_safetensors(locked / "c.safetensors", {{"w", ones({1})}}); }),
+        CHECK_THAT(message_of<std::runtime_error>([&] {
+                       nn::save_safetensors(locked / "c.safetensors", {{"w", ones({1})}});
+                   }),
                    Contains("Permission denied"));
     fs::permissions(locked, fs::perms::owner_all);
     CHECK(fs::is_empty(locked));
@@ -517,7 +555,8 @@ TEST_CASE("load_module rejects missing, extra and mismatched tensors and leaves 
     const fs::path wide = dir.path / "wide.safetensors";
     nn::save_module(wide, wider);
     const std::string mismatch = fails(wide);
-    CHECK_THAT(mismatch, Contains(wide.string()) && Contains("nothing was loaded") && Contains("3 of a different shape") &&
+    CHECK_THAT(mismatch, Contains(wide.string()) && Contains("nothing was loaded") &&
+                             Contains("3 of a different shape") &&
                              Contains("first.weight is (3, 5) in the file, (3, 4) in the module") &&
                              Contains("first.bias is (5) in the file, (4) in the module"));
 
@@ -535,5 +574,6 @@ TEST_CASE("load_module rejects missing, extra and mismatched tensors and leaves 
 
     // A corrupt file is the loader's error, and also leaves the module alone.
     const fs::path corrupt = dir.write("corrupt.safetensors", read_bytes(wide).substr(0, 40));
-    CHECK_THAT(fails(corrupt), StartsWith("'" + corrupt.string() + "': the header length") && Contains("runs past the end of the file"));
+    CHECK_THAT(fails(corrupt), StartsWith("'" + corrupt.string() + "': the header length") &&
+                                   Contains("runs past the end of the file"));
 }

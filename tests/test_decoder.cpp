@@ -25,21 +25,32 @@ struct Case {
 std::vector<Case> all_models() {
     std::vector<Case> cases;
     for (const nn::ModelKindInfo& info : nn::model_kinds()) {
-        nn::ModelConfig config{.kind = info.kind, .vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = kBlock};
+        nn::ModelConfig config{
+            .kind = info.kind, .vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = kBlock};
         cases.push_back({std::string(info.name), [config](Generator& g) { return nn::make_model(config, g); }});
     }
     cases.push_back({"gpt2 with the exact GELU", [](Generator& g) {
-                         return nn::make_model({.kind = nn::ModelKind::gpt2, .vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2,
-                                                .block = kBlock, .gelu_exact = true}, g);
+                         return nn::make_model({.kind = nn::ModelKind::gpt2,
+                                                .vocab = kVocab,
+                                                .n_embd = 12,
+                                                .n_head = 3,
+                                                .n_layer = 2,
+                                                .block = kBlock,
+                                                .gelu_exact = true},
+                                               g);
                      }});
     cases.push_back({"multihead with feed-forward", [](Generator& g) {
                          return std::make_unique<nn::MultiHead>(
-                             nn::MultiHeadOptions{.vocab = kVocab, .n_embd = 12, .n_head = 2, .block = kBlock, .feed_forward = true}, g);
+                             nn::MultiHeadOptions{
+                                 .vocab = kVocab, .n_embd = 12, .n_head = 2, .block = kBlock, .feed_forward = true},
+                             g);
                      }});
-    cases.push_back({"unscaled head of width 5", [](Generator& g) {
-                         return std::make_unique<nn::SingleHead>(
-                             nn::SingleHeadOptions{.vocab = kVocab, .n_embd = 12, .head_size = 5, .block = kBlock, .scaled = false}, g);
-                     }});
+    cases.push_back(
+        {"unscaled head of width 5", [](Generator& g) {
+             return std::make_unique<nn::SingleHead>(
+                 nn::SingleHeadOptions{.vocab = kVocab, .n_embd = 12, .head_size = 5, .block = kBlock, .scaled = false},
+                 g);
+         }});
     return cases;
 }
 
@@ -96,12 +107,14 @@ TEST_CASE("cached and uncached logits agree at every position of a generation of
     }
 }
 
-TEST_CASE("gpt2's cached logits are forward()'s last row at every token, across refills, with either GELU", "[decoder][gpt2]") {
+TEST_CASE("gpt2's cached logits are forward()'s last row at every token, across refills, with either GELU",
+          "[decoder][gpt2]") {
     for (const bool exact : {false, true}) {
         SECTION(exact ? "exact GELU" : "tanh GELU") {
             Generator g(29);
             constexpr int64_t V = 300, block = 12;  // heads of 8 over c_attn's (24, 72); a vocabulary wider than C
-            nn::GPT2 model({.vocab = V, .n_embd = 24, .n_head = 3, .n_layer = 3, .block = block, .gelu_exact = exact}, g);
+            nn::GPT2 model({.vocab = V, .n_embd = 24, .n_head = 3, .n_layer = 3, .block = block, .gelu_exact = exact},
+                           g);
             spread(model, g);
             nn::GenerationWindow window(model.cached_decoder());
             REQUIRE(window.decoder().cached());
@@ -185,8 +198,8 @@ TEST_CASE("the same seed samples the same text with and without the cache, for e
         SECTION(c.name) {
             Generator g(7);
             auto model = make_spread(c, g);
-            for (const nn::SampleOptions& options : {nn::SampleOptions{.temperature = 1.0f},
-                                                     nn::SampleOptions{.temperature = 0.8f, .top_k = 3}}) {
+            for (const nn::SampleOptions& options :
+                 {nn::SampleOptions{.temperature = 1.0f}, nn::SampleOptions{.temperature = 0.8f, .top_k = 3}}) {
                 Generator a(123), b(123);
                 nn::SampleOptions cached = options, uncached = options;
                 uncached.cache = false;
@@ -199,7 +212,8 @@ TEST_CASE("the same seed samples the same text with and without the cache, for e
     }
 }
 
-TEST_CASE("generate over a caller's window: one window serves every sample, and its decoder says whether a cache ran", "[decoder][gpt2]") {
+TEST_CASE("generate over a caller's window: one window serves every sample, and its decoder says whether a cache ran",
+          "[decoder][gpt2]") {
     Generator g(13);
     nn::GPT2 model({.vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = kBlock}, g);
     spread(model, g);
@@ -220,7 +234,8 @@ TEST_CASE("generate over a caller's window: one window serves every sample, and 
     CHECK_FALSE(plain_window.decoder().cached());
     CHECK(nn::generate(plain, plain_window, {1}, 5, {}, a).size() == 5);
     nn::GPT2 longer({.vocab = kVocab, .n_embd = 12, .n_head = 3, .n_layer = 1, .block = 2 * kBlock}, g);
-    CHECK_THROWS_WITH(nn::generate(longer, window, {1}, 2, {}, a), Contains("the window holds 8 tokens, the model's block is 16"));
+    CHECK_THROWS_WITH(nn::generate(longer, window, {1}, 2, {}, a),
+                      Contains("the window holds 8 tokens, the model's block is 16"));
 }
 
 TEST_CASE("generate's emit sees each token as it is drawn and can stop the generation", "[decoder]") {
@@ -253,7 +268,8 @@ TEST_CASE("a decoder refuses ids outside the vocabulary and a window past the bl
                 std::vector<int64_t> full(static_cast<size_t>(model->block_size()), 1);
                 decoder->append(full);
                 CHECK(decoder->length() == model->block_size());
-                CHECK_THROWS_WITH(decoder->append(1), Contains(fmt::format("past the block size {}", model->block_size())));
+                CHECK_THROWS_WITH(decoder->append(1),
+                                  Contains(fmt::format("past the block size {}", model->block_size())));
                 decoder->clear();
                 CHECK(decoder->length() == 0);
                 CHECK(decoder->append(1).size() == static_cast<size_t>(kVocab));

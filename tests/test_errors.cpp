@@ -72,7 +72,7 @@ TEST_CASE("a shape whose element count or byte size overflows is refused where i
     REQUIRE_THROWS_AS(zeros({big, big}), std::invalid_argument);
     REQUIRE_THROWS_WITH(zeros({big, big}), Contains("(4294967296, 4294967296)") && Contains("overflows"));
     REQUIRE_THROWS_WITH(full({int64_t{1} << 62, 2}, 1.0f), Contains("overflows"));  // fits int64, its bytes do not
-    REQUIRE(zeros({big, 0, big}).numel() == 0);  // 0 elements: a valid empty shape
+    REQUIRE(zeros({big, 0, big}).numel() == 0);                                     // 0 elements: a valid empty shape
     REQUIRE(numel_of({int64_t{1} << 30, 4}) == int64_t{1} << 32);
 }
 
@@ -140,11 +140,15 @@ TEST_CASE("softmax and log_softmax reject dims out of range", "[errors]") {
 TEST_CASE("cross_entropy rejects bad targets", "[errors]") {
     const Tensor logits = zeros({2, 3});
     REQUIRE_THROWS_AS(cross_entropy(logits, std::vector<int64_t>{0, 3}), std::invalid_argument);
-    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{0, 3}), Contains("cross_entropy") && Contains("(2, 3)"));
-    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{-1, 0}), Contains("cross_entropy") && Contains("(2, 3)"));
+    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{0, 3}),
+                        Contains("cross_entropy") && Contains("(2, 3)"));
+    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{-1, 0}),
+                        Contains("cross_entropy") && Contains("(2, 3)"));
     // wrong count: one target per row
-    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{0}), Contains("cross_entropy") && Contains("(2, 3)"));
-    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{0, 1, 2}), Contains("cross_entropy") && Contains("(2, 3)"));
+    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{0}),
+                        Contains("cross_entropy") && Contains("(2, 3)"));
+    REQUIRE_THROWS_WITH(cross_entropy(logits, std::vector<int64_t>{0, 1, 2}),
+                        Contains("cross_entropy") && Contains("(2, 3)"));
     REQUIRE_THROWS_WITH(cross_entropy(zeros({2, 2, 3}), std::vector<int64_t>{0, 1}),
                         Contains("cross_entropy") && Contains("(2, 2, 3)"));
     REQUIRE_THROWS_AS(cross_entropy(scalar(0.0f), std::vector<int64_t>{0}), std::invalid_argument);
@@ -188,10 +192,10 @@ TEST_CASE("creation and element access reject bad counts and indices", "[errors]
     const Tensor t = zeros({2, 3});
     REQUIRE_THROWS_AS(t.item(), std::invalid_argument);
     REQUIRE_THROWS_WITH(t.item(), Contains("item") && Contains("(2, 3)"));
-    REQUIRE_THROWS_WITH(t.at({2, 0}), Contains("at") && Contains("(2, 3)"));   // out of bounds
+    REQUIRE_THROWS_WITH(t.at({2, 0}), Contains("at") && Contains("(2, 3)"));  // out of bounds
     REQUIRE_THROWS_WITH(t.at({0, 3}), Contains("at") && Contains("(2, 3)"));
     REQUIRE_THROWS_WITH(t.at({0, -1}), Contains("at") && Contains("(2, 3)"));
-    REQUIRE_THROWS_WITH(t.at({0}), Contains("at") && Contains("(2, 3)"));      // wrong rank
+    REQUIRE_THROWS_WITH(t.at({0}), Contains("at") && Contains("(2, 3)"));  // wrong rank
     REQUIRE_THROWS_WITH(t.at({0, 0, 0}), Contains("at") && Contains("(2, 3)"));
     Tensor w = zeros({2, 3});
     REQUIRE_THROWS_WITH(w.at({5, 5}) = 1.0f, Contains("at") && Contains("(2, 3)"));

@@ -100,7 +100,9 @@ Tensor scores_like(const Shape& shape, Generator& gen, float std = 1.0f) { retur
 TEST_CASE("causal_softmax equals softmax(causal_mask(scale(x))) in values and gradients", "[fused]") {
     Generator gen(11);
     const auto fused = [](float f) { return Fn([f](const Inputs& in) { return causal_softmax(in[0], f); }); };
-    const auto composed = [](float f) { return Fn([f](const Inputs& in) { return composed_causal_softmax(in[0], f); }); };
+    const auto composed = [](float f) {
+        return Fn([f](const Inputs& in) { return composed_causal_softmax(in[0], f); });
+    };
     struct Case {
         Shape shape;
         float factor, std;
@@ -131,13 +133,14 @@ TEST_CASE("causal_softmax: rows sum to 1, zero above the diagonal, T = 1 gives 1
     CHECK(test::max_abs_diff(causal_softmax(tensor({5, 0, 1000, 0}, {2, 2}), 1.0f), {1, 0, 1, 0}) == 0.0);
 }
 
-TEST_CASE("causal_softmax: a fully masked row is zeros and passes no gradient, like the composition", "[fused][numerics]") {
+TEST_CASE("causal_softmax: a fully masked row is zeros and passes no gradient, like the composition",
+          "[fused][numerics]") {
     Generator gen(13);
     Tensor x = scores_like({2, 4, 4}, gen);
-    x.at({0, 0, 0}) = -kInf;                                          // row 0 sees only -inf: fully masked
-    for (int64_t j = 0; j <= 2; ++j) x.at({1, 2, j}) = -kInf;          // so is row 2 of the second batch
-    x.at({1, 3, 1}) = -kInf;                                           // one visible -inf in a live row
-    x.at({0, 1, 3}) = kInf;                                            // +inf above the diagonal is masked out
+    x.at({0, 0, 0}) = -kInf;                                   // row 0 sees only -inf: fully masked
+    for (int64_t j = 0; j <= 2; ++j) x.at({1, 2, j}) = -kInf;  // so is row 2 of the second batch
+    x.at({1, 3, 1}) = -kInf;                                   // one visible -inf in a live row
+    x.at({0, 1, 3}) = kInf;                                    // +inf above the diagonal is masked out
     const Tensor y = causal_softmax(x, 0.5f);
     for (int64_t j = 0; j < 4; ++j) CHECK(y.at({0, 0, j}) == 0.0f);
     for (int64_t j = 0; j < 4; ++j) CHECK(y.at({1, 2, j}) == 0.0f);
@@ -181,7 +184,8 @@ TEST_CASE("causal_attention_weights equals causal_softmax(q @ k^T) in values and
             CHECK(disagreement([factor](const Inputs& in) { return causal_attention_weights(in[0], in[1], factor); },
                                [factor](const Inputs& in) {
                                    return causal_softmax(matmul(in[0], in[1].transpose(1, 2)), factor);
-                               }, qk, gen) < 2e-6);
+                               },
+                               qk, gen) < 2e-6);
         }
         set_num_threads(1);
     }
@@ -189,7 +193,8 @@ TEST_CASE("causal_attention_weights equals causal_softmax(q @ k^T) in values and
 
 TEST_CASE("causal_attention_weights passes gradcheck for q and k", "[fused][gradcheck]") {
     Generator gen(32);
-    const Tensor q = test::uniform_param({2, 4, 3}, gen, -1.0f, 1.0f), k = test::uniform_param({2, 4, 3}, gen, -1.0f, 1.0f);
+    const Tensor q = test::uniform_param({2, 4, 3}, gen, -1.0f, 1.0f),
+                 k = test::uniform_param({2, 4, 3}, gen, -1.0f, 1.0f);
     REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention_weights(in[0], in[1], 0.8f); }, {q, k});
 }
 
@@ -222,9 +227,10 @@ TEST_CASE("causal_attention equals causal_attention_weights(q, k) @ v in values 
                 INFO("B " << B << " T " << T << " H " << H);
                 const float factor = 1.0f / std::sqrt(static_cast<float>(H));
                 const Inputs qkv = {randn({B, T, H}, gen), randn({B, T, H}, gen), randn({B, T, H}, gen)};
-                CHECK(disagreement([factor](const Inputs& in) { return causal_attention(in[0], in[1], in[2], factor); },
-                                   [factor](const Inputs& in) { return composed_attention(in[0], in[1], in[2], factor); },
-                                   qkv, gen) < 1e-5);
+                CHECK(
+                    disagreement([factor](const Inputs& in) { return causal_attention(in[0], in[1], in[2], factor); },
+                                 [factor](const Inputs& in) { return composed_attention(in[0], in[1], in[2], factor); },
+                                 qkv, gen) < 1e-5);
             }
 }
 
@@ -296,14 +302,16 @@ TEST_CASE("causal attention of the last Tq queries against all Tk keys equals th
     // What a cache of keys and values relies on: positions already seen are not computed again, and the
     // new rows are those the whole window would give them (the mask shifted by Tk - Tq).
     Generator gen(37);
-    for (const auto& [Tk, Tq] : {std::pair<int64_t, int64_t>{1, 1}, {9, 1}, {9, 4}, {64, 1}, {130, 3}, {200, 70}, {256, 256}})
+    for (const auto& [Tk, Tq] :
+         {std::pair<int64_t, int64_t>{1, 1}, {9, 1}, {9, 4}, {64, 1}, {130, 3}, {200, 70}, {256, 256}})
         for (const int64_t H : {8, 64}) {
             INFO("Tk " << Tk << " Tq " << Tq << " H " << H);
             const int64_t B = 2;
             const float factor = 1.0f / std::sqrt(static_cast<float>(H));
             const Tensor q = randn({B, Tk, H}, gen), k = randn({B, Tk, H}, gen), v = randn({B, Tk, H}, gen);
             const Tensor last_q = q.slice(1, Tk - Tq, Tk);
-            CHECK(test::max_abs_diff(causal_attention(last_q, k, v, factor), causal_attention(q, k, v, factor).slice(1, Tk - Tq, Tk)) < 1e-5);
+            CHECK(test::max_abs_diff(causal_attention(last_q, k, v, factor),
+                                     causal_attention(q, k, v, factor).slice(1, Tk - Tq, Tk)) < 1e-5);
             CHECK(test::max_abs_diff(causal_attention_weights(last_q, k, factor),
                                      causal_attention_weights(q, k, factor).slice(1, Tk - Tq, Tk)) < 1e-6);
         }
@@ -324,11 +332,14 @@ TEST_CASE("causal attention with Tq < Tk equals the composition with the shifted
         };
         const Inputs qkv = {randn({B, Tq, H}, gen), randn({B, Tk, H}, gen), randn({B, Tk, H}, gen)};
         CHECK(disagreement([&](const Inputs& in) { return causal_attention_weights(in[0], in[1], factor); },
-                           [&](const Inputs& in) { return composed_weights(in[0], in[1]); }, {qkv[0], qkv[1]}, gen) < 2e-6);
+                           [&](const Inputs& in) { return composed_weights(in[0], in[1]); }, {qkv[0], qkv[1]},
+                           gen) < 2e-6);
         CHECK(disagreement([&](const Inputs& in) { return causal_attention(in[0], in[1], in[2], factor); },
-                           [&](const Inputs& in) { return matmul(composed_weights(in[0], in[1]), in[2]); }, qkv, gen) < 1e-5);
+                           [&](const Inputs& in) { return matmul(composed_weights(in[0], in[1]), in[2]); }, qkv,
+                           gen) < 1e-5);
     }
-    const Tensor q = test::uniform_param({2, 3, 4}, gen), k = test::uniform_param({2, 7, 4}, gen), v = test::uniform_param({2, 7, 4}, gen);
+    const Tensor q = test::uniform_param({2, 3, 4}, gen), k = test::uniform_param({2, 7, 4}, gen),
+                 v = test::uniform_param({2, 7, 4}, gen);
     REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention_weights(in[0], in[1], 0.8f); }, {q, k});
     REQUIRE_GRADCHECK([](const Inputs& in) { return causal_attention(in[0], in[1], in[2], 0.8f); }, {q, k, v});
     CHECK_THROWS_WITH(causal_attention_weights(zeros({1, 4, 2}), zeros({1, 3, 2}), 1.0f), Contains("0 < Tq <= Tk"));
@@ -396,8 +407,10 @@ TEST_CASE("layer_norm rejects mismatched gain or bias, an empty last dim and eps
                         Contains("layer_norm") && Contains("(4)") && Contains("(2, 3)"));
     REQUIRE_THROWS_WITH(layer_norm(x, zeros({3}), zeros({1, 3}), 1e-5f),
                         Contains("layer_norm") && Contains("(1, 3)") && Contains("(2, 3)"));
-    REQUIRE_THROWS_WITH(layer_norm(scalar(1.0f), zeros({1}), zeros({1}), 1e-5f), Contains("layer_norm") && Contains("()"));
-    REQUIRE_THROWS_WITH(layer_norm(zeros({2, 0}), zeros({0}), zeros({0}), 1e-5f), Contains("layer_norm") && Contains("(2, 0)"));
+    REQUIRE_THROWS_WITH(layer_norm(scalar(1.0f), zeros({1}), zeros({1}), 1e-5f),
+                        Contains("layer_norm") && Contains("()"));
+    REQUIRE_THROWS_WITH(layer_norm(zeros({2, 0}), zeros({0}), zeros({0}), 1e-5f),
+                        Contains("layer_norm") && Contains("(2, 0)"));
     REQUIRE_THROWS_WITH(layer_norm(x, zeros({3}), zeros({3}), 0.0f), Contains("layer_norm") && Contains("eps"));
 }
 
@@ -422,8 +435,8 @@ TEST_CASE("linear equals matmul(x, w) + bias bit for bit, values and gradients",
 
 TEST_CASE("linear passes gradcheck for x, weight and bias", "[fused][gradcheck]") {
     Generator gen(22);
-    const Tensor x = test::uniform_param({2, 3, 4}, gen, -1.0f, 1.0f), w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f),
-                 b = test::uniform_param({5}, gen, -1.0f, 1.0f);
+    const Tensor x = test::uniform_param({2, 3, 4}, gen, -1.0f, 1.0f),
+                 w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f), b = test::uniform_param({5}, gen, -1.0f, 1.0f);
     REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], in[2]); }, {x, w, b});
 }
 
@@ -449,7 +462,8 @@ double reference_gelu_tanh_slope(double x) {
 }
 }  // namespace
 
-TEST_CASE("gelu_tanh is GPT-2's 0.5 x (1 + tanh(...)) and its slope, densely, with saturated tails", "[fused][numerics]") {
+TEST_CASE("gelu_tanh is GPT-2's 0.5 x (1 + tanh(...)) and its slope, densely, with saturated tails",
+          "[fused][numerics]") {
     std::vector<float> xs;
     for (double x = -12.0; x <= 12.0; x += 1.0 / 512) xs.push_back(float(x));
     for (const float far : {-1e4f, -100.0f, 100.0f, 1e4f}) xs.push_back(far);
@@ -458,7 +472,8 @@ TEST_CASE("gelu_tanh is GPT-2's 0.5 x (1 + tanh(...)) and its slope, densely, wi
     y.backward(ones(y.shape()));
     double worst_value = 0, worst_slope = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
-        worst_value = std::max(worst_value, std::abs(y.data()[i] - reference_gelu_tanh(xs[i])) / std::max(1.0, std::abs(double(xs[i]))));
+        worst_value = std::max(
+            worst_value, std::abs(y.data()[i] - reference_gelu_tanh(xs[i])) / std::max(1.0, std::abs(double(xs[i]))));
         worst_slope = std::max(worst_slope, std::abs(x.grad().data()[i] - reference_gelu_tanh_slope(xs[i])));
     }
     INFO("value " << worst_value << ", slope " << worst_slope);
@@ -472,8 +487,8 @@ TEST_CASE("gelu_tanh, linear_gelu_tanh and matmul_transposed pass gradcheck", "[
     Generator gen(25);
     const Tensor y = test::uniform_param({3, 7}, gen, -3.0f, 3.0f);
     REQUIRE_GRADCHECK([](const Inputs& in) { return gelu_tanh(in[0]); }, {y});
-    const Tensor x = test::uniform_param({2, 3, 4}, gen, -2.0f, 2.0f), w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f),
-                 b = test::uniform_param({5}, gen, -1.0f, 1.0f);
+    const Tensor x = test::uniform_param({2, 3, 4}, gen, -2.0f, 2.0f),
+                 w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f), b = test::uniform_param({5}, gen, -1.0f, 1.0f);
     REQUIRE_GRADCHECK([](const Inputs& in) { return linear_gelu_tanh(in[0], in[1], in[2]); }, {x, w, b});
     const Tensor table = test::uniform_param({6, 4}, gen, -1.0f, 1.0f);  // (N, K), as a (V, C) token table
     REQUIRE_GRADCHECK([](const Inputs& in) { return matmul_transposed(in[0], in[1]); }, {x, table});
@@ -481,33 +496,38 @@ TEST_CASE("gelu_tanh, linear_gelu_tanh and matmul_transposed pass gradcheck", "[
 
 TEST_CASE("linear_gelu_tanh equals gelu_tanh(linear(x, w, b)) bit for bit, values and gradients", "[fused]") {
     Generator gen(26);
-    for (const auto& [x_shape, N] : std::vector<std::pair<Shape, int64_t>>{{{1, 3}, 1}, {{4, 5, 7}, 65}, {{12, 64, 128}, 512}}) {
+    for (const auto& [x_shape, N] :
+         std::vector<std::pair<Shape, int64_t>>{{{1, 3}, 1}, {{4, 5, 7}, 65}, {{12, 64, 128}, 512}}) {
         INFO(shape_str(x_shape) << " -> " << N);
         const int64_t K = x_shape.back();
         const Inputs inputs = {randn(x_shape, gen), randn({K, N}, gen), randn({N}, gen)};
         for (int threads : {1, 2}) {
             set_num_threads(threads);
             CHECK(disagreement([](const Inputs& in) { return linear_gelu_tanh(in[0], in[1], in[2]); },
-                               [](const Inputs& in) { return gelu_tanh(linear(in[0], in[1], in[2])); }, inputs, gen) == 0.0);
+                               [](const Inputs& in) { return gelu_tanh(linear(in[0], in[1], in[2])); }, inputs,
+                               gen) == 0.0);
         }
         set_num_threads(1);
     }
     const Tensor x = randn({3, 4}, gen), w = randn({4, 6}, gen), b = randn({6}, gen);
     NoGradGuard no_grad;
     CHECK(linear_gelu_tanh(x, w, b).to_vector() == gelu_tanh(linear(x, w, b)).to_vector());
-    REQUIRE_THROWS_WITH(linear_gelu_tanh(zeros({2, 4}), zeros({4, 5}), zeros({4})), Contains("linear_gelu_tanh") && Contains("bias (4)"));
+    REQUIRE_THROWS_WITH(linear_gelu_tanh(zeros({2, 4}), zeros({4, 5}), zeros({4})),
+                        Contains("linear_gelu_tanh") && Contains("bias (4)"));
 }
 
 TEST_CASE("matmul_transposed equals matmul(x, transpose(w)), values and gradients, and names bad shapes", "[fused]") {
     Generator gen(27);
-    for (const auto& [x_shape, N] : std::vector<std::pair<Shape, int64_t>>{{{1, 3}, 1}, {{4, 5, 7}, 65}, {{2, 64, 32}, 300}}) {
+    for (const auto& [x_shape, N] :
+         std::vector<std::pair<Shape, int64_t>>{{{1, 3}, 1}, {{4, 5, 7}, 65}, {{2, 64, 32}, 300}}) {
         INFO(shape_str(x_shape) << " -> " << N);
         const int64_t K = x_shape.back();
         const Inputs inputs = {randn(x_shape, gen), randn({N, K}, gen)};
         for (int threads : {1, 2}) {
             set_num_threads(threads);
             CHECK(disagreement([](const Inputs& in) { return matmul_transposed(in[0], in[1]); },
-                               [](const Inputs& in) { return matmul(in[0], transpose(in[1], 0, 1)); }, inputs, gen) < 1e-5);
+                               [](const Inputs& in) { return matmul(in[0], transpose(in[1], 0, 1)); }, inputs,
+                               gen) < 1e-5);
         }
         set_num_threads(1);
     }
@@ -519,8 +539,8 @@ TEST_CASE("matmul_transposed equals matmul(x, transpose(w)), values and gradient
 
 TEST_CASE("linear_gelu equals gelu(linear(x, w, b)) bit for bit, values and gradients", "[fused]") {
     Generator gen(23);
-    for (const auto& [x_shape, N] : std::vector<std::pair<Shape, int64_t>>{
-             {{1, 3}, 1}, {{4, 5, 7}, 65}, {{12, 64, 128}, 512}}) {
+    for (const auto& [x_shape, N] :
+         std::vector<std::pair<Shape, int64_t>>{{{1, 3}, 1}, {{4, 5, 7}, 65}, {{12, 64, 128}, 512}}) {
         INFO(shape_str(x_shape) << " -> " << N);
         const int64_t K = x_shape.back();
         const Inputs inputs = {randn(x_shape, gen), randn({K, N}, gen), randn({N}, gen)};
@@ -539,8 +559,8 @@ TEST_CASE("linear_gelu equals gelu(linear(x, w, b)) bit for bit, values and grad
 
 TEST_CASE("linear_gelu passes gradcheck and rejects mismatched shapes naming itself", "[fused][gradcheck][errors]") {
     Generator gen(24);
-    const Tensor x = test::uniform_param({2, 3, 4}, gen, -2.0f, 2.0f), w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f),
-                 b = test::uniform_param({5}, gen, -1.0f, 1.0f);
+    const Tensor x = test::uniform_param({2, 3, 4}, gen, -2.0f, 2.0f),
+                 w = test::uniform_param({4, 5}, gen, -1.0f, 1.0f), b = test::uniform_param({5}, gen, -1.0f, 1.0f);
     REQUIRE_GRADCHECK([](const Inputs& in) { return linear_gelu(in[0], in[1], in[2]); }, {x, w, b});
     REQUIRE_THROWS_WITH(linear_gelu(zeros({2, 3}), zeros({4, 5}), zeros({5})),
                         Contains("linear_gelu") && Contains("(2, 3)") && Contains("(4, 5)"));
@@ -611,7 +631,8 @@ TEST_CASE("max_of and sum_in_double: the row max exactly, and the row sum, at ev
     const std::vector<float> zeros = {-0.0f, 0.0f, -0.0f};
     CHECK(std::signbit(detail::max_of(1, [&](int64_t) { return -0.0f; })));
     CHECK(detail::max_of(3, [&](int64_t k) { return zeros[static_cast<size_t>(k)]; }) == 0.0f);
-    CHECK(std::isnan(detail::max_of(20, [](int64_t k) { return k == 7 ? std::numeric_limits<float>::quiet_NaN() : 1.0f; })));
+    CHECK(std::isnan(
+        detail::max_of(20, [](int64_t k) { return k == 7 ? std::numeric_limits<float>::quiet_NaN() : 1.0f; })));
 }
 
 // --- rms_norm ------------------------------------------------------------------------------------------------

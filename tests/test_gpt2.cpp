@@ -27,7 +27,8 @@ const std::vector<int64_t> kIds = {0, 3, 1, 4, 2, 2, 4, 0};  // (2, 4)
 
 }  // namespace
 
-TEST_CASE("gpt2's gradients match finite differences for all its parameters, with either GELU", "[models][gpt2][gradcheck]") {
+TEST_CASE("gpt2's gradients match finite differences for all its parameters, with either GELU",
+          "[models][gpt2][gradcheck]") {
     for (const bool exact : {false, true}) {
         INFO("gelu_exact " << exact);
         Generator gen(41);
@@ -50,18 +51,26 @@ TEST_CASE("gpt2's gradients match finite differences for all its parameters, wit
     }
 }
 
-TEST_CASE("gpt2 carries Hugging Face's names and shapes, with no lm_head: the logits are ln_f(x) @ wte^T", "[models][gpt2]") {
+TEST_CASE("gpt2 carries Hugging Face's names and shapes, with no lm_head: the logits are ln_f(x) @ wte^T",
+          "[models][gpt2]") {
     Generator gen(42);
     const int64_t V = 7, C = 8, L = 2, block = 6;
     nn::GPT2 model({.vocab = V, .n_embd = C, .n_head = 2, .n_layer = L, .block = block}, gen);
     std::vector<std::pair<std::string, Shape>> expected = {{"wte.weight", {V, C}}, {"wpe.weight", {block, C}}};
     for (int64_t l = 0; l < L; ++l) {
         const std::string h = fmt::format("h.{}.", l);
-        for (const auto& [name, shape] : std::vector<std::pair<std::string, Shape>>{
-                 {"ln_1.gain", {C}}, {"ln_1.bias", {C}}, {"attn.c_attn.weight", {C, 3 * C}}, {"attn.c_attn.bias", {3 * C}},
-                 {"attn.c_proj.weight", {C, C}}, {"attn.c_proj.bias", {C}}, {"ln_2.gain", {C}}, {"ln_2.bias", {C}},
-                 {"mlp.c_fc.weight", {C, 4 * C}}, {"mlp.c_fc.bias", {4 * C}}, {"mlp.c_proj.weight", {4 * C, C}},
-                 {"mlp.c_proj.bias", {C}}})
+        for (const auto& [name, shape] : std::vector<std::pair<std::string, Shape>>{{"ln_1.gain", {C}},
+                                                                                    {"ln_1.bias", {C}},
+                                                                                    {"attn.c_attn.weight", {C, 3 * C}},
+                                                                                    {"attn.c_attn.bias", {3 * C}},
+                                                                                    {"attn.c_proj.weight", {C, C}},
+                                                                                    {"attn.c_proj.bias", {C}},
+                                                                                    {"ln_2.gain", {C}},
+                                                                                    {"ln_2.bias", {C}},
+                                                                                    {"mlp.c_fc.weight", {C, 4 * C}},
+                                                                                    {"mlp.c_fc.bias", {4 * C}},
+                                                                                    {"mlp.c_proj.weight", {4 * C, C}},
+                                                                                    {"mlp.c_proj.bias", {C}}})
             expected.emplace_back(h + name, shape);
     }
     expected.emplace_back("ln_f.gain", Shape{C});
@@ -72,13 +81,15 @@ TEST_CASE("gpt2 carries Hugging Face's names and shapes, with no lm_head: the lo
     // Linear weights decay (as in every kind); the tables, biases and norms do not
     const auto decayed = model.decayed_parameter_names();
     CHECK(decayed == std::vector<std::string>{"h.0.attn.c_attn.weight", "h.0.attn.c_proj.weight", "h.0.mlp.c_fc.weight",
-                                              "h.0.mlp.c_proj.weight", "h.1.attn.c_attn.weight", "h.1.attn.c_proj.weight",
-                                              "h.1.mlp.c_fc.weight", "h.1.mlp.c_proj.weight"});
+                                              "h.0.mlp.c_proj.weight", "h.1.attn.c_attn.weight",
+                                              "h.1.attn.c_proj.weight", "h.1.mlp.c_fc.weight",
+                                              "h.1.mlp.c_proj.weight"});
 
     // the tied output: the final hidden state times the token table, recomputed here from the pieces
     const std::vector<int64_t> ids = {1, 6, 0, 3};  // (1, 4)
     Tensor hidden;
-    const auto handle = model.ln_f.register_forward_hook([&](const nn::Module&, const Tensor& out) { hidden = out.detach(); });
+    const auto handle =
+        model.ln_f.register_forward_hook([&](const nn::Module&, const Tensor& out) { hidden = out.detach(); });
     const Tensor logits = model.forward(ids, 1, 4);
     REQUIRE(logits.shape() == Shape{1, 4, V});
     CHECK(test::max_abs_diff(logits, matmul(hidden, transpose(model.wte.weight, 0, 1))) < 1e-6);
@@ -142,7 +153,8 @@ TEST_CASE("The registry's gpt2 size is its exact parameter count, and GPT-2 smal
     CHECK_FALSE(info.reads(nn::option_init));
     for (const auto& [V, C, H, L, T] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>{
              {5, 4, 2, 1, 4}, {65, 32, 4, 3, 16}, {300, 48, 6, 2, 40}, {1000, 64, 2, 4, 128}}) {
-        const nn::ModelConfig c{.kind = nn::ModelKind::gpt2, .vocab = V, .n_embd = C, .n_head = H, .n_layer = L, .block = T};
+        const nn::ModelConfig c{
+            .kind = nn::ModelKind::gpt2, .vocab = V, .n_embd = C, .n_head = H, .n_layer = L, .block = T};
         Generator gen(45);
         const auto model = nn::make_model(c, gen);
         INFO("V " << V << " C " << C << " L " << L << " T " << T);
@@ -152,7 +164,8 @@ TEST_CASE("The registry's gpt2 size is its exact parameter count, and GPT-2 smal
     }
     // GPT-2 small, medium, large, XL: Hugging Face's published counts (the tied lm_head counted once)
     const auto parameters = [](int64_t C, int64_t H, int64_t L) {
-        return nn::model_size({.kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = C, .n_head = H, .n_layer = L, .block = 1024})
+        return nn::model_size(
+                   {.kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = C, .n_head = H, .n_layer = L, .block = 1024})
             .parameters;
     };
     CHECK(parameters(768, 12, 12) == 124439808.0);
@@ -173,10 +186,12 @@ TEST_CASE("gelu_exact is checkpoint metadata for gpt2 only: other kinds keep the
     metadata.erase("model.gelu_exact");
     CHECK_FALSE(nn::ModelConfig::from_metadata(metadata).gelu_exact);
     metadata["model.gelu_exact"] = "yes";
-    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata), Contains("model.gelu_exact") && Contains("not a whole number"));
+    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata),
+                      Contains("model.gelu_exact") && Contains("not a whole number"));
 }
 
-TEST_CASE("gpt2's attention from kFlashFrom positions (causal_attention) gives the weights path's logits", "[models][gpt2]") {
+TEST_CASE("gpt2's attention from kFlashFrom positions (causal_attention) gives the weights path's logits",
+          "[models][gpt2]") {
     // causality: the first T0 positions of a longer window see what a window of T0 sees, so a window of
     // 170 (one fused op per head) must give the logits a window of 150 (the weights op and matmul) gives
     Generator gen(46);
@@ -194,7 +209,8 @@ TEST_CASE("gpt2's attention from kFlashFrom positions (causal_attention) gives t
     CHECK(test::max_abs_diff(slice(all, 1, 0, shorter), prefix) < 1e-4);
 }
 
-TEST_CASE("gpt2's heads are where the inspect tools look: one per head, its slice of c_attn, its weights", "[models][gpt2][attention]") {
+TEST_CASE("gpt2's heads are where the inspect tools look: one per head, its slice of c_attn, its weights",
+          "[models][gpt2][attention]") {
     Generator gen(47);
     nn::GPT2 model({.vocab = 7, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6}, gen);
     for (Tensor& p : model.parameters())

@@ -100,7 +100,8 @@ void write_raw_safetensors(const std::filesystem::path& path, const std::vector<
     const uint64_t n = json.size();
     out.write(reinterpret_cast<const char*>(&n), 8);
     out << json;
-    for (const RawTensor& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    for (const RawTensor& t : tensors)
+        out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
 }
 std::vector<unsigned char> f32_bytes(const Tensor& t) {
     const auto d = t.data();
@@ -153,8 +154,10 @@ TEST_CASE("gpt2 weights: tinygpt -> Hugging Face -> tinygpt is bit for bit, in H
     require_same_bits(back.weights, model->named_parameters());
 }
 
-TEST_CASE("gpt2 weights: a gpt2 without the divisor is Hugging Face's scale_attn_weights false, both ways, and llm.c's "
-          "format refuses it", "[gpt2][gpt2_weights][divisor]") {
+TEST_CASE(
+    "gpt2 weights: a gpt2 without the divisor is Hugging Face's scale_attn_weights false, both ways, and llm.c's "
+    "format refuses it",
+    "[gpt2][gpt2_weights][divisor]") {
     test::TempDir dir("gpt2-hf-unscaled");
     nn::ModelConfig c = small_config();
     const auto model = random_model(c);
@@ -190,7 +193,9 @@ TEST_CASE("gpt2 weights: tinygpt -> llm.c -> tinygpt is bit for bit, in llm.c's 
     REQUIRE(int_at(b, 6) == 128);  // C
     REQUIRE(int_at(b, 7) == 384);  // padded V
     const size_t C = 128, L = 2, Vp = 384, T = 16;
-    const size_t params_count = Vp * C + T * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 4 * C * C + 4 * C + 4 * C * C + C) + 2 * C;
+    const size_t params_count =
+        Vp * C + T * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 4 * C * C + 4 * C + 4 * C * C + C) +
+        2 * C;
     REQUIRE(b.size() == 1024 + 4 * params_count);
     // wte first, its padding rows zero; then wpe; then ln_1 of all layers, ...; qkvw of layer 0 row 1
     // (output column 1 of c_attn) holds c_attn.weight[:, 1]
@@ -209,7 +214,8 @@ TEST_CASE("gpt2 weights: tinygpt -> llm.c -> tinygpt is bit for bit, in llm.c's 
     require_same_bits(back.weights, params);
 }
 
-TEST_CASE("gpt2 weights: the Hugging Face and llm.c files of the same weights give identical logits", "[gpt2][gpt2_weights]") {
+TEST_CASE("gpt2 weights: the Hugging Face and llm.c files of the same weights give identical logits",
+          "[gpt2][gpt2_weights]") {
     test::TempDir dir("gpt2-same-logits");
     const nn::ModelConfig c = small_config();
     const auto model = random_model(c, 11);
@@ -245,7 +251,10 @@ TEST_CASE("gpt2 weights: a Hugging Face file with the transformer. prefix, mask 
         const std::string p = prefix ? "transformer." : "";
         for (const auto& [name, t] : params) raw.push_back({p + hf_name(name), "F32", t.shape(), f32_bytes(t)});
         for (int l = 0; l < 2; ++l) {  // the causal-mask buffers older files carry
-            raw.push_back({fmt::format("{}h.{}.attn.bias", p, l), "F32", {1, 1, 16, 16}, std::vector<unsigned char>(16 * 16 * 4)});
+            raw.push_back({fmt::format("{}h.{}.attn.bias", p, l),
+                           "F32",
+                           {1, 1, 16, 16},
+                           std::vector<unsigned char>(16 * 16 * 4)});
             raw.push_back({fmt::format("{}h.{}.attn.masked_bias", p, l), "F32", {}, std::vector<unsigned char>(4)});
         }
         raw.push_back({"lm_head.weight", "F32", {300, 128}, f32_bytes(param(params, "wte.weight"))});
@@ -330,8 +339,9 @@ TEST_CASE("gpt2 weights: write_hf_gpt2 writes the BPE tokenizer's vocab.json and
     for (int b = 0, next = 256; b < 256; ++b) {
         const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
         const int code = printable ? b : next++;  // below U+0800: one or two bytes of UTF-8
-        table[code < 0x80 ? std::string(1, static_cast<char>(code))
-                          : std::string{static_cast<char>(0xC0 | (code >> 6)), static_cast<char>(0x80 | (code & 0x3F))}] = b;
+        table[code < 0x80
+                  ? std::string(1, static_cast<char>(code))
+                  : std::string{static_cast<char>(0xC0 | (code >> 6)), static_cast<char>(0x80 | (code & 0x3F))}] = b;
     }
     table["ab"] = 256;
     table["<|endoftext|>"] = 257;
@@ -378,10 +388,13 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
         std::vector<unsigned char> b = bytes;
         edit(b);
         const auto path = dir.path / name;
-        std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+        std::ofstream(path, std::ios::binary)
+            .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
         return path;
     };
-    const auto set_int = [](std::vector<unsigned char>& b, size_t i, int32_t v) { std::memcpy(b.data() + 4 * i, &v, 4); };
+    const auto set_int = [](std::vector<unsigned char>& b, size_t i, int32_t v) {
+        std::memcpy(b.data() + 4 * i, &v, 4);
+    };
 
     // (wrong magic: not recognised as llm.c's, so read_llmc_gpt2 is asked directly)
     CHECK_THROWS_WITH(nn::read_llmc_gpt2(variant("magic.bin", [&](auto& b) { set_int(b, 0, 20240327); })),
@@ -405,30 +418,42 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
         write_raw_safetensors(dir.path / name, raw);
         return dir.path / name;
     };
-    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("missing.safetensors", [](auto& raw) {
-                          std::erase_if(raw, [](const RawTensor& t) { return t.name == "h.1.mlp.c_fc.bias"; });
-                      }), {}, 4),
-                      Contains("missing.safetensors") && Contains("'h.1.mlp.c_fc.bias'") && Contains("missing"));
-    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("shape.safetensors", [](auto& raw) {
-                          for (RawTensor& t : raw)
-                              if (t.name == "h.0.attn.c_proj.weight") t.shape = {64, 256};
-                      }), {}, 4),
+    CHECK_THROWS_WITH(
+        nn::read_gpt2_weights(
+            hf("missing.safetensors",
+               [](auto& raw) { std::erase_if(raw, [](const RawTensor& t) { return t.name == "h.1.mlp.c_fc.bias"; }); }),
+            {}, 4),
+        Contains("missing.safetensors") && Contains("'h.1.mlp.c_fc.bias'") && Contains("missing"));
+    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("shape.safetensors",
+                                               [](auto& raw) {
+                                                   for (RawTensor& t : raw)
+                                                       if (t.name == "h.0.attn.c_proj.weight") t.shape = {64, 256};
+                                               }),
+                                            {}, 4),
                       Contains("shape.safetensors") && Contains("'h.0.attn.c_proj.weight'") && Contains("(64, 256)"));
-    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("untied.safetensors", [&](auto& raw) {
-                          raw.push_back({"lm_head.weight", "F32", {300, 128}, std::vector<unsigned char>(300 * 128 * 4)});
-                      }), {}, 4),
-                      Contains("untied.safetensors") && Contains("'lm_head.weight'"));
-    CHECK_THROWS_WITH(nn::read_gpt2_weights(hf("extra.safetensors", [](auto& raw) {
-                          raw.push_back({"h.0.attn.rotary", "F32", {2}, std::vector<unsigned char>(8)});
-                      }), {}, 4),
-                      Contains("extra.safetensors") && Contains("'h.0.attn.rotary'"));
+    CHECK_THROWS_WITH(
+        nn::read_gpt2_weights(
+            hf("untied.safetensors",
+               [&](auto& raw) {
+                   raw.push_back({"lm_head.weight", "F32", {300, 128}, std::vector<unsigned char>(300 * 128 * 4)});
+               }),
+            {}, 4),
+        Contains("untied.safetensors") && Contains("'lm_head.weight'"));
+    CHECK_THROWS_WITH(
+        nn::read_gpt2_weights(hf("extra.safetensors",
+                                 [](auto& raw) {
+                                     raw.push_back({"h.0.attn.rotary", "F32", {2}, std::vector<unsigned char>(8)});
+                                 }),
+                              {}, 4),
+        Contains("extra.safetensors") && Contains("'h.0.attn.rotary'"));
     // weights without a tokenizer: token ids only; text is refused naming the file and the tokenizer it lacks
     const nn::TrainedModel ids_only = nn::load_trained_model(good);
     REQUIRE(nn::as_ids_only(*ids_only.tokenizer) != nullptr);
     CHECK(ids_only.tokenizer->vocab_size() == c.vocab);
     CHECK(ids_only.tokenizer->encode(" 3\t1 299 ") == std::vector<int64_t>{3, 1, 299});
     CHECK(ids_only.tokenizer->decode(std::vector<int64_t>{3, 1, 299}) == " 3 1 299");
-    CHECK_THROWS_WITH(ids_only.tokenizer->encode("3 hello"), Contains("good.bin") && Contains("'hello'") && Contains("a tokenizer directory"));
+    CHECK_THROWS_WITH(ids_only.tokenizer->encode("3 hello"),
+                      Contains("good.bin") && Contains("'hello'") && Contains("a tokenizer directory"));
     CHECK_THROWS_WITH(ids_only.tokenizer->encode("300"), Contains("'300'") && Contains("ids from 0 to 299"));
     CHECK_THROWS_WITH(ids_only.tokenizer->decode(std::vector<int64_t>{1, 300}), Contains("300 at position 1"));
     // what a checkpoint keeps of it: the size alone, read back; a damaged size is refused
@@ -436,7 +461,8 @@ TEST_CASE("gpt2 weights: refusals name the file and the header field or tensor",
     CHECK(kept == std::map<std::string, std::string>{{"tokenizer.kind", "token-ids"}, {"tokenizer.vocab_size", "300"}});
     CHECK(nn::IdTokenizer::from_checkpoint_metadata(kept, "x.st").vocab_size() == 300);
     for (const char* size : {"", "3x", "0", "-2"})
-        CHECK_THROWS_AS(nn::IdTokenizer::from_checkpoint_metadata({{"tokenizer.kind", "token-ids"}, {"tokenizer.vocab_size", size}}, "x.st"),
+        CHECK_THROWS_AS(nn::IdTokenizer::from_checkpoint_metadata(
+                            {{"tokenizer.kind", "token-ids"}, {"tokenizer.vocab_size", size}}, "x.st"),
                         std::invalid_argument);
     // exporting a model of another kind
     nn::ModelConfig gpt = c;
@@ -479,17 +505,21 @@ TEST_CASE("gpt2 weights: a hostile config.json beside Hugging Face's weights is 
     };
     // 100,000 deep: the recursive dump of the old message overflowed the stack (SIGSEGV); 50,000 deep
     // made a 100 kB line
-    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": " + nested(100000, "[", "", "]") + "}")), Contains("more than 16 deep"));
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": " + nested(100000, "[", "", "]") + "}")),
+               Contains("more than 16 deep"));
     CHECK_THAT(line(refusal("{\"n_embd\": " + nested(50000, "[", "", "]") + "}")), Contains("more than 16 deep"));
     CHECK_THAT(line(refusal(nested(100000, "{\"a\":", "1", "}"))), Contains("more than 16 deep"));
     // a value, a parse error and a byte that is not UTF-8 are quoted short and escaped
     CHECK_THAT(line(refusal("{\"n_head\": 4, \"activation_function\": \"" + std::string(100000, 'x') + "\"}")),
                Contains("\"activation_function\" is \"xxxx") && Contains("\"... (100000 bytes)"));
-    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": \"\xff\x1b[31m\"}")), Contains("not valid JSON") && Contains("ill-formed UTF-8"));
-    CHECK_THAT(line(refusal("{\"n_head\": 4, \"scale_attn_weights\": 1}")), Contains("\"scale_attn_weights\" is 1, not true or false"));
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": \"\xff\x1b[31m\"}")),
+               Contains("not valid JSON") && Contains("ill-formed UTF-8"));
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"scale_attn_weights\": 1}")),
+               Contains("\"scale_attn_weights\" is 1, not true or false"));
     std::string ones;
     for (int i = 0; i < 50000; ++i) ones += "1,";
-    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": [" + ones + "1]}")), Contains("\"n_embd\" is [1,1,1,") && Contains("..."));
+    CHECK_THAT(line(refusal("{\"n_head\": 4, \"n_embd\": [" + ones + "1]}")),
+               Contains("\"n_embd\" is [1,1,1,") && Contains("..."));
     // too large to read: refused by its size before it is read
     {
         std::ofstream(config, std::ios::trunc).close();
@@ -502,6 +532,7 @@ TEST_CASE("gpt2 weights: a hostile config.json beside Hugging Face's weights is 
     CHECK_THAT(line(load()), Contains("named pipe"));
     std::filesystem::remove(config);
     // GPT-2's own config.json nests 3 deep, and loads
-    CHECK(refusal(R"({"n_head": 4, "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}})") ==
+    CHECK(refusal(
+              R"({"n_head": 4, "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}})") ==
           "(loaded)");
 }

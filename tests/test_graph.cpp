@@ -17,9 +17,9 @@ namespace {
 
 // y = sum(relu(x @ w + b)) on numbers small enough to differentiate by hand (see the golden test).
 struct SmallGraph {
-    Tensor x = tensor({1, 2, 0, 0, 1, -1}, {2, 3}).set_name("x");                          // (2, 3), data
-    Tensor w = tensor({1, 0, 0, 1, 1, -1}, {3, 2}).requires_grad_().set_name("w");         // (3, 2)
-    Tensor b = tensor({0.5f, -1.0f}).requires_grad_().set_name("b");                       // (2)
+    Tensor x = tensor({1, 2, 0, 0, 1, -1}, {2, 3}).set_name("x");                   // (2, 3), data
+    Tensor w = tensor({1, 0, 0, 1, 1, -1}, {3, 2}).requires_grad_().set_name("w");  // (3, 2)
+    Tensor b = tensor({0.5f, -1.0f}).requires_grad_().set_name("b");                // (2)
     Tensor y = sum(relu(add(matmul(x, w), b)));
 };
 
@@ -88,7 +88,8 @@ TEST_CASE("to_dot: the golden graph of sum(relu(x @ w + b)) after backward(retai
 TEST_CASE("to_dot: a tensor used twice draws two edges, and names are escaped", "[graph]") {
     const Tensor v = tensor({1, 2}).requires_grad_().set_name("a \"quoted\\name\"\nline two");
     const std::string dot = to_dot(mul(v, v));
-    REQUIRE(dot.find("  n0 [label=\"a \\\"quoted\\\\name\\\"\\nline two\\n(2)\", shape=ellipse];\n") != std::string::npos);
+    REQUIRE(dot.find("  n0 [label=\"a \\\"quoted\\\\name\\\"\\nline two\\n(2)\", shape=ellipse];\n") !=
+            std::string::npos);
     REQUIRE(dot.find("  n0 -> n1;\n  n0 -> n1;\n") != std::string::npos);
 }
 
@@ -105,7 +106,8 @@ TEST_CASE("to_dot: after a plain backward the graph is released and says so", "[
 TEST_CASE("to_dot: NaN and inf are filled red and named", "[graph]") {
     const Tensor x = tensor({-1, 4}).requires_grad_().set_name("x");
     const Tensor y = log(x);  // log(-1) is NaN
-    REQUIRE(to_dot(y).find("  n1 [label=\"log\\n(2)\\nNaN in values\", shape=box, style=filled, fillcolor=\"#ff8080\"];\n") !=
+    REQUIRE(to_dot(y).find(
+                "  n1 [label=\"log\\n(2)\\nNaN in values\", shape=box, style=filled, fillcolor=\"#ff8080\"];\n") !=
             std::string::npos);
 
     const Tensor z = tensor({0, 4}).requires_grad_().set_name("z");
@@ -126,7 +128,8 @@ TEST_CASE("to_dot: Graphviz renders the output", "[graph]") {
     g.y.backward(true);
     const Tensor bad = log(tensor({-1.0f}).requires_grad_().set_name("needs \"escaping\" \\ here"));
     const test::TempDir dir("to_dot");
-    for (const auto& [name, text] : {std::pair{"small", to_dot(g.y, {.title = "a \"title\""})}, std::pair{"nan", to_dot(bad)}}) {
+    for (const auto& [name, text] :
+         {std::pair{"small", to_dot(g.y, {.title = "a \"title\""})}, std::pair{"nan", to_dot(bad)}}) {
         const auto dot_file = dir.write(std::string(name) + ".dot", text);
         const auto svg_file = dir.path / (std::string(name) + ".svg");
         INFO(text);
@@ -153,19 +156,19 @@ TEST_CASE("a leaf's hook sees its complete gradient, once per backward", "[graph
 
 TEST_CASE("a non-leaf's hook fires before its op's backward and can change the gradient", "[graph]") {
     const Tensor w = tensor({1, 2, 3}).requires_grad_();
-    const Tensor h = scale(w, 3.0f);           // h = 3w
-    const Tensor y = sum(mul(h, h));           // dy/dh = 2h = 6w = [6, 12, 18]
+    const Tensor h = scale(w, 3.0f);  // h = 3w
+    const Tensor y = sum(mul(h, h));  // dy/dh = 2h = 6w = [6, 12, 18]
     std::vector<float> seen;
     bool w_grad_present = true;
     h.register_hook([&](const Tensor& grad) {
         seen = grad.to_vector();
-        w_grad_present = w.grad().defined();  // h's backward (the only way to w) has not run yet
+        w_grad_present = w.grad().defined();     // h's backward (the only way to w) has not run yet
         for (float& v : grad.data()) v *= 2.0f;  // in place: flows on into scale's backward
     });
     y.backward();
     REQUIRE(seen == std::vector<float>{6, 12, 18});
     REQUIRE_FALSE(w_grad_present);
-    REQUIRE(h.grad().to_vector() == std::vector<float>{12, 24, 36});  // h's stored gradient is the doubled one
+    REQUIRE(h.grad().to_vector() == std::vector<float>{12, 24, 36});   // h's stored gradient is the doubled one
     REQUIRE(w.grad().to_vector() == std::vector<float>{36, 72, 108});  // 3 * 2 * 6w
 
     // A leaf hook that zeroes its gradient leaves zero in grad().
@@ -258,7 +261,10 @@ TEST_CASE("anomaly mode: log of a negative names the op, the shapes and this lin
     const Tensor x = tensor({1, -1, 2, 3}, {2, 2}).requires_grad_();
     const AnomalyGuard anomalies;
     int line = 0;
-    const std::string message = runtime_error_of([&] { line = __LINE__; (void)autograd::log(x); });
+    const std::string message = runtime_error_of([&] {
+        line = __LINE__;
+        (void)autograd::log(x);
+    });
     INFO(message);
     REQUIRE(message.find("'log'") != std::string::npos);
     REQUIRE(message.find("forward") != std::string::npos);
@@ -287,18 +293,27 @@ TEST_CASE("anomaly mode: composite ops and Tensor methods report the caller's li
     const Tensor nan_input = tensor({1, NAN, 2});
     int line = 0;
     // mean is scale(sum(x)): the NaN shows in sum, reported at this line, noting the input held it
-    std::string message = runtime_error_of([&] { line = __LINE__; (void)mean(nan_input); });
+    std::string message = runtime_error_of([&] {
+        line = __LINE__;
+        (void)mean(nan_input);
+    });
     INFO(message);
     REQUIRE(message.find("'sum'") != std::string::npos);
     REQUIRE(message.find("(input 0 already held NaN)") != std::string::npos);
     REQUIRE(message.find(here(line)) != std::string::npos);
 
-    message = runtime_error_of([&] { line = __LINE__; (void)nan_input.reshape({3, 1}); });
+    message = runtime_error_of([&] {
+        line = __LINE__;
+        (void)nan_input.reshape({3, 1});
+    });
     REQUIRE(message.find("'reshape'") != std::string::npos);
     REQUIRE(message.find(here(line)) != std::string::npos);
 
     // exp overflowing from finite inputs is an inf anomaly
-    message = runtime_error_of([&] { line = __LINE__; (void)autograd::exp(tensor({1, 100})); });
+    message = runtime_error_of([&] {
+        line = __LINE__;
+        (void)autograd::exp(tensor({1, 100}));
+    });
     REQUIRE(message.find("the forward of 'exp' produced inf (element 1") != std::string::npos);
     REQUIRE(message.find(here(line)) != std::string::npos);
 
@@ -315,7 +330,7 @@ TEST_CASE("anomaly mode: the causal mask's -inf is intended, and off means no ch
     {
         const AnomalyGuard anomalies;
         REQUIRE(anomaly_mode());
-        const Tensor masked = causal_mask(scale(scores, 0.5f));  // -inf above the diagonal
+        const Tensor masked = causal_mask(scale(scores, 0.5f));                    // -inf above the diagonal
         const Tensor loss = sum(mul(softmax(scale(masked, 2.0f), -1), upstream));  // -inf carried through scale
         REQUIRE_NOTHROW(loss.backward());
         REQUIRE(test::all_finite(scores.grad()));

@@ -24,7 +24,8 @@ constexpr int64_t kVocab = 11, kEmbd = 8, kHeads = 2, kLayers = 2, kBlock = 200,
 std::unique_ptr<nn::LanguageModel> make_kind(const std::string& kind, Generator& gen) {
     if (kind == "gpt2")
         return std::make_unique<nn::GPT2>(
-            nn::GPT2Options{.vocab = kVocab, .n_embd = kEmbd, .n_head = kHeads, .n_layer = kLayers, .block = kBlock}, gen);
+            nn::GPT2Options{.vocab = kVocab, .n_embd = kEmbd, .n_head = kHeads, .n_layer = kLayers, .block = kBlock},
+            gen);
     return std::make_unique<nn::GPT>(
         nn::GPTOptions{.vocab = kVocab, .n_embd = kEmbd, .n_head = kHeads, .n_layer = kLayers, .block = kBlock}, gen);
 }
@@ -43,14 +44,17 @@ Tensor& output_projection(nn::LanguageModel& model, int64_t layer) {
 
 // What a forward of (B, T) ids shows at each hook point, by the documentation, for either kind.
 std::map<std::string, Shape> documented_shapes(int64_t B, int64_t T) {
-    std::map<std::string, Shape> shapes = {{"hook_embed", {B, T, kEmbd}}, {"hook_pos_embed", {B, T, kEmbd}},
-                                           {"ln_final.hook_normalized", {B, T, kEmbd}}, {"logits", {B, T, kVocab}}};
+    std::map<std::string, Shape> shapes = {{"hook_embed", {B, T, kEmbd}},
+                                           {"hook_pos_embed", {B, T, kEmbd}},
+                                           {"ln_final.hook_normalized", {B, T, kEmbd}},
+                                           {"logits", {B, T, kVocab}}};
     for (int64_t l = 0; l < kLayers; ++l) {
         const std::string block = fmt::format("blocks.{}.", l);
         for (const char* name : {"hook_resid_pre", "ln1.hook_normalized", "hook_attn_out", "hook_resid_mid",
                                  "ln2.hook_normalized", "hook_mlp_out", "hook_resid_post"})
             shapes[block + name] = {B, T, kEmbd};
-        for (const char* name : {"attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z"}) shapes[block + name] = {B, T, kHeads, kHead};
+        for (const char* name : {"attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_z"})
+            shapes[block + name] = {B, T, kHeads, kHead};
         shapes[block + "attn.hook_attn_scores"] = shapes[block + "attn.hook_pattern"] = {B, kHeads, T, T};
         shapes[block + "mlp.hook_post"] = {B, T, 4 * kEmbd};
     }
@@ -74,7 +78,9 @@ TEST_CASE("a module of your own runs its forward hooks with no output() in its f
             register_module("token", token);
             register_module("inner", inner);
         }
-        Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override { return inner(token(ids, Shape{B, T})); }
+        Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override {
+            return inner(token(ids, Shape{B, T}));
+        }
         int64_t block_size() const override { return 4; }
         int64_t vocab_size() const override { return 5; }
     };
@@ -97,7 +103,8 @@ TEST_CASE("a module of your own runs its forward hooks with no output() in its f
     CHECK(inner_out.shape() == Shape{1, 3, 3});
     CHECK(model_out.to_vector() == out.to_vector());
     // by hand: the layer of the token rows, doubled
-    const Tensor expected = scale(linear(embedding(model.token.weight, ids, {1, 3}), model.inner.layer.weight, model.inner.layer.bias), 2.0f);
+    const Tensor expected = scale(
+        linear(embedding(model.token.weight, ids, {1, 3}), model.inner.layer.weight, model.inner.layer.bias), 2.0f);
     CHECK(test::max_abs_diff(out, expected) == 0.0);
 
     // a plain Module is not called through that path: its hooks would never fire, so they are refused
@@ -118,11 +125,14 @@ TEST_CASE("every hook point of gpt2 and gpt fires once with its documented shape
                 auto model = make_kind(kind, gen);
                 const int64_t B = 2, T = 5;
                 std::map<std::string, Shape> expected = documented_shapes(B, T);
-                if (!composed) expected = {{"blocks.1.attn.hook_z", {B, T, kHeads, kHead}}, {"blocks.0.attn.hook_q", {B, T, kHeads, kHead}}};
+                if (!composed)
+                    expected = {{"blocks.1.attn.hook_z", {B, T, kHeads, kHead}},
+                                {"blocks.0.attn.hook_q", {B, T, kHeads, kHead}}};
                 std::map<std::string, std::vector<Shape>> seen;
                 std::vector<nn::HookHandle> handles;
                 for (const auto& [name, _] : expected)
-                    handles.push_back(model->add_hook(name, [&](Tensor& value, const std::string& at) { seen[at].push_back(value.shape()); }));
+                    handles.push_back(model->add_hook(
+                        name, [&](Tensor& value, const std::string& at) { seen[at].push_back(value.shape()); }));
                 (void)(*model)(random_ids(B * T, gen), B, T);
                 for (const auto& [name, shape] : expected) {
                     INFO(name);
@@ -149,8 +159,10 @@ TEST_CASE("hook_pattern is the softmax of hook_attn_scores, and the composed hea
                 const std::vector<int64_t> ids = random_ids(T, gen);
                 const Tensor fused = (*model)(ids, 1, T);
                 Tensor scores, pattern;
-                auto a = model->add_hook("blocks.1.attn.hook_attn_scores", [&](Tensor& v, const std::string&) { scores = v; });
-                auto b = model->add_hook("blocks.1.attn.hook_pattern", [&](Tensor& v, const std::string&) { pattern = v; });
+                auto a = model->add_hook("blocks.1.attn.hook_attn_scores",
+                                         [&](Tensor& v, const std::string&) { scores = v; });
+                auto b =
+                    model->add_hook("blocks.1.attn.hook_pattern", [&](Tensor& v, const std::string&) { pattern = v; });
                 const Tensor composed = (*model)(ids, 1, T);
                 CHECK(test::max_abs_diff(composed, fused) < 1e-5);
                 REQUIRE(pattern.shape() == Shape{1, kHeads, T, T});
@@ -189,7 +201,8 @@ TEST_CASE("replacing a value at a hook point changes what follows as computed by
             // (the rows its slice multiplies), computed without any hook.
             Tensor mask = ones({1, 1, kHeads, 1});
             mask.data()[1] = 0.0f;
-            auto ablate = model->add_hook("blocks.0.attn.hook_z", [&](Tensor& z, const std::string&) { z = mul(z, mask); });
+            auto ablate =
+                model->add_hook("blocks.0.attn.hook_z", [&](Tensor& z, const std::string&) { z = mul(z, mask); });
             const Tensor ablated = (*model)(ids, B, T);
             ablate.remove();
             Tensor& w = output_projection(*model, 0);  // (C, C)
@@ -209,10 +222,12 @@ TEST_CASE("replacing a value at a hook point changes what follows as computed by
             patch.remove();
             Tensor by_hand;
             if (auto* gpt2 = dynamic_cast<nn::GPT2*>(model.get()))
-                by_hand = matmul(layer_norm(resid, gpt2->ln_f.gain, gpt2->ln_f.bias, 1e-5f), gpt2->wte.weight.transpose(0, 1));
+                by_hand = matmul(layer_norm(resid, gpt2->ln_f.gain, gpt2->ln_f.bias, 1e-5f),
+                                 gpt2->wte.weight.transpose(0, 1));
             else {
                 auto& gpt = dynamic_cast<nn::GPT&>(*model);
-                by_hand = linear(layer_norm(resid, gpt.final_norm.gain, gpt.final_norm.bias, 1e-5f), gpt.lm_head.weight, gpt.lm_head.bias);
+                by_hand = linear(layer_norm(resid, gpt.final_norm.gain, gpt.final_norm.bias, 1e-5f), gpt.lm_head.weight,
+                                 gpt.lm_head.bias);
             }
             CHECK(test::max_abs_diff(patched, by_hand) < 1e-5);
 
@@ -226,7 +241,8 @@ TEST_CASE("replacing a value at a hook point changes what follows as computed by
 
 TEST_CASE("the gradient at a hook point matches finite differences", "[hooks][gradcheck]") {
     for (const std::string kind : {"gpt2", "gpt"}) {
-        for (const std::string point : {"blocks.0.hook_resid_mid", "blocks.1.attn.hook_pattern", "blocks.0.attn.hook_q"}) {
+        for (const std::string point :
+             {"blocks.0.hook_resid_mid", "blocks.1.attn.hook_pattern", "blocks.0.attn.hook_q"}) {
             DYNAMIC_SECTION(kind << " " << point) {
                 Generator gen(5);
                 auto model = make_kind(kind, gen);
@@ -259,15 +275,18 @@ TEST_CASE("the gradient at a hook point matches finite differences", "[hooks][gr
     }
 }
 
-TEST_CASE("hooks fire while decoding with a cache, on the rows computed, and patch as the full window does", "[hooks]") {
+TEST_CASE("hooks fire while decoding with a cache, on the rows computed, and patch as the full window does",
+          "[hooks]") {
     for (const std::string kind : {"gpt2", "gpt"}) {
         DYNAMIC_SECTION(kind) {
             Generator gen(6);
             auto model = make_kind(kind, gen);
             const std::vector<int64_t> ids = random_ids(9, gen);
             std::vector<Shape> keys, patterns;
-            auto k = model->add_hook("blocks.0.attn.hook_k", [&](Tensor& v, const std::string&) { keys.push_back(v.shape()); });
-            auto p = model->add_hook("blocks.0.attn.hook_pattern", [&](Tensor& v, const std::string&) { patterns.push_back(v.shape()); });
+            auto k = model->add_hook("blocks.0.attn.hook_k",
+                                     [&](Tensor& v, const std::string&) { keys.push_back(v.shape()); });
+            auto p = model->add_hook("blocks.0.attn.hook_pattern",
+                                     [&](Tensor& v, const std::string&) { patterns.push_back(v.shape()); });
             auto cached = model->cached_decoder();
             (void)cached->append(std::span(ids).first(6));
             (void)cached->append(ids[6]);
@@ -279,7 +298,8 @@ TEST_CASE("hooks fire while decoding with a cache, on the rows computed, and pat
             // head 0 of layer 1 ablated at hook_z: the cache and the whole window agree token by token
             Tensor mask = ones({1, 1, kHeads, 1});
             mask.data()[0] = 0.0f;
-            auto ablate = model->add_hook("blocks.1.attn.hook_z", [&](Tensor& z, const std::string&) { z = mul(z, mask); });
+            auto ablate =
+                model->add_hook("blocks.1.attn.hook_z", [&](Tensor& z, const std::string&) { z = mul(z, mask); });
             cached->clear();
             auto window = nn::window_decoder(*model);
             for (const int64_t id : ids) {
@@ -302,7 +322,8 @@ TEST_CASE("hook points are found by name and glob, listed, and removed by handle
     Generator gen(7);
     nn::GPT2 model({.vocab = kVocab, .n_embd = kEmbd, .n_head = kHeads, .n_layer = kLayers, .block = 8}, gen);
     std::vector<std::string> fired;
-    nn::HookHandle all = model.add_hook("blocks.*.hook_resid_post", [&](Tensor&, const std::string& name) { fired.push_back(name); });
+    nn::HookHandle all =
+        model.add_hook("blocks.*.hook_resid_post", [&](Tensor&, const std::string& name) { fired.push_back(name); });
     const std::vector<int64_t> ids = {1, 2, 3};
     (void)model(ids, 1, 3);
     CHECK(fired == std::vector<std::string>{"blocks.0.hook_resid_post", "blocks.1.hook_resid_post"});

@@ -68,9 +68,11 @@ TEST_CASE("make_induction_batch: each sequence repeats one random segment later,
                       Contains("11 tokens"));
 }
 
-TEST_CASE("Head scores: a previous-token pattern scores 1, an induction pattern 1, a uniform one the mean of 1/(i+1)", "[induction]") {
+TEST_CASE("Head scores: a previous-token pattern scores 1, an induction pattern 1, a uniform one the mean of 1/(i+1)",
+          "[induction]") {
     autograd::Generator gen(3);
-    const nn::InductionBatch batch = nn::make_induction_batch({.vocab = 10, .block = 24, .min_segment = 3, .max_segment = 8}, 5, gen);
+    const nn::InductionBatch batch =
+        nn::make_induction_batch({.vocab = 10, .block = 24, .min_segment = 3, .max_segment = 8}, 5, gen);
     const int64_t B = batch.B, T = batch.T;
     const Tensor previous = one_hot_attention(B, T, [](int64_t, int64_t i) { return i - 1; });  // row 0 on itself
     const Tensor induction = one_hot_attention(B, T, [&](int64_t b, int64_t i) {
@@ -92,12 +94,15 @@ TEST_CASE("Head scores: a previous-token pattern scores 1, an induction pattern 
     CHECK(nn::previous_token_score(autograd::tensor(uniform, {B, T, T})) == Approx(expected));
 
     CHECK_THROWS_WITH(nn::previous_token_score(autograd::zeros({2, 3})), Contains("(B, T, T)"));
-    CHECK_THROWS_WITH(nn::prefix_matching_score(autograd::zeros({B, T - 1, T - 1}), batch), Contains("prefix_matching_score"));
+    CHECK_THROWS_WITH(nn::prefix_matching_score(autograd::zeros({B, T - 1, T - 1}), batch),
+                      Contains("prefix_matching_score"));
 }
 
-TEST_CASE("Induction losses: per-token cross-entropy, split into repeats, first occurrences, early and late", "[induction]") {
+TEST_CASE("Induction losses: per-token cross-entropy, split into repeats, first occurrences, early and late",
+          "[induction]") {
     autograd::Generator gen(5);
-    const nn::InductionBatch batch = nn::make_induction_batch({.vocab = 8, .block = 16, .min_segment = 4, .max_segment = 6}, 3, gen);
+    const nn::InductionBatch batch =
+        nn::make_induction_batch({.vocab = 8, .block = 16, .min_segment = 4, .max_segment = 6}, 3, gen);
     // equal logits: every loss is log V
     const auto flat = nn::token_losses(autograd::zeros({3, 16, 8}), batch.targets);
     REQUIRE(flat.size() == 48);
@@ -125,7 +130,8 @@ TEST_CASE("phase_change_step: the first evaluation halfway down, none without a 
     CHECK_THROWS_WITH(nn::phase_change_step(steps, std::vector<double>{1.0}), Contains("6 steps but 1 losses"));
 }
 
-TEST_CASE("AttentionOnly: embeddings, layers of heads adding to the residual stream, an unembedding, no MLP", "[induction]") {
+TEST_CASE("AttentionOnly: embeddings, layers of heads adding to the residual stream, an unembedding, no MLP",
+          "[induction]") {
     autograd::Generator gen(1);
     nn::AttentionOnly model({.vocab = 11, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6}, gen);
     // token 11x8 + position 6x8 + per layer (3 heads' worth of 8x4 x 2 heads + projection 8x8 + 8) + unembed 8x11 + 11
@@ -139,7 +145,8 @@ TEST_CASE("AttentionOnly: embeddings, layers of heads adding to the residual str
     CHECK_THROWS(nn::AttentionOnly({.vocab = 11, .n_embd = 8, .n_head = 3, .n_layer = 1, .block = 6}, gen));
 }
 
-TEST_CASE("TransformerLens's probe: random tokens repeated, and its duplicate-token and induction scores", "[induction]") {
+TEST_CASE("TransformerLens's probe: random tokens repeated, and its duplicate-token and induction scores",
+          "[induction]") {
     autograd::Generator gen(4);
     const nn::RepeatedTokens probe = nn::make_repeated_tokens(7, 5, 30, gen);
     REQUIRE(probe.ids.size() == 30 * 10);
@@ -173,12 +180,14 @@ TEST_CASE("TransformerLens's probe: random tokens repeated, and its duplicate-to
 // The induction lab's two-layer model (examples/induction's defaults, trained past its phase change near
 // step 950): the probe finds its previous-token head in layer 0 and its induction head in layer 1, and the
 // one-layer control has no induction head.
-TEST_CASE("head_scores finds the induction lab's previous-token and induction heads, and none in one layer", "[induction][slow]") {
+TEST_CASE("head_scores finds the induction lab's previous-token and induction heads, and none in one layer",
+          "[induction][slow]") {
     const nn::InductionDataOptions data{.vocab = 24, .block = 40, .min_segment = 10, .max_segment = 20};
     const auto trained = [&](int64_t n_layer, int64_t n_embd) {
         autograd::Generator init(13), stream(14);
         auto model = std::make_unique<nn::AttentionOnly>(
-            nn::AttentionOnlyOptions{.vocab = 24, .n_embd = n_embd, .n_head = 4, .n_layer = n_layer, .block = 40}, init);
+            nn::AttentionOnlyOptions{.vocab = 24, .n_embd = n_embd, .n_head = 4, .n_layer = n_layer, .block = 40},
+            init);
         nn::AdamW optimizer(*model, {.lr = 3e-3f, .weight_decay = 0.0f});
         for (int64_t step = 1; step <= 1400; ++step) {
             const nn::InductionBatch batch = nn::make_induction_batch(data, 32, stream);
@@ -192,18 +201,20 @@ TEST_CASE("head_scores finds the induction lab's previous-token and induction he
     autograd::Generator gen(5);
     const nn::RepeatedTokens probe = nn::make_repeated_tokens(24, 20, 16, gen);
     const auto best = [](const std::vector<nn::HeadScores>& scores, double nn::HeadScores::*score) {
-        return *std::max_element(scores.begin(), scores.end(), [&](const auto& a, const auto& b) { return a.*score < b.*score; });
+        return *std::max_element(scores.begin(), scores.end(),
+                                 [&](const auto& a, const auto& b) { return a.*score < b.*score; });
     };
 
     auto two = trained(2, 32);
     const std::vector<nn::HeadScores> scores = nn::head_scores(*two, probe);
     REQUIRE(scores.size() == 8);
     for (const nn::HeadScores& s : scores)
-        UNSCOPED_INFO(s.name << ": previous " << s.previous_token << ", duplicate " << s.duplicate_token << ", induction " << s.induction);
+        UNSCOPED_INFO(s.name << ": previous " << s.previous_token << ", duplicate " << s.duplicate_token
+                             << ", induction " << s.induction);
     const nn::HeadScores induction = best(scores, &nn::HeadScores::induction);
     const nn::HeadScores previous = best(scores, &nn::HeadScores::previous_token);
-    INFO("induction head " << induction.name << " " << induction.induction << ", previous-token head " << previous.name << " "
-                           << previous.previous_token);
+    INFO("induction head " << induction.name << " " << induction.induction << ", previous-token head " << previous.name
+                           << " " << previous.previous_token);
     CHECK(induction.layer == 1);
     CHECK(induction.induction > 0.4);
     CHECK(previous.layer == 0);
@@ -216,5 +227,6 @@ TEST_CASE("head_scores finds the induction lab's previous-token and induction he
     CHECK(control.induction < 0.5 * induction.induction);
 
     const nn::RepeatedTokens too_long = nn::make_repeated_tokens(24, 21, 1, gen);
-    CHECK_THROWS_WITH(nn::head_scores(*two, too_long), Contains("2 x 21 tokens is longer than the model's block of 40"));
+    CHECK_THROWS_WITH(nn::head_scores(*two, too_long),
+                      Contains("2 x 21 tokens is longer than the model's block of 40"));
 }

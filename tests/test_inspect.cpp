@@ -39,7 +39,8 @@ std::string quote(const std::string& s) {
 }
 
 // Runs `program args` through the shell (with `env` settings in front), stdout captured, stderr to a file.
-Run run(const std::string& env, const std::string& program, const std::vector<std::string>& args, const test::TempDir& dir) {
+Run run(const std::string& env, const std::string& program, const std::vector<std::string>& args,
+        const test::TempDir& dir) {
     std::string cmd = env;
     if (!cmd.empty()) cmd += ' ';
     cmd += quote(program);
@@ -221,17 +222,18 @@ TEST_CASE("axis::label: a token character by character, the invisible ones made 
           "[pages]") {
     CHECK(axis::label("a") == "a");
     CHECK(axis::label(" the") == "␣the");
-    CHECK(axis::label("é") == "é");          // one character, not \xc3 \xa9
+    CHECK(axis::label("é") == "é");  // one character, not \xc3 \xa9
     CHECK(axis::label("日本") == "日本");
     CHECK(axis::label("a\nb\t") == "a↵b⇥");
     CHECK(axis::label(std::string("\0\x1f\x7f", 3)) == "␀␟␡");
-    CHECK(axis::label("\xc3") == "\\xc3");      // a GPT-2 token can hold part of a character
+    CHECK(axis::label("\xc3") == "\\xc3");  // a GPT-2 token can hold part of a character
     CHECK(axis::label("\xe6\x97") == "\\xe6\\x97");
     CHECK(axis::label("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate is no character
-    CHECK(axis::label("\xc0\xaf") == "\\xc0\\xaf");          // nor an overlong form
+    CHECK(axis::label("\xc0\xaf") == "\\xc0\\xaf");           // nor an overlong form
 }
 
-TEST_CASE("gradflow: --json holds the study's table, which is nn::study::saturation's and shows its claims", "[gradflow]") {
+TEST_CASE("gradflow: --json holds the study's table, which is nn::study::saturation's and shows its claims",
+          "[gradflow]") {
     test::TempDir dir("gradflow_json");
     const Run r = run("", GRADFLOW_EXE, {"--json", "--steps", "0", "--seed", "3"}, dir);
     INFO(r.err);
@@ -287,25 +289,27 @@ TEST_CASE("gradflow: a short training run, the table, the CSV, both charts and t
     test::TempDir dir("gradflow_files");
     const auto p = [&](const char* name) { return (dir.path / name).string(); };
     const Run r = run("", GRADFLOW_EXE,
-                      {"--steps", "10", "--trials", "4", "--csv", p("g.csv"), "--svg", p("g.svg"), "--train-svg", p("t.svg"),
-                       "--dot", p("head.dot")},
+                      {"--steps", "10", "--trials", "4", "--csv", p("g.csv"), "--svg", p("g.svg"), "--train-svg",
+                       p("t.svg"), "--dot", p("head.dot")},
                       dir);
     INFO(r.out << r.err);
     REQUIRE(r.code == 0);
-    CHECK(r.out.find("  width  divisor     |dWq|     |dWk|  row gradient  flat rows  largest share  entropy") != std::string::npos);
+    CHECK(r.out.find("  width  divisor     |dWq|     |dWk|  row gradient  flat rows  largest share  entropy") !=
+          std::string::npos);
     CHECK(r.out.find("With the divisor the typical row passes back") != std::string::npos);
     CHECK(r.out.find("Training a width-128 head: validation loss") != std::string::npos);
     CHECK(r.out.find("wrote " + p("t.svg")) != std::string::npos);
 
     const auto csv = lines_of(test::read_bytes(p("g.csv")));
     REQUIRE(csv.size() == 17);
-    CHECK(csv[0] == "width,divided,grad_query,grad_key,row_gradient_median,row_gradient_min,row_gradient_max,flat_rows,"
-                    "largest_share_median,entropy");
+    CHECK(csv[0] ==
+          "width,divided,grad_query,grad_key,row_gradient_median,row_gradient_min,row_gradient_max,flat_rows,"
+          "largest_share_median,entropy");
     CHECK(csv[1].starts_with("2,1,"));
     CHECK(csv[16].starts_with("256,0,"));
 
-    require_svg(p("g.svg"), {"typical row's gradient, ÷√H", "typical row's gradient, no divisor", "|dWq|, ÷√H", "|dWq|, no divisor",
-                            "head width H"});
+    require_svg(p("g.svg"), {"typical row's gradient, ÷√H", "typical row's gradient, no divisor", "|dWq|, ÷√H",
+                             "|dWq|, no divisor", "head width H"});
     require_svg(p("t.svg"), {"with ÷√H", "without the divisor", "validation loss"});
 
     const std::string dot = test::read_bytes(p("head.dot"));
@@ -314,7 +318,8 @@ TEST_CASE("gradflow: a short training run, the table, the CSV, both charts and t
         INFO(s);
         CHECK(dot.find(s) != std::string::npos);
     }
-    if (have("dot")) CHECK(std::system(fmt::format("dot -Tsvg {} -o {}", quote(p("head.dot")), quote(p("head.svg"))).c_str()) == 0);
+    if (have("dot"))
+        CHECK(std::system(fmt::format("dot -Tsvg {} -o {}", quote(p("head.dot")), quote(p("head.svg"))).c_str()) == 0);
 
     const Run j = run("", GRADFLOW_EXE, {"--steps", "10", "--trials", "2", "--json"}, dir);
     REQUIRE(j.code == 0);
@@ -360,14 +365,15 @@ TEST_CASE("heatmap: a trained GPT's head, the same shares the library computes, 
     test::TempDir dir("heatmap_checkpoint");
     const std::string ckpt = (dir.path / "gpt.safetensors").string();
     const Run trained = run("", TRAIN_EXE,
-                            {"--model", "gpt", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "8", "--steps", "3",
-                             "--eval-iters", "1", "--sample", "0", "--out", ckpt},
+                            {"--model", "gpt", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "8",
+                             "--steps", "3", "--eval-iters", "1", "--sample", "0", "--out", ckpt},
                             dir);
     INFO(trained.err);
     REQUIRE(trained.code == 0);
 
     const std::string prompt = "abc abcd";  // the copy task's letters, 8 = the block
-    const Run r = run("NO_COLOR=1", HEATMAP_EXE, {"--prompt", prompt, "--checkpoint", ckpt, "--layer", "1", "--head", "1"}, dir);
+    const Run r =
+        run("NO_COLOR=1", HEATMAP_EXE, {"--prompt", prompt, "--checkpoint", ckpt, "--layer", "1", "--head", "1"}, dir);
     INFO(r.out << r.err);
     REQUIRE(r.code == 0);
     CHECK(r.out.find("head 1 of layer 1 of the trained gpt model") != std::string::npos);
@@ -434,13 +440,14 @@ TEST_CASE("plot_loss: train and validation loss from a training CSV, malformed C
     CHECK_FALSE(std::filesystem::exists(dir.path / "bad.svg"));
 }
 
-TEST_CASE("train --csv --log-every: a row at step 0 and every N steps, evaluations where they were, and plot_loss draws it",
-          "[plot]") {
+TEST_CASE(
+    "train --csv --log-every: a row at step 0 and every N steps, evaluations where they were, and plot_loss draws it",
+    "[plot]") {
     test::TempDir dir("log_every");
     const std::string csv = (dir.path / "run.csv").string();
     const Run trained = run("", TRAIN_EXE,
-                            {"--model", "bigram", "--steps", "12", "--eval-every", "6", "--eval-iters", "1", "--log-every", "4",
-                             "--sample", "0", "--csv", csv},
+                            {"--model", "bigram", "--steps", "12", "--eval-every", "6", "--eval-iters", "1",
+                             "--log-every", "4", "--sample", "0", "--csv", csv},
                             dir);
     INFO(trained.err);
     REQUIRE(trained.code == 0);
@@ -467,7 +474,8 @@ TEST_CASE("train --csv --log-every: a row at step 0 and every N steps, evaluatio
     const Run plotted = run("", PLOT_LOSS_EXE, {csv, "--out", (dir.path / "run.svg").string()}, dir);
     INFO(plotted.err);
     REQUIRE(plotted.code == 0);
-    CHECK(plotted.out.starts_with(fmt::format("wrote {}: 5 points, steps 0 to 12, last train loss", (dir.path / "run.svg").string())));
+    CHECK(plotted.out.starts_with(
+        fmt::format("wrote {}: 5 points, steps 0 to 12, last train loss", (dir.path / "run.svg").string())));
     require_svg(dir.path / "run.svg", {"train (batch)", "3 evaluations, steps 0 to 12", ">0<"});
 
     // --log-every writes rows to the log: without one it is refused

@@ -48,13 +48,13 @@ TEST_CASE("gemm_naive against hand products for every transpose combination", "[
     std::vector<float> C(4);
     kernels::gemm_naive(false, false, 2, 2, 2, A.data(), B.data(), C.data(), false);
     REQUIRE(C == std::vector<float>{19, 22, 43, 50});
-    kernels::gemm_naive(true, false, 2, 2, 2, A.data(), B.data(), C.data(), false);   // A^T B
+    kernels::gemm_naive(true, false, 2, 2, 2, A.data(), B.data(), C.data(), false);  // A^T B
     REQUIRE(C == std::vector<float>{26, 30, 38, 44});
-    kernels::gemm_naive(false, true, 2, 2, 2, A.data(), B.data(), C.data(), false);   // A B^T
+    kernels::gemm_naive(false, true, 2, 2, 2, A.data(), B.data(), C.data(), false);  // A B^T
     REQUIRE(C == std::vector<float>{17, 23, 39, 53});
-    kernels::gemm_naive(true, true, 2, 2, 2, A.data(), B.data(), C.data(), false);    // A^T B^T
+    kernels::gemm_naive(true, true, 2, 2, 2, A.data(), B.data(), C.data(), false);  // A^T B^T
     REQUIRE(C == std::vector<float>{23, 31, 34, 46});
-    kernels::gemm_naive(true, true, 2, 2, 2, A.data(), B.data(), C.data(), true);     // accumulate
+    kernels::gemm_naive(true, true, 2, 2, 2, A.data(), B.data(), C.data(), true);  // accumulate
     REQUIRE(C == std::vector<float>{46, 62, 68, 92});
 
     // non-square: (2, 3) @ (3, 1)
@@ -72,9 +72,9 @@ TEST_CASE("gemm matches gemm_naive: all transposes, accumulate, odd sizes", "[ke
     struct Size {
         int64_t M, N, K;
     };
-    const Size sizes[] = {{1, 1, 1},   {3, 5, 7},    {17, 33, 65}, {64, 64, 64}, {1, 1, 100}, {1, 37, 1},
-                          {37, 1, 1},  {1, 50, 19},  {50, 1, 19},  {2, 3, 1},   {65, 17, 33}, {128, 96, 80},
-                          {31, 129, 7}, {8, 8, 257}};
+    const Size sizes[] = {{1, 1, 1},    {3, 5, 7},     {17, 33, 65}, {64, 64, 64}, {1, 1, 100},
+                          {1, 37, 1},   {37, 1, 1},    {1, 50, 19},  {50, 1, 19},  {2, 3, 1},
+                          {65, 17, 33}, {128, 96, 80}, {31, 129, 7}, {8, 8, 257}};
     Generator gen(21);
     for (const Size& s : sizes) {
         const std::vector<float> A = random_values(s.M * s.K, gen);
@@ -83,12 +83,11 @@ TEST_CASE("gemm matches gemm_naive: all transposes, accumulate, odd sizes", "[ke
         for (bool trans_a : {false, true})
             for (bool trans_b : {false, true})
                 for (bool accumulate : {false, true}) {
-                    INFO("M " << s.M << " N " << s.N << " K " << s.K << " trans_a " << trans_a << " trans_b "
-                              << trans_b << " accumulate " << accumulate);
+                    INFO("M " << s.M << " N " << s.N << " K " << s.K << " trans_a " << trans_a << " trans_b " << trans_b
+                              << " accumulate " << accumulate);
                     std::vector<float> fast = C0, ref = C0;
                     kernels::gemm(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), fast.data(), accumulate);
-                    kernels::gemm_naive(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), ref.data(),
-                                        accumulate);
+                    kernels::gemm_naive(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), ref.data(), accumulate);
                     // inputs are in [-1, 1]: float rounding grows at most about linearly in K
                     const double tol = 1e-5 * double(s.K) + 1e-6;
                     const double diff = max_abs(fast, ref);
@@ -190,8 +189,8 @@ TEST_CASE("every available gemm implementation matches gemm_naive on edge sizes"
                     const int layout = int((M + N + K) % 4);  // one transpose case per shape, all four in turn
                     const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
                     for (bool accumulate : {false, true}) {
-                        INFO(kernels::isa_name(isa) << " M " << M << " N " << N << " K " << K << " trans_a "
-                                                    << trans_a << " trans_b " << trans_b << " accumulate " << accumulate);
+                        INFO(kernels::isa_name(isa) << " M " << M << " N " << N << " K " << K << " trans_a " << trans_a
+                                                    << " trans_b " << trans_b << " accumulate " << accumulate);
                         std::vector<float> fast = C0, ref = C0;
                         kernels::gemm_with(isa, trans_a, trans_b, M, N, K, A.data(), B.data(), fast.data(), accumulate);
                         kernels::gemm_naive(trans_a, trans_b, M, N, K, A.data(), B.data(), ref.data(), accumulate);
@@ -212,8 +211,8 @@ TEST_CASE("every gemm implementation handles all transposes on blocked sizes", "
     struct Size {
         int64_t M, N, K;
     };
-    const Size sizes[] = {{37, 1030, 400}, {130, 70, 800}, {530, 70, 500}, {200, 32, 300}, {200, 16, 300},
-                          {1, 600, 9},     {200, 1, 513}};
+    const Size sizes[] = {{37, 1030, 400}, {130, 70, 800}, {530, 70, 500}, {200, 32, 300},
+                          {200, 16, 300},  {1, 600, 9},    {200, 1, 513}};
     Generator gen(25);
     for (kernels::Isa isa : kernels::available_isas())
         for (const Size& s : sizes) {
@@ -222,12 +221,14 @@ TEST_CASE("every gemm implementation handles all transposes on blocked sizes", "
             for (bool trans_a : {false, true})
                 for (bool trans_b : {false, true})
                     for (bool accumulate : {false, true}) {
-                        INFO(kernels::isa_name(isa) << " M " << s.M << " N " << s.N << " K " << s.K << " trans_a "
-                                                    << trans_a << " trans_b " << trans_b << " accumulate " << accumulate);
+                        INFO(kernels::isa_name(isa)
+                             << " M " << s.M << " N " << s.N << " K " << s.K << " trans_a " << trans_a << " trans_b "
+                             << trans_b << " accumulate " << accumulate);
                         std::vector<float> fast = C0, ref = C0;
                         kernels::gemm_with(isa, trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), fast.data(),
                                            accumulate);
-                        kernels::gemm_naive(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), ref.data(), accumulate);
+                        kernels::gemm_naive(trans_a, trans_b, s.M, s.N, s.K, A.data(), B.data(), ref.data(),
+                                            accumulate);
                         REQUIRE(max_abs(fast, ref) <= 1e-6 * double(s.K) + 1e-6);
                     }
         }
@@ -249,8 +250,8 @@ TEST_CASE("gemm is deterministic: the same bits twice and for 1, 2 and 3 threads
         for (kernels::Isa isa : kernels::available_isas())
             for (int layout = 0; layout < 4; ++layout) {
                 const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
-                INFO(kernels::isa_name(isa) << " M " << s.M << " N " << s.N << " trans_a " << trans_a << " trans_b "
-                                            << trans_b);
+                INFO(kernels::isa_name(isa)
+                     << " M " << s.M << " N " << s.N << " trans_a " << trans_a << " trans_b " << trans_b);
                 std::vector<float> first;
                 for (int threads : {1, 1, 2, 3}) {
                     set_num_threads(threads);
@@ -305,7 +306,8 @@ TEST_CASE("set_isa switches every kernel and refuses what the CPU cannot run", "
     for (const kernels::Isa isa : {kernels::Isa::avx2, kernels::Isa::avx512}) {
         const std::vector<kernels::Isa> isas = kernels::available_isas();
         if (std::find(isas.begin(), isas.end(), isa) != isas.end()) continue;
-        REQUIRE_THROWS_WITH(kernels::set_isa(isa), Catch::Contains("cannot run") && Catch::Contains(std::string(kernels::isa_name(isa))));
+        REQUIRE_THROWS_WITH(kernels::set_isa(isa),
+                            Catch::Contains("cannot run") && Catch::Contains(std::string(kernels::isa_name(isa))));
         REQUIRE_THROWS_WITH(detail::vector_loops(isa), Catch::Contains("cannot run"));
     }
     kernels::set_isa(saved);
@@ -348,7 +350,7 @@ TEST_CASE("every ISA's small path matches gemm_naive, and the blocked path bit f
         for (int64_t K : {255, 257, 383, 385, 800}) check_shape(isa, 9, 33, K);  // several K blocks
         // one row (a sampled token's product, read row after row): several K blocks, past a chunk of columns
         for (int64_t K : {3, 257, 800}) check_shape(isa, 1, 1100, K);
-        check_shape(isa, 70, 130, 24);                                          // several column blocks
+        check_shape(isa, 70, 130, 24);   // several column blocks
         check_shape(isa, 150, 66, 400);  // last columns computed as a strip when A is transposed: rows past 64
     }
     REQUIRE(checked > 0);
@@ -362,7 +364,8 @@ TEST_CASE("the small path's few-row products give the same bits on 1, 2 and 3 th
     Generator gen(31);
     int64_t checked = 0;
     for (kernels::Isa isa : kernels::available_isas())
-        for (const auto& [M, N, K] : {std::array<int64_t, 3>{1, 2304, 768}, {1, 1069, 300}, {1, 1000, 3000}, {3, 1000, 263}, {8, 2051, 129}})
+        for (const auto& [M, N, K] :
+             {std::array<int64_t, 3>{1, 2304, 768}, {1, 1069, 300}, {1, 1000, 3000}, {3, 1000, 263}, {8, 2051, 129}})
             for (bool accumulate : {false, true}) {
                 const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
                 const std::vector<float> C0 = random_values(M * N, gen);
@@ -370,13 +373,15 @@ TEST_CASE("the small path's few-row products give the same bits on 1, 2 and 3 th
                 REQUIRE(N * K >= (int64_t(1) << 18));  // past the split's threshold
                 std::vector<float> one = C0, ref = C0;
                 set_num_threads(1);
-                kernels::gemm_with(isa, false, false, M, N, K, A.data(), B.data(), one.data(), accumulate, kernels::GemmPath::small);
+                kernels::gemm_with(isa, false, false, M, N, K, A.data(), B.data(), one.data(), accumulate,
+                                   kernels::GemmPath::small);
                 kernels::gemm_naive(false, false, M, N, K, A.data(), B.data(), ref.data(), accumulate);
                 REQUIRE(max_abs(one, ref) <= 1e-6 * double(K) + 1e-6);
                 for (int threads : {2, 3}) {
                     set_num_threads(threads);
                     std::vector<float> split = C0;
-                    kernels::gemm_with(isa, false, false, M, N, K, A.data(), B.data(), split.data(), accumulate, kernels::GemmPath::small);
+                    kernels::gemm_with(isa, false, false, M, N, K, A.data(), B.data(), split.data(), accumulate,
+                                       kernels::GemmPath::small);
                     INFO(threads << " threads");
                     REQUIRE(split == one);
                     ++checked;
@@ -389,13 +394,16 @@ TEST_CASE("the small path's few-row products give the same bits on 1, 2 and 3 th
 // A sampled token's products with B transposed (its tied logits, its scores against cached keys) are dot
 // products of rows, B read in place, eight rows at a time: every N below leaves a ragged group and every
 // K a masked last vector; each sum is its own on any thread and in any group.
-TEST_CASE("every ISA's dot products of rows (a few rows times B transposed) match gemm_naive, the same bits on 1, 2, 3 threads",
-          "[kernels][isa][threads]") {
+TEST_CASE(
+    "every ISA's dot products of rows (a few rows times B transposed) match gemm_naive, the same bits on 1, 2, 3 "
+    "threads",
+    "[kernels][isa][threads]") {
     const int saved = num_threads();
     Generator gen(32);
     int64_t checked = 0;
     for (kernels::Isa isa : kernels::available_isas())
-        for (const auto& [M, N, K] : {std::array<int64_t, 3>{1, 50, 768}, {1, 5003, 77}, {3, 17, 5}, {8, 1031, 300}, {1, 9, 1}})
+        for (const auto& [M, N, K] :
+             {std::array<int64_t, 3>{1, 50, 768}, {1, 5003, 77}, {3, 17, 5}, {8, 1031, 300}, {1, 9, 1}})
             for (bool accumulate : {false, true}) {
                 const std::vector<float> A = random_values(M * K, gen), B = random_values(N * K, gen);
                 const std::vector<float> C0 = random_values(M * N, gen);
@@ -438,12 +446,12 @@ TEST_CASE("gemm_batched matches a loop of gemm, bit for bit, for 1, 2 and 3 thre
     std::vector<int64_t> repeat3, every;  // 80 batches onto 3 matrices; and 80 onto themselves, reversed
     for (int64_t i = 0; i < 80; ++i) repeat3.push_back(i % 3), every.push_back(79 - i);
     const Batched cases[] = {
-        {8, 8, 32, 32, {}, {}, {}},          // attention per batch: too little work to split
-        {32, 32, 32, 80, {}, {}, every},     // enough to split (2^21 multiply-adds), every output its own
-        {32, 33, 31, 80, repeat3, {}, {}},   // a broadcast A
-        {32, 32, 32, 80, {}, {}, repeat3},   // gradients of a broadcast operand: outputs shared
+        {8, 8, 32, 32, {}, {}, {}},         // attention per batch: too little work to split
+        {32, 32, 32, 80, {}, {}, every},    // enough to split (2^21 multiply-adds), every output its own
+        {32, 33, 31, 80, repeat3, {}, {}},  // a broadcast A
+        {32, 32, 32, 80, {}, {}, repeat3},  // gradients of a broadcast operand: outputs shared
         {9, 65, 47, 80, {}, repeat3, repeat3},
-        {160, 140, 120, 3, {}, {}, {}},      // few large products: each split by rows instead
+        {160, 140, 120, 3, {}, {}, {}},  // few large products: each split by rows instead
     };
     Generator gen(28);
     const int saved = num_threads();
@@ -618,7 +626,8 @@ TEST_CASE("every instruction set's softmax rows match a double reference, and th
                         INFO(kernels::isa_name(isa) << " backward: n " << n << " factor " << factor << " kind " << kind
                                                     << " overwrite " << overwrite);
                         std::vector<float> dx = dx_start;
-                        detail::vector_loops(isa).softmax_backward_row(y.data(), dy.data(), factor, n, dx.data(), overwrite);
+                        detail::vector_loops(isa).softmax_backward_row(y.data(), dy.data(), factor, n, dx.data(),
+                                                                       overwrite);
                         REQUIRE(same_bits(dx, dx_portable));
                     }
                 }
@@ -647,9 +656,10 @@ TEST_CASE("every instruction set's exp_shifted_row (causal_attention's weights) 
     }
 }
 
-TEST_CASE("every instruction set's gelu, silu, layer_norm, attention gradient, AdamW and sum-of-squares loops give the "
-          "portable bits",
-          "[kernels][isa]") {
+TEST_CASE(
+    "every instruction set's gelu, silu, layer_norm, attention gradient, AdamW and sum-of-squares loops give the "
+    "portable bits",
+    "[kernels][isa]") {
     // The loops are one source compiled per instruction set, without fused multiply-adds and with fixed
     // reduction lanes: vectorized, they must still compute exactly what the baseline build computes.
     // Lengths around every vector width and the reductions' blocks of 8 and 16, from an offset (unaligned).
@@ -679,18 +689,21 @@ TEST_CASE("every instruction set's gelu, silu, layer_norm, attention gradient, A
                 REQUIRE(same_bits(got, expected));
                 ++compared;
             };
-            compare("gelu_forward", seed, [&](const auto& L, auto& out) { L.gelu_forward(x.data(), out.data(), begin, n); });
+            compare("gelu_forward", seed,
+                    [&](const auto& L, auto& out) { L.gelu_forward(x.data(), out.data(), begin, n); });
             for (const bool overwrite : {true, false})
                 compare("gelu_backward", seed, [&](const auto& L, auto& out) {
                     L.gelu_backward(x.data(), dy.data(), out.data(), begin, n, overwrite);
                 });
-            compare("gelu_in_place", x, [&](const auto& L, auto& out) { L.gelu_in_place(out.data(), nullptr, begin, n); });
+            compare("gelu_in_place", x,
+                    [&](const auto& L, auto& out) { L.gelu_in_place(out.data(), nullptr, begin, n); });
             compare("gelu_in_place's slope", seed, [&](const auto& L, auto& out) {
                 std::vector<float> y = x;
                 L.gelu_in_place(y.data(), out.data(), begin, n);
                 out.insert(out.end(), y.begin(), y.end());
             });
-            compare("gelu_tanh_forward", seed, [&](const auto& L, auto& out) { L.gelu_tanh_forward(x.data(), out.data(), begin, n); });
+            compare("gelu_tanh_forward", seed,
+                    [&](const auto& L, auto& out) { L.gelu_tanh_forward(x.data(), out.data(), begin, n); });
             for (const bool overwrite : {true, false})
                 compare("gelu_tanh_backward", seed, [&](const auto& L, auto& out) {
                     L.gelu_tanh_backward(x.data(), dy.data(), out.data(), begin, n, overwrite);
@@ -706,7 +719,8 @@ TEST_CASE("every instruction set's gelu, silu, layer_norm, attention gradient, A
                 compare("silu_backward", seed, [&](const auto& L, auto& out) {
                     L.silu_backward(x.data(), dy.data(), out.data(), begin, n, overwrite);
                 });
-            compare("times_slope", seed, [&](const auto& L, auto& out) { L.times_slope(dy.data(), x.data(), out.data(), begin, n); });
+            compare("times_slope", seed,
+                    [&](const auto& L, auto& out) { L.times_slope(dy.data(), x.data(), out.data(), begin, n); });
             // layer_norm: one row of n channels (with the mean and rstd it keeps), then its input gradient
             compare("normalize_rows", seed, [&](const auto& L, auto& out) {
                 float mean = 0.0f, rstd = 0.0f;
@@ -717,7 +731,8 @@ TEST_CASE("every instruction set's gelu, silu, layer_norm, attention gradient, A
             for (const bool overwrite : {true, false})
                 compare("input_gradient_rows", seed, [&](const auto& L, auto& out) {
                     const float mean = 0.3f, rstd = 1.7f;
-                    L.input_gradient_rows(x.data(), dy.data(), gain.data(), &mean, &rstd, n, 0, 1, out.data(), overwrite);
+                    L.input_gradient_rows(x.data(), dy.data(), gain.data(), &mean, &rstd, n, 0, 1, out.data(),
+                                          overwrite);
                 });
             compare("scores_gradient_row", dy, [&](const auto& L, auto& out) {
                 L.scores_gradient_row(seed.data() + begin, 0.4f, 0.125f, n - begin, out.data());

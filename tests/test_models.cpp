@@ -36,7 +36,8 @@ std::vector<NamedModel> tiny_models() {
         {"Bigram", [](Generator& g) { return std::make_unique<nn::Bigram>(nn::BigramOptions{.vocab = kVocab}, g); }},
         {"AverageModel",
          [](Generator& g) {
-             return std::make_unique<nn::AverageModel>(nn::AverageModelOptions{.vocab = kVocab, .n_embd = kEmbd, .block = kBlock}, g);
+             return std::make_unique<nn::AverageModel>(
+                 nn::AverageModelOptions{.vocab = kVocab, .n_embd = kEmbd, .block = kBlock}, g);
          }},
         {"SingleHead",
          [](Generator& g) {
@@ -51,12 +52,16 @@ std::vector<NamedModel> tiny_models() {
         {"MultiHead with feed_forward",
          [](Generator& g) {
              return std::make_unique<nn::MultiHead>(
-                 nn::MultiHeadOptions{.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .block = kBlock, .feed_forward = true}, g);
+                 nn::MultiHeadOptions{
+                     .vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .block = kBlock, .feed_forward = true},
+                 g);
          }},
         {"GPT",
          [](Generator& g) {
              return std::make_unique<nn::GPT>(
-                 nn::GPTOptions{.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.0f}, g);
+                 nn::GPTOptions{
+                     .vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.0f},
+                 g);
          }},
     };
 }
@@ -84,7 +89,8 @@ std::string make_model_error(const nn::ModelConfig& config) {
     } catch (const std::invalid_argument& e) {
         return e.what();
     }
-    FAIL("make_model accepted kind '" << fmt::format("{}", config.kind) << "' n_embd " << config.n_embd << " n_head " << config.n_head);
+    FAIL("make_model accepted kind '" << fmt::format("{}", config.kind) << "' n_embd " << config.n_embd << " n_head "
+                                      << config.n_head);
     return {};
 }
 
@@ -159,7 +165,8 @@ TEST_CASE("A window longer than the block is rejected with a message naming the 
             const auto model = entry.make(gen);
             const int64_t T = model->block_size() + 1;
             const std::vector<int64_t> ids(static_cast<size_t>(2 * T), 0);
-            const std::string model_name = entry.name.substr(0, entry.name.find(' '));  // "MultiHead with..." -> "MultiHead"
+            const std::string model_name =
+                entry.name.substr(0, entry.name.find(' '));  // "MultiHead with..." -> "MultiHead"
             CHECK_THROWS_WITH(model->forward(ids, 2, T),
                               Contains(model_name) && Contains("longer than the block size 4"));
         }
@@ -179,7 +186,8 @@ TEST_CASE("Bigram reads each position's own character, so any window length work
 }
 
 TEST_CASE("make_model builds each kind and validates the config with clear messages", "[models]") {
-    const nn::ModelConfig base{.kind = nn::ModelKind::gpt, .vocab = 7, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6};
+    const nn::ModelConfig base{
+        .kind = nn::ModelKind::gpt, .vocab = 7, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6};
     for (const nn::ModelKindInfo& info : nn::model_kinds()) {
         const nn::ModelKind kind = info.kind;
         nn::ModelConfig c = base;
@@ -226,8 +234,9 @@ TEST_CASE("make_model builds each kind and validates the config with clear messa
 }
 
 TEST_CASE("ModelConfig's settings make its metadata: the keys checkpoints hold, each one required", "[models]") {
-    const std::vector<std::string> keys = {"model.block",   "model.dropout", "model.feed_forward", "model.gpt2_init", "model.kind",
-                                           "model.n_embd",  "model.n_head",  "model.n_layer",      "model.scaled",    "model.vocab"};
+    const std::vector<std::string> keys = {"model.block",  "model.dropout", "model.feed_forward", "model.gpt2_init",
+                                           "model.kind",   "model.n_embd",  "model.n_head",       "model.n_layer",
+                                           "model.scaled", "model.vocab"};
     const auto metadata = nn::ModelConfig{.vocab = 5}.to_metadata();
     std::vector<std::string> written;
     for (const auto& [key, value] : metadata) written.push_back(key);
@@ -239,15 +248,24 @@ TEST_CASE("ModelConfig's settings make its metadata: the keys checkpoints hold, 
         if (setting.added_later) continue;  // (test_gpt2.cpp: absent means its default)
         auto m = metadata;
         m.erase(std::string(setting.key));
-        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains(fmt::format("metadata has no '{}'", setting.key)));
+        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m),
+                          Contains(fmt::format("metadata has no '{}'", setting.key)));
         CHECK(&nn::model_setting(setting.key) == &setting);
     }
-    CHECK_THROWS_WITH(nn::model_setting("--n-embd"), Contains("no setting '--n-embd'"));  // keys only: the library has no flags
+    CHECK_THROWS_WITH(nn::model_setting("--n-embd"),
+                      Contains("no setting '--n-embd'"));  // keys only: the library has no flags
 }
 
 TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a malformed field", "[models]") {
-    const nn::ModelConfig config{.kind = nn::ModelKind::multihead, .vocab = 65, .n_embd = 48, .n_head = 6, .n_layer = 3, .block = 17,
-                                 .dropout = 0.1f, .feed_forward = true, .gpt2_init = false};
+    const nn::ModelConfig config{.kind = nn::ModelKind::multihead,
+                                 .vocab = 65,
+                                 .n_embd = 48,
+                                 .n_head = 6,
+                                 .n_layer = 3,
+                                 .block = 17,
+                                 .dropout = 0.1f,
+                                 .feed_forward = true,
+                                 .gpt2_init = false};
     const auto metadata = config.to_metadata();
     CHECK(metadata.at("model.kind") == "multihead");
     CHECK(metadata.at("model.n_embd") == "48");
@@ -259,13 +277,15 @@ TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a
     for (float p : {0.3f, 1.0f / 3.0f, 0.123456789f}) {
         nn::ModelConfig c = config;
         c.dropout = p;
-        CHECK(std::bit_cast<uint32_t>(nn::ModelConfig::from_metadata(c.to_metadata()).dropout) == std::bit_cast<uint32_t>(p));
+        CHECK(std::bit_cast<uint32_t>(nn::ModelConfig::from_metadata(c.to_metadata()).dropout) ==
+              std::bit_cast<uint32_t>(p));
     }
 
     for (const std::string bad : {"abc", "12x", "", "4.5"}) {
         auto m = metadata;
         m["model.n_embd"] = bad;
-        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains("model.n_embd") && Contains("not a whole number"));
+        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m),
+                          Contains("model.n_embd") && Contains("not a whole number"));
     }
     auto m = metadata;
     m["model.dropout"] = "lots";
@@ -276,11 +296,13 @@ TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a
     for (const std::string bad : {"lstm", "", "GPT"}) {
         m = metadata;
         m["model.kind"] = bad;
-        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m), Contains("unknown kind '" + bad + "'") && Contains("bigram"));
+        CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(m),
+                          Contains("unknown kind '" + bad + "'") && Contains("bigram"));
     }
 }
 
-TEST_CASE("The model registry: one entry per kind, names that round-trip, options checked where they apply", "[models]") {
+TEST_CASE("The model registry: one entry per kind, names that round-trip, options checked where they apply",
+          "[models]") {
     // every kind once, in ladder order, under the name checkpoints store
     const std::vector<std::string> expected = {"bigram", "average", "head", "multihead", "gpt", "gpt2"};
     REQUIRE(nn::model_kinds().size() == expected.size());
@@ -298,7 +320,8 @@ TEST_CASE("The model registry: one entry per kind, names that round-trip, option
 
     // options a kind does not read are not checked: a head has no n_head, a multihead no n_layer
     Generator gen(3);
-    const nn::ModelConfig head{.kind = nn::ModelKind::head, .vocab = 5, .n_embd = 8, .n_head = 3, .n_layer = 0, .block = 4};
+    const nn::ModelConfig head{
+        .kind = nn::ModelKind::head, .vocab = 5, .n_embd = 8, .n_head = 3, .n_layer = 0, .block = 4};
     CHECK(nn::make_model(head, gen)->parameter_count() > 0);
     CHECK_FALSE(nn::model_kind_info(nn::ModelKind::head).reads(nn::option_n_head));
     CHECK(nn::model_kind_info(nn::ModelKind::gpt).reads(nn::option_dropout));
@@ -312,7 +335,8 @@ TEST_CASE("The model registry: one entry per kind, names that round-trip, option
     const nn::ModelConfig bigram{.kind = nn::ModelKind::bigram, .vocab = 5, .n_embd = 0, .block = 0};
     CHECK(nn::make_model(bigram, gen)->parameter_count() == 25);
     // memory-estimate inputs: layers and heads per layer
-    const nn::ModelConfig gpt{.kind = nn::ModelKind::gpt, .vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 3, .block = 4};
+    const nn::ModelConfig gpt{
+        .kind = nn::ModelKind::gpt, .vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 3, .block = 4};
     CHECK(nn::model_size(gpt).layers == 3);
     CHECK(nn::model_size(gpt).heads_per_layer == 2);
     CHECK(nn::model_size(bigram).heads_per_layer == 0);
@@ -321,27 +345,38 @@ TEST_CASE("The model registry: one entry per kind, names that round-trip, option
 // issue 40: each kind's size comes from its constructor run shapes-only; the expectations here are the
 // parameters counted by hand from each model's layers (V vocab, C n_embd, T block, L n_layer; a Linear
 // with a bias unless noted).
-TEST_CASE("model_size counts each kind's parameters from its shapes, whatever their size, allocating nothing", "[models]") {
+TEST_CASE("model_size counts each kind's parameters from its shapes, whatever their size, allocating nothing",
+          "[models]") {
     const auto expected = [](const nn::ModelConfig& c) {
         const double V = double(c.vocab), C = double(c.n_embd), T = double(c.block), L = double(c.n_layer);
         const double tables = V * C + T * C, lm_head = C * V + V;
         const double attention = 3 * C * C + C * C + C;  // heads' query, key, value (no bias), projection
         const double feed_forward = 8 * C * C + 5 * C;   // C -> 4C -> C
         switch (c.kind.index()) {
-            case 0: return V * V;
-            case 1: return tables + lm_head;
-            case 2: return tables + 3 * C * C + lm_head;
-            case 3: return tables + attention + (c.feed_forward ? feed_forward : 0) + lm_head;
-            case 4: return tables + L * (4 * C + attention + feed_forward) + 2 * C + lm_head;
+            case 0:
+                return V * V;
+            case 1:
+                return tables + lm_head;
+            case 2:
+                return tables + 3 * C * C + lm_head;
+            case 3:
+                return tables + attention + (c.feed_forward ? feed_forward : 0) + lm_head;
+            case 4:
+                return tables + L * (4 * C + attention + feed_forward) + 2 * C + lm_head;
             default:  // gpt2: c_attn and c_proj with biases, the output tied to the token table
                 return tables + L * (4 * C + 3 * C * C + 3 * C + C * C + C + feed_forward) + 2 * C;
         }
     };
-    for (const nn::ModelKind kind : {nn::ModelKind::bigram, nn::ModelKind::average, nn::ModelKind::head, nn::ModelKind::multihead,
-                                     nn::ModelKind::gpt, nn::ModelKind::gpt2})
+    for (const nn::ModelKind kind : {nn::ModelKind::bigram, nn::ModelKind::average, nn::ModelKind::head,
+                                     nn::ModelKind::multihead, nn::ModelKind::gpt, nn::ModelKind::gpt2})
         for (const bool feed_forward : {false, true}) {
             if (feed_forward && kind != nn::ModelKind::multihead) continue;
-            const nn::ModelConfig c{.kind = kind, .vocab = 13, .n_embd = 12, .n_head = 3, .n_layer = 2, .block = 5,
+            const nn::ModelConfig c{.kind = kind,
+                                    .vocab = 13,
+                                    .n_embd = 12,
+                                    .n_head = 3,
+                                    .n_layer = 2,
+                                    .block = 5,
                                     .feed_forward = feed_forward};
             INFO(fmt::format("{} feed_forward {}", kind, feed_forward));
             Generator gen(1);
@@ -352,22 +387,30 @@ TEST_CASE("model_size counts each kind's parameters from its shapes, whatever th
             CHECK(nn::model_size(c).heads_per_layer == (kind.index() < 2 ? 0 : kind == nn::ModelKind::head ? 1 : 3));
         }
     // sizes no machine holds: counted from the shapes alone (a real model would need exabytes)
-    const nn::ModelConfig absurd{.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = int64_t{1} << 30, .n_head = 1, .n_layer = 4,
+    const nn::ModelConfig absurd{.kind = nn::ModelKind::gpt,
+                                 .vocab = 65,
+                                 .n_embd = int64_t{1} << 30,
+                                 .n_head = 1,
+                                 .n_layer = 4,
                                  .block = 1 << 20};
     CHECK(nn::model_size(absurd).parameters == Approx(expected(absurd)).epsilon(1e-12));  // (sums in another order)
     CHECK(nn::model_size(absurd).parameters > 5e19);
     // a structure too large to hold is refused by name, before it is built
-    const nn::ModelConfig many{.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 4096, .n_head = 4096, .n_layer = 1024, .block = 8};
-    CHECK_THROWS_WITH(nn::model_size(many), Contains("model: a gpt of n_embd 4096 n_head 4096 n_layer 1024 would hold more than "
-                                                     "262144 parameter tensors; choose smaller sizes"));
+    const nn::ModelConfig many{
+        .kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 4096, .n_head = 4096, .n_layer = 1024, .block = 8};
+    CHECK_THROWS_WITH(nn::model_size(many),
+                      Contains("model: a gpt of n_embd 4096 n_head 4096 n_layer 1024 would hold more than "
+                               "262144 parameter tensors; choose smaller sizes"));
     // and a config validate_model_config refuses is refused as make_model refuses it
-    CHECK_THROWS_WITH(nn::model_size({.kind = nn::ModelKind::gpt, .vocab = 5, .n_embd = 8, .n_head = 3}), Contains("must divide"));
+    CHECK_THROWS_WITH(nn::model_size({.kind = nn::ModelKind::gpt, .vocab = 5, .n_embd = 8, .n_head = 3}),
+                      Contains("must divide"));
 }
 
 TEST_CASE("The positional models share their embeddings under the same names", "[models]") {
     Generator gen(4);
     nn::ModelConfig c{.vocab = 5, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 4};
-    for (const nn::ModelKind kind : {nn::ModelKind::average, nn::ModelKind::head, nn::ModelKind::multihead, nn::ModelKind::gpt}) {
+    for (const nn::ModelKind kind :
+         {nn::ModelKind::average, nn::ModelKind::head, nn::ModelKind::multihead, nn::ModelKind::gpt}) {
         c.kind = kind;
         const auto model = nn::make_model(c, gen);
         auto* positional = dynamic_cast<nn::PositionalModel*>(model.get());
@@ -385,8 +428,8 @@ TEST_CASE("The positional models share their embeddings under the same names", "
         const Tensor x = positional->embed(ids, 1, 2);  // (1, 2, C)
         for (int64_t t = 0; t < 2; ++t)
             for (int64_t j = 0; j < 8; ++j)
-                CHECK(x.data()[size_t(t * 8 + j)] ==
-                      positional->token.weight.data()[size_t(ids[t] * 8 + j)] + positional->position.weight.data()[size_t(t * 8 + j)]);
+                CHECK(x.data()[size_t(t * 8 + j)] == positional->token.weight.data()[size_t(ids[t] * 8 + j)] +
+                                                         positional->position.weight.data()[size_t(t * 8 + j)]);
     }
 }
 
@@ -394,7 +437,8 @@ TEST_CASE("attention_heads finds every head of any model by what it holds: layer
     Generator gen(4);
     const auto listed = [](const nn::Module& m) {
         std::vector<std::string> out;
-        for (const nn::AttentionHead& h : nn::attention_heads(m)) out.push_back(fmt::format("{} {} {}", h.layer, h.head, h.name));
+        for (const nn::AttentionHead& h : nn::attention_heads(m))
+            out.push_back(fmt::format("{} {} {}", h.layer, h.head, h.name));
         return out;
     };
     nn::GPT gpt({.vocab = kVocab, .n_embd = kEmbd, .n_head = 2, .n_layer = 2, .block = kBlock}, gen);
@@ -449,7 +493,9 @@ TEST_CASE("GPT applies dropout in training mode only, and eval mode is determini
     CHECK(same_bits(in_training, plain.forward(kIds, kB, kT)));
 
     // The dropout stream is the model's own generator: the same state gives the same masks.
-    nn::GPT a({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.3f, .dropout_seed = 5}, again);
+    nn::GPT a(
+        {.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock, .dropout = 0.3f, .dropout_seed = 5},
+        again);
     const auto state = a.dropout_generator().state();
     const Tensor first = a.forward(kIds, kB, kT);
     a.dropout_generator().set_state(state);
@@ -472,9 +518,9 @@ TEST_CASE("Parameters carry the documented names, and only Linear weights decay"
     CHECK_FALSE(has(names, "blocks.0.attention.heads.2.query.weight"));
     CHECK_FALSE(has(names, "blocks.0.attention.heads.0.query.bias"));  // the head's matrices have no bias
     // C 8, 4C 32, V 5, block 4, two layers:
-    const int64_t per_block = 2 * (2 * 8)                       // two LayerNorms
-                              + 3 * 8 * 8 + (8 * 8 + 8)         // q, k, v of both heads; projection
-                              + (8 * 32 + 32) + (32 * 8 + 8);   // feed-forward up and down
+    const int64_t per_block = 2 * (2 * 8)                      // two LayerNorms
+                              + 3 * 8 * 8 + (8 * 8 + 8)        // q, k, v of both heads; projection
+                              + (8 * 32 + 32) + (32 * 8 + 8);  // feed-forward up and down
     CHECK(gpt.parameter_count() == 5 * 8 + 4 * 8 + 2 * per_block + 2 * 8 + (8 * 5 + 5));
 
     {
@@ -529,7 +575,8 @@ struct TrainedGpt {
     std::vector<float> losses, weights;
 };
 TrainedGpt train_gpt_three_steps(int threads, uint64_t data_seed) {
-    const nn::ModelConfig config{.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 64, .n_head = 4, .n_layer = 2, .block = 32};
+    const nn::ModelConfig config{
+        .kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 64, .n_head = 4, .n_layer = 2, .block = 32};
     const int64_t B = 8, T = 32;
     Generator data(data_seed);
     std::vector<int64_t> ids(B * T), targets(B * T);
@@ -625,7 +672,8 @@ std::vector<float> naive_attention(const Tensor& q, const Tensor& k, double divi
             double top = -INFINITY, sum = 0;
             for (int64_t j = 0; j <= i; ++j) {
                 double dot = 0;
-                for (int64_t h = 0; h < H; ++h) dot += double(qd[(b * T + i) * H + h]) * double(kd[(b * T + j) * H + h]);
+                for (int64_t h = 0; h < H; ++h)
+                    dot += double(qd[(b * T + i) * H + h]) * double(kd[(b * T + j) * H + h]);
                 top = std::max(top, s[j] = dot / divisor);
             }
             for (double& v : s) sum += v = std::exp(v - top);
@@ -642,10 +690,13 @@ double largest_difference(std::span<const float> a, std::span<const float> b) {
 
 }  // namespace
 
-TEST_CASE("Every kind with heads reads scaled: its heads' weights are softmax(Q K^T / sqrt(H)), or softmax(Q K^T) without "
-          "the divisor", "[models][divisor]") {
+TEST_CASE(
+    "Every kind with heads reads scaled: its heads' weights are softmax(Q K^T / sqrt(H)), or softmax(Q K^T) without "
+    "the divisor",
+    "[models][divisor]") {
     const std::vector<int64_t> ids = {0, 3, 1, 4, 2, 2, 4, 0, 1, 1, 3, 2};  // (2, 6)
-    for (const nn::ModelKind kind : {nn::ModelKind::head, nn::ModelKind::multihead, nn::ModelKind::gpt, nn::ModelKind::gpt2}) {
+    for (const nn::ModelKind kind :
+         {nn::ModelKind::head, nn::ModelKind::multihead, nn::ModelKind::gpt, nn::ModelKind::gpt2}) {
         CHECK(nn::model_kind_info(kind).reads(nn::option_divisor));
         for (const bool scaled : {true, false}) {
             INFO(fmt::format("{} scaled {}", kind, scaled));
@@ -669,8 +720,10 @@ TEST_CASE("Every kind with heads reads scaled: its heads' weights are softmax(Q 
     }
 }
 
-TEST_CASE("Without the divisor, forward over windows long enough for the fused causal_attention gives the cached decoder's "
-          "logits, and not the scaled model's", "[models][divisor]") {
+TEST_CASE(
+    "Without the divisor, forward over windows long enough for the fused causal_attention gives the cached decoder's "
+    "logits, and not the scaled model's",
+    "[models][divisor]") {
     constexpr int64_t T = nn::HeadOptions::kFlashFrom + 4;  // forward runs autograd::causal_attention
     std::vector<int64_t> ids(T);
     for (int64_t t = 0; t < T; ++t) ids[t] = (t * 7 + t / 3) % kVocab;
@@ -692,8 +745,10 @@ TEST_CASE("Without the divisor, forward over windows long enough for the fused c
     }
 }
 
-TEST_CASE("scaled is checkpoint metadata for the kinds with heads only, absent means the divisor, and a kind without heads "
-          "refuses scaled false", "[models][divisor]") {
+TEST_CASE(
+    "scaled is checkpoint metadata for the kinds with heads only, absent means the divisor, and a kind without heads "
+    "refuses scaled false",
+    "[models][divisor]") {
     const nn::ModelConfig unscaled = divisor_config(nn::ModelKind::gpt, false);
     auto metadata = unscaled.to_metadata();
     CHECK(metadata.at("model.scaled") == "0");
@@ -702,13 +757,15 @@ TEST_CASE("scaled is checkpoint metadata for the kinds with heads only, absent m
     metadata.erase("model.scaled");  // a checkpoint from before the field: the divisor
     CHECK(nn::ModelConfig::from_metadata(metadata).scaled);
     metadata["model.scaled"] = "no";
-    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata), Contains("model.scaled") && Contains("not a whole number"));
+    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata),
+                      Contains("model.scaled") && Contains("not a whole number"));
 
     Generator gen(1);
     for (const nn::ModelKind kind : {nn::ModelKind::bigram, nn::ModelKind::average}) {
         INFO(fmt::format("{}", kind));
         CHECK_FALSE(nn::model_kind_info(kind).reads(nn::option_divisor));
-        CHECK_FALSE(divisor_config(kind, true).to_metadata().contains("model.scaled"));  // their checkpoints' bytes as before
+        CHECK_FALSE(
+            divisor_config(kind, true).to_metadata().contains("model.scaled"));  // their checkpoints' bytes as before
         CHECK_THAT(make_model_error(divisor_config(kind, false)),
                    Contains("dropping the divisor (scaled false) applies to head, multihead, gpt, gpt2 only, not " +
                             std::string(nn::model_kind_info(kind).name)));

@@ -12,7 +12,8 @@ using test::Inputs;
 namespace {
 struct TwoLayer : nn::Module {
     nn::Linear first, second;
-    explicit TwoLayer(Generator& gen) : first({.in = 3, .out = 4}, gen), second({.in = 4, .out = 2, .bias = false}, gen) {
+    explicit TwoLayer(Generator& gen)
+        : first({.in = 3, .out = 4}, gen), second({.in = 4, .out = 2, .bias = false}, gen) {
         register_module("first", first);
         register_module("second", second);
     }
@@ -131,7 +132,8 @@ TEST_CASE("LayerNorm normalizes the last dim and its gradients match finite diff
     // Non-trivial gain and bias so their gradients are exercised too.
     std::ranges::copy(randn({6}, gen).data(), norm.gain.data().begin());
     std::ranges::copy(randn({6}, gen).data(), norm.bias.data().begin());
-    REQUIRE_GRADCHECK([&](const Inputs& v) { return norm.forward(v[0]); }, with_parameters(x.clone().requires_grad_(), norm));
+    REQUIRE_GRADCHECK([&](const Inputs& v) { return norm.forward(v[0]); },
+                      with_parameters(x.clone().requires_grad_(), norm));
 }
 
 TEST_CASE("Head passes gradcheck in every option combination", "[nn][attention][gradcheck]") {
@@ -140,7 +142,9 @@ TEST_CASE("Head passes gradcheck in every option combination", "[nn][attention][
             for (bool causal : {true, false}) {
                 DYNAMIC_SECTION("scaled " << scaled << " compare_raw " << compare_raw << " causal " << causal) {
                     Generator gen(6);
-                    nn::Head head({.n_embd = 4, .head_size = 3, .scaled = scaled, .compare_raw = compare_raw, .causal = causal}, gen);
+                    nn::Head head(
+                        {.n_embd = 4, .head_size = 3, .scaled = scaled, .compare_raw = compare_raw, .causal = causal},
+                        gen);
                     const Inputs in = with_parameters(test::uniform_param({2, 5, 4}, gen), head);
                     CHECK(in.size() == (compare_raw ? 2u : 4u));  // raw compares x with x: only Wv is learned
                     REQUIRE_GRADCHECK([&](const Inputs& v) { return head.forward(v[0]); }, in);
@@ -178,7 +182,8 @@ TEST_CASE("Head without record_scores (the fused causal_softmax) equals the reco
             Generator gen(9);
             nn::Head recording({.n_embd = 8, .head_size = 4, .scaled = scaled}, gen);
             nn::Head fused({.n_embd = 8, .head_size = 4, .scaled = scaled, .record_scores = false}, gen);
-            for (auto [from, to] : {std::pair{&recording.query, &fused.query}, {&recording.key, &fused.key},
+            for (auto [from, to] : {std::pair{&recording.query, &fused.query},
+                                    {&recording.key, &fused.key},
                                     {&recording.value, &fused.value}})
                 std::ranges::copy(from->weight.data(), to->weight.data().begin());
             const Tensor x = randn({3, 6, 8}, gen), upstream = randn({3, 6, 4}, gen);
@@ -189,13 +194,13 @@ TEST_CASE("Head without record_scores (the fused causal_softmax) equals the reco
             CHECK(test::max_abs_diff(recording.last_attention(), fused.last_attention()) < 1e-6);
             CHECK(recording.last_scores().defined());
             CHECK_FALSE(fused.last_scores().defined());
-            for (auto [from, to] : {std::pair{&recording.query, &fused.query}, {&recording.key, &fused.key},
+            for (auto [from, to] : {std::pair{&recording.query, &fused.query},
+                                    {&recording.key, &fused.key},
                                     {&recording.value, &fused.value}})
                 CHECK(test::max_abs_diff(from->weight.grad(), to->weight.grad()) < 1e-5);
         }
     }
 }
-
 
 TEST_CASE("Head through causal_attention (flash_from) equals the recording head, and still shows its attention",
           "[nn][attention]") {
@@ -203,8 +208,8 @@ TEST_CASE("Head through causal_attention (flash_from) equals the recording head,
     const int64_t B = 2, T = 70, C = 8, H = 4;  // T past one 64-query block
     nn::Head recording({.n_embd = C, .head_size = H}, gen);
     nn::Head flash({.n_embd = C, .head_size = H, .record_scores = false, .flash_from = T}, gen);
-    for (auto [from, to] : {std::pair{&recording.query, &flash.query}, {&recording.key, &flash.key},
-                            {&recording.value, &flash.value}})
+    for (auto [from, to] :
+         {std::pair{&recording.query, &flash.query}, {&recording.key, &flash.key}, {&recording.value, &flash.value}})
         std::ranges::copy(from->weight.data(), to->weight.data().begin());
     const Tensor x = randn({B, T, C}, gen), upstream = randn({B, T, H}, gen);
     const Tensor a = recording.forward(x), b = flash.forward(x);
@@ -218,8 +223,8 @@ TEST_CASE("Head through causal_attention (flash_from) equals the recording head,
     CHECK(flash.last_attention().shape() == Shape{B, T, T});
     CHECK_FALSE(flash.last_attention().requires_grad());
     CHECK(test::max_abs_diff(recording.last_attention(), flash.last_attention()) < 1e-6);
-    for (auto [from, to] : {std::pair{&recording.query, &flash.query}, {&recording.key, &flash.key},
-                            {&recording.value, &flash.value}})
+    for (auto [from, to] :
+         {std::pair{&recording.query, &flash.query}, {&recording.key, &flash.key}, {&recording.value, &flash.value}})
         CHECK(test::max_abs_diff(from->weight.grad(), to->weight.grad()) < 1e-4);
     // a shorter window goes the weights' way again, and last_attention() is that forward's
     const Tensor short_x = randn({1, T - 1, C}, gen);

@@ -33,13 +33,8 @@ struct Pattern {
     Shape a, b, out;
 };
 const Pattern patterns[] = {
-    {{2, 3}, {3}, {2, 3}},
-    {{2, 1, 4}, {3, 1}, {2, 3, 4}},
-    {{}, {2, 3}, {2, 3}},
-    {{2, 3}, {}, {2, 3}},
-    {{2, 3}, {2, 3}, {2, 3}},
-    {{3, 1}, {1, 4}, {3, 4}},
-    {{4}, {2, 3, 4}, {2, 3, 4}},
+    {{2, 3}, {3}, {2, 3}},    {{2, 1, 4}, {3, 1}, {2, 3, 4}}, {{}, {2, 3}, {2, 3}},        {{2, 3}, {}, {2, 3}},
+    {{2, 3}, {2, 3}, {2, 3}}, {{3, 1}, {1, 4}, {3, 4}},       {{4}, {2, 3, 4}, {2, 3, 4}},
 };
 
 std::vector<double> softmax_ref(const std::vector<double>& x) {
@@ -76,7 +71,8 @@ Tensor hand_softmax(const Tensor& x, bool correct) {
         std::vector<double> row;
         for (int64_t c = 0; c < v; ++c) row.push_back(x.at({r, c}));
         const std::vector<double> y = softmax_ref(row);
-        for (int64_t c = 0; c < v; ++c) values[static_cast<size_t>(r * v + c)] = static_cast<float>(y[static_cast<size_t>(c)]);
+        for (int64_t c = 0; c < v; ++c)
+            values[static_cast<size_t>(r * v + c)] = static_cast<float>(y[static_cast<size_t>(c)]);
     }
     return make_result(correct ? "hand_softmax" : "bad_softmax", x.shape(), std::move(values), {x},
                        [n, v, correct](const GradContext& ctx) {
@@ -235,7 +231,8 @@ TEST_CASE("gelu is the exact x * Phi(x)", "[ops]") {
     y.backward(ones({static_cast<int64_t>(xs.size())}));
     std::vector<double> slope;
     for (float v : xs)
-        slope.push_back(0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI));
+        slope.push_back(0.5 * (1.0 + std::erf(v / std::sqrt(2.0))) +
+                        v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI));
     CHECK(max_abs_diff(x.grad(), slope) < 1e-6);
 }
 
@@ -509,7 +506,8 @@ TEST_CASE("cross_entropy forward against a hand computation", "[ops]") {
     REQUIRE(loss.item() == Approx(expected).epsilon(1e-6));
 
     // uniform logits: log(V)
-    REQUIRE(cross_entropy(zeros({4, 8}), std::vector<int64_t>{0, 1, 7, 3}).item() == Approx(std::log(8.0)).epsilon(1e-6));
+    REQUIRE(cross_entropy(zeros({4, 8}), std::vector<int64_t>{0, 1, 7, 3}).item() ==
+            Approx(std::log(8.0)).epsilon(1e-6));
 
     // gradient: (softmax - onehot) / N
     const Tensor l = tensor(logits, {2, 3}).requires_grad_();

@@ -50,8 +50,7 @@ bool same_state(const nn::NamedTensors& a, const nn::NamedTensors& b) {
 // Sets each gradient to the given values by backpropagating sum(p * values).
 void set_grads(const std::vector<Tensor>& params, const std::vector<std::vector<float>>& values) {
     Tensor loss = scalar(0.0f);
-    for (size_t i = 0; i < params.size(); ++i)
-        loss = loss + sum(mul(params[i], tensor(values[i], params[i].shape())));
+    for (size_t i = 0; i < params.size(); ++i) loss = loss + sum(mul(params[i], tensor(values[i], params[i].shape())));
     loss.backward();
 }
 
@@ -271,8 +270,7 @@ TEST_CASE("state and load_state resume a run bit-exactly", "[optim]") {
         train(*opt_unrestored, unrestored, n, 2 * n);
 
         INFO(opt_straight->state().front().first);
-        const auto a = straight.named_parameters(), b = resumed.named_parameters(),
-                   c = unrestored.named_parameters();
+        const auto a = straight.named_parameters(), b = resumed.named_parameters(), c = unrestored.named_parameters();
         bool unrestored_differs = false;
         for (size_t i = 0; i < a.size(); ++i) {
             INFO(a[i].first);
@@ -311,8 +309,9 @@ TEST_CASE("load_state rejects wrong names, shapes and counts and changes nothing
     REQUIRE_THROWS_WITH(opt.load_state(dropped, 2), Catch::Contains("missing [adamw.m.lin.weight]"));
     nn::NamedTensors reshaped = good;
     reshaped[0].second = zeros({2, 3});
-    REQUIRE_THROWS_WITH(opt.load_state(reshaped, 2), Catch::Contains("mismatched") &&
-                                                         Catch::Contains("adamw.m.lin.weight (shape (2, 3), expected (3, 2))"));
+    REQUIRE_THROWS_WITH(
+        opt.load_state(reshaped, 2),
+        Catch::Contains("mismatched") && Catch::Contains("adamw.m.lin.weight (shape (2, 3), expected (3, 2))"));
     nn::NamedTensors duplicated = good;
     duplicated.push_back(good[1]);
     REQUIRE_THROWS_WITH(opt.load_state(duplicated, 2), Catch::Contains("given twice"));
@@ -413,7 +412,8 @@ TEST_CASE("CosineSchedule follows nanoGPT's get_lr: warmup, cosine decay, floor"
     CHECK(s.at(110) == Approx(min_lr).epsilon(1e-6));  // end
     CHECK(s.at(111) == s.min_lr);                      // beyond the end
     CHECK(s.at(100000) == s.min_lr);
-    for (int64_t step = 1; step <= 110; ++step) CHECK((step <= 10 ? s.at(step) >= s.at(step - 1) : s.at(step) <= s.at(step - 1)));
+    for (int64_t step = 1; step <= 110; ++step)
+        CHECK((step <= 10 ? s.at(step) >= s.at(step - 1) : s.at(step) <= s.at(step - 1)));
 
     const nn::CosineSchedule flat{.lr = 1e-3f, .min_lr = 1e-4f, .warmup = 5, .total = 5};  // no decay phase
     CHECK(flat.at(4) == Approx(lr * 5.0 / 6.0).epsilon(1e-6));

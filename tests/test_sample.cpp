@@ -52,7 +52,8 @@ int64_t rank_of(const std::vector<float>& v, int64_t i) {
 
 // Replays `produced` after `context`: each token must satisfy ok(logits, token).
 template <typename Ok>
-void replay(nn::LanguageModel& model, const std::vector<int64_t>& context, const std::vector<int64_t>& produced, Ok ok) {
+void replay(nn::LanguageModel& model, const std::vector<int64_t>& context, const std::vector<int64_t>& produced,
+            Ok ok) {
     HandWindow window(model, context);
     for (size_t i = 0; i < produced.size(); ++i) {
         const std::vector<float> logits = next_logits(model, window);
@@ -99,7 +100,8 @@ TEST_CASE("top_k = 1 always picks the argmax of the model's logits", "[sample]")
     const std::vector<int64_t> context = {3, 0, 6};
     Generator gen(7);
     const auto produced = nn::generate(model, context, 30, {.temperature = 1.0f, .top_k = 1}, gen);
-    replay(model, context, produced, [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
+    replay(model, context, produced,
+           [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
     // With top_k = 1 the generator is irrelevant.
     Generator other(8);
     CHECK(nn::generate(model, context, 30, {.temperature = 2.0f, .top_k = 1}, other) == produced);
@@ -168,7 +170,8 @@ TEST_CASE("generate samples in eval mode and restores the model's mode", "[sampl
     CHECK(model.is_training());
     CHECK(model.dropout_generator().state() == dropout_state);  // no dropout mask was drawn
     // Argmax of the eval-mode logits: with dropout 0.5 active, training-mode logits would disagree.
-    replay(model, context, produced, [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
+    replay(model, context, produced,
+           [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
 
     model.eval();
     nn::generate(model, context, 5, {}, gen);

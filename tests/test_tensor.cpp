@@ -321,7 +321,12 @@ TEST_CASE("Generator: normal() has mean 0 and std 1", "[tensor]") {
     Generator g(11);
     bool finite = true;
     const Moments m = moments_of(
-        100000, [&] { const double x = g.normal(); finite = finite && std::isfinite(x); return x; },
+        100000,
+        [&] {
+            const double x = g.normal();
+            finite = finite && std::isfinite(x);
+            return x;
+        },
         [](double x) { return std::abs(x) < 1.0; });
     REQUIRE(finite);
     // standard errors: mean 1/sqrt(n) = 0.0032, std 1/sqrt(2n) = 0.0022; allow about 5 of them
@@ -340,12 +345,17 @@ TEST_CASE("Generator: uniform() is in 0 to 1 (exclusive) and flat", "[tensor]") 
     Generator g(99);
     bool in_range = true;
     const Moments m = moments_of(
-        100000, [&] { const float u = g.uniform(); in_range = in_range && u >= 0.0f && u < 1.0f; return double(u); },
+        100000,
+        [&] {
+            const float u = g.uniform();
+            in_range = in_range && u >= 0.0f && u < 1.0f;
+            return double(u);
+        },
         [](double u) { return u < 0.1; });
     REQUIRE(in_range);
-    REQUIRE(std::abs(m.mean - 0.5) < 0.005);               // standard error 0.0009
-    REQUIRE(std::abs(m.variance - 1.0 / 12) < 0.003);      // variance of U(0, 1)
-    REQUIRE(std::abs(m.in_region - 0.1) < 0.005);          // standard error 0.00095
+    REQUIRE(std::abs(m.mean - 0.5) < 0.005);           // standard error 0.0009
+    REQUIRE(std::abs(m.variance - 1.0 / 12) < 0.003);  // variance of U(0, 1)
+    REQUIRE(std::abs(m.in_region - 0.1) < 0.005);      // standard error 0.00095
 
     for (int i = 0; i < 1000; ++i) {
         const float u = g.uniform(-3.0f, 2.0f);
@@ -456,9 +466,9 @@ TEST_CASE("fmt summarizes large tensors", "[tensor]") {
     REQUIRE(s.find("...") != std::string::npos);
     // printed whole it would need at least 10000 * 4 characters
     REQUIRE(s.size() < 2000);
-    REQUIRE(s.find("0.0") != std::string::npos);       // first element
-    REQUIRE(s.find("9999.0") != std::string::npos);    // last element
-    REQUIRE(s.find("5050.0") == std::string::npos);    // an element in the middle is elided
+    REQUIRE(s.find("0.0") != std::string::npos);     // first element
+    REQUIRE(s.find("9999.0") != std::string::npos);  // last element
+    REQUIRE(s.find("5050.0") == std::string::npos);  // an element in the middle is elided
     bool balanced = false;
     REQUIRE(bracket_depth(s, balanced) == 2);
     REQUIRE(balanced);

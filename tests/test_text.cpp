@@ -139,8 +139,8 @@ TEST_CASE("invalid UTF-8 of every kind is rejected with its byte offset", "[text
         {"xy\xF0\x82\x82\xAC", 2, "overlong"},    // U+20AC in 4 bytes
         {"\xED\xA0\x80", 0, "surrogate U+D800"},  // a UTF-16 surrogate
         {"ok\xED\xBF\xBF", 2, "surrogate U+DFFF"},
-        {"abc\xE2\x82", 3, "truncated"},          // input ends inside the sequence
-        {"\xE2\x28\xA1", 0, "truncated"},         // second byte is not a continuation
+        {"abc\xE2\x82", 3, "truncated"},   // input ends inside the sequence
+        {"\xE2\x28\xA1", 0, "truncated"},  // second byte is not a continuation
         {"\xF0\x9F\x99", 0, "truncated"},
         {"\xF4\x90\x80\x80", 0, "past U+10FFFF"},  // U+110000
         {"\xF5\x80\x80\x80", 0, "U+10FFFF"},
@@ -161,9 +161,11 @@ TEST_CASE("invalid UTF-8 of every kind is rejected with its byte offset", "[text
 TEST_CASE("decode rejects an id outside the vocabulary, naming it", "[text][errors]") {
     const auto tok = CharTokenizer::from_text("abc");
     CHECK(tok.decode(std::vector<int64_t>{2, 0, 1}) == "cab");
-    CHECK(invalid_argument_message([&] { tok.decode(std::vector<int64_t>{0, 3}); }) ==
-          "decode: id 3 at position 1 is outside the vocabulary [0, 3)");
-    CHECK_THAT(invalid_argument_message([&] { tok.decode(std::vector<int64_t>{-1}); }), Contains("id -1 at position 0"));
+    CHECK(invalid_argument_message([&] {
+              tok.decode(std::vector<int64_t>{0, 3});
+          }) == "decode: id 3 at position 1 is outside the vocabulary [0, 3)");
+    CHECK_THAT(invalid_argument_message([&] { tok.decode(std::vector<int64_t>{-1}); }),
+               Contains("id -1 at position 0"));
 }
 
 TEST_CASE("the vocabulary round-trips through UTF-8, and a bad vocabulary is rejected", "[text][errors]") {
@@ -173,12 +175,18 @@ TEST_CASE("the vocabulary round-trips through UTF-8, and a bad vocabulary is rej
     CHECK(restored.vocabulary() == tok.vocabulary());
     CHECK(restored.encode("東京 🙂") == tok.encode("東京 🙂"));
 
-    CHECK_THAT(invalid_argument_message([] { CharTokenizer(std::vector<char32_t>{U'b', U'a'}); }),
+    CHECK_THAT(invalid_argument_message([] {
+                   CharTokenizer(std::vector<char32_t>{U'b', U'a'});
+               }),
                Contains("sorted without repeats") && Contains("'a' (U+0061) follows 'b' (U+0062)"));
-    CHECK_THAT(invalid_argument_message([] { CharTokenizer(std::vector<char32_t>{U'a', U'a'}); }),
+    CHECK_THAT(invalid_argument_message([] {
+                   CharTokenizer(std::vector<char32_t>{U'a', U'a'});
+               }),
                Contains("sorted without repeats"));
     CHECK_THAT(invalid_argument_message([] { CharTokenizer(std::vector<char32_t>{}); }), Contains("empty"));
-    CHECK_THAT(invalid_argument_message([] { CharTokenizer(std::vector<char32_t>{U'a', 0xD800}); }),
+    CHECK_THAT(invalid_argument_message([] {
+                   CharTokenizer(std::vector<char32_t>{U'a', 0xD800});
+               }),
                Contains("U+D800, not a Unicode character"));
     CHECK_THAT(invalid_argument_message([] { CharTokenizer(std::vector<char32_t>{0x110000}); }), Contains("U+110000"));
     CHECK_THAT(invalid_argument_message([] { CharTokenizer::from_vocabulary_utf8("ba"); }),
@@ -199,7 +207,8 @@ TEST_CASE("read_text_file returns the text and rejects what is not text, naming 
     CHECK_THAT(runtime_error_message([&] { nn::read_text_file(dir.path); }),
                Contains(dir.path.string()) && Contains("is a directory"));
     const fs::path empty = dir.write("empty.txt", "");
-    CHECK_THAT(runtime_error_message([&] { nn::read_text_file(empty); }), Contains(empty.string()) && Contains("is empty"));
+    CHECK_THAT(runtime_error_message([&] { nn::read_text_file(empty); }),
+               Contains(empty.string()) && Contains("is empty"));
     const fs::path binary = dir.write("binary.bin", std::string_view("text\0\x01\x02", 7));
     CHECK_THAT(runtime_error_message([&] { nn::read_text_file(binary); }),
                Contains(binary.string()) && Contains("binary data") && Contains("NUL byte at offset 4"));
@@ -211,7 +220,8 @@ TEST_CASE("read_text_file returns the text and rejects what is not text, naming 
     // a named pipe with no writer: refused at once (tests/faults/bad_input.sh checks it cannot hang)
     const fs::path fifo = dir.path / "fifo.txt";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    CHECK_THAT(runtime_error_message([&] { nn::read_text_file(fifo); }), Contains("is a named pipe (FIFO), not a text file"));
+    CHECK_THAT(runtime_error_message([&] { nn::read_text_file(fifo); }),
+               Contains("is a named pipe (FIFO), not a text file"));
 
     // Permissions do not stop root, so the unreadable case is checked only for other users.
     const fs::path locked = dir.write("locked.txt", "secret");
@@ -311,7 +321,8 @@ TEST_CASE("TextData keeps wide ids (beyond 16 bits) and refuses one beyond 32 bi
     autograd::Generator gen(1);
     const nn::Batch batch = data.batch(nn::Split::train, 4, 2, gen);
     for (int64_t id : batch.inputs) CHECK((id >= 0 && id <= 2147483647));
-    REQUIRE_THROWS_WITH(nn::TextData({0, 1, 2147483648, 3}), Catch::Matchers::Contains("token 2147483648 at position 2"));
+    REQUIRE_THROWS_WITH(nn::TextData({0, 1, 2147483648, 3}),
+                        Catch::Matchers::Contains("token 2147483648 at position 2"));
     REQUIRE_THROWS_WITH(nn::TextData({0, -1}), Catch::Matchers::Contains("token -1 at position 1"));
 }
 
@@ -401,13 +412,15 @@ TEST_CASE("batches from narrow ids are the windows of the int64 ids, draw for dr
                 const auto start = static_cast<size_t>(first + replay.randint(n - T));
                 const auto row = static_cast<std::ptrdiff_t>(b * T);
                 CHECK(std::equal(batch.inputs.begin() + row, batch.inputs.begin() + row + T, wide.begin() + start));
-                CHECK(std::equal(batch.targets.begin() + row, batch.targets.begin() + row + T, wide.begin() + start + 1));
+                CHECK(
+                    std::equal(batch.targets.begin() + row, batch.targets.begin() + row + T, wide.begin() + start + 1));
             }
         }
     }
 }
 
-TEST_CASE("the data fingerprint in a checkpoint is FNV-1a over the ids as int64, as before narrow ids", "[text][memory]") {
+TEST_CASE("the data fingerprint in a checkpoint is FNV-1a over the ids as int64, as before narrow ids",
+          "[text][memory]") {
     TempDir dir("text-fingerprint");
     for (const int64_t n_symbols : {40, 300}) {
         INFO(n_symbols << " symbols");
@@ -445,7 +458,8 @@ TEST_CASE("read_tokenized_text gives what tokenizing the whole text gives, acros
     CHECK(nn::read_text_file(path) == text);
 }
 
-TEST_CASE("read_tokenized_text and read_text_file name problems past the first read piece at their offset", "[text][errors]") {
+TEST_CASE("read_tokenized_text and read_text_file name problems past the first read piece at their offset",
+          "[text][errors]") {
     TempDir dir("text-tokenized-errors");
     const std::string ascii(100000, 'a');
     const fs::path nul = dir.write("nul.txt", ascii + std::string(1, '\0') + "b");
@@ -486,8 +500,8 @@ TEST_CASE("read_tokenized_text refuses a file larger than the memory before read
         return;
     }
     const std::string message = runtime_error_message([&] { nn::read_tokenized_text(huge); });
-    CHECK_THAT(message, StartsWith("'" + huge.string() + "': its ") &&
-                            Contains("of text would take about") && Contains("more than this machine's"));
+    CHECK_THAT(message, StartsWith("'" + huge.string() + "': its ") && Contains("of text would take about") &&
+                            Contains("more than this machine's"));
     CHECK_THAT(message, !Contains("binary"));
 }
 
@@ -560,7 +574,12 @@ TEST_CASE("(an allocation test's child process)", "[.limited_memory]") {
         } else if (what == std::string("model")) {
             nn::TokenizedText data = nn::tokenize(text_of_symbols(26, 2000));
             nn::TrainConfig config;
-            config.model = {.kind = nn::ModelKind::gpt, .vocab = data.tokenizer.vocab_size(), .n_embd = 512, .n_head = 8, .n_layer = 8, .block = 16};
+            config.model = {.kind = nn::ModelKind::gpt,
+                            .vocab = data.tokenizer.vocab_size(),
+                            .n_embd = 512,
+                            .n_head = 8,
+                            .n_layer = 8,
+                            .block = 16};
             nn::Trainer trainer(config, std::move(data.tokenizer), std::move(data.ids));
         } else {
             message = "(unknown case)";
@@ -577,7 +596,8 @@ TEST_CASE("an allocation that fails while reading data says what it was for and 
     TempDir dir("text-bad-alloc");
     const fs::path path = dir.write("big.txt", text_of_symbols(26, 32000000));  // 32 MB, 1 byte an id
     CHECK_THAT(message_with_little_memory("read_tokenized_text", 8 << 20, path),
-               StartsWith("'" + path.string() + "': could not allocate 32 MB for the token ids (32000000 characters, 1 byte each)"));
+               StartsWith("'" + path.string() +
+                          "': could not allocate 32 MB for the token ids (32000000 characters, 1 byte each)"));
     CHECK_THAT(message_with_little_memory("read_text_file", 8 << 20, path),
                StartsWith("'" + path.string() + "': could not allocate 32 MB for the text"));
     // With room, the same calls succeed there: the limit is what failed them.

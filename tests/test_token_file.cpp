@@ -46,7 +46,8 @@ TEST_CASE("token files: nanoGPT's raw uint16 and llm.c's headed files are read i
     CHECK(nn::map_token_file(llmc, 50257, nn::TokenFileFormat::llmc).to_vector() == wide);
 
     // the writer's files are the same bytes, in both formats
-    for (auto [format, expected] : {std::pair{nn::TokenFileFormat::nanogpt, raw}, std::pair{nn::TokenFileFormat::llmc, llmc}}) {
+    for (auto [format, expected] :
+         {std::pair{nn::TokenFileFormat::nanogpt, raw}, std::pair{nn::TokenFileFormat::llmc, llmc}}) {
         const auto written = dir.path / "written.bin";
         nn::TokenFileWriter out(written, format);
         out.append(std::span(wide).first(2));
@@ -74,7 +75,8 @@ TEST_CASE("token files that are wrong are refused naming the file", "[token_file
     auto refused = [&](const std::string& name, const std::string& bytes, const std::string& why,
                        nn::TokenFileFormat format = nn::TokenFileFormat::detect) {
         const auto path = dir.write(name, bytes);
-        CHECK_THROWS_WITH(nn::map_token_file(path, 50257, format), Catch::Contains(path.string()) && Catch::Contains(why));
+        CHECK_THROWS_WITH(nn::map_token_file(path, 50257, format),
+                          Catch::Contains(path.string()) && Catch::Contains(why));
     };
     refused("wrong_magic.bin", llmc_header(20240521, 1, 3) + le16(ids), "has magic 20240521, not llm.c's 20240520",
             nn::TokenFileFormat::llmc);
@@ -86,17 +88,20 @@ TEST_CASE("token files that are wrong are refused naming the file", "[token_file
     refused("empty.bin", "", "is empty");
     refused("past_vocab.bin", le16({1, 50257, 2}), "token 50257 at position 1 is outside the vocabulary [0, 50257)");
     refused("past_vocab_llmc.bin", llmc_header(20240520, 1, 3) + le16({1, 2, 65535}), "token 65535 at position 2");
-    CHECK_THROWS_WITH(nn::map_token_file(dir.path / "missing.bin", 50257), Catch::Contains("missing.bin") && Catch::Contains("cannot open"));
+    CHECK_THROWS_WITH(nn::map_token_file(dir.path / "missing.bin", 50257),
+                      Catch::Contains("missing.bin") && Catch::Contains("cannot open"));
     CHECK_THROWS_WITH(nn::map_token_file(dir.path, 50257), Catch::Contains("is a directory, not a token file"));
     // a named pipe is refused at once (it waited forever in open() for a writer)
     const auto fifo = dir.path / "fifo.bin";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    CHECK_THROWS_WITH(nn::map_token_file(fifo, 50257), Catch::Contains("fifo.bin") && Catch::Contains("is a named pipe (FIFO)"));
+    CHECK_THROWS_WITH(nn::map_token_file(fifo, 50257),
+                      Catch::Contains("fifo.bin") && Catch::Contains("is a named pipe (FIFO)"));
     nn::TokenFileWriter out(dir.path / "big.bin", nn::TokenFileFormat::nanogpt);
     CHECK_THROWS_WITH(out.append(std::vector<int64_t>{70000}), Catch::Contains("big.bin") && Catch::Contains("70000"));
 }
 
-TEST_CASE("a token file cut short while it is mapped stops the reads with its name, not SIGBUS", "[token_file][errors]") {
+TEST_CASE("a token file cut short while it is mapped stops the reads with its name, not SIGBUS",
+          "[token_file][errors]") {
     test::TempDir dir("token-files-cut");
     std::vector<uint16_t> ids(1 << 20);  // 2 MB: many pages past the cut
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>(1 + i % 1000);

@@ -60,7 +60,8 @@ std::string help_of(const std::string& help, const nn::TrainSetting& s) {
 
 }  // namespace
 
-TEST_CASE("Every setting of the table is a flag of train's that sets it, and --help shows its default", "[train_args][settings]") {
+TEST_CASE("Every setting of the table is a flag of train's that sets it, and --help shows its default",
+          "[train_args][settings]") {
     const train_args::Options defaults = parse({});
     train_args::Options o;
     const std::string help = train_args::make_parser(o).help();
@@ -87,12 +88,14 @@ TEST_CASE("Every setting of the table is a flag of train's that sets it, and --h
     CHECK_THAT(help_of(help, nn::train_setting("run.top_k")), Contains("(default 0)"));
 }
 
-TEST_CASE("A setting's flag refuses a value out of its limits, naming the flag, the limits and the value", "[train_args][settings]") {
+TEST_CASE("A setting's flag refuses a value out of its limits, naming the flag, the limits and the value",
+          "[train_args][settings]") {
     for (const nn::TrainSetting& s : nn::train_settings())
         for (const double x : setting_values::refused(s)) {
             const std::string text = as_text(s, x);
             INFO(flag(s) << " " << text);
-            CHECK_THAT(usage_error({flag(s), text}), Contains(fmt::format("{} needs {}, got '{}'", flag(s), s.limits(), text)));
+            CHECK_THAT(usage_error({flag(s), text}),
+                       Contains(fmt::format("{} needs {}, got '{}'", flag(s), s.limits(), text)));
         }
     for (const nn::TrainSetting& s : nn::train_settings()) {
         CHECK_THAT(usage_error({flag(s), "x"}), Contains(flag(s)));
@@ -101,20 +104,32 @@ TEST_CASE("A setting's flag refuses a value out of its limits, naming the flag, 
     }
 }
 
-TEST_CASE("The flags --beta1 and --beta2 set AdamW's betas from 0 to below 1, and a resumed run refuses them", "[train_args][settings]") {
-    const train_args::Options o = train_args::parse_args(5, std::vector<const char*>{"train", "--beta1", "0.8", "--beta2", "0.95"}.data());
+TEST_CASE("The flags --beta1 and --beta2 set AdamW's betas from 0 to below 1, and a resumed run refuses them",
+          "[train_args][settings]") {
+    const train_args::Options o =
+        train_args::parse_args(5, std::vector<const char*>{"train", "--beta1", "0.8", "--beta2", "0.95"}.data());
     CHECK(o.config.beta1 == 0.8f);
     CHECK(o.config.beta2 == 0.95f);
     CHECK(train_args::parse_args(3, std::vector<const char*>{"train", "--beta1", "0"}.data()).config.beta1 == 0.0f);
     CHECK_THAT(usage_error({"--beta1", "1"}), Contains("--beta1 needs a number at least 0 and below 1, got '1'"));
-    CHECK_THAT(usage_error({"--beta2", "0.999999999"}), Contains("--beta2 needs a number at least 0 and below 1"));  // 1 as a float
+    CHECK_THAT(usage_error({"--beta2", "0.999999999"}),
+               Contains("--beta2 needs a number at least 0 and below 1"));  // 1 as a float
     CHECK_THAT(usage_error({"--beta2", "-0.1"}), Contains("--beta2 needs a number at least 0 and below 1, got '-0.1'"));
-    CHECK_THAT(usage_error({"--resume", "run.safetensors", "--beta2", "0.9"}), Contains("--beta2 cannot change a resumed run"));
+    CHECK_THAT(usage_error({"--resume", "run.safetensors", "--beta2", "0.9"}),
+               Contains("--beta2 cannot change a resumed run"));
 }
 
-TEST_CASE("With --resume, the run settings given replace the checkpoint's and the others stay", "[train_args][settings]") {
-    const train_args::Options o = parse({"--resume", "run.safetensors", "--eval-iters", "7", "--temperature", "0.5", "--steps", "3000"});
-    nn::RunSettings saved{.eval_every = 11, .eval_iters = 12, .log_every = 13, .grad_report = 14, .sample = 15, .temperature = 2.0f, .top_k = 16};
+TEST_CASE("With --resume, the run settings given replace the checkpoint's and the others stay",
+          "[train_args][settings]") {
+    const train_args::Options o =
+        parse({"--resume", "run.safetensors", "--eval-iters", "7", "--temperature", "0.5", "--steps", "3000"});
+    nn::RunSettings saved{.eval_every = 11,
+                          .eval_iters = 12,
+                          .log_every = 13,
+                          .grad_report = 14,
+                          .sample = 15,
+                          .temperature = 2.0f,
+                          .top_k = 16};
     nn::RunSettings expected = saved;
     expected.eval_iters = 7;
     expected.temperature = 0.5f;
@@ -123,8 +138,10 @@ TEST_CASE("With --resume, the run settings given replace the checkpoint's and th
     CHECK(o.model_flags.empty());  // --steps extends a resumed run
 }
 
-TEST_CASE("An output's flag takes none: no such file, not even the one a resumed checkpoint names", "[train_args][files]") {
-    const train_args::Options off = parse({"--resume", "run.st", "--csv", "none", "--grad-csv", "grads.csv", "--report", "none"});
+TEST_CASE("An output's flag takes none: no such file, not even the one a resumed checkpoint names",
+          "[train_args][files]") {
+    const train_args::Options off =
+        parse({"--resume", "run.st", "--csv", "none", "--grad-csv", "grads.csv", "--report", "none"});
     CHECK_FALSE(off.csv);
     CHECK(off.grad_csv == "grads.csv");
     CHECK_FALSE(off.report);
@@ -139,7 +156,8 @@ TEST_CASE("An output's flag takes none: no such file, not even the one a resumed
     CHECK_NOTHROW(train_args::check_log_outputs(parse({"--csv", "none"})));  // the default logs nowhere then
 }
 
-TEST_CASE("The page docs/settings.md lists every setting's flag with its default and limits", "[train_args][settings]") {
+TEST_CASE("The page docs/settings.md lists every setting's flag with its default and limits",
+          "[train_args][settings]") {
     std::ifstream in(TINYGPT_SOURCE_DIR "/docs/settings.md");
     REQUIRE(in);
     const std::string doc{std::istreambuf_iterator<char>(in), {}};
@@ -148,6 +166,7 @@ TEST_CASE("The page docs/settings.md lists every setting's flag with its default
         const size_t row = doc.find(fmt::format("\n| `{} {}` |", flag(s), train_args::value_name(s)));
         REQUIRE(row != std::string::npos);
         const std::string line = doc.substr(row + 1, doc.find('\n', row + 1) - row - 1);
-        CHECK_THAT(line, Contains(fmt::format("| {} |", s.text(nn::TrainConfig{}))) && Contains(s.limits()) && Contains(std::string(s.key)));
+        CHECK_THAT(line, Contains(fmt::format("| {} |", s.text(nn::TrainConfig{}))) && Contains(s.limits()) &&
+                             Contains(std::string(s.key)));
     }
 }

@@ -105,7 +105,10 @@ TEST_CASE("On the copy task a single head learns what the bigram cannot", "[trai
     // What tasks.h promises: the letters alone cost ln 8 each to a one-character model.
     CHECK(floor > 0.75 * std::log(8.0));
 
-    nn::TrainConfig config{.model = {.kind = nn::ModelKind::bigram, .n_embd = 32, .block = 32}, .steps = 300, .batch = 16, .lr = 1e-2f,
+    nn::TrainConfig config{.model = {.kind = nn::ModelKind::bigram, .n_embd = 32, .block = 32},
+                           .steps = 300,
+                           .batch = 16,
+                           .lr = 1e-2f,
                            .seed = 7};
     const auto final_val = [&](const std::string& kind) {
         config.model.kind = *nn::parse_model_kind(kind);
@@ -139,8 +142,14 @@ TEST_CASE("Training N steps, saving, resuming and training N more is bit-identic
             TempDir dir(fmt::format("resume-{}", model.kind));
             constexpr int64_t N = 6;
             // warmup and the cosine decay both inside the run; clipping active (lr 3e-2 gives norms > 0.5)
-            const nn::TrainConfig config{.model = model, .steps = 2 * N, .batch = 4, .lr = 3e-2f, .warmup = 3,
-                                         .weight_decay = 0.1f, .grad_clip = 0.5f, .seed = 99};
+            const nn::TrainConfig config{.model = model,
+                                         .steps = 2 * N,
+                                         .batch = 4,
+                                         .lr = 3e-2f,
+                                         .warmup = 3,
+                                         .weight_decay = 0.1f,
+                                         .grad_clip = 0.5f,
+                                         .seed = 99};
 
             nn::Trainer straight = make_trainer(config, text);
             std::vector<double> straight_losses;
@@ -190,16 +199,15 @@ struct NoisyModel : nn::Callable<NoisyModel> {
     NoisyChild inner;
     nn::Linear head;
     Generator dropout_gen;
-    NoisyModel(uint64_t init_seed, uint64_t dropout_seed)
-        : NoisyModel(Generator(init_seed), dropout_seed) {}
+    NoisyModel(uint64_t init_seed, uint64_t dropout_seed) : NoisyModel(Generator(init_seed), dropout_seed) {}
     // x: (B, 4)  ->  logits (B, 3)
-    Tensor forward(const Tensor& x) {
-        return head(inner(dropout(first(x), 0.3f, is_training(), dropout_gen)));
-    }
+    Tensor forward(const Tensor& x) { return head(inner(dropout(first(x), 0.3f, is_training(), dropout_gen))); }
 
 private:
     NoisyModel(Generator&& init, uint64_t dropout_seed)
-        : first({.in = 4, .out = 6}, init), inner(init, dropout_seed + 1), head({.in = 6, .out = 3}, init),
+        : first({.in = 4, .out = 6}, init),
+          inner(init, dropout_seed + 1),
+          head({.in = 6, .out = 3}, init),
           dropout_gen(dropout_seed) {
         register_module("first", first);
         register_module("inner", inner);
@@ -208,8 +216,9 @@ private:
     }
 };
 
-TEST_CASE("Every generator a model registers is saved and resumed by name: a kind of the test's own resumes bit-exactly",
-          "[trainer]") {
+TEST_CASE(
+    "Every generator a model registers is saved and resumed by name: a kind of the test's own resumes bit-exactly",
+    "[trainer]") {
     Generator data_gen(3);
     const Tensor x = randn({8, 4}, data_gen);  // (B, 4)
     const std::vector<int64_t> targets = {0, 1, 2, 0, 1, 2, 2, 1};
@@ -266,7 +275,8 @@ TEST_CASE("Every generator a model registers is saved and resumed by name: a kin
 TEST_CASE("A GPT's dropout generator is its one registered generator, saved under train.rng.dropout", "[trainer]") {
     const std::string text = copy_text(300, 5);
     nn::Trainer trainer = make_trainer(
-        {.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6, .dropout = 0.3f}, .steps = 4,
+        {.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = 6, .dropout = 0.3f},
+         .steps = 4,
          .batch = 2},
         text);
     for (int i = 0; i < 3; ++i) trainer.step();
@@ -283,14 +293,18 @@ TEST_CASE("A GPT's dropout generator is its one registered generator, saved unde
     CHECK(rng_keys == std::vector<std::string>{"train.rng.batch", "train.rng.dropout"});
     // as the trainer wrote it before generators were registered: counter, spare flag, spare's bits
     const Generator::State s = gpt.dropout_generator().state();
-    CHECK(metadata.at("train.rng.dropout") == fmt::format("{} {} {}", s.counter, s.has_spare ? 1 : 0, std::bit_cast<uint32_t>(s.spare)));
+    CHECK(metadata.at("train.rng.dropout") ==
+          fmt::format("{} {} {}", s.counter, s.has_spare ? 1 : 0, std::bit_cast<uint32_t>(s.spare)));
 }
 
 TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[trainer]") {
     const std::string text = copy_text(200, 7);
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
-                                        .batch = 2, .lr = 1e-2f},
-                                       text);
+    nn::Trainer trainer =
+        make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6},
+                      .steps = 10,
+                      .batch = 2,
+                      .lr = 1e-2f},
+                     text);
     trainer.step();  // a step without a report (the optimizer records no ratios for it)
     const nn::NamedTensors before = snapshot(trainer.model());
     nn::GradientReport report;
@@ -313,9 +327,12 @@ TEST_CASE("step(&report) reports each parameter's update ratio of that step", "[
 TEST_CASE("A checkpoint holds the parameters under their own names, bit for bit", "[trainer]") {
     TempDir dir("bits");
     const std::string text = copy_text(200, 5);
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6}, .steps = 10,
-                                        .batch = 2, .lr = 1e-2f},
-                                       text);
+    nn::Trainer trainer =
+        make_trainer({.model = {.kind = nn::ModelKind::multihead, .n_embd = 8, .n_head = 2, .block = 6},
+                      .steps = 10,
+                      .batch = 2,
+                      .lr = 1e-2f},
+                     text);
     for (int i = 0; i < 3; ++i) trainer.step();
     const fs::path path = dir.path / "ckpt.safetensors";
     trainer.save(path);
@@ -345,14 +362,17 @@ TEST_CASE("A checkpoint keeps the run's files relative to its directory, and res
     fs::create_directories(runs / "ckpt");
     const fs::path data = runs / "data.txt";
     std::ofstream(data) << text;
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
+    nn::Trainer trainer =
+        make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
     const fs::path bare = runs / "bare.safetensors";
     trainer.save(bare);
     CHECK(nn::read_saved_run(bare).files == nn::RunFiles{});  // none set, none kept: no key in the file
-    for (const auto& [key, value] : nn::load_safetensors(bare).metadata) CHECK_FALSE((key.starts_with("data.file") || key.starts_with("outputs.")));
+    for (const auto& [key, value] : nn::load_safetensors(bare).metadata)
+        CHECK_FALSE((key.starts_with("data.file") || key.starts_with("outputs.")));
 
-    const nn::RunFiles files{.data = nn::data_file(data),
-                             .outputs = {{"csv", runs / "ckpt" / "logs" / "log.csv"}, {"report", "/somewhere/else/run.html"}}};
+    const nn::RunFiles files{
+        .data = nn::data_file(data),
+        .outputs = {{"csv", runs / "ckpt" / "logs" / "log.csv"}, {"report", "/somewhere/else/run.html"}}};
     CHECK(files.data->bytes == text.size());
     trainer.set_run_files(files);
     const fs::path path = runs / "ckpt" / "run.safetensors";
@@ -368,11 +388,13 @@ TEST_CASE("A checkpoint keeps the run's files relative to its directory, and res
     CHECK(nn::read_saved_run(path).tokens == text.size());
     CHECK(nn::Trainer::resume(path, text).run_files() == from_here);
     // the same checkpoint named from elsewhere: the paths follow it
-    CHECK(nn::read_saved_run(fs::absolute(path)).files.outputs.at("csv") == fs::absolute(runs / "ckpt" / "logs" / "log.csv").lexically_normal());
+    CHECK(nn::read_saved_run(fs::absolute(path)).files.outputs.at("csv") ==
+          fs::absolute(runs / "ckpt" / "logs" / "log.csv").lexically_normal());
 }
 
-TEST_CASE("data_file: a file's size and a checksum that any changed byte changes, and a missing file or a directory named",
-          "[trainer][files]") {
+TEST_CASE(
+    "data_file: a file's size and a checksum that any changed byte changes, and a missing file or a directory named",
+    "[trainer][files]") {
     TempDir dir("data-file");
     std::string text(3 * (1 << 20) + 5, 'a');  // past the 1 MiB buffer, and not a whole number of words
     for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + (i * 7919) % 26);
@@ -392,25 +414,31 @@ TEST_CASE("data_file: a file's size and a checksum that any changed byte changes
     CHECK_THROWS_WITH(nn::data_file(dir.path), "'" + dir.path.string() + "': is a directory, not a data file");
 }
 
-TEST_CASE("resume of other data throws DataMismatch, saying how many tokens the checkpoint was trained on", "[trainer][files]") {
+TEST_CASE("resume of other data throws DataMismatch, saying how many tokens the checkpoint was trained on",
+          "[trainer][files]") {
     TempDir dir("mismatch");
     const std::string text = copy_text(200, 8);
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
+    nn::Trainer trainer =
+        make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
     const fs::path path = dir.path / "run.safetensors";
     trainer.save(path);
     try {
         (void)nn::Trainer::resume(path, copy_text(200, 9));
         FAIL("resume accepted other data");
     } catch (const nn::DataMismatch& e) {
-        CHECK_THAT(e.what(), Contains("the checkpoint was trained on different data (" + std::to_string(text.size()) + " tokens)"));
+        CHECK_THAT(e.what(), Contains("the checkpoint was trained on different data (" + std::to_string(text.size()) +
+                                      " tokens)"));
     }
 }
 
-TEST_CASE("resume rejects other data, plain weights, truncated and mismatched checkpoints, naming the file", "[trainer]") {
+TEST_CASE("resume rejects other data, plain weights, truncated and mismatched checkpoints, naming the file",
+          "[trainer]") {
     TempDir dir("reject");
     const std::string text = copy_text(200, 6);
-    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6}, .steps = 10,
-                                 .batch = 2};
+    const nn::TrainConfig config{
+        .model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+        .steps = 10,
+        .batch = 2};
     nn::Trainer trainer = make_trainer(config, text);
     trainer.step();
     const fs::path good = dir.path / "good.safetensors";
@@ -440,18 +468,22 @@ TEST_CASE("resume rejects other data, plain weights, truncated and mismatched ch
         file.metadata["train.step"] = std::to_string(steps + 1);
         const fs::path past = dir.path / "past.safetensors";
         nn::save_safetensors(past, file.tensors, file.metadata);
-        CHECK_THAT(resume_error(past, text),
-                   Contains(past.string()) && Contains(fmt::format("at step {} of a run of {} steps", steps + 1, steps)));
+        CHECK_THAT(
+            resume_error(past, text),
+            Contains(past.string()) && Contains(fmt::format("at step {} of a run of {} steps", steps + 1, steps)));
     }
     SECTION("a plain module save without training metadata") {
         const fs::path plain = dir.path / "plain.safetensors";
-        nn::save_module(plain, trainer.model(), {{"vocabulary", trainer.tokenizer().checkpoint_metadata().at("tokenizer.vocabulary")}});
-        CHECK_THAT(resume_error(plain, text), Contains(plain.string()) && Contains("not a tinygpt training checkpoint"));
+        nn::save_module(plain, trainer.model(),
+                        {{"vocabulary", trainer.tokenizer().checkpoint_metadata().at("tokenizer.vocabulary")}});
+        CHECK_THAT(resume_error(plain, text),
+                   Contains(plain.string()) && Contains("not a tinygpt training checkpoint"));
     }
     SECTION("a truncated checkpoint") {
         const std::string bytes = test::read_bytes(good);
         for (size_t keep : {size_t{0}, size_t{5}, size_t{100}, bytes.size() / 2, bytes.size() - 1}) {
-            const fs::path cut = dir.write(fmt::format("cut-{}.safetensors", keep), std::string_view(bytes).substr(0, keep));
+            const fs::path cut =
+                dir.write(fmt::format("cut-{}.safetensors", keep), std::string_view(bytes).substr(0, keep));
             INFO("kept " << keep << " of " << bytes.size() << " bytes");
             CHECK_THAT(resume_error(cut, text), Contains(cut.string()));
         }
@@ -498,12 +530,13 @@ TEST_CASE("estimate_training_bytes counts a kind's own sizes only and refuses ne
         } catch (const std::invalid_argument& e) {
             return e.what();
         }
-        FAIL(fmt::format("estimate_training_bytes accepted model {} n_embd {} block {} batch {}", c.model.kind, c.model.n_embd,
-                         c.model.block, c.batch));
+        FAIL(fmt::format("estimate_training_bytes accepted model {} n_embd {} block {} batch {}", c.model.kind,
+                         c.model.n_embd, c.model.block, c.batch));
         return {};
     };
-    const nn::TrainConfig gpt{.model = {.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16},
-                              .batch = 4};
+    const nn::TrainConfig gpt{
+        .model = {.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16},
+        .batch = 4};
     const double parameters = nn::model_size(gpt.model).parameters;
     CHECK(double(nn::estimate_training_bytes(gpt)) >= 16 * parameters);  // weights, gradients and AdamW's two moments
     nn::TrainConfig wider = gpt, longer = gpt, bigger_batch = gpt;
@@ -534,16 +567,18 @@ TEST_CASE("estimate_training_bytes counts a kind's own sizes only and refuses ne
 
     // the Trainer checks the sizes before it estimates
     const std::string text = copy_text(50, 3);
-    CHECK_THROWS_WITH(make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = -4000, .block = 6}, .batch = 2}, text),
-                      Contains("n_embd (-4000)"));
+    CHECK_THROWS_WITH(
+        make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = -4000, .block = 6}, .batch = 2}, text),
+        Contains("n_embd (-4000)"));
 }
 
 // One estimate for every pass (nn::estimate_memory): training's is the one train has always refused by;
 // evaluate's forward pass without a graph keeps far less, and head_scores' keeps every head's weights.
 // GPT-2 small's figures are the measured peak RSS of evaluate and head_scores (docs/gpt2.md, "Memory").
 TEST_CASE("estimate_memory: a training step, a gradient and a forward pass of the same rows", "[trainer][memory]") {
-    const nn::TrainConfig gpt{.model = {.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16},
-                              .batch = 4};
+    const nn::TrainConfig gpt{
+        .model = {.kind = nn::ModelKind::gpt, .vocab = 65, .n_embd = 32, .n_head = 4, .n_layer = 2, .block = 16},
+        .batch = 4};
     const nn::MemoryEstimate train = nn::estimate_memory(gpt.model, 16, nn::Pass::train),
                              gradient = nn::estimate_memory(gpt.model, 16, nn::Pass::gradient),
                              forward = nn::estimate_memory(gpt.model, 16, nn::Pass::forward),
@@ -555,7 +590,8 @@ TEST_CASE("estimate_memory: a training step, a gradient and a forward pass of th
     CHECK(forward.fixed == 4 * parameters);
     CHECK(gradient.per_row == train.per_row);
     CHECK(forward.per_row < gradient.per_row / 2);
-    CHECK(heads.per_row - forward.per_row == Approx(4.0 * (8 * 16 * 16 - 16 * 65)));  // 8 heads' (T, T); the logits once
+    CHECK(heads.per_row - forward.per_row ==
+          Approx(4.0 * (8 * 16 * 16 - 16 * 65)));  // 8 heads' (T, T); the logits once
     CHECK(forward.bytes(3) == uint64_t(forward.fixed + 3 * forward.per_row));
 
     // rows_within: the most rows whose activations fit, at least 1, at most those asked for
@@ -566,7 +602,8 @@ TEST_CASE("estimate_memory: a training step, a gradient and a forward pass of th
 
     // GPT-2 small: 0.55 GB a row of 1024 tokens measured for evaluate (weights 0.50 GB), 0.40 MB a token
     // for head_scores' 100 positions
-    const nn::ModelConfig gpt2{.kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = 768, .n_head = 12, .n_layer = 12, .block = 1024};
+    const nn::ModelConfig gpt2{
+        .kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = 768, .n_head = 12, .n_layer = 12, .block = 1024};
     const nn::MemoryEstimate small = nn::estimate_memory(gpt2, 1024, nn::Pass::forward);
     CHECK(small.fixed == Approx(0.498e9).epsilon(0.01));
     CHECK(small.per_row == Approx(0.55e9).epsilon(0.05));
@@ -578,8 +615,8 @@ TEST_CASE("resume of a bigram checkpoint ignores the sizes a bigram does not rea
           "[trainer][memory]") {
     TempDir dir("bigram-sizes");
     const std::string text = copy_text(200, 6);
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::bigram, .n_embd = 4, .block = 6}, .steps = 10, .batch = 2},
-                                       text);
+    nn::Trainer trainer = make_trainer(
+        {.model = {.kind = nn::ModelKind::bigram, .n_embd = 4, .block = 6}, .steps = 10, .batch = 2}, text);
     trainer.step();
     const fs::path good = dir.path / "good.safetensors";
     trainer.save(good);
@@ -604,8 +641,11 @@ TEST_CASE("resume of a bigram checkpoint ignores the sizes a bigram does not rea
 TEST_CASE("A non-finite loss stops training before the parameters change", "[trainer]") {
     const std::string text = copy_text(200, 8);
     SECTION("weights and a learning rate that overflow the loss") {
-        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 50, .batch = 4,
-                                            .lr = 10.0f, .grad_clip = 0.0f},  // the largest --lr there is
+        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6},
+                                            .steps = 50,
+                                            .batch = 4,
+                                            .lr = 10.0f,
+                                            .grad_clip = 0.0f},  // the largest --lr there is
                                            text);
         // every weight 1e18 times larger: the logits overflow (lr 1e30 did it before --lr's limits held here too)
         for (auto& [name, p] : trainer.model().named_parameters())
@@ -626,9 +666,11 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
         CHECK(stopped);
     }
     SECTION("a NaN planted in a weight") {
-        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
-                                            .steps = 50, .batch = 4},
-                                           text);
+        nn::Trainer trainer =
+            make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+                          .steps = 50,
+                          .batch = 4},
+                         text);
         trainer.step();
         auto* gpt = dynamic_cast<nn::GPT*>(&trainer.model());
         REQUIRE(gpt);
@@ -640,9 +682,11 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
     }
     SECTION("in anomaly mode the message names the op, and the last checkpoint stays intact") {
         TempDir dir("anomaly");
-        nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
-                                            .steps = 50, .batch = 4},
-                                           text);
+        nn::Trainer trainer =
+            make_trainer({.model = {.kind = nn::ModelKind::gpt, .n_embd = 8, .n_head = 2, .n_layer = 1, .block = 6},
+                          .steps = 50,
+                          .batch = 4},
+                         text);
         trainer.step();
         const fs::path checkpoint = dir.path / "good.safetensors";
         trainer.save(checkpoint);
@@ -663,10 +707,15 @@ TEST_CASE("A non-finite loss stops training before the parameters change", "[tra
 TEST_CASE("A checkpoint keeps the run settings, and one written before them resumes with the defaults", "[trainer]") {
     const std::string text = copy_text(200, 41);
     TempDir dir("run-settings");
-    const nn::RunSettings run{.eval_every = 7, .eval_iters = 3, .log_every = 5, .grad_report = 2, .sample = 0, .temperature = 0.7f, .top_k = 4};
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4,
-                                        .run = run},
-                                       text);
+    const nn::RunSettings run{.eval_every = 7,
+                              .eval_iters = 3,
+                              .log_every = 5,
+                              .grad_report = 2,
+                              .sample = 0,
+                              .temperature = 0.7f,
+                              .top_k = 4};
+    nn::Trainer trainer = make_trainer(
+        {.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4, .run = run}, text);
     trainer.step();
     const fs::path path = dir.path / "run.safetensors";
     trainer.save(path);
@@ -694,7 +743,8 @@ TEST_CASE("A checkpoint keeps the run settings, and one written before them resu
     // a resume may change them, within what train can use
     from_old.set_run({.eval_every = 2});
     CHECK(from_old.config().run.eval_every == 2);
-    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}), Contains("run.eval_every is 0; it takes a whole number from 1"));
+    CHECK_THROWS_WITH(from_old.set_run({.eval_every = 0}),
+                      Contains("run.eval_every is 0; it takes a whole number from 1"));
     CHECK_THROWS_WITH(from_old.set_run({.eval_iters = 4'000'000'000}), Contains("run.eval_iters is 4000000000"));
     metadata["run.eval_iters"] = std::to_string(0);  // (a literal trips gcc 12's -Wrestrict)
     nn::save_safetensors(old, file.tensors, metadata);
@@ -708,8 +758,8 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
           "[trainer]") {
     const std::string text = copy_text(200, 44);
     TempDir dir("settings-limits");
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4},
-                                       text);
+    nn::Trainer trainer =
+        make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
     trainer.step();
     const fs::path good = dir.path / "good.safetensors";
     trainer.save(good);
@@ -722,8 +772,10 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
         return resume_error(edited, text);
     };
     CHECK_THAT(resumed_with("run.eval_iters", "4000000000"),
-               Contains("edited.safetensors") && Contains("run.eval_iters is 4000000000; it takes a whole number from 1 to 1048576"));
-    CHECK_THAT(resumed_with("run.sample", "99999999999"), Contains("run.sample is 99999999999; it takes a whole number from 0"));
+               Contains("edited.safetensors") &&
+                   Contains("run.eval_iters is 4000000000; it takes a whole number from 1 to 1048576"));
+    CHECK_THAT(resumed_with("run.sample", "99999999999"),
+               Contains("run.sample is 99999999999; it takes a whole number from 0"));
     CHECK_THAT(resumed_with("train.steps", "18446744073709551615"),
                Contains("train.steps is 18446744073709551615; it takes a whole number from 1 to 1099511627776"));
     CHECK_THAT(resumed_with("train.steps", "0"), Contains("train.steps is 0"));
@@ -732,10 +784,12 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
     CHECK_THAT(resumed_with("run.log_every", "1099511627777"), Contains("run.log_every is 1099511627777"));
     CHECK_THAT(resumed_with("train.seed", "9223372036854775808"), Contains("train.seed is 9223372036854775808"));
     const auto bits = [](float f) { return std::to_string(std::bit_cast<uint32_t>(f)); };
-    CHECK_THAT(resumed_with("train.lr", bits(0.0f)), Contains("train.lr is 0; it takes a number above 0 and at most 10"));
+    CHECK_THAT(resumed_with("train.lr", bits(0.0f)),
+               Contains("train.lr is 0; it takes a number above 0 and at most 10"));
     CHECK_THAT(resumed_with("train.lr", bits(std::numeric_limits<float>::quiet_NaN())), Contains("train.lr is nan"));
     CHECK_THAT(resumed_with("run.temperature", bits(1000.0f)), Contains("run.temperature is 1000"));
-    CHECK_THAT(resumed_with("train.beta2", bits(1.0f)), Contains("train.beta2 is 1; it takes a number at least 0 and below 1"));
+    CHECK_THAT(resumed_with("train.beta2", bits(1.0f)),
+               Contains("train.beta2 is 1; it takes a number at least 0 and below 1"));
     CHECK_THAT(resumed_with("train.min_lr", bits(0.5f)), Contains("train.min_lr 0.5 is above train.lr 0.001"));
     // the values no flag writes but a run holds: log_every 0 (auto) and min_lr -1 (lr / 10)
     CHECK(file.metadata.at("run.log_every") == "0");
@@ -746,8 +800,9 @@ TEST_CASE("resume refuses a setting in the checkpoint that its flag would refuse
 // issue 26: each setting is declared once, in nn::train_settings(); the checkpoint's fields and the resume
 // checks are made from that table, so every row (and a row added later) is saved, read back and
 // checked, without a line here.
-TEST_CASE("Every setting of the table round-trips through a checkpoint, and a value out of its limits is refused on resume",
-          "[trainer][settings]") {
+TEST_CASE(
+    "Every setting of the table round-trips through a checkpoint, and a value out of its limits is refused on resume",
+    "[trainer][settings]") {
     const std::string text = copy_text(200, 45);
     TempDir dir("settings-table");
     nn::TrainConfig config{.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}};
@@ -759,7 +814,8 @@ TEST_CASE("Every setting of the table round-trips through a checkpoint, and a va
     for (const nn::TrainSetting& s : nn::train_settings()) {
         INFO(s.key);
         CHECK(setting_values::get(s, resumed.config()) == setting_values::accepted(s));
-        CHECK(setting_values::get(s, resumed.config()) != setting_values::get(s, nn::TrainConfig{}));  // not the default
+        CHECK(setting_values::get(s, resumed.config()) !=
+              setting_values::get(s, nn::TrainConfig{}));  // not the default
     }
     CHECK(resumed.config() == trainer.config());
 
@@ -767,7 +823,8 @@ TEST_CASE("Every setting of the table round-trips through a checkpoint, and a va
     for (const nn::TrainSetting& s : nn::train_settings())
         for (const double x : setting_values::refused(s)) {
             auto metadata = file.metadata;
-            metadata.at(std::string(s.key)) = s.whole() ? std::to_string(uint64_t(x)) : std::to_string(std::bit_cast<uint32_t>(float(x)));
+            metadata.at(std::string(s.key)) =
+                s.whole() ? std::to_string(uint64_t(x)) : std::to_string(std::bit_cast<uint32_t>(float(x)));
             const fs::path edited = dir.path / "edited.safetensors";
             nn::save_safetensors(edited, file.tensors, metadata);
             INFO(s.key << " = " << x);
@@ -776,9 +833,11 @@ TEST_CASE("Every setting of the table round-trips through a checkpoint, and a va
         }
 }
 
-TEST_CASE("AdamW's betas are the config's: other betas train other weights, and the checkpoint keeps them", "[trainer][settings]") {
+TEST_CASE("AdamW's betas are the config's: other betas train other weights, and the checkpoint keeps them",
+          "[trainer][settings]") {
     const std::string text = copy_text(200, 46);
-    const nn::TrainConfig base{.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4};
+    const nn::TrainConfig base{
+        .model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4};
     const auto weights_after_steps = [&](float beta1, float beta2) {
         nn::TrainConfig config = base;
         config.beta1 = beta1;
@@ -798,10 +857,12 @@ TEST_CASE("AdamW's betas are the config's: other betas train other weights, and 
     CHECK(differ(standard, weights_after_steps(0.9f, 0.5f)));
 }
 
-TEST_CASE("A run id is saved with the checkpoint and read back, a fresh run has none, and a bad one is refused", "[trainer]") {
+TEST_CASE("A run id is saved with the checkpoint and read back, a fresh run has none, and a bad one is refused",
+          "[trainer]") {
     const std::string text = copy_text(200, 43);
     TempDir dir("run-id");
-    nn::Trainer trainer = make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
+    nn::Trainer trainer =
+        make_trainer({.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 10, .batch = 4}, text);
     CHECK(trainer.run_id().empty());
     const fs::path path = dir.path / "run.safetensors";
     trainer.save(path);
@@ -817,12 +878,15 @@ TEST_CASE("A run id is saved with the checkpoint and read back, a fresh run has 
     resumed.save(dir.path / "again.safetensors");  // kept through every save of the run
     CHECK(nn::load_safetensors(dir.path / "again.safetensors").metadata.at("run.id") == "0123abcdef-_XYZ");
 
-    for (const std::string& bad : {std::string(), std::string(65, 'a'), std::string("a\nb"), std::string("a b"), std::string("</script>")}) {
+    for (const std::string& bad :
+         {std::string(), std::string(65, 'a'), std::string("a\nb"), std::string("a b"), std::string("</script>")}) {
         INFO("run id '" << bad << "'");
         CHECK_THROWS_WITH(trainer.set_run_id(bad), Contains("not 1 to 64 letters, digits, '-' or '_'"));
         file.metadata["run.id"] = bad;
         nn::save_safetensors(path, file.tensors, file.metadata);
-        CHECK_THAT(resume_error(path, text), Contains(path.string()) && Contains("the run id ('run.id', " + std::to_string(bad.size()) + " bytes)"));
+        CHECK_THAT(
+            resume_error(path, text),
+            Contains(path.string()) && Contains("the run id ('run.id', " + std::to_string(bad.size()) + " bytes)"));
     }
 }
 
@@ -830,8 +894,12 @@ TEST_CASE("extend_to continues a run to a larger total over a recomputed schedul
           "[trainer]") {
     const std::string text = copy_text(200, 43);
     TempDir dir("extend");
-    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6}, .steps = 8, .batch = 4,
-                                 .lr = 1e-2f, .warmup = 2, .seed = 5};
+    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::head, .n_embd = 8, .block = 6},
+                                 .steps = 8,
+                                 .batch = 4,
+                                 .lr = 1e-2f,
+                                 .warmup = 2,
+                                 .seed = 5};
     nn::Trainer first = make_trainer(config, text);
     for (int i = 0; i < 4; ++i) first.step();
     const fs::path path = dir.path / "run.safetensors";
@@ -876,14 +944,17 @@ TEST_CASE("A run whose checkpoint could not be read back is refused before it tr
         nn::TokenIds encode_ids(std::string_view text) const override { return chars.encode_ids(text); }
         std::string decode(std::span<const int64_t> ids) const override { return chars.decode(ids); }
         std::map<std::string, std::string> checkpoint_metadata() const override {
-            return {{"tokenizer.kind", "huge"}, {"tokenizer.tables", std::string(nn::SafetensorsLimits{}.max_header_bytes, 'x')}};
+            return {{"tokenizer.kind", "huge"},
+                    {"tokenizer.tables", std::string(nn::SafetensorsLimits{}.max_header_bytes, 'x')}};
         }
     };
     const auto tokenizer = std::make_shared<const HugeTables>();
-    const nn::TrainConfig config{.model = {.kind = nn::ModelKind::bigram, .vocab = 2, .n_embd = 4, .block = 4}, .steps = 2, .batch = 2};
+    const nn::TrainConfig config{
+        .model = {.kind = nn::ModelKind::bigram, .vocab = 2, .n_embd = 4, .block = 4}, .steps = 2, .batch = 2};
     std::string text;
     for (int i = 0; i < 200; ++i) text += i % 3 ? 'a' : 'b';
     CHECK_THROWS_WITH(nn::Trainer(config, tokenizer, nn::TextData(tokenizer->encode_ids(text))),
-                      Contains("its checkpoint's header would be 1048") && Contains("of them the tokenizer's tables), over the limit of 104857600") &&
+                      Contains("its checkpoint's header would be 1048") &&
+                          Contains("of them the tokenizer's tables), over the limit of 104857600") &&
                           Contains("never resumed"));
 }

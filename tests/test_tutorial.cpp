@@ -55,8 +55,9 @@ TEST_CASE("cell 2: the hand example's queries and keys", "[tutorial]") {
     Generator gen(4);
     nn::Head head({.n_embd = 2, .head_size = 2}, gen);
     set_hand_weights(head);
-    CHECK(test::max_abs_diff(head.query.forward(hand_x()), {1.4, -0.6, -0.8, 1.0}) < 1e-6);  // q1, q2 = [0.2 - 1.0, 1.0]
-    CHECK(test::max_abs_diff(head.key.forward(hand_x()), {-0.6, 0.8, 1.0, 0.2}) < 1e-6);     // k1, k2
+    CHECK(test::max_abs_diff(head.query.forward(hand_x()), {1.4, -0.6, -0.8, 1.0}) <
+          1e-6);                                                                          // q1, q2 = [0.2 - 1.0, 1.0]
+    CHECK(test::max_abs_diff(head.key.forward(hand_x()), {-0.6, 0.8, 1.0, 0.2}) < 1e-6);  // k1, k2
 }
 
 TEST_CASE("cell 3: the score grid, raw the self wins, projected the stranger wins", "[tutorial]") {

@@ -42,9 +42,9 @@ public:
         register_module("value", value);
     }
 
-    Tensor forward(const Tensor& x) {  // x: (B, T, C) -> (B, T, H)
+    Tensor forward(const Tensor& x) {                                                   // x: (B, T, C) -> (B, T, H)
         const Tensor scores = matmul(queries(x), keys(x).transpose(1, 2)) / divisor();  // (B, T, T)
-        const Tensor weights = softmax(causal_mask(scores), -1);                           // (B, T, T)
+        const Tensor weights = softmax(causal_mask(scores), -1);                        // (B, T, T)
         input_ = x.detach();
         attention_ = weights.detach();
         return matmul(weights, values(x));
@@ -79,7 +79,7 @@ public:
 
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override {
         check_ids(ids, B, T, "DropoutHead");
-        const Tensor x = embed(ids, B, T);                                                   // (B, T, C)
+        const Tensor x = embed(ids, B, T);                                // (B, T, C)
         return lm_head(dropout(head(x), p, is_training(), dropout_gen));  // (B, T, V)
     }
 
@@ -126,7 +126,11 @@ nn::Trainer make_trainer(const nn::TrainConfig& config, const std::string& text)
 }
 
 const nn::TrainConfig kConfig{.model = {.kind = kDropoutHead, .n_embd = 16, .block = 8, .dropout = 0.3f},
-                              .steps = 12, .batch = 4, .lr = 3e-2f, .warmup = 3, .seed = 7};
+                              .steps = 12,
+                              .batch = 4,
+                              .lr = 3e-2f,
+                              .warmup = 3,
+                              .seed = 7};
 
 }  // namespace
 
@@ -152,7 +156,8 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     CHECK_THROWS_WITH(nn::make_model(config, gen), Contains("dropout 1 must be in [0, 1)"));
     config.dropout = 0.1f;
     config.feed_forward = true;
-    CHECK_THROWS_WITH(nn::make_model(config, gen), Contains("feed_forward applies to multihead only, not dropout_head"));
+    CHECK_THROWS_WITH(nn::make_model(config, gen),
+                      Contains("feed_forward applies to multihead only, not dropout_head"));
 
     // a checkpoint naming it reads back; an unknown name lists every kind, this one too
     config.feed_forward = false;
@@ -160,11 +165,13 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     CHECK(metadata.at("model.kind") == "dropout_head");
     CHECK(nn::ModelConfig::from_metadata(metadata) == config);
     metadata["model.kind"] = "dropout-head";
-    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata),
-                      Contains("unknown kind 'dropout-head' (bigram, average, head, multihead, gpt, gpt2, dropout_head)"));
+    CHECK_THROWS_WITH(
+        nn::ModelConfig::from_metadata(metadata),
+        Contains("unknown kind 'dropout-head' (bigram, average, head, multihead, gpt, gpt2, dropout_head)"));
 
     const nn::ModelKindInfo& info = nn::model_kind_info(kDropoutHead);
-    CHECK_THROWS_WITH(nn::register_model_kind(info), Contains("the name is taken") && Contains("gpt, gpt2, dropout_head"));
+    CHECK_THROWS_WITH(nn::register_model_kind(info),
+                      Contains("the name is taken") && Contains("gpt, gpt2, dropout_head"));
     nn::ModelKindInfo bad = info;
     bad.name = "two words";
     CHECK_THROWS_WITH(nn::register_model_kind(bad), Contains("\"two words\": a name is"));
@@ -174,7 +181,8 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     CHECK_THROWS_WITH(nn::model_kind_info(nn::ModelKind{}), Contains("not in the table"));
 }
 
-TEST_CASE("A registered kind with dropout trains, saves, resumes bit-exactly, loads, reports and samples", "[user_kind]") {
+TEST_CASE("A registered kind with dropout trains, saves, resumes bit-exactly, loads, reports and samples",
+          "[user_kind]") {
     const std::string text = copy_text();
     test::TempDir dir("user-kind");
     constexpr int64_t N = 6;
@@ -214,7 +222,7 @@ TEST_CASE("A registered kind with dropout trains, saves, resumes bit-exactly, lo
         CHECK((heads[0].layer == 0 && heads[0].head == 0 && heads[0].name == "head"));
         NoGradGuard no_grad;
         trained.model->eval();
-        const Tensor logits = trained.model->forward(ids, 1, 8);  // (1, 8, V)
+        const Tensor logits = trained.model->forward(ids, 1, 8);   // (1, 8, V)
         const Tensor& weights = heads[0].module.last_attention();  // (1, 8, 8)
         CHECK(weights.shape() == Shape{1, 8, 8});
         CHECK(heads[0].module.last_input().shape() == Shape{1, 8, 16});
@@ -258,7 +266,8 @@ TEST_CASE("train's model flags take a registered kind by the options it reads", 
     CHECK(train_args::applies("--n-embd", kDropoutHead));
     CHECK_FALSE(train_args::applies("--n-head", kDropoutHead));
     CHECK_FALSE(train_args::applies("--n-layer", kDropoutHead));
-    CHECK_THAT(train_args::model_help(nn::model_setting("model.dropout")), Contains("[0, 0.99] (gpt, gpt2, dropout_head)"));
+    CHECK_THAT(train_args::model_help(nn::model_setting("model.dropout")),
+               Contains("[0, 0.99] (gpt, gpt2, dropout_head)"));
     CHECK_THAT(train_args::model_help(nn::model_setting("model.n_embd")), Contains("(not bigram)"));
 
     const char* good[] = {"train", "--model", "dropout_head", "--dropout", "0.25", "--n-embd", "16"};
@@ -272,7 +281,8 @@ TEST_CASE("train's model flags take a registered kind by the options it reads", 
 
 // The tool programs themselves (examples/tools.h), run inside this test program, which registered the kind:
 // what a user's own program that registers its kind gets. Each fails with "unknown kind" without it.
-TEST_CASE("The tools train, resume, sample, draw the heatmap and the figure of a registered kind", "[user_kind][tools]") {
+TEST_CASE("The tools train, resume, sample, draw the heatmap and the figure of a registered kind",
+          "[user_kind][tools]") {
     test::TempDir dir("user-kind-tools");
     const std::string text = copy_text();
     const std::string data = dir.write("copy.txt", text).string(), prompt = text.substr(0, 6);
@@ -283,9 +293,10 @@ TEST_CASE("The tools train, resume, sample, draw the heatmap and the figure of a
         return tool(static_cast<int>(argv.size()), argv.data());
     };
     const auto train = [&](const fs::path& out, std::vector<std::string> more) {
-        std::vector<std::string> args = {"--model", "dropout_head", "--n-embd", "16", "--block", "8", "--dropout", "0.3",
-                                         "--data", data, "--steps", "12", "--batch", "4", "--eval-every", "6",
-                                         "--eval-iters", "2", "--sample", "10", "--out", out.string()};
+        std::vector<std::string> args = {
+            "--model", "dropout_head", "--n-embd", "16", "--block",      "8", "--dropout",    "0.3", "--data",   data,
+            "--steps", "12",           "--batch",  "4",  "--eval-every", "6", "--eval-iters", "2",   "--sample", "10",
+            "--out",   out.string()};
         args.insert(args.end(), more.begin(), more.end());
         return run(tools::train, args);
     };
@@ -311,7 +322,8 @@ TEST_CASE("The tools train, resume, sample, draw the heatmap and the figure of a
     REQUIRE(html.starts_with(figure::kPageBeforeData));
     const size_t end = html.find(figure::kPageAfterData);
     REQUIRE(end != std::string::npos);
-    const auto numbers = nlohmann::json::parse(html.substr(figure::kPageBeforeData.size(), end - figure::kPageBeforeData.size()));
+    const auto numbers =
+        nlohmann::json::parse(html.substr(figure::kPageBeforeData.size(), end - figure::kPageBeforeData.size()));
     CHECK(numbers["head_divisor"] == 16.0);
     const nlohmann::json& divided = numbers["states"][1];  // raw 0, scale 1
     CHECK((divided["raw"] == false && divided["scale"] == true && divided["divisor"] == 16.0));

@@ -69,9 +69,10 @@ void check_forward(const char* op, const Shape& shape, std::span<const float> va
     std::string note;
     for (size_t i = 0; i < inputs.size(); ++i)
         if (nan && has_nan(inputs[i].data())) note += fmt::format(" (input {} already held NaN)", i);
-    throw std::runtime_error(fmt::format(
-        "anomaly: the forward of '{}' produced {} (element {} of its output {}); {}{}; {}", op,
-        kind_of(values[static_cast<size_t>(at)]), at, shape_str(shape), input_shapes(inputs), note, location(op, where)));
+    throw std::runtime_error(
+        fmt::format("anomaly: the forward of '{}' produced {} (element {} of its output {}); {}{}; {}", op,
+                    kind_of(values[static_cast<size_t>(at)]), at, shape_str(shape), input_shapes(inputs), note,
+                    location(op, where)));
 }
 
 void check_backward(const Node& node, const TensorImpl& output) {
@@ -82,15 +83,18 @@ void check_backward(const Node& node, const TensorImpl& output) {
         if (bad < 0) continue;
         const bool dout_bad = output.grad && first_non_finite(*output.grad) >= 0;
         throw std::runtime_error(fmt::format(
-            "anomaly: the backward of '{}' produced {} (element {} of the gradient of input {}, shape {}); output {}, {}{}; "
+            "anomaly: the backward of '{}' produced {} (element {} of the gradient of input {}, shape {}); output {}, "
+            "{}{}; "
             "{}",
-            node.op, kind_of((*in.grad)[static_cast<size_t>(bad)]), bad, i, shape_str(in.shape), shape_str(output.shape),
-            input_shapes(node.inputs), dout_bad ? " (the gradient flowing into it was already non-finite)" : "",
-            location(node.op, node.where)));
+            node.op, kind_of((*in.grad)[static_cast<size_t>(bad)]), bad, i, shape_str(in.shape),
+            shape_str(output.shape), input_shapes(node.inputs),
+            dout_bad ? " (the gradient flowing into it was already non-finite)" : "", location(node.op, node.where)));
     }
 }
 
-IntendedInfinity::IntendedInfinity(bool on) : previous_(infinity_intended) { infinity_intended = infinity_intended || on; }
+IntendedInfinity::IntendedInfinity(bool on) : previous_(infinity_intended) {
+    infinity_intended = infinity_intended || on;
+}
 IntendedInfinity::~IntendedInfinity() { infinity_intended = previous_; }
 
 }  // namespace detail

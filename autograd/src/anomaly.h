@@ -28,6 +28,7 @@ public:
     ~IntendedInfinity();
     IntendedInfinity(const IntendedInfinity&) = delete;
     IntendedInfinity& operator=(const IntendedInfinity&) = delete;
+
 private:
     bool previous_;
 };

@@ -32,9 +32,15 @@ struct Broadcast {
         const Kind k = kind;
         parallel_for(n, kMinElementsPerThread, [&](int64_t begin, int64_t end) {
             switch (k) {
-                case Kind::same: for (int64_t i = begin; i < end; ++i) f(i, i, i); return;
-                case Kind::b_scalar: for (int64_t i = begin; i < end; ++i) f(i, i, 0); return;
-                default: for (int64_t i = begin; i < end; ++i) f(i, 0, i); return;
+                case Kind::same:
+                    for (int64_t i = begin; i < end; ++i) f(i, i, i);
+                    return;
+                case Kind::b_scalar:
+                    for (int64_t i = begin; i < end; ++i) f(i, i, 0);
+                    return;
+                default:
+                    for (int64_t i = begin; i < end; ++i) f(i, 0, i);
+                    return;
             }
         });
     }
@@ -45,10 +51,17 @@ struct Broadcast {
         int64_t n = 1;
         for (int64_t d : out) n *= d;
         switch (kind) {
-            case Kind::same: for (int64_t i = 0; i < n; ++i) f(i, i, i); return;
-            case Kind::b_scalar: for (int64_t i = 0; i < n; ++i) f(i, i, 0); return;
-            case Kind::a_scalar: for (int64_t i = 0; i < n; ++i) f(i, 0, i); return;
-            case Kind::general: break;
+            case Kind::same:
+                for (int64_t i = 0; i < n; ++i) f(i, i, i);
+                return;
+            case Kind::b_scalar:
+                for (int64_t i = 0; i < n; ++i) f(i, i, 0);
+                return;
+            case Kind::a_scalar:
+                for (int64_t i = 0; i < n; ++i) f(i, 0, i);
+                return;
+            case Kind::general:
+                break;
         }
         if (n == 0 || out.empty()) return;
         const size_t rank = out.size();

@@ -84,7 +84,7 @@ struct BufferCache {
     std::array<FreeList, kSmallMax / kClass + 1> small;  // by 16-byte class
     std::unordered_map<size_t, FreeList> large;          // by exact size
     size_t cached_bytes = 0;
-    size_t live_bytes = 0;       // handed out by this thread and not given back to it
+    size_t live_bytes = 0;  // handed out by this thread and not given back to it
     size_t peak_live_bytes = 0;
 
     size_t limit() const { return std::max(kCacheFloor, peak_live_bytes); }

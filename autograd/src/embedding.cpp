@@ -20,12 +20,14 @@ Tensor embedding(const Tensor& weight, std::span<const int64_t> ids, const Shape
     // the ids, for the backward only (no copy without a graph: cached decoding allocates nothing)
     std::vector<int64_t> rows;
     if (is_grad_enabled() && weight.requires_grad()) rows.assign(ids.begin(), ids.end());
-    return make_result("embedding", std::move(out_shape), std::move(out), {weight},
-                       [rows = std::move(rows), C](const GradContext& g) {
-                           auto gw = g.grad(0);
-                           for (size_t i = 0; i < rows.size(); ++i)
-                               for (int64_t c = 0; c < C; ++c) gw[rows[i] * C + c] += g.dout[i * C + c];
-                       }, where);
+    return make_result(
+        "embedding", std::move(out_shape), std::move(out), {weight},
+        [rows = std::move(rows), C](const GradContext& g) {
+            auto gw = g.grad(0);
+            for (size_t i = 0; i < rows.size(); ++i)
+                for (int64_t c = 0; c < C; ++c) gw[rows[i] * C + c] += g.dout[i * C + c];
+        },
+        where);
 }
 
 }  // namespace autograd

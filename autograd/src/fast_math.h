@@ -20,7 +20,9 @@ namespace autograd::detail {
 namespace {
 
 template <class To, class From>
-inline To bit_cast(From from) { return __builtin_bit_cast(To, from); }
+inline To bit_cast(From from) {
+    return __builtin_bit_cast(To, from);
+}
 constexpr float kInfinity = __builtin_inff();
 
 // cond ? a : b on the bits. Written as ?: (or std::clamp), gcc 12 keeps a branch whose comparison

@@ -84,8 +84,8 @@ void small_tile(int64_t kb, const float* __restrict a, int64_t lda, const float*
 
 // The tile for mb <= MR rows: one instantiation per row count, so edge rows cost only themselves.
 template <class V, bool kTransA, int64_t MR, int64_t NV, bool kMaskLast>
-inline void small_tile_rows(int64_t mb, int64_t kb, const float* a, int64_t lda, const float* b, int64_t ldb,
-                            float* c, int64_t ldc, bool overwrite, typename V::mask last) {
+inline void small_tile_rows(int64_t mb, int64_t kb, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                            int64_t ldc, bool overwrite, typename V::mask last) {
     if constexpr (MR > 1)
         if (mb < MR)
             return small_tile_rows<V, kTransA, MR - 1, NV, kMaskLast>(mb, kb, a, lda, b, ldb, c, ldc, overwrite, last);
@@ -104,8 +104,8 @@ void small_column_block(const GemmArgs& g, const float* b, int64_t ldb, int64_t 
         for (int64_t k0 = 0; k0 < g.K; k0 += KC) {
             const float* a = kTransA ? g.A + k0 * g.M + i0 : g.A + i0 * g.K + k0;
             const bool overwrite = k0 == 0 && !g.accumulate;
-            small_tile_rows<V, kTransA, MR, NV, kMaskLast>(mb, min_i64(KC, g.K - k0), a, lda, b + k0 * ldb + j0,
-                                                           ldb, g.C + i0 * g.N + j0, g.N, overwrite, last);
+            small_tile_rows<V, kTransA, MR, NV, kMaskLast>(mb, min_i64(KC, g.K - k0), a, lda, b + k0 * ldb + j0, ldb,
+                                                           g.C + i0 * g.N + j0, g.N, overwrite, last);
         }
     }
 }
@@ -128,10 +128,18 @@ void gemm_small_columns(const GemmArgs& g, const float* b, int64_t ldb, int64_t 
             if (g.N - j0 <= kStripColumns) return column_strip_trans_a<V>(g, KC, 0, g.M, j0, g.N);  // gemm_blocked.h
         const int64_t vectors = (min_i64(block, g.N - j0) + V::W - 1) / V::W;
         switch (vectors) {  // the last block may be narrower
-        case 1: small_columns<V, kTransA, 1>(g, b, ldb, j0, KC); break;
-        case 2: if constexpr (NV >= 2) small_columns<V, kTransA, 2>(g, b, ldb, j0, KC); break;
-        case 3: if constexpr (NV >= 3) small_columns<V, kTransA, 3>(g, b, ldb, j0, KC); break;
-        default: if constexpr (NV >= 4) small_columns<V, kTransA, 4>(g, b, ldb, j0, KC); break;
+            case 1:
+                small_columns<V, kTransA, 1>(g, b, ldb, j0, KC);
+                break;
+            case 2:
+                if constexpr (NV >= 2) small_columns<V, kTransA, 2>(g, b, ldb, j0, KC);
+                break;
+            case 3:
+                if constexpr (NV >= 3) small_columns<V, kTransA, 3>(g, b, ldb, j0, KC);
+                break;
+            default:
+                if constexpr (NV >= 4) small_columns<V, kTransA, 4>(g, b, ldb, j0, KC);
+                break;
         }
     }
 }
@@ -206,7 +214,8 @@ void one_row_split_k(const GemmArgs& g, int64_t KC, [[maybe_unused]] int threads
     {
         const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
         for (int64_t blk = k_blocks * t / n; blk < k_blocks * (t + 1) / n; ++blk)
-            one_row_block<V>(g.A + blk * KC, g.B + blk * KC * g.N, g.N, min_i64(KC, g.K - blk * KC), g.N, partial + blk * g.N);
+            one_row_block<V>(g.A + blk * KC, g.B + blk * KC * g.N, g.N, min_i64(KC, g.K - blk * KC), g.N,
+                             partial + blk * g.N);
 #pragma omp barrier
         const int64_t j_begin = g.N * t / n, j_end = g.N * (t + 1) / n;
         for (int64_t blk = 0; blk < k_blocks; ++blk)

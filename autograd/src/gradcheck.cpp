@@ -8,8 +8,8 @@
 
 namespace autograd {
 
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                          const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options) {
     // The inputs themselves are perturbed, so f may also reach them another way (a module's
     // parameters through its forward). Their gradients are set aside and restored at the end.
     const std::vector<Tensor>& xs = inputs;
@@ -52,7 +52,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
             const double minus = contracted();
             values[e] = saved;
             // divide by the step actually taken after rounding to float
-            const double step = double(static_cast<float>(saved + options.eps)) - static_cast<float>(saved - options.eps);
+            const double step =
+                double(static_cast<float>(saved + options.eps)) - static_cast<float>(saved - options.eps);
             const double numeric = (plus - minus) / step;
             const double a = analytic.defined() ? analytic.data()[e] : 0.0;
             const double err = std::abs(a - numeric);
@@ -71,10 +72,11 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     result.ok = result.checked > 0 && worst_excess <= 0.0;
     result.message = result.checked == 0
                          ? "gradcheck: no input requires a gradient"
-                         : fmt::format("gradcheck {}: worst at input {} element {}: analytic {:.6g}, numeric {:.6g}, "
-                                       "abs error {:.3g} (tolerance {:.3g} + {:.3g} * |numeric|), {} elements checked",
-                                       result.ok ? "passed" : "FAILED", result.input, result.element, result.analytic,
-                                       result.numeric, result.abs_error, options.atol, options.rtol, result.checked);
+                         : fmt::format(
+                               "gradcheck {}: worst at input {} element {}: analytic {:.6g}, numeric {:.6g}, "
+                               "abs error {:.3g} (tolerance {:.3g} + {:.3g} * |numeric|), {} elements checked",
+                               result.ok ? "passed" : "FAILED", result.input, result.element, result.analytic,
+                               result.numeric, result.abs_error, options.atol, options.rtol, result.checked);
     return result;
 }
 

@@ -99,7 +99,8 @@ std::string to_dot(const Tensor& root, const DotOptions& options) {
         // same rule anomaly mode applies. They are noted, not highlighted; NaN always is.
         if (bad_values && std::string_view(bad_values) == "inf" && node &&
             (std::string_view(node->op) == "masked_fill" ||
-             std::any_of(node->inputs.begin(), node->inputs.end(), [](const Tensor& in) { return non_finite(in.data()) != nullptr; }))) {
+             std::any_of(node->inputs.begin(), node->inputs.end(),
+                         [](const Tensor& in) { return non_finite(in.data()) != nullptr; }))) {
             lines.emplace_back("inf from the mask");
             bad_values = nullptr;
         }
@@ -117,7 +118,8 @@ std::string to_dot(const Tensor& root, const DotOptions& options) {
         if (bad) style += R"(, fillcolor="#ff8080")";
         out += fmt::format("  n{} [label=\"{}\", {}];\n", i, escape(label), style);
         if (node)
-            for (const Tensor& input : node->inputs) out += fmt::format("  n{} -> n{};\n", id.at(input.impl().get()), i);
+            for (const Tensor& input : node->inputs)
+                out += fmt::format("  n{} -> n{};\n", id.at(input.impl().get()), i);
     }
     out += "}\n";
     return out;

@@ -18,8 +18,8 @@
 
 namespace autograd::kernels {
 
-void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-                float* C, bool accumulate) {
+void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+                bool accumulate) {
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             double acc = 0.0;
@@ -92,9 +92,12 @@ struct PortableVec {
 bool cpu_has(Isa isa) {
 #if defined(TINYGPT_X86_KERNELS)
     switch (isa) {
-    case Isa::portable: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case Isa::avx512: return __builtin_cpu_supports("avx512f");
+        case Isa::portable:
+            return true;
+        case Isa::avx2:
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        case Isa::avx512:
+            return __builtin_cpu_supports("avx512f");
     }
     return false;
 #else
@@ -116,9 +119,12 @@ float* workspace(int64_t floats) {
 
 std::string_view isa_name(Isa isa) {
     switch (isa) {
-    case Isa::portable: return "portable";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+        case Isa::portable:
+            return "portable";
+        case Isa::avx2:
+            return "avx2";
+        case Isa::avx512:
+            return "avx512";
     }
     return "unknown";
 }
@@ -214,33 +220,39 @@ void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
         g.work = detail::workspace(detail::small_workspace_floats(g));
         switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
-        case Isa::avx512: detail::gemm_small_avx512(g); return;
-        case Isa::avx2: detail::gemm_small_avx2(g); return;
+            case Isa::avx512:
+                detail::gemm_small_avx512(g);
+                return;
+            case Isa::avx2:
+                detail::gemm_small_avx2(g);
+                return;
 #else
-        case Isa::avx512:
-        case Isa::avx2:
+            case Isa::avx512:
+            case Isa::avx2:
 #endif
-        case Isa::portable: detail::gemm_small<detail::PortableVec>(g, detail::Portable::KC); return;
+            case Isa::portable:
+                detail::gemm_small<detail::PortableVec>(g, detail::Portable::KC);
+                return;
         }
     }
     switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
-    case Isa::avx512:
-        g.work = detail::workspace(detail::gemm_workspace_avx512(g.threads));
-        detail::gemm_avx512(g);
-        return;
-    case Isa::avx2:
-        g.work = detail::workspace(detail::gemm_workspace_avx2(g.threads));
-        detail::gemm_avx2(g);
-        return;
+        case Isa::avx512:
+            g.work = detail::workspace(detail::gemm_workspace_avx512(g.threads));
+            detail::gemm_avx512(g);
+            return;
+        case Isa::avx2:
+            g.work = detail::workspace(detail::gemm_workspace_avx2(g.threads));
+            detail::gemm_avx2(g);
+            return;
 #else
-    case Isa::avx512:
-    case Isa::avx2:
+        case Isa::avx512:
+        case Isa::avx2:
 #endif
-    case Isa::portable:
-        g.work = detail::workspace(detail::workspace_floats<detail::Portable>(g.threads));
-        detail::gemm_blocked<detail::Portable, detail::PortableVec>(g);
-        return;
+        case Isa::portable:
+            g.work = detail::workspace(detail::workspace_floats<detail::Portable>(g.threads));
+            detail::gemm_blocked<detail::Portable, detail::PortableVec>(g);
+            return;
     }
 }
 
@@ -259,13 +271,16 @@ void dot_rows(Isa isa, int64_t M, int64_t N, int64_t K, const float* A, const fl
     const auto rows = [&](int64_t begin, int64_t end) {
         switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
-        case Isa::avx512: return detail::dot_rows_avx512(g, begin, end);
-        case Isa::avx2: return detail::dot_rows_avx2(g, begin, end);
+            case Isa::avx512:
+                return detail::dot_rows_avx512(g, begin, end);
+            case Isa::avx2:
+                return detail::dot_rows_avx2(g, begin, end);
 #else
-        case Isa::avx512:
-        case Isa::avx2:
+            case Isa::avx512:
+            case Isa::avx2:
 #endif
-        case Isa::portable: return detail::dot_rows_range<detail::PortableVec>(g, begin, end);
+            case Isa::portable:
+                return detail::dot_rows_range<detail::PortableVec>(g, begin, end);
         }
     };
     if (threads > 1) parallel_for(N, rows_per_thread(M * K, int64_t(1) << 18), rows);
@@ -304,8 +319,9 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
         const int64_t ic = c_index.empty() ? i : c_index[i];
         if (dot_rows_fit(GemmPath::automatic, trans_a, trans_b, M))
             return dot_rows(isa, M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N, accumulate, threads);
-        run_gemm(isa, GemmPath::automatic, {trans_a, trans_b, M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N,
-                                            accumulate, nullptr, threads});
+        run_gemm(
+            isa, GemmPath::automatic,
+            {trans_a, trans_b, M, N, K, A + ia * M * K, B + ib * K * N, C + ic * M * N, accumulate, nullptr, threads});
     };
     // Split the batches when there are enough of them and the products are each too small to split.
     const int64_t work = M * N * K;
@@ -336,13 +352,16 @@ namespace {
 const VectorLoops& table_of(kernels::Isa isa) {
     switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
-    case kernels::Isa::avx512: return vector_loops_avx512;
-    case kernels::Isa::avx2: return vector_loops_avx2;
+        case kernels::Isa::avx512:
+            return vector_loops_avx512;
+        case kernels::Isa::avx2:
+            return vector_loops_avx2;
 #else
-    case kernels::Isa::avx512:
-    case kernels::Isa::avx2:
+        case kernels::Isa::avx512:
+        case kernels::Isa::avx2:
 #endif
-    case kernels::Isa::portable: break;
+        case kernels::Isa::portable:
+            break;
     }
     return vector_loops_portable;
 }

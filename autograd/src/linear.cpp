@@ -61,8 +61,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, SourceL
     Shape out_shape = linear_shape("linear", x, weight, bias);  // (..., N)
     const int64_t K = weight.size(0), N = weight.size(1);
     const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);  // rows: all leading dims
-    return make_result("linear", std::move(out_shape), linear_forward(x, weight, bias, R), {x, weight, bias},
-                       [R, N, K](const GradContext& g) { linear_backward(g, g.dout.data(), R, N, K); }, where);
+    return make_result(
+        "linear", std::move(out_shape), linear_forward(x, weight, bias, R), {x, weight, bias},
+        [R, N, K](const GradContext& g) { linear_backward(g, g.dout.data(), R, N, K); }, where);
 }
 
 namespace {
@@ -75,17 +76,22 @@ Tensor linear_activation(const char* op, void (*in_place)(float*, float*, int64_
     const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);
     Buffer out = linear_forward(x, weight, bias, R);  // the pre-activation, then the activation of it in place
     const bool record = is_grad_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
-    Buffer slope(record ? out.size() : 0);  // the activation's slope at pre (R, N): the backward needs neither pre nor an erf
+    Buffer slope(record ? out.size()
+                        : 0);  // the activation's slope at pre (R, N): the backward needs neither pre nor an erf
     float* const slope_out = record ? slope.data() : nullptr;
-    parallel_for(R * N, kMinElementsPerThread, [&](int64_t begin, int64_t end) { in_place(out.data(), slope_out, begin, end); });
-    return make_result(op, std::move(out_shape), std::move(out), {x, weight, bias},
-                       [R, N, K, slope = std::move(slope)](const GradContext& g) {
-        Buffer dpre(slope.size());  // dLoss/d(pre) (R, N): the activation's backward, then linear's
-        const auto times_slope = detail::vector_loops().times_slope;
-        parallel_for(R * N, kMinElementsPerThread,
-                     [&](int64_t begin, int64_t end) { times_slope(g.dout.data(), slope.data(), dpre.data(), begin, end); });
-        linear_backward(g, dpre.data(), R, N, K);
-    }, where);
+    parallel_for(R * N, kMinElementsPerThread,
+                 [&](int64_t begin, int64_t end) { in_place(out.data(), slope_out, begin, end); });
+    return make_result(
+        op, std::move(out_shape), std::move(out), {x, weight, bias},
+        [R, N, K, slope = std::move(slope)](const GradContext& g) {
+            Buffer dpre(slope.size());  // dLoss/d(pre) (R, N): the activation's backward, then linear's
+            const auto times_slope = detail::vector_loops().times_slope;
+            parallel_for(R * N, kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+                times_slope(g.dout.data(), slope.data(), dpre.data(), begin, end);
+            });
+            linear_backward(g, dpre.data(), R, N, K);
+        },
+        where);
 }
 }  // namespace
 
@@ -108,14 +114,19 @@ Tensor matmul_transposed(const Tensor& x, const Tensor& weight, SourceLocation w
     const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);  // rows: all leading dims
     Buffer out(static_cast<size_t>(R * N));
     kernels::gemm(false, true, R, N, K, x.data().data(), weight.data().data(), out.data(), false);  // (R, K) @ (N, K)^T
-    return make_result("matmul_transposed", std::move(out_shape), std::move(out), {x, weight}, [R, N, K](const GradContext& g) {
-        // dx (R, K) += dy (R, N) @ weight (N, K);  dweight (N, K) += dy^T (N, R) @ x (R, K)
-        if (g.needs(0)) {
-            const auto dx = g.grad_target(0);
-            kernels::gemm(false, false, R, K, N, g.dout.data(), g.inputs[1].data().data(), dx.values.data(), !dx.fresh);
-        }
-        if (g.needs(1)) kernels::gemm(true, false, N, K, R, g.dout.data(), g.inputs[0].data().data(), g.grad(1).data(), true);
-    }, where);
+    return make_result(
+        "matmul_transposed", std::move(out_shape), std::move(out), {x, weight},
+        [R, N, K](const GradContext& g) {
+            // dx (R, K) += dy (R, N) @ weight (N, K);  dweight (N, K) += dy^T (N, R) @ x (R, K)
+            if (g.needs(0)) {
+                const auto dx = g.grad_target(0);
+                kernels::gemm(false, false, R, K, N, g.dout.data(), g.inputs[1].data().data(), dx.values.data(),
+                              !dx.fresh);
+            }
+            if (g.needs(1))
+                kernels::gemm(true, false, N, K, R, g.dout.data(), g.inputs[0].data().data(), g.grad(1).data(), true);
+        },
+        where);
 }
 
 }  // namespace autograd

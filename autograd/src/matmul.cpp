@@ -9,8 +9,8 @@ namespace autograd {
 namespace {
 // Where each result batch reads its operands: offsets (in matrices) into a's and b's batches.
 struct BatchPlan {
-    Shape batch;                        // broadcast leading dims
-    int64_t batches = 1;                // their product
+    Shape batch;                            // broadcast leading dims
+    int64_t batches = 1;                    // their product
     std::vector<int64_t> a_batch, b_batch;  // per result batch: index of the a / b matrix; empty: the batch's own
 };
 
@@ -52,15 +52,18 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
         out_shape.push_back(N);
         Buffer out(R * N);
         kernels::gemm(false, false, R, N, K, a.data().data(), b.data().data(), out.data(), false);
-        return make_result("matmul", std::move(out_shape), std::move(out), {a, b}, [R, N, K](const GradContext& g) {
-            const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
-            // dA (R, K) += dC (R, N) @ B^T;   dB (K, N) += A^T @ dC
-            if (g.needs(0)) {
-                const auto da = g.grad_target(0);
-                kernels::gemm(false, true, R, K, N, g.dout.data(), w, da.values.data(), !da.fresh);
-            }
-            if (g.needs(1)) kernels::gemm(true, false, K, N, R, x, g.dout.data(), g.grad(1).data(), true);
-        }, where);
+        return make_result(
+            "matmul", std::move(out_shape), std::move(out), {a, b},
+            [R, N, K](const GradContext& g) {
+                const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
+                // dA (R, K) += dC (R, N) @ B^T;   dB (K, N) += A^T @ dC
+                if (g.needs(0)) {
+                    const auto da = g.grad_target(0);
+                    kernels::gemm(false, true, R, K, N, g.dout.data(), w, da.values.data(), !da.fresh);
+                }
+                if (g.needs(1)) kernels::gemm(true, false, K, N, R, x, g.dout.data(), g.grad(1).data(), true);
+            },
+            where);
     }
 
     BatchPlan plan = plan_batches(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), as, bs);
@@ -72,28 +75,31 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
     // (an empty index list is batch i itself: the result's batches, and dout's)
     kernels::gemm_batched(false, false, M, N, K, batches, a.data().data(), plan.a_batch, b.data().data(), plan.b_batch,
                           out.data(), {}, false);
-    return make_result("matmul", std::move(out_shape), std::move(out), {a, b},
-                       [a_batch = std::move(plan.a_batch), b_batch = std::move(plan.b_batch), batches, M, N,
-                        K](const GradContext& g) {
-        const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dc = g.dout.data();
-        // dA_i += dC_i @ B_i^T;  dB_i += A_i^T @ dC_i. A broadcast operand's matrix is reused by several
-        // batches: gemm_batched sums their gradients into it in batch order.
-        // An operand with as many matrices as there are batches is not broadcast: each of its gradient's
-        // values is written once. A broadcast one sums several batches into each matrix, onto zeros.
-        const auto target = [&](size_t i) {
-            const int64_t size = i == 0 ? M * K : K * N;
-            const bool once = size > 0 && g.inputs[i].numel() / size == batches;
-            return once ? g.grad_target(i) : GradContext::Target{g.grad(i), false};
-        };
-        if (g.needs(0)) {
-            const auto da = target(0);
-            kernels::gemm_batched(false, true, M, K, N, batches, dc, {}, w, b_batch, da.values.data(), a_batch, !da.fresh);
-        }
-        if (g.needs(1)) {
-            const auto db = target(1);
-            kernels::gemm_batched(true, false, K, N, M, batches, x, a_batch, dc, {}, db.values.data(), b_batch, !db.fresh);
-        }
-    }, where);
+    return make_result(
+        "matmul", std::move(out_shape), std::move(out), {a, b},
+        [a_batch = std::move(plan.a_batch), b_batch = std::move(plan.b_batch), batches, M, N, K](const GradContext& g) {
+            const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data(), *dc = g.dout.data();
+            // dA_i += dC_i @ B_i^T;  dB_i += A_i^T @ dC_i. A broadcast operand's matrix is reused by several
+            // batches: gemm_batched sums their gradients into it in batch order.
+            // An operand with as many matrices as there are batches is not broadcast: each of its gradient's
+            // values is written once. A broadcast one sums several batches into each matrix, onto zeros.
+            const auto target = [&](size_t i) {
+                const int64_t size = i == 0 ? M * K : K * N;
+                const bool once = size > 0 && g.inputs[i].numel() / size == batches;
+                return once ? g.grad_target(i) : GradContext::Target{g.grad(i), false};
+            };
+            if (g.needs(0)) {
+                const auto da = target(0);
+                kernels::gemm_batched(false, true, M, K, N, batches, dc, {}, w, b_batch, da.values.data(), a_batch,
+                                      !da.fresh);
+            }
+            if (g.needs(1)) {
+                const auto db = target(1);
+                kernels::gemm_batched(true, false, K, N, M, batches, x, a_batch, dc, {}, db.values.data(), b_batch,
+                                      !db.fresh);
+            }
+        },
+        where);
 }
 
 }  // namespace autograd

@@ -21,10 +21,13 @@ Shape reduced_shape(Shape shape, int64_t dim, bool keepdim) {
 Tensor sum(const Tensor& x, SourceLocation where) {
     double total = 0.0;  // double: a float running sum loses digits over millions of elements
     for (float v : x.data()) total += v;
-    return make_result("sum", {}, Buffer{static_cast<float>(total)}, {x}, [](const GradContext& g) {
-        auto gx = g.grad(0);
-        for (float& v : gx) v += g.dout[0];
-    }, where);
+    return make_result(
+        "sum", {}, Buffer{static_cast<float>(total)}, {x},
+        [](const GradContext& g) {
+            auto gx = g.grad(0);
+            for (float& v : gx) v += g.dout[0];
+        },
+        where);
 }
 
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
@@ -35,12 +38,15 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     for (int64_t o = 0; o < ax.outer; ++o)
         for (int64_t k = 0; k < ax.n; ++k)
             for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] += src[ax.at(o, k, i)];
-    return make_result("sum", reduced_shape(x.shape(), dim, keepdim), std::move(out), {x}, [ax](const GradContext& g) {
-        auto gx = g.grad(0);
-        for (int64_t o = 0; o < ax.outer; ++o)
-            for (int64_t k = 0; k < ax.n; ++k)
-                for (int64_t i = 0; i < ax.inner; ++i) gx[ax.at(o, k, i)] += g.dout[o * ax.inner + i];
-    }, where);
+    return make_result(
+        "sum", reduced_shape(x.shape(), dim, keepdim), std::move(out), {x},
+        [ax](const GradContext& g) {
+            auto gx = g.grad(0);
+            for (int64_t o = 0; o < ax.outer; ++o)
+                for (int64_t k = 0; k < ax.n; ++k)
+                    for (int64_t i = 0; i < ax.inner; ++i) gx[ax.at(o, k, i)] += g.dout[o * ax.inner + i];
+        },
+        where);
 }
 
 Tensor mean(const Tensor& x, SourceLocation where) {
@@ -78,15 +84,17 @@ Tensor max(const Tensor& x, int64_t dim, bool keepdim, SourceLocation where) {
     const float* src = x.data().data();
     for (int64_t o = 0; o < ax.outer; ++o)
         for (int64_t i = 0; i < ax.inner; ++i) out[o * ax.inner + i] = src[ax.at(o, best[o * ax.inner + i], i)];
-    return make_result("max", reduced_shape(x.shape(), dim, keepdim), std::move(out), {x},
-                       [ax, best = std::move(best)](const GradContext& g) {
-                           auto gx = g.grad(0);
-                           for (int64_t o = 0; o < ax.outer; ++o)
-                               for (int64_t i = 0; i < ax.inner; ++i) {
-                                   const int64_t r = o * ax.inner + i;
-                                   gx[ax.at(o, best[r], i)] += g.dout[r];
-                               }
-                       }, where);
+    return make_result(
+        "max", reduced_shape(x.shape(), dim, keepdim), std::move(out), {x},
+        [ax, best = std::move(best)](const GradContext& g) {
+            auto gx = g.grad(0);
+            for (int64_t o = 0; o < ax.outer; ++o)
+                for (int64_t i = 0; i < ax.inner; ++i) {
+                    const int64_t r = o * ax.inner + i;
+                    gx[ax.at(o, best[r], i)] += g.dout[r];
+                }
+        },
+        where);
 }
 
 }  // namespace autograd

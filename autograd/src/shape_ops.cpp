@@ -19,8 +19,8 @@ Tensor reshape(const Tensor& x, Shape shape, SourceLocation where) {
     int64_t known = 1, infer_at = -1;
     for (size_t d = 0; d < shape.size(); ++d) {
         if (shape[d] == -1) {
-            check(infer_at < 0, "reshape: more than one -1 in target shape {} for a tensor of shape {}", shape_str(shape),
-                  shape_str(x.shape()));
+            check(infer_at < 0, "reshape: more than one -1 in target shape {} for a tensor of shape {}",
+                  shape_str(shape), shape_str(x.shape()));
             infer_at = static_cast<int64_t>(d);
         } else {
             check(shape[d] >= 0, "reshape: bad dimension {} in target shape {} for a tensor of shape {}", shape[d],
@@ -38,10 +38,13 @@ Tensor reshape(const Tensor& x, Shape shape, SourceLocation where) {
     check(numel_of(shape) == x.numel(), "reshape: cannot reshape {} ({} elements) into {} ({} elements)",
           shape_str(x.shape()), x.numel(), shape_str(shape), numel_of(shape));
     // The result shares x's storage: same values, same order, only the shape differs.
-    return make_result("reshape", std::move(shape), x.impl()->data, {x}, [](const GradContext& g) {
-        auto gx = g.grad(0);
-        for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i];
-    }, where);
+    return make_result(
+        "reshape", std::move(shape), x.impl()->data, {x},
+        [](const GradContext& g) {
+            auto gx = g.grad(0);
+            for (size_t i = 0; i < gx.size(); ++i) gx[i] += g.dout[i];
+        },
+        where);
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, SourceLocation where) {
@@ -64,10 +67,13 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, SourceLocation whe
     Buffer out(x.numel());
     walk.for_each([&](int64_t i, int64_t ix, int64_t) { out[i] = src[ix]; });
     Shape out_shape = walk.out;
-    return make_result("transpose", std::move(out_shape), std::move(out), {x}, [walk](const GradContext& g) {
-        auto gx = g.grad(0);
-        walk.for_each([&](int64_t i, int64_t ix, int64_t) { gx[ix] += g.dout[i]; });
-    }, where);
+    return make_result(
+        "transpose", std::move(out_shape), std::move(out), {x},
+        [walk](const GradContext& g) {
+            auto gx = g.grad(0);
+            walk.for_each([&](int64_t i, int64_t ix, int64_t) { gx[ix] += g.dout[i]; });
+        },
+        where);
 }
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, SourceLocation where) {
@@ -83,11 +89,15 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, SourceLoc
     const float* src = x.data().data();
     for (int64_t o = 0; o < ax.outer; ++o)
         std::copy_n(src + ax.at(o, start, 0), out_ax.n * ax.inner, out.data() + out_ax.at(o, 0, 0));
-    return make_result("slice", std::move(out_shape), std::move(out), {x}, [ax, out_ax, start](const GradContext& g) {
-        auto gx = g.grad(0);
-        for (int64_t o = 0; o < ax.outer; ++o)
-            for (int64_t j = 0; j < out_ax.n * ax.inner; ++j) gx[ax.at(o, start, 0) + j] += g.dout[out_ax.at(o, 0, 0) + j];
-    }, where);
+    return make_result(
+        "slice", std::move(out_shape), std::move(out), {x},
+        [ax, out_ax, start](const GradContext& g) {
+            auto gx = g.grad(0);
+            for (int64_t o = 0; o < ax.outer; ++o)
+                for (int64_t j = 0; j < out_ax.n * ax.inner; ++j)
+                    gx[ax.at(o, start, 0) + j] += g.dout[out_ax.at(o, 0, 0) + j];
+        },
+        where);
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) {
@@ -102,7 +112,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
               shape_str(s));
         out_shape[dim] += s[dim];
         s[dim] = first[dim];
-        check(s == first, "concat: shapes {} and {} differ outside dim {}", shape_str(first), shape_str(x.shape()), dim);
+        check(s == first, "concat: shapes {} and {} differ outside dim {}", shape_str(first), shape_str(x.shape()),
+              dim);
     }
     const Axis out_ax = axis_of(out_shape, dim);
     Buffer out(numel_of(out_shape));
@@ -118,22 +129,25 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
     }
     // (the inputs go into the graph only when it records: more than three of them would take an
     // allocation, which a forward without a graph, as cached decoding, never makes)
-    const bool records = is_grad_enabled() && std::any_of(xs.begin(), xs.end(), [](const Tensor& x) { return x.requires_grad(); });
-    return make_result("concat", std::move(out_shape), std::move(out), records ? NodeInputs(xs) : NodeInputs(),
-                       [out_ax, dim](const GradContext& g) {
-        int64_t offset = 0;  // where input k starts along dim
-        for (size_t k = 0; k < g.inputs.size(); offset += g.inputs[k].shape()[dim], ++k) {
-            if (!g.needs(k)) continue;
-            const Axis ax = axis_of(g.inputs[k].shape(), dim);
-            const int64_t run = ax.n * ax.inner;
-            const auto gx = g.grad_target(k);  // each value written once: fresh ones with =
-            parallel_for(ax.outer, rows_per_thread(run), [&](int64_t begin, int64_t end) {
-                for (int64_t o = begin; o < end; ++o)
-                    detail::write_or_add(gx.fresh, 0, run, gx.values.data() + ax.at(o, 0, 0),
-                                         [&](int64_t j) { return g.dout[out_ax.at(o, offset, 0) + j]; });
-            });
-        }
-    }, where);
+    const bool records =
+        is_grad_enabled() && std::any_of(xs.begin(), xs.end(), [](const Tensor& x) { return x.requires_grad(); });
+    return make_result(
+        "concat", std::move(out_shape), std::move(out), records ? NodeInputs(xs) : NodeInputs(),
+        [out_ax, dim](const GradContext& g) {
+            int64_t offset = 0;  // where input k starts along dim
+            for (size_t k = 0; k < g.inputs.size(); offset += g.inputs[k].shape()[dim], ++k) {
+                if (!g.needs(k)) continue;
+                const Axis ax = axis_of(g.inputs[k].shape(), dim);
+                const int64_t run = ax.n * ax.inner;
+                const auto gx = g.grad_target(k);  // each value written once: fresh ones with =
+                parallel_for(ax.outer, rows_per_thread(run), [&](int64_t begin, int64_t end) {
+                    for (int64_t o = begin; o < end; ++o)
+                        detail::write_or_add(gx.fresh, 0, run, gx.values.data() + ax.at(o, 0, 0),
+                                             [&](int64_t j) { return g.dout[out_ax.at(o, offset, 0) + j]; });
+                });
+            }
+        },
+        where);
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim, SourceLocation where) {
@@ -174,11 +188,14 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value, SourceLocat
     // Only x gets a gradient; the mask is a constant (its stored values are read at backward time).
     // An infinite fill value is intended: anomaly mode counts it as an input's infinity.
     const detail::IntendedInfinity intended(std::isinf(value));
-    return make_result("masked_fill", x.shape(), std::move(out), {x, mask.detach()}, [bc = std::move(bc)](const GradContext& g) {
-        const float* mv = g.inputs[1].data().data();
-        auto gx = g.grad(0);
-        bc.for_each([&](int64_t i, int64_t ix, int64_t im) { gx[ix] += mv[im] != 0.0f ? 0.0f : g.dout[i]; });
-    }, where);
+    return make_result(
+        "masked_fill", x.shape(), std::move(out), {x, mask.detach()},
+        [bc = std::move(bc)](const GradContext& g) {
+            const float* mv = g.inputs[1].data().data();
+            auto gx = g.grad(0);
+            bc.for_each([&](int64_t i, int64_t ix, int64_t im) { gx[ix] += mv[im] != 0.0f ? 0.0f : g.dout[i]; });
+        },
+        where);
 }
 
 Tensor upper_triangle_mask(int64_t T) { return upper_triangle_mask(T, T); }
@@ -195,7 +212,8 @@ Tensor causal_mask(const Tensor& x, SourceLocation where) {
     const Shape& s = x.shape();
     check(s.size() >= 2 && s[s.size() - 2] <= s[s.size() - 1],
           "causal_mask: needs (..., Tq, Tk) scores with Tq <= Tk, got shape {}", shape_str(s));
-    return masked_fill(x, upper_triangle_mask(s[s.size() - 2], s.back()), -std::numeric_limits<float>::infinity(), where);
+    return masked_fill(x, upper_triangle_mask(s[s.size() - 2], s.back()), -std::numeric_limits<float>::infinity(),
+                       where);
 }
 
 Tensor leading_rows(const Tensor& x, int64_t rows) {

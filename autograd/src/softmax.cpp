@@ -64,25 +64,28 @@ Tensor softmax(const Tensor& x, int64_t dim, SourceLocation where) {
             for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = fast_exp(src[at(k)] - row.max) * inv;
         });
     }
-    return make_result("softmax", x.shape(), std::move(out), {x}, [ax, n, rows](const GradContext& g) {
-        // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
-        if (ax.inner == 1 && n > 0) {
-            const auto gx = g.grad_target(0);
-            const auto backward_row = detail::vector_loops().softmax_backward_row;
-            parallel_for(rows, rows_per_thread(n), [&](int64_t begin, int64_t end) {
-                for (int64_t r = begin; r < end; ++r)
-                    backward_row(g.out.data() + r * n, g.dout.data() + r * n, 1.0f, n, gx.values.data() + r * n,
-                                         gx.fresh);
+    return make_result(
+        "softmax", x.shape(), std::move(out), {x},
+        [ax, n, rows](const GradContext& g) {
+            // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0 and so passes nothing
+            if (ax.inner == 1 && n > 0) {
+                const auto gx = g.grad_target(0);
+                const auto backward_row = detail::vector_loops().softmax_backward_row;
+                parallel_for(rows, rows_per_thread(n), [&](int64_t begin, int64_t end) {
+                    for (int64_t r = begin; r < end; ++r)
+                        backward_row(g.out.data() + r * n, g.dout.data() + r * n, 1.0f, n, gx.values.data() + r * n,
+                                     gx.fresh);
+                });
+                return;
+            }
+            auto gx = g.grad(0);
+            for_each_row(ax, [&](auto at) {
+                const auto dot = static_cast<float>(
+                    sum_in_double(ax.n, [&](int64_t k) { return double(g.dout[at(k)]) * g.out[at(k)]; }));
+                for (int64_t k = 0; k < ax.n; ++k) gx[at(k)] += g.out[at(k)] * (g.dout[at(k)] - dot);
             });
-            return;
-        }
-        auto gx = g.grad(0);
-        for_each_row(ax, [&](auto at) {
-            const auto dot = static_cast<float>(
-                sum_in_double(ax.n, [&](int64_t k) { return double(g.dout[at(k)]) * g.out[at(k)]; }));
-            for (int64_t k = 0; k < ax.n; ++k) gx[at(k)] += g.out[at(k)] * (g.dout[at(k)] - dot);
-        });
-    }, where);
+        },
+        where);
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where) {
@@ -97,18 +100,21 @@ Tensor log_softmax(const Tensor& x, int64_t dim, SourceLocation where) {
         const auto log_sum = static_cast<float>(std::log(row.sum_exp));
         for (int64_t k = 0; k < ax.n; ++k) out[at(k)] = row.max == kNegInf ? kNegInf : (src[at(k)] - row.max) - log_sum;
     });
-    return make_result("log_softmax", x.shape(), std::move(out), {x}, [ax](const GradContext& g) {
-        // dx = dy - softmax * sum(dy); softmax = exp(out), which is 0 on a fully masked row
-        auto gx = g.grad(0);
-        for_each_row(ax, [&](auto at) {
-            bool all_masked = true;
-            for (int64_t k = 0; k < ax.n; ++k) all_masked = all_masked && g.out[at(k)] == kNegInf;
-            if (all_masked) return;
-            const double total = sum_in_double(ax.n, [&](int64_t k) { return g.dout[at(k)]; });
-            for (int64_t k = 0; k < ax.n; ++k)
-                gx[at(k)] += g.dout[at(k)] - fast_exp(g.out[at(k)]) * static_cast<float>(total);
-        });
-    }, where);
+    return make_result(
+        "log_softmax", x.shape(), std::move(out), {x},
+        [ax](const GradContext& g) {
+            // dx = dy - softmax * sum(dy); softmax = exp(out), which is 0 on a fully masked row
+            auto gx = g.grad(0);
+            for_each_row(ax, [&](auto at) {
+                bool all_masked = true;
+                for (int64_t k = 0; k < ax.n; ++k) all_masked = all_masked && g.out[at(k)] == kNegInf;
+                if (all_masked) return;
+                const double total = sum_in_double(ax.n, [&](int64_t k) { return g.dout[at(k)]; });
+                for (int64_t k = 0; k < ax.n; ++k)
+                    gx[at(k)] += g.dout[at(k)] - fast_exp(g.out[at(k)]) * static_cast<float>(total);
+            });
+        },
+        where);
 }
 
 Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, SourceLocation where) {
@@ -137,19 +143,21 @@ Tensor cross_entropy(const Tensor& logits, std::span<const int64_t> targets, Sou
     double loss = 0.0;
     for (const double l : row_loss) loss += l;
     std::vector<int64_t> target_copy(targets.begin(), targets.end());
-    return make_result("cross_entropy", {}, Buffer{static_cast<float>(loss / static_cast<double>(N))}, {logits},
-                       [probs = std::move(probs), targets = std::move(target_copy), N, V](const GradContext& g) {
-        // d loss / d logits = (softmax - onehot(target)) / N
-        const auto target = g.grad_target(0);
-        float* const gx = target.values.data();
-        const float s = g.dout[0] / static_cast<float>(N);
-        parallel_for(N, rows_per_thread(V), [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r) {
-                detail::write_or_add(target.fresh, r * V, (r + 1) * V, gx, [&](int64_t k) { return s * probs[k]; });
-                gx[r * V + targets[r]] -= s;
-            }
-        });
-    }, where);
+    return make_result(
+        "cross_entropy", {}, Buffer{static_cast<float>(loss / static_cast<double>(N))}, {logits},
+        [probs = std::move(probs), targets = std::move(target_copy), N, V](const GradContext& g) {
+            // d loss / d logits = (softmax - onehot(target)) / N
+            const auto target = g.grad_target(0);
+            float* const gx = target.values.data();
+            const float s = g.dout[0] / static_cast<float>(N);
+            parallel_for(N, rows_per_thread(V), [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                    detail::write_or_add(target.fresh, r * V, (r + 1) * V, gx, [&](int64_t k) { return s * probs[k]; });
+                    gx[r * V + targets[r]] -= s;
+                }
+            });
+        },
+        where);
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets, SourceLocation where) {
@@ -172,16 +180,20 @@ Tensor causal_softmax(const Tensor& scores, float factor, SourceLocation where) 
             std::fill(y + visible, y + T, 0.0f);  // what softmax makes of the -inf above the diagonal
         }
     });
-    return make_result("causal_softmax", s, std::move(out), {scores}, [T, rows, factor](const GradContext& g) {
-        // On the visible part dx = factor * y * (dy - sum(dy * y)) (softmax's backward, then scale's);
-        // above the diagonal nothing, as masked_fill passes nothing there.
-        auto gx = g.grad(0);
-        const auto backward_row = detail::vector_loops().softmax_backward_row;
-        parallel_for(rows, rows_per_thread(T), [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r)
-                backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, r % T + 1, gx.data() + r * T, false);
-        });
-    }, where);
+    return make_result(
+        "causal_softmax", s, std::move(out), {scores},
+        [T, rows, factor](const GradContext& g) {
+            // On the visible part dx = factor * y * (dy - sum(dy * y)) (softmax's backward, then scale's);
+            // above the diagonal nothing, as masked_fill passes nothing there.
+            auto gx = g.grad(0);
+            const auto backward_row = detail::vector_loops().softmax_backward_row;
+            parallel_for(rows, rows_per_thread(T), [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r)
+                    backward_row(g.out.data() + r * T, g.dout.data() + r * T, factor, r % T + 1, gx.data() + r * T,
+                                 false);
+            });
+        },
+        where);
 }
 
 Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, SourceLocation where) {
@@ -206,30 +218,34 @@ Tensor causal_attention_weights(const Tensor& q, const Tensor& k, float factor, 
             std::fill(y + visible, y + Tk, 0.0f);
         }
     });
-    return make_result("causal_attention_weights", {B, Tq, Tk}, std::move(out), {q, k},
-                       [B, Tq, Tk, H, shift, factor](const GradContext& g) {
-        // dscores = factor * y * (dy - sum(dy * y)) on the visible part (causal_softmax's backward), then
-        // dq_b (Tq, H) += dscores_b @ k_b;  dk_b (Tk, H) += dscores_b^T @ q_b
-        Buffer dscores(static_cast<size_t>(B * Tq * Tk));
-        const auto backward_row = detail::vector_loops().softmax_backward_row;
-        parallel_for(B * Tq, rows_per_thread(Tk), [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r) {
-                const int64_t visible = shift + r % Tq + 1;
-                float* ds = dscores.data() + r * Tk;
-                backward_row(g.out.data() + r * Tk, g.dout.data() + r * Tk, factor, visible, ds, true);
-                std::fill(ds + visible, ds + Tk, 0.0f);
+    return make_result(
+        "causal_attention_weights", {B, Tq, Tk}, std::move(out), {q, k},
+        [B, Tq, Tk, H, shift, factor](const GradContext& g) {
+            // dscores = factor * y * (dy - sum(dy * y)) on the visible part (causal_softmax's backward), then
+            // dq_b (Tq, H) += dscores_b @ k_b;  dk_b (Tk, H) += dscores_b^T @ q_b
+            Buffer dscores(static_cast<size_t>(B * Tq * Tk));
+            const auto backward_row = detail::vector_loops().softmax_backward_row;
+            parallel_for(B * Tq, rows_per_thread(Tk), [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                    const int64_t visible = shift + r % Tq + 1;
+                    float* ds = dscores.data() + r * Tk;
+                    backward_row(g.out.data() + r * Tk, g.dout.data() + r * Tk, factor, visible, ds, true);
+                    std::fill(ds + visible, ds + Tk, 0.0f);
+                }
+            });
+            const float *q_in = g.inputs[0].data().data(), *k_in = g.inputs[1].data().data();
+            if (g.needs(0)) {
+                const auto dq = g.grad_target(0);
+                kernels::gemm_batched(false, false, Tq, H, Tk, B, dscores.data(), {}, k_in, {}, dq.values.data(), {},
+                                      !dq.fresh);
             }
-        });
-        const float *q_in = g.inputs[0].data().data(), *k_in = g.inputs[1].data().data();
-        if (g.needs(0)) {
-            const auto dq = g.grad_target(0);
-            kernels::gemm_batched(false, false, Tq, H, Tk, B, dscores.data(), {}, k_in, {}, dq.values.data(), {}, !dq.fresh);
-        }
-        if (g.needs(1)) {
-            const auto dk = g.grad_target(1);
-            kernels::gemm_batched(true, false, Tk, H, Tq, B, dscores.data(), {}, q_in, {}, dk.values.data(), {}, !dk.fresh);
-        }
-    }, where);
+            if (g.needs(1)) {
+                const auto dk = g.grad_target(1);
+                kernels::gemm_batched(true, false, Tk, H, Tq, B, dscores.data(), {}, q_in, {}, dk.values.data(), {},
+                                      !dk.fresh);
+            }
+        },
+        where);
 }
 
 }  // namespace autograd

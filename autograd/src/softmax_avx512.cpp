@@ -32,13 +32,12 @@ __m512 exp16(__m512 x) {
     const __m512 xc = _mm512_min_ps(kMax, _mm512_max_ps(kMin, x));  // NaN in the second operand passes
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f),
-                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc));
+    const __m512 r =
+        _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc));
     __m512 p = _mm512_set1_ps(1.9875691500e-4f);
     constexpr float kCoefficients[] = {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
                                        5.0000001201e-1f};  // (an array: an initializer_list is library code)
-    for (const float c : kCoefficients)
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+    for (const float c : kCoefficients) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
     p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
     return _mm512_mask_blend_ps(above, _mm512_scalef_ps(p, n), _mm512_set1_ps(__builtin_inff()));
 }

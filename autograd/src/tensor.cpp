@@ -22,7 +22,8 @@ thread_local int64_t shapes_only_left = 0;  // tensors the innermost ShapesOnlyG
 // Under ShapesOnlyGuard: a record with the shape alone (numel 0, no storage).
 std::shared_ptr<TensorImpl> shapes_only_impl(Shape shape) {
     if (shapes_only_left-- <= 0)
-        throw std::length_error("shapes only: more tensors than the ShapesOnlyGuard's limit (too large a structure to hold)");
+        throw std::length_error(
+            "shapes only: more tensors than the ShapesOnlyGuard's limit (too large a structure to hold)");
     auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = std::move(shape);
     return impl;
@@ -142,8 +143,7 @@ float Tensor::item() const {
 
 namespace {
 int64_t flat_index(const Shape& shape, std::initializer_list<int64_t> index) {
-    check(index.size() == shape.size(), "at: {} indices for a tensor of shape {}", index.size(),
-          shape_str(shape));
+    check(index.size() == shape.size(), "at: {} indices for a tensor of shape {}", index.size(), shape_str(shape));
     int64_t flat = 0;
     size_t d = 0;
     for (int64_t i : index) {
@@ -245,8 +245,9 @@ thread_local WalkStack walk_stack;
 void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
     check(output_grad.shape() == shape(), "backward: output_grad has shape {} but the tensor has shape {}",
           shape_str(output_grad.shape()), shape_str(shape()));
-    check(requires_grad(), "backward: the tensor does not require a gradient (no input requires one, or it "
-                           "was made under NoGradGuard)");
+    check(requires_grad(),
+          "backward: the tensor does not require a gradient (no input requires one, or it "
+          "was made under NoGradGuard)");
 
     // Topological order by iterative DFS (post-order): every tensor comes after all of its inputs. Each
     // pass stamps the tensors it has seen with its own number (cheaper than a set) and records where in
@@ -284,9 +285,11 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
         auto& [impl, next] = stack.back();
         TensorImpl& t = **impl;
         const Node* node = t.grad_fn.get();
-        if (node) check(!node->released,
-                        "backward: the graph through '{}' was already released by an earlier backward(); "
-                        "call the first backward with retain_graph = true to backpropagate twice", node->op);
+        if (node)
+            check(!node->released,
+                  "backward: the graph through '{}' was already released by an earlier backward(); "
+                  "call the first backward with retain_graph = true to backpropagate twice",
+                  node->op);
         if (node && next < node->inputs.size()) {
             const auto& input = node->inputs[next++].impl();
             if (input->requires_grad && (*input).*mark != pass) visit(input);
@@ -335,11 +338,14 @@ void Tensor::backward(const Tensor& output_grad, bool retain_graph) const {
         if (impl.grad) {  // else nothing flowed here
             if (!impl.hooks.empty()) impl.hooks.run(grad_view(impl));
             if (node) {
-                check(!node->released, "backward: the graph through '{}' was released during this backward() "
-                                       "(by a backward() called from a hook)", node->op);
+                check(!node->released,
+                      "backward: the graph through '{}' was released during this backward() "
+                      "(by a backward() called from a hook)",
+                      node->op);
                 const GradContext ctx{*impl.data, *impl.grad, node->inputs};
                 node->backward(ctx);
-                if (anomalies) [[unlikely]] detail::check_backward(*node, impl);
+                if (anomalies) [[unlikely]]
+                    detail::check_backward(*node, impl);
             }
         }
         if (release_now) {
@@ -368,20 +374,21 @@ Tensor make_result(const char* op, Shape shape, const std::vector<float>& values
                        std::move(backward), where);
 }
 
-Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
-                   NodeInputs inputs, BackwardFn backward, std::source_location where) {
+Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage, NodeInputs inputs, BackwardFn backward,
+                   std::source_location where) {
     check(storage != nullptr, "{}: an input holds no values: it was made for its shape alone (ShapesOnlyGuard)", op);
     const int64_t numel = numel_of(shape);
-    check(numel <= static_cast<int64_t>(storage->size()), "{}: result shape {} holds more than the storage's {} values", op,
-          shape_str(shape), storage->size());
+    check(numel <= static_cast<int64_t>(storage->size()), "{}: result shape {} holds more than the storage's {} values",
+          op, shape_str(shape), storage->size());
     if (detail::anomaly_checks()) [[unlikely]]
-        detail::check_forward(op, shape, std::span<const float>(storage->data(), static_cast<size_t>(numel)), inputs, where);
+        detail::check_forward(op, shape, std::span<const float>(storage->data(), static_cast<size_t>(numel)), inputs,
+                              where);
     auto impl = detail::make_pooled<TensorImpl>();
     impl->shape = std::move(shape);
     impl->numel = numel;
     impl->data = std::move(storage);
-    const bool track = grad_enabled && std::any_of(inputs.begin(), inputs.end(),
-                                                   [](const Tensor& t) { return t.requires_grad(); });
+    const bool track =
+        grad_enabled && std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
     if (track) {
         impl->requires_grad = true;
         impl->grad_fn = detail::make_pooled<Node>(op, std::move(inputs), std::move(backward), where);
@@ -404,8 +411,8 @@ Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
 Tensor tensor(const std::vector<float>& values, const Shape& shape) {
     check_shape(shape, "tensor");
     if (shapes_only) return Tensor(shapes_only_impl(shape));
-    check(numel_of(shape) == static_cast<int64_t>(values.size()), "tensor: {} values do not fill shape {} ({} elements)",
-          values.size(), shape_str(shape), numel_of(shape));
+    check(numel_of(shape) == static_cast<int64_t>(values.size()),
+          "tensor: {} values do not fill shape {} ({} elements)", values.size(), shape_str(shape), numel_of(shape));
     return Tensor(new_impl(shape, Buffer(values.begin(), values.end())));
 }
 

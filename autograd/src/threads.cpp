@@ -31,7 +31,7 @@ void detail::parallel_for_split(int64_t n, int64_t grain, const std::function<vo
     // a bad TINYGPT_ISA then throws on the calling thread. An exception must not leave an OpenMP
     // region (it terminates), so no body has to ask for it first.
     (void)kernels::active_isa();
-#pragma omp parallel num_threads(static_cast<int>(threads))
+#pragma omp parallel num_threads(static_cast <int>(threads))
     {
         const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
         const int64_t begin = n * t / count, end = n * (t + 1) / count;

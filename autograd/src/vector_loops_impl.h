@@ -43,7 +43,8 @@ void gelu_tanh_forward(const float* x, float* y, int64_t begin, int64_t end) {
 }
 
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, int64_t begin, int64_t end, bool overwrite) {
-    write_or_add(overwrite, begin, end, dx, [&](int64_t i) { return dy[i] * gelu_tanh_slope(x[i], gelu_tanh_sigmoid(x[i])); });
+    write_or_add(overwrite, begin, end, dx,
+                 [&](int64_t i) { return dy[i] * gelu_tanh_slope(x[i], gelu_tanh_sigmoid(x[i])); });
 }
 
 // SiLU (fast_math.h), for silu.
@@ -116,14 +117,15 @@ void input_gradient_rows(const float* x, const float* dy, const float* gain, con
     return RowStats{max, sum_exp};
 }
 
-[[maybe_unused]] void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx, bool overwrite) {
+[[maybe_unused]] void softmax_backward_row(const float* y, const float* dy, float factor, int64_t n, float* dx,
+                                           bool overwrite) {
     const auto d = static_cast<float>(sum_in_double(n, [&](int64_t k) { return double(dy[k]) * y[k]; }));
     write_or_add(overwrite, 0, n, dx, [&](int64_t k) { return factor * (y[k] * (dy[k] - d)); });
 }
 
 // (the AVX-512 unit uses its own exp row instead)
 [[maybe_unused]] void exp_shifted_row(const float* __restrict s, float factor, float shift, int64_t n,
-                                     float* __restrict p) {
+                                      float* __restrict p) {
     for (int64_t k = 0; k < n; ++k) p[k] = fast_exp(factor * s[k] - shift);
 }
 
@@ -161,9 +163,10 @@ double sum_of_squares(const float* g, int64_t begin, int64_t end) {
 constexpr VectorLoops loops_with(decltype(VectorLoops::softmax_row) row,
                                  decltype(VectorLoops::softmax_backward_row) backward_row,
                                  decltype(VectorLoops::exp_shifted_row) exp_row = exp_shifted_row) {
-    return {gelu_forward, gelu_backward, gelu_in_place, times_slope, gelu_tanh_forward, gelu_tanh_backward,
-            gelu_tanh_in_place, silu_forward, silu_backward, normalize_rows, input_gradient_rows,
-            row, backward_row, exp_row, scores_gradient_row, adamw_update, sum_of_squares};
+    return {
+        gelu_forward,       gelu_backward, gelu_in_place,       times_slope,    gelu_tanh_forward,   gelu_tanh_backward,
+        gelu_tanh_in_place, silu_forward,  silu_backward,       normalize_rows, input_gradient_rows, row,
+        backward_row,       exp_row,       scores_gradient_row, adamw_update,   sum_of_squares};
 }
 
 }  // namespace

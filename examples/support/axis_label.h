@@ -19,7 +19,11 @@ namespace axis {
 inline size_t utf8_length(std::string_view s, size_t i) {
     const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
     const unsigned char lead = byte(0);
-    const size_t n = lead < 0x80 ? 1 : lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+    const size_t n = lead < 0x80                    ? 1
+                     : lead >= 0xC2 && lead <= 0xDF ? 2
+                     : lead >= 0xE0 && lead <= 0xEF ? 3
+                     : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                    : 0;
     if (n == 0 || i + n > s.size()) return 0;
     for (size_t k = 1; k < n; ++k)
         if ((byte(k) & 0xC0) != 0x80) return 0;

@@ -103,7 +103,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     for (size_t i = 1; i <= a.size(); ++i)
         for (size_t j = 1; j <= b.size(); ++j) {
             d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
         }
     return d[a.size()][b.size()];
 }
@@ -141,8 +142,8 @@ void Parser::positionals(std::string meta, std::string help, std::function<void(
     positionals_.push_back({std::move(meta), std::move(help), std::move(on), true, true});
 }
 
-void Parser::positional_or_option(std::string meta, std::string flag, std::string help, std::function<void(const Value&)> on,
-                                  bool required) {
+void Parser::positional_or_option(std::string meta, std::string flag, std::string help,
+                                  std::function<void(const Value&)> on, bool required) {
     // (no handler of its own: parse() gives its value to the positional's `on`)
     flags_.push_back({std::move(flag), meta, "the same as " + meta, section_, nullptr, nullptr, positionals_.size()});
     positionals_.push_back({std::move(meta), std::move(help), std::move(on), required});
@@ -156,9 +157,11 @@ void Parser::parse(int argc, const char* const* argv) {
     const auto take = [&](size_t p, const Value& value) {
         if (taken[p]) {
             const auto as_given = [&](const Value& v) {
-                return v.flag() == positionals_[p].meta ? fmt::format("'{}'", v.text()) : fmt::format("{} '{}'", v.flag(), v.text());
+                return v.flag() == positionals_[p].meta ? fmt::format("'{}'", v.text())
+                                                        : fmt::format("{} '{}'", v.flag(), v.text());
             };
-            throw UsageError(fmt::format("{} is given twice: {} and {}", positionals_[p].meta, as_given(*taken[p]), as_given(value)));
+            throw UsageError(fmt::format("{} is given twice: {} and {}", positionals_[p].meta, as_given(*taken[p]),
+                                         as_given(value)));
         }
         taken[p] = value;
         positionals_[p].on(value);
@@ -191,14 +194,16 @@ void Parser::parse(int argc, const char* const* argv) {
         const Flag* f = find(name);
         if (!f) {
             const std::string closest = closest_flag(name);
-            throw UsageError(fmt::format("unknown flag '{}'{}", name, closest.empty() ? "" : fmt::format(" (did you mean {}?)", closest)));
+            throw UsageError(fmt::format("unknown flag '{}'{}", name,
+                                         closest.empty() ? "" : fmt::format(" (did you mean {}?)", closest)));
         }
         given_.push_back(name);
         if (f->on_switch) {
             if (equals != std::string::npos) throw UsageError(fmt::format("{} takes no value, got '{}'", name, arg));
             f->on_switch();
         } else {
-            if (equals == std::string::npos && i + 1 >= argc) throw UsageError(fmt::format("{} needs a value ({})", name, f->meta));
+            if (equals == std::string::npos && i + 1 >= argc)
+                throw UsageError(fmt::format("{} needs a value ({})", name, f->meta));
             const Value value(name, equals != std::string::npos ? arg.substr(equals + 1) : argv[++i]);
             if (f->positional) take(*f->positional, value);
             else f->on_value(value);
@@ -236,19 +241,24 @@ std::string Parser::help() const {
 }
 
 void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::string help, bool required) {
-    p.positional_or_option("CKPT", "--checkpoint", std::move(help), [&checkpoint](const Value& v) {
-        checkpoint = Input{v.flag() == "CKPT" ? "" : v.flag(), v.file()};
-    }, required);
+    p.positional_or_option(
+        "CKPT", "--checkpoint", std::move(help),
+        [&checkpoint](const Value& v) {
+            checkpoint = Input{v.flag() == "CKPT" ? "" : v.flag(), v.file()};
+        },
+        required);
 }
 
 void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optional<std::string>& tokenizer,
                          std::optional<int64_t>& n_head, std::string help, bool required) {
     checkpoint_argument(p, checkpoint, std::move(help), required);
-    p.option("--tokenizer", "DIR", "GPT-2's BPE files (vocab.json + merges.txt, or encoder.json + vocab.bpe) for\n"
+    p.option("--tokenizer", "DIR",
+             "GPT-2's BPE files (vocab.json + merges.txt, or encoder.json + vocab.bpe) for\n"
              "GPT-2 weights without them beside (with neither, token ids only); a\n"
              "checkpoint's own must be the same",
              [&tokenizer](const Value& v) { tokenizer = v.nonempty(); });
-    p.option("--n-head", "N", "the head count of Hugging Face's GPT-2 weights without config.json\n"
+    p.option("--n-head", "N",
+             "the head count of Hugging Face's GPT-2 weights without config.json\n"
              "beside them (needed unless n_embd is a published size); a checkpoint's\n"
              "own must be the same",
              [&n_head](const Value& v) { n_head = v.integer(1, 1 << 20); });
@@ -339,8 +349,10 @@ int run(Parser& parser, int argc, char** argv, const std::function<int()>& progr
 
 // The same file: by device and inode when both exist, else by the path with symbolic links resolved.
 bool same_file(const std::string& a, const std::string& b) {
-    struct stat sa {}, sb {};
-    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    struct stat sa {
+    }, sb{};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     std::error_code ea, eb;
     const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea), cb = fs::weakly_canonical(fs::absolute(b), eb);
     return !ea && !eb && ca == cb;
@@ -366,17 +378,19 @@ void check_replaceable(const std::string& what, const std::string& path, const s
                        const struct stat& dir_st) {
     const uid_t me = ::geteuid();
     if ((dir_st.st_mode & S_ISVTX) && me != 0 && file.st_uid != me && dir_st.st_uid != me)
-        throw std::runtime_error(fmt::format("{} belongs to another user (uid {}) in {}, a directory with the sticky bit: "
-                                             "a save could not replace it; choose another file",
-                                             what, file.st_uid, nn::printable_name(dir.string())));
+        throw std::runtime_error(
+            fmt::format("{} belongs to another user (uid {}) in {}, a directory with the sticky bit: "
+                        "a save could not replace it; choose another file",
+                        what, file.st_uid, nn::printable_name(dir.string())));
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return;  // unreadable: the flags cannot be asked, the probe below still tests the directory
     int flags = 0;
     const bool asked = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
     ::close(fd);
     if (asked && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)))
-        throw std::runtime_error(fmt::format("{} is {}: a save could not replace it", what,
-                                             (flags & FS_IMMUTABLE_FL) ? "immutable (chattr +i)" : "append-only (chattr +a)"));
+        throw std::runtime_error(
+            fmt::format("{} is {}: a save could not replace it", what,
+                        (flags & FS_IMMUTABLE_FL) ? "immutable (chattr +i)" : "append-only (chattr +a)"));
 }
 
 }  // namespace
@@ -392,17 +406,21 @@ void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& 
                 replaces_own_input = true;
                 continue;
             }
-            throw UsageError(fmt::format("{} is the same file as {}: writing it would destroy the input", what, named(in.flag, in.path)));
+            throw UsageError(fmt::format("{} is the same file as {}: writing it would destroy the input", what,
+                                         named(in.flag, in.path)));
         }
         for (size_t j = 0; j < i; ++j)
             if (same_file(out.path, outputs[j].path))
-                throw UsageError(fmt::format("{} is also {}: two outputs cannot share a file", what, named(outputs[j].flag, outputs[j].path)));
+                throw UsageError(fmt::format("{} is also {}: two outputs cannot share a file", what,
+                                             named(outputs[j].flag, outputs[j].path)));
         // The directory first: "a_file/x" is about a_file, not x.
         const fs::path dir = directory_of(out.path);
         struct stat st {};
         if (::stat(dir.c_str(), &st) != 0)
-            throw std::runtime_error(fmt::format("{}: cannot use {} as its directory: {}", what, dir.string(), std::strerror(errno)));
-        if (!S_ISDIR(st.st_mode)) throw std::runtime_error(fmt::format("{}: {} is not a directory", what, dir.string()));
+            throw std::runtime_error(
+                fmt::format("{}: cannot use {} as its directory: {}", what, dir.string(), std::strerror(errno)));
+        if (!S_ISDIR(st.st_mode))
+            throw std::runtime_error(fmt::format("{}: {} is not a directory", what, dir.string()));
         const struct stat dir_st = st;
         if (::lstat(out.path.c_str(), &st) == 0) {
             if (S_ISLNK(st.st_mode))
@@ -417,12 +435,12 @@ void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& 
         }
         // Writable: the real write creates a temporary file beside the target, with a name of the same
         // length as the probe's (nn::sidecar_name), and renames it.
-        const fs::path probe =
-            dir / nn::sidecar_name(fs::path(out.path).filename().string(), fmt::format(".prb-{:010}-{:08x}", ::getpid(), 0));
+        const fs::path probe = dir / nn::sidecar_name(fs::path(out.path).filename().string(),
+                                                      fmt::format(".prb-{:010}-{:08x}", ::getpid(), 0));
         const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0)
-            throw std::runtime_error(fmt::format("{}: cannot create a file in {}: {}", what, nn::printable_name(dir.string()),
-                                                 std::strerror(errno)));
+            throw std::runtime_error(fmt::format("{}: cannot create a file in {}: {}", what,
+                                                 nn::printable_name(dir.string()), std::strerror(errno)));
         ::close(fd);
         ::unlink(probe.c_str());
     }
@@ -431,7 +449,8 @@ void check_outputs(const std::vector<Input>& inputs, const std::vector<Output>& 
 OutputLocks::OutputLocks(const std::vector<Output>& outputs) {
     for (const Output& out : outputs) {
         const std::string what = named(out.flag, out.path);
-        const fs::path lock = directory_of(out.path) / nn::sidecar_name(fs::path(out.path).filename().string(), ".lock");
+        const fs::path lock =
+            directory_of(out.path) / nn::sidecar_name(fs::path(out.path).filename().string(), ".lock");
         const std::string lock_shown = nn::printable_name(lock.string());
         for (int attempt = 0;; ++attempt) {
             // O_NOFOLLOW: a symbolic link planted as the lock file (in a shared directory, say) must not
@@ -439,23 +458,26 @@ OutputLocks::OutputLocks(const std::vector<Output>& outputs) {
             const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
             if (fd < 0) {
                 const int error = errno;
-                throw std::runtime_error(error == ELOOP ? fmt::format("{}: its lock file {} is a symbolic link; remove it if no "
-                                                                      "run of yours made it",
-                                                                      what, lock_shown)
-                                                        : fmt::format("{}: cannot create its lock file {}: {}", what, lock_shown,
-                                                                      std::strerror(error)));
+                throw std::runtime_error(error == ELOOP
+                                             ? fmt::format("{}: its lock file {} is a symbolic link; remove it if no "
+                                                           "run of yours made it",
+                                                           what, lock_shown)
+                                             : fmt::format("{}: cannot create its lock file {}: {}", what, lock_shown,
+                                                           std::strerror(error)));
             }
             // Only a regular file of this user's, with no other name, is written: a hard link to another
             // file, a FIFO or a device planted there is refused before it is touched.
             struct stat held {};
             if (::fstat(fd, &held) != 0 || !S_ISREG(held.st_mode) || held.st_nlink != 1 || held.st_uid != ::geteuid()) {
                 const std::string problem = !S_ISREG(held.st_mode) ? nn::file_kind(held.st_mode)
-                                            : held.st_nlink != 1   ? fmt::format("a file with {} names (hard links)", held.st_nlink)
-                                                                   : fmt::format("another user's file (uid {})", held.st_uid);
+                                            : held.st_nlink != 1
+                                                ? fmt::format("a file with {} names (hard links)", held.st_nlink)
+                                                : fmt::format("another user's file (uid {})", held.st_uid);
                 ::close(fd);
-                throw std::runtime_error(fmt::format("{}: its lock file {} is {}, not one this run can own; remove it if no "
-                                                     "run is writing {}",
-                                                     what, lock_shown, problem, nn::printable_name(out.path)));
+                throw std::runtime_error(
+                    fmt::format("{}: its lock file {} is {}, not one this run can own; remove it if no "
+                                "run is writing {}",
+                                what, lock_shown, problem, nn::printable_name(out.path)));
             }
             if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
                 char pid[32] = {};
@@ -464,8 +486,9 @@ OutputLocks::OutputLocks(const std::vector<Output>& outputs) {
                 std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string();
                 while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
                 if (holder.find_first_not_of("0123456789") != std::string::npos) holder.clear();
-                throw std::runtime_error(fmt::format("{} is being written by another run (PID {}); wait for it to end or choose another file",
-                                                     what, holder.empty() ? "unknown" : holder));
+                throw std::runtime_error(fmt::format(
+                    "{} is being written by another run (PID {}); wait for it to end or choose another file", what,
+                    holder.empty() ? "unknown" : holder));
             }
             // The holder before us may have removed the lock file after we opened it: lock the file
             // that is there now, or we would share an orphan with the next run. Written (truncated,
@@ -473,14 +496,16 @@ OutputLocks::OutputLocks(const std::vector<Output>& outputs) {
             struct stat there {};
             if (::lstat(lock.c_str(), &there) == 0 && held.st_ino == there.st_ino && held.st_dev == there.st_dev) {
                 const std::string pid = fmt::format("{}\n", ::getpid());
-                if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+                if (::ftruncate(fd, 0) != 0 ||
+                    ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
                     // The PID is only for the other run's message; the lock holds without it.
                 }
                 held_.push_back({fd, lock.string()});
                 break;
             }
             ::close(fd);
-            if (attempt == 100) throw std::runtime_error(fmt::format("{}: its lock file {} keeps changing", what, lock_shown));
+            if (attempt == 100)
+                throw std::runtime_error(fmt::format("{}: its lock file {} keeps changing", what, lock_shown));
         }
     }
 }

@@ -78,8 +78,8 @@ public:
     // A positional that may be given as `flag META` instead (`heatmap CKPT`, `heatmap --checkpoint CKPT`):
     // `on` gets a Value named META or `flag`; both at once is a usage error naming both, and a `required`
     // one is missing only when neither is given.
-    void positional_or_option(std::string meta, std::string flag, std::string help, std::function<void(const Value&)> on,
-                              bool required);
+    void positional_or_option(std::string meta, std::string flag, std::string help,
+                              std::function<void(const Value&)> on, bool required);
 
     // Advice for an argument the program takes no more of, added to "unexpected argument 'X'" in
     // parentheses when `hint` returns some (train: a checkpoint given without --resume).
@@ -141,8 +141,7 @@ int program(int argc, char** argv, MakeParser make_parser, Body body) {
     return run(parser, argc, argv, [&] {
         if constexpr (std::is_invocable_v<Body, const Options&, const Parser&>)
             return body(static_cast<const Options&>(options), static_cast<const Parser&>(parser));
-        else
-            return body(static_cast<const Options&>(options));
+        else return body(static_cast<const Options&>(options));
     });
 }
 

@@ -54,8 +54,12 @@ std::string cut(std::string line, size_t width) {
 bool stderr_on_terminal() { return isatty(STDERR_FILENO) == 1; }
 
 Bar::Bar(std::string label, std::string unit, double per_unit)
-    : label_(std::move(label)), unit_(std::move(unit)), per_unit_(per_unit), terminal_(stderr_on_terminal()),
-      start_(Clock::now()), drawn_(start_) {}
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      per_unit_(per_unit),
+      terminal_(stderr_on_terminal()),
+      start_(Clock::now()),
+      drawn_(start_) {}
 
 void Bar::draw(double fraction, const std::string& text, bool now) {
     if (!terminal_) return;
@@ -66,11 +70,14 @@ void Bar::draw(double fraction, const std::string& text, bool now) {
     // On a narrow terminal the bar shrinks first (to 10), then the line is cut.
     const std::string head = label_.empty() ? "" : label_ + " ";
     const size_t width = usable_columns(), around = columns(head) + columns(text) + 3;
-    const size_t bar_width = width == 0 ? kBarWidth : std::clamp<size_t>(width > around ? width - around : 0, 10, kBarWidth);
+    const size_t bar_width =
+        width == 0 ? kBarWidth : std::clamp<size_t>(width > around ? width - around : 0, 10, kBarWidth);
     const auto filled = static_cast<size_t>(double(bar_width) * std::clamp(fraction, 0.0, 1.0));
-    std::string line = fmt::format("{}[{}{}] {}", head, std::string(filled, '#'), std::string(bar_width - filled, '.'), text);
+    std::string line =
+        fmt::format("{}[{}{}] {}", head, std::string(filled, '#'), std::string(bar_width - filled, '.'), text);
     if (width > 0) line = cut(std::move(line), width);
-    note(fmt::format("\r{}\x1b[K", line));  // \r, and clear to the end of the line: the last drawing may have been longer
+    note(fmt::format("\r{}\x1b[K",
+                     line));  // \r, and clear to the end of the line: the last drawing may have been longer
     line_open_ = true;
 }
 
@@ -78,7 +85,8 @@ void Bar::update(uint64_t done, uint64_t total) {
     if (!terminal_ || completed_) return;
     const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     const bool complete = done >= total;
-    std::string text = fmt::format("{}/{} {}", amount(double(done) / per_unit_), amount(double(total) / per_unit_), unit_);
+    std::string text =
+        fmt::format("{}/{} {}", amount(double(done) / per_unit_), amount(double(total) / per_unit_), unit_);
     if (done > 0 && seconds > 0) {
         const double rate = double(done) / seconds;
         text += fmt::format("  {} {}/s  ", amount(rate / per_unit_), unit_);

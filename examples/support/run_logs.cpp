@@ -24,7 +24,8 @@ std::string read_all(const Log& log) {
     std::stringstream buffer;
     buffer << in.rdbuf();
     if (!in)
-        throw std::runtime_error(fmt::format("{} {}: cannot read the log to continue: {}", log.flag, log.path, std::strerror(errno)));
+        throw std::runtime_error(
+            fmt::format("{} {}: cannot read the log to continue: {}", log.flag, log.path, std::strerror(errno)));
     return buffer.str();
 }
 
@@ -42,8 +43,8 @@ void for_each_row(const Log& log, std::string_view text, OnRow&& on_row) {
         int64_t step = -1;
         const auto [stop, error] = std::from_chars(row.data(), row.data() + row.size(), step);
         if (error != std::errc() || stop == row.data() + row.size() || *stop != ',' || step < 0)
-            throw std::runtime_error(fmt::format("{} {}: line {} is not a row of the log (it does not start with a step)",
-                                                 log.flag, log.path, line));
+            throw std::runtime_error(fmt::format(
+                "{} {}: line {} is not a row of the log (it does not start with a step)", log.flag, log.path, line));
         on_row(step, row);
         at = end + 1;
     }
@@ -57,9 +58,10 @@ bool continues(const Log& log, bool force) {
     const std::string text = read_all(log);
     if (!text.starts_with(log.header)) {
         if (force) return false;
-        throw cli::UsageError(fmt::format("{} {} exists and is not a train {} log (its first line is not \"{}\"); a resumed "
-                                          "run appends only to its own log: name another file, or add --force to replace it",
-                                          log.flag, log.path, log.flag, first_line(log.header)));
+        throw cli::UsageError(
+            fmt::format("{} {} exists and is not a train {} log (its first line is not \"{}\"); a resumed "
+                        "run appends only to its own log: name another file, or add --force to replace it",
+                        log.flag, log.path, log.flag, first_line(log.header)));
     }
     for_each_row(log, text, [](int64_t, std::string_view) {});  // a damaged row is refused now, not after loading
     return true;
@@ -81,7 +83,8 @@ bool drop_rows_after(const Log& log, int64_t step) {
 Writer::Writer(const Log& log, bool continued, int64_t through) : flag_(log.flag), path_(log.path) {
     if (continued) drop_rows_after(log, through);
     file_.reset(std::fopen(path_.c_str(), continued ? "a" : "w"));
-    if (!file_) throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag_, path_, std::strerror(errno)));
+    if (!file_)
+        throw std::runtime_error(fmt::format("{} {}: cannot open for writing: {}", flag_, path_, std::strerror(errno)));
     if (!continued) fmt::print(file_.get(), "{}", log.header);
 }
 

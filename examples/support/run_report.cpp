@@ -39,7 +39,7 @@ nlohmann::ordered_json number_or_null(double v, double per_unit) {
 // The step of an entry of "log" ([step, ...]) or of "grads" and "evals" ({"step": step, ...}); none for an
 // entry without a whole-number step (a page not written by train).
 std::optional<int64_t> step_of(const nlohmann::ordered_json& entry) {
-    const nlohmann::ordered_json* step = entry.is_array() && !entry.empty()              ? &entry[0]
+    const nlohmann::ordered_json* step = entry.is_array() && !entry.empty()            ? &entry[0]
                                          : entry.is_object() && entry.contains("step") ? &entry["step"]
                                                                                        : nullptr;
     if (step == nullptr || !step->is_number_integer()) return std::nullopt;
@@ -62,14 +62,10 @@ nlohmann::ordered_json labels_of(const std::string& sample, const nlohmann::orde
 }  // namespace
 
 RunReport::RunReport(nlohmann::ordered_json settings) {
-    data_ = {{"settings", std::move(settings)},
-             {"sample", ""},
-             {"tokens", nlohmann::ordered_json::array()},
-             {"labels", nlohmann::ordered_json::array()},
-             {"heads", nlohmann::ordered_json::array()},
-             {"parameters", nlohmann::ordered_json::array()},
-             {"log", nlohmann::ordered_json::array()},
-             {"grads", nlohmann::ordered_json::array()},
+    data_ = {{"settings", std::move(settings)},           {"sample", ""},
+             {"tokens", nlohmann::ordered_json::array()}, {"labels", nlohmann::ordered_json::array()},
+             {"heads", nlohmann::ordered_json::array()},  {"parameters", nlohmann::ordered_json::array()},
+             {"log", nlohmann::ordered_json::array()},    {"grads", nlohmann::ordered_json::array()},
              {"evals", nlohmann::ordered_json::array()}};
 }
 
@@ -81,17 +77,21 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
     const size_t start = page.find(kDataStart);
     const size_t end = start == std::string::npos ? start : page.find(kDataEnd, start);
     if (!in || end == std::string::npos)
-        throw std::runtime_error(fmt::format("--report {}: not a report page written by train (no run data in it)", path.string()));
+        throw std::runtime_error(
+            fmt::format("--report {}: not a report page written by train (no run data in it)", path.string()));
     RunReport report(std::move(settings));
     try {
-        nlohmann::ordered_json old = nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
-        for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"}) report.data_[key] = old.at(key);
+        nlohmann::ordered_json old =
+            nlohmann::ordered_json::parse(page.substr(start + kDataStart.size(), end - start - kDataStart.size()));
+        for (const char* key : {"sample", "heads", "parameters", "log", "grads", "evals"})
+            report.data_[key] = old.at(key);
         if (old.contains("tokens")) report.data_["tokens"] = old["tokens"];  // (pages before it have none)
         report.data_["labels"] = labels_of(report.data_["sample"].get<std::string>(), report.data_["tokens"]);
         if (old.contains("run_id")) {
             const auto id = old["run_id"].get<std::string>();
             if (!nn::is_run_id(id))  // (not shown: it may hold anything)
-                throw std::runtime_error(fmt::format("--report {}: its run id ({} bytes) is not one train writes", path.string(), id.size()));
+                throw std::runtime_error(fmt::format("--report {}: its run id ({} bytes) is not one train writes",
+                                                     path.string(), id.size()));
             report.data_["run_id"] = id;
         }
     } catch (const nlohmann::json::exception& e) {
@@ -99,14 +99,19 @@ RunReport RunReport::read(const std::filesystem::path& path, nlohmann::ordered_j
     }
     for (const char* key : {"log", "grads", "evals"}) {
         const nlohmann::ordered_json& entries = report.data_[key];
-        if (!entries.is_array() || !std::all_of(entries.begin(), entries.end(), [](const auto& e) { return step_of(e).has_value(); }))
-            throw std::runtime_error(fmt::format("--report {}: its run data cannot be read: \"{}\" is not a list of entries "
-                                                 "with a step each", path.string(), key));
+        if (!entries.is_array() ||
+            !std::all_of(entries.begin(), entries.end(), [](const auto& e) { return step_of(e).has_value(); }))
+            throw std::runtime_error(
+                fmt::format("--report {}: its run data cannot be read: \"{}\" is not a list of entries "
+                            "with a step each",
+                            path.string(), key));
     }
     return report;
 }
 
-std::string RunReport::run_id() const { return data_.contains("run_id") ? data_["run_id"].get<std::string>() : std::string(); }
+std::string RunReport::run_id() const {
+    return data_.contains("run_id") ? data_["run_id"].get<std::string>() : std::string();
+}
 
 void RunReport::set_run_id(const std::string& id) { data_["run_id"] = id; }
 
@@ -114,7 +119,9 @@ void RunReport::drop_after(int64_t step) {
     for (const char* key : {"log", "grads", "evals"}) {
         auto& entries = data_[key];
         entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                     [&](const auto& e) { return step_of(e).value_or(std::numeric_limits<int64_t>::max()) > step; }),
+                                     [&](const auto& e) {
+                                         return step_of(e).value_or(std::numeric_limits<int64_t>::max()) > step;
+                                     }),
                       entries.end());
     }
 }
@@ -137,7 +144,8 @@ void RunReport::add_gradients(const nn::GradientReport& gradients) {
 void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<const int64_t> sample_ids,
                               const std::string& sample_text, const std::vector<std::string>& token_texts) {
     autograd::check(token_texts.empty() || token_texts.size() == sample_ids.size(),
-          "RunReport::add_attention: {} token texts for a sample of {} tokens", token_texts.size(), sample_ids.size());
+                    "RunReport::add_attention: {} token texts for a sample of {} tokens", token_texts.size(),
+                    sample_ids.size());
     const auto T = static_cast<int64_t>(sample_ids.size());
     {
         autograd::NoGradGuard no_grad;
@@ -167,12 +175,14 @@ void RunReport::add_attention(int64_t step, nn::LanguageModel& model, std::span<
         entropy.push_back(rounded(stats.entropy, 1e4));
         largest.push_back(rounded(stats.largest_share, 1e4));
     }
-    data_["evals"].push_back({{"step", step}, {"maps", std::move(maps)}, {"entropy", std::move(entropy)}, {"largest", std::move(largest)}});
+    data_["evals"].push_back(
+        {{"step", step}, {"maps", std::move(maps)}, {"entropy", std::move(entropy)}, {"largest", std::move(largest)}});
 }
 
 std::string RunReport::html() const {
     // safe inside <script>: no "<", ">" or "&" in it (html::script_safe)
-    const std::string json = html::script_safe(data_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    const std::string json =
+        html::script_safe(data_.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     std::string page(kPageBeforeData);
     page += json;
     page += kPageAfterData;

@@ -22,7 +22,8 @@ public:
     ~StopSignals();
 
 private:
-    struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
+    struct sigaction old_int_ {
+    }, old_term_{}, old_hup_{};
 };
 
 // The last signal caught, 0 before any.

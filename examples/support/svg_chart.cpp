@@ -13,7 +13,8 @@ namespace chart {
 
 namespace {
 
-constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                    "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 constexpr double kCharWidth = 6.6;  // rough width of one character of 12 px sans-serif, for layout
 
 // 1, 2 or 5 times a power of ten, the nearest at or above `raw`.
@@ -35,11 +36,20 @@ std::string escape(const std::string& text) {
     std::string out;
     for (char c : text) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -71,7 +81,8 @@ double fraction(double v, Range r, Scale scale) {
 Range nice_range(double lo, double hi, Scale scale) {
     if (lo > hi) std::swap(lo, hi);
     if (scale == Scale::log) {
-        if (!(lo > 0)) throw std::invalid_argument(fmt::format("nice_range: a log axis needs positive values, got {}", lo));
+        if (!(lo > 0))
+            throw std::invalid_argument(fmt::format("nice_range: a log axis needs positive values, got {}", lo));
         Range r{std::pow(10.0, std::floor(std::log10(lo))), std::pow(10.0, std::ceil(std::log10(hi)))};
         if (r.hi <= r.lo) r.hi = r.lo * 10.0;
         return r;
@@ -92,7 +103,8 @@ std::vector<double> ticks(double lo, double hi, Scale scale, int target) {
         const int first = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
         const int last = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
         const int decades = last - first;
-        const int every = std::max(1, (decades + target - 1) / std::max(1, target));  // skip decades when there are many
+        const int every =
+            std::max(1, (decades + target - 1) / std::max(1, target));  // skip decades when there are many
         const bool between = decades <= 2;
         for (int k = first; k <= last; ++k) {
             for (double m : {1.0, 2.0, 5.0}) {
@@ -131,9 +143,11 @@ std::string to_svg(const LineChart& c) {
     std::vector<double> xs, ys;
     for (const Series& s : c.series) {
         if (s.x.size() != s.y.size())
-            throw std::invalid_argument(fmt::format("chart: series '{}' has {} x values but {} y values", s.name, s.x.size(), s.y.size()));
+            throw std::invalid_argument(
+                fmt::format("chart: series '{}' has {} x values but {} y values", s.name, s.x.size(), s.y.size()));
         for (size_t i = 0; i < s.x.size(); ++i)
-            if (placeable(s.x[i], c.x.scale) && placeable(s.y[i], c.y.scale)) xs.push_back(s.x[i]), ys.push_back(s.y[i]);
+            if (placeable(s.x[i], c.x.scale) && placeable(s.y[i], c.y.scale))
+                xs.push_back(s.x[i]), ys.push_back(s.y[i]);
     }
     const Range rx = axis_range(c.x, xs), ry = axis_range(c.y, ys);
 
@@ -152,22 +166,29 @@ std::string to_svg(const LineChart& c) {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
         "font-family=\"sans-serif\" font-size=\"12\">\n"
         "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
-        "<defs><clipPath id=\"plot\"><rect x=\"{2:.1f}\" y=\"{3:.1f}\" width=\"{4:.1f}\" height=\"{5:.1f}\"/></clipPath></defs>\n",
+        "<defs><clipPath id=\"plot\"><rect x=\"{2:.1f}\" y=\"{3:.1f}\" width=\"{4:.1f}\" "
+        "height=\"{5:.1f}\"/></clipPath></defs>\n",
         c.width, c.height, left, top, pw, ph);
     if (!c.title.empty())
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
-                           left + pw / 2, escape(c.title));
+        svg += fmt::format(
+            "<text x=\"{:.1f}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+            left + pw / 2, escape(c.title));
 
     // Grid and ticks.
     const auto x_ticks = ticks(rx.lo, rx.hi, c.x.scale), y_ticks = ticks(ry.lo, ry.hi, c.y.scale);
     const double x_step = c.x.scale == Scale::linear && x_ticks.size() > 1 ? x_ticks[1] - x_ticks[0] : 0.0;
     const double y_step = c.y.scale == Scale::linear && y_ticks.size() > 1 ? y_ticks[1] - y_ticks[0] : 0.0;
     svg += "<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n";
-    for (double t : x_ticks) svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(t), top, top + ph);
-    for (double t : y_ticks) svg += fmt::format("<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\"/>\n", py(t), left, left + pw);
+    for (double t : x_ticks)
+        svg +=
+            fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(t), top, top + ph);
+    for (double t : y_ticks)
+        svg += fmt::format("<line x1=\"{1:.1f}\" y1=\"{0:.1f}\" x2=\"{2:.1f}\" y2=\"{0:.1f}\"/>\n", py(t), left,
+                           left + pw);
     svg += "</g>\n";
-    svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" stroke=\"#444\"/>\n",
-                       left, top, pw, ph);
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" stroke=\"#444\"/>\n", left,
+        top, pw, ph);
     svg += "<g fill=\"#333\">\n";
     for (double t : x_ticks)
         svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", px(t), top + ph + 16,
@@ -177,13 +198,14 @@ std::string to_svg(const LineChart& c) {
                            escape(tick_label(t, y_step)));
     svg += "</g>\n";
     if (!c.x.label.empty())
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2, top + ph + 36,
-                           escape(c.x.label));
+        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2,
+                           top + ph + 36, escape(c.x.label));
     if (!c.y.label.empty())
-        svg += fmt::format("<text transform=\"translate(16 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n", top + ph / 2,
-                           escape(c.y.label));
+        svg += fmt::format("<text transform=\"translate(16 {:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+                           top + ph / 2, escape(c.y.label));
     if (!c.note.empty())
-        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10.5\" fill=\"#555\">{}</text>\n", left, H - 10, escape(c.note));
+        svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10.5\" fill=\"#555\">{}</text>\n", left, H - 10,
+                           escape(c.note));
 
     // Series: one path per unbroken run of placeable points, clipped to the plot.
     svg += "<g clip-path=\"url(#plot)\" fill=\"none\" stroke-width=\"2\" stroke-linejoin=\"round\">\n";
@@ -216,9 +238,11 @@ std::string to_svg(const LineChart& c) {
         for (size_t i = 0; i < c.series.size(); ++i) {
             const double ly = top + 10 + 20.0 * static_cast<double>(i);
             const Series& s = c.series[i];
-            svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"{}/>",
-                               lx, ly, lx + 26, ly, colors[i], s.dashed ? " stroke-dasharray=\"6 4\"" : "");
-            if (s.markers) svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>", lx + 13, ly, colors[i]);
+            svg += fmt::format(
+                "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"{}/>",
+                lx, ly, lx + 26, ly, colors[i], s.dashed ? " stroke-dasharray=\"6 4\"" : "");
+            if (s.markers)
+                svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>", lx + 13, ly, colors[i]);
             svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", lx + 32, ly + 4, escape(s.name));
         }
         svg += "</g>\n";

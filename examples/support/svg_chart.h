@@ -27,18 +27,18 @@ struct Axis {
 };
 
 struct Series {
-    std::string name;           // shown in the legend
+    std::string name;                    // shown in the legend
     std::vector<double> x = {}, y = {};  // same length
-    std::string color = "";     // any SVG colour; empty picks the next colour of the palette
+    std::string color = "";              // any SVG colour; empty picks the next colour of the palette
     bool dashed = false;
-    bool markers = false;       // a dot at every point
+    bool markers = false;  // a dot at every point
 };
 
 struct LineChart {
     std::string title;
     Axis x, y;
     std::vector<Series> series = {};
-    std::string note = "";      // one line of small print under the plot
+    std::string note = "";  // one line of small print under the plot
     int width = 640, height = 400;
 };
 

@@ -50,7 +50,9 @@ int64_t integer(const Request& r, std::string_view call, const char* key, int64_
 }
 
 // The call's seed (default 1) for its random draws.
-uint64_t seed(const Request& r, std::string_view call) { return static_cast<uint64_t>(integer(r, call, "seed", 1, 0, INT64_MAX)); }
+uint64_t seed(const Request& r, std::string_view call) {
+    return static_cast<uint64_t>(integer(r, call, "seed", 1, 0, INT64_MAX));
+}
 
 bool flag(const Request& r, std::string_view call, const char* key, bool fallback) {
     if (!r.contains(key)) return fallback;
@@ -79,7 +81,8 @@ constexpr int64_t kLongestSentence = 64;
 Json head(const Request& r) {
     if (!r.contains("sentence") || !r["sentence"].is_string()) bad("head", "needs a sentence (a string)");
     const std::string sentence = r["sentence"].get<std::string>();
-    if (sentence.empty()) bad("head", fmt::format("the sentence is empty; it must have 1 to {} characters", kLongestSentence));
+    if (sentence.empty())
+        bad("head", fmt::format("the sentence is empty; it must have 1 to {} characters", kLongestSentence));
     const nn::CharTokenizer characters = nn::CharTokenizer::from_text(sentence);  // (JSON strings are UTF-8)
     const std::vector<int64_t> ids = characters.encode(sentence);
     const auto T = static_cast<int64_t>(ids.size());
@@ -118,7 +121,7 @@ Json head(const Request& r) {
     out_dot_upstream.backward(/*retain_graph=*/true);  // kept for to_dot, which then shows every gradient's norm
 
     NoGradGuard no_grad;
-    const Tensor scores = matmul(head.queries(x), head.keys(x).transpose(1, 2));  // (1, T, T)
+    const Tensor scores = matmul(head.queries(x), head.keys(x).transpose(1, 2));   // (1, T, T)
     const Tensor scaled = divide ? scale(scores, 1.0f / head.divisor()) : scores;  // (1, T, T)
     return {{"labels", labels},
             {"T", T},
@@ -150,8 +153,9 @@ Json saturation(const Request& r) {
     std::vector<int64_t> widths = {2, 4, 8, 16, 32, 64, 128, 256};
     if (r.contains("widths")) {
         const Request& w = r["widths"];
-        if (!w.is_array() || w.empty() || w.size() > 12 ||
-            !std::all_of(w.begin(), w.end(), [](const Request& v) { return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 1024; }))
+        if (!w.is_array() || w.empty() || w.size() > 12 || !std::all_of(w.begin(), w.end(), [](const Request& v) {
+                return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= 1024;
+            }))
             bad("saturation", fmt::format("widths must be 1 to 12 integers from 1 to 1024, not {}", w.dump()));
         widths = w.get<std::vector<int64_t>>();
     }
@@ -162,9 +166,10 @@ Json saturation(const Request& r) {
     double work = 0;
     for (int64_t C : widths) work += double(heads) * double((C + T) * (C + T));
     if (work > kSaturationWork)
-        bad("saturation", fmt::format("{} heads x the sum over widths {} of (width + window {})^2 is {:.3g}, over the limit of "
-                                      "{:.3g} for one call; ask for fewer heads, narrower widths or a shorter window",
-                                      heads, nlohmann::json(widths).dump(), T, work, kSaturationWork));
+        bad("saturation",
+            fmt::format("{} heads x the sum over widths {} of (width + window {})^2 is {:.3g}, over the limit of "
+                        "{:.3g} for one call; ask for fewer heads, narrower widths or a shorter window",
+                        heads, nlohmann::json(widths).dump(), T, work, kSaturationWork));
     Generator gen(seed(r, "saturation"));
     Json answer = {{"widths", widths}, {"window", T}, {"heads", heads}};
     for (bool divided : {true, false}) {
@@ -192,7 +197,10 @@ struct CopyTaskRun {
     static constexpr float kLr = 3e-3f;
 
     explicit CopyTaskRun(uint64_t seed)
-        : text([seed] { Generator g(seed); return nn::copy_task_text(500, g); }()),
+        : text([seed] {
+              Generator g(seed);
+              return nn::copy_task_text(500, g);
+          }()),
           tokenizer(nn::CharTokenizer::from_text(text)),
           data(tokenizer.encode(text)),
           init(seed + 1),
@@ -234,9 +242,11 @@ std::unique_ptr<CopyTaskRun> run;  // the page's one training run (a worker's mo
 Json train_start(const Request& r) {
     run = std::make_unique<CopyTaskRun>(seed(r, "train_start"));
     Json vocab = Json::array();
-    for (int64_t id = 0; id < run->tokenizer.vocab_size(); ++id) vocab.push_back(axis::label(run->tokenizer.decode(std::span(&id, 1))));
+    for (int64_t id = 0; id < run->tokenizer.vocab_size(); ++id)
+        vocab.push_back(axis::label(run->tokenizer.decode(std::span(&id, 1))));
     Json probe_labels = Json::array();
-    for (char c : run->probe_window()) probe_labels.push_back(axis::label(std::string(1, c)));  // (the copy task's characters are ASCII)
+    for (char c : run->probe_window())
+        probe_labels.push_back(axis::label(std::string(1, c)));  // (the copy task's characters are ASCII)
     return {{"vocab", vocab},
             {"n_embd", CopyTaskRun::kWidth},
             {"block", CopyTaskRun::kBlock},
@@ -268,13 +278,14 @@ std::string call(std::string_view request) {
             throw std::invalid_argument("a request is an object with \"call\": the call's name");
         const std::string name = r["call"].get<std::string>();
         if (name == "lab")
-            return lab::run(seed(r, "lab"))
-                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+            return lab::run(seed(r, "lab")).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
         if (name == "head") answer = head(r);
         else if (name == "saturation") answer = saturation(r);
         else if (name == "train_start") answer = train_start(r);
         else if (name == "train_steps") answer = train_steps(r);
-        else throw std::invalid_argument(fmt::format("no call named \"{}\": lab, head, saturation, train_start, train_steps", name));
+        else
+            throw std::invalid_argument(
+                fmt::format("no call named \"{}\": lab, head, saturation, train_start, train_steps", name));
     } catch (const std::exception& e) {
         answer = {{"error", e.what()}};
     }

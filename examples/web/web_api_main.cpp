@@ -14,7 +14,8 @@
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fputs("usage: web_api REQUEST...  (each a JSON object {\"call\": NAME, ...}; examples/web/web_api.h)\n", stderr);
+        std::fputs("usage: web_api REQUEST...  (each a JSON object {\"call\": NAME, ...}; examples/web/web_api.h)\n",
+                   stderr);
         return 2;
     }
     int status = 0;

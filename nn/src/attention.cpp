@@ -228,12 +228,14 @@ std::vector<AttentionHead> attention_heads(const Module& model) {
         // the holder: the module with the longest name that contains this one
         std::string holder;
         for (const auto& [other, _] : modules)
-            if (other.size() > holder.size() && name.size() > other.size() && name.starts_with(other) && name[other.size()] == '.')
+            if (other.size() > holder.size() && name.size() > other.size() && name.starts_with(other) &&
+                name[other.size()] == '.')
                 holder = other;
         auto layer = std::find(layers.begin(), layers.end(), holder);
         if (layer == layers.end()) layer = layers.insert(layer, holder);
         const auto index = static_cast<int64_t>(layer - layers.begin());
-        const auto in_layer = std::count_if(out.begin(), out.end(), [&](const AttentionHead& h) { return h.layer == index; });
+        const auto in_layer =
+            std::count_if(out.begin(), out.end(), [&](const AttentionHead& h) { return h.layer == index; });
         out.push_back({index, static_cast<int64_t>(in_layer), name, *head});
     }
     return out;

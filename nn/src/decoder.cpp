@@ -26,9 +26,11 @@ public:
     std::span<const float> append(std::span<const int64_t> ids) override {
         check(!ids.empty(), "decoder: append needs at least one id");
         check(length() + static_cast<int64_t>(ids.size()) <= capacity(),
-              "decoder: appending {} ids to a window of {} goes past the block size {}", ids.size(), length(), capacity());
+              "decoder: appending {} ids to a window of {} goes past the block size {}", ids.size(), length(),
+              capacity());
         for (int64_t id : ids)
-            check(id >= 0 && id < model_.vocab_size(), "decoder: id {} is outside the vocabulary of {}", id, model_.vocab_size());
+            check(id >= 0 && id < model_.vocab_size(), "decoder: id {} is outside the vocabulary of {}", id,
+                  model_.vocab_size());
         NoGradGuard no_grad;
         const bool was_training = model_.is_training();
         model_.eval();
@@ -78,7 +80,9 @@ private:
 // The reference: the whole window through forward() at every append.
 class WindowDecoder final : public ModelDecoder {
 public:
-    explicit WindowDecoder(LanguageModel& model) : ModelDecoder(model) { ids_.reserve(static_cast<size_t>(model.block_size())); }
+    explicit WindowDecoder(LanguageModel& model) : ModelDecoder(model) {
+        ids_.reserve(static_cast<size_t>(model.block_size()));
+    }
     void clear() override { ids_.clear(); }
     int64_t length() const override { return static_cast<int64_t>(ids_.size()); }
     bool cached() const override { return false; }

@@ -16,7 +16,8 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
       dropout_p(opts.dropout),
       c_attn({.in = opts.n_embd, .out = 3 * opts.n_embd}, gen),
       c_proj({.in = opts.n_embd, .out = opts.n_embd}, gen) {
-    check(opts.n_head > 0 && opts.n_embd % opts.n_head == 0, "GPT2: n_head {} must divide n_embd {}", opts.n_head, opts.n_embd);
+    check(opts.n_head > 0 && opts.n_embd % opts.n_head == 0, "GPT2: n_head {} must divide n_embd {}", opts.n_head,
+          opts.n_embd);
     register_module("c_attn", c_attn);
     register_module("c_proj", c_proj);
     record_.n_head = record_.n_kv_head = opts.n_head;
@@ -30,11 +31,12 @@ GPT2Attention::GPT2Attention(const GPT2Options& opts, Generator& gen)
 Tensor GPT2Attention::forward(const Tensor& x, Generator& dropout_gen) {
     const int64_t C = c_proj.options.in;
     const Tensor all = c_attn(x);  // (B, T, 3C)
-    const Tensor qkv[3] = {hook_heads(hooks.q, slice(all, 2, 0, C), n_head), hook_heads(hooks.k, slice(all, 2, C, 2 * C), n_head),
+    const Tensor qkv[3] = {hook_heads(hooks.q, slice(all, 2, 0, C), n_head),
+                           hook_heads(hooks.k, slice(all, 2, C, 2 * C), n_head),
                            hook_heads(hooks.v, slice(all, 2, 2 * C, 3 * C), n_head)};  // q, k, v: (B, T, C)
-    record_.record(x, qkv[0], qkv[1], cache_ != nullptr);  // what the heads show
+    record_.record(x, qkv[0], qkv[1], cache_ != nullptr);                              // what the heads show
     const Tensor heads_out = causal_heads(qkv[0], qkv[1], qkv[2], n_head, n_head, 1.0f / heads[0]->divisor(), cache_,
-                                          hooks, outputs_);  // (B, T, C)
+                                          hooks, outputs_);                    // (B, T, C)
     return dropout(c_proj(heads_out), dropout_p, is_training(), dropout_gen);  // (B, T, C)
 }
 
@@ -75,8 +77,9 @@ GPT2Block::GPT2Block(const GPT2Options& opts, Generator& gen)
 }
 
 Tensor GPT2Block::forward(const Tensor& input, Generator& dropout_gen) {
-    return residual.flow(input, [&](const Tensor& x) { return attn(ln_1(x), dropout_gen); },
-                         [&](const Tensor& x) { return mlp(ln_2(x), dropout_gen); });
+    return residual.flow(
+        input, [&](const Tensor& x) { return attn(ln_1(x), dropout_gen); },
+        [&](const Tensor& x) { return mlp(ln_2(x), dropout_gen); });
 }
 
 GPT2::GPT2(GPT2Options opts, Generator& gen)

@@ -20,11 +20,13 @@ std::pair<Tensor, Tensor> KVCache::append(int64_t heads, int64_t head, const Ten
             keys_.push_back(zeros({capacity_, k.size(2)}));
             values_.push_back(zeros({capacity_, v.size(2)}));
         }
-    check(heads == static_cast<int64_t>(keys_.size()) && head >= 0 && head < heads && keys_[0].size(1) == k.size(2) &&
-              values_[0].size(1) == v.size(2),
-          "KVCache: head {} of {} with keys {} and values {} wide, in a cache of {} heads of keys {} and values {} wide", head,
-          heads, k.size(2), v.size(2), keys_.size(), keys_[0].size(1), values_[0].size(1));
-    check(length_ + T <= capacity_, "KVCache: {} more positions after {} pass its capacity of {}", T, length_, capacity_);
+    check(
+        heads == static_cast<int64_t>(keys_.size()) && head >= 0 && head < heads && keys_[0].size(1) == k.size(2) &&
+            values_[0].size(1) == v.size(2),
+        "KVCache: head {} of {} with keys {} and values {} wide, in a cache of {} heads of keys {} and values {} wide",
+        head, heads, k.size(2), v.size(2), keys_.size(), keys_[0].size(1), values_[0].size(1));
+    check(length_ + T <= capacity_, "KVCache: {} more positions after {} pass its capacity of {}", T, length_,
+          capacity_);
     const Tensor &keys = keys_[static_cast<size_t>(head)], &values = values_[static_cast<size_t>(head)];
     const int64_t Hk = keys.size(1), Hv = values.size(1);
     std::copy(k.data().begin(), k.data().end(), keys.data().begin() + length_ * Hk);
@@ -39,7 +41,8 @@ void KVCache::advance(int64_t T) {
 }
 
 ModelCache::ModelCache(LanguageModel& model, int64_t capacity) : model_(&model), capacity_(capacity) {
-    check(model.can_cache(), "ModelCache: this model does not say it can continue a sequence from caches (can_cache())");
+    check(model.can_cache(),
+          "ModelCache: this model does not say it can continue a sequence from caches (can_cache())");
     check(capacity > 0 && capacity <= model.block_size(), "ModelCache: {} positions for a block of {}", capacity,
           model.block_size());
     for (const auto& [name, module] : model.named_modules())

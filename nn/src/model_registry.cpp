@@ -26,29 +26,45 @@ std::unique_ptr<LanguageModel> make_bigram(const ModelConfig& c, Generator& gen)
     return std::make_unique<Bigram>(BigramOptions{.vocab = c.vocab}, gen);
 }
 std::unique_ptr<LanguageModel> make_average(const ModelConfig& c, Generator& gen) {
-    return std::make_unique<AverageModel>(AverageModelOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block}, gen);
+    return std::make_unique<AverageModel>(AverageModelOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block},
+                                          gen);
 }
 std::unique_ptr<LanguageModel> make_head(const ModelConfig& c, Generator& gen) {
     return std::make_unique<SingleHead>(
         SingleHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .block = c.block, .scaled = c.scaled}, gen);
 }
 std::unique_ptr<LanguageModel> make_multihead(const ModelConfig& c, Generator& gen) {
-    return std::make_unique<MultiHead>(
-        MultiHeadOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .block = c.block, .feed_forward = c.feed_forward,
-                         .scaled = c.scaled},
-        gen);
+    return std::make_unique<MultiHead>(MultiHeadOptions{.vocab = c.vocab,
+                                                        .n_embd = c.n_embd,
+                                                        .n_head = c.n_head,
+                                                        .block = c.block,
+                                                        .feed_forward = c.feed_forward,
+                                                        .scaled = c.scaled},
+                                       gen);
 }
 std::unique_ptr<LanguageModel> make_gpt(const ModelConfig& c, Generator& gen) {
-    return std::make_unique<GPT>(GPTOptions{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
-                                            .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64(),
-                                            .gpt2_init = c.gpt2_init, .scaled = c.scaled},
+    return std::make_unique<GPT>(GPTOptions{.vocab = c.vocab,
+                                            .n_embd = c.n_embd,
+                                            .n_head = c.n_head,
+                                            .n_layer = c.n_layer,
+                                            .block = c.block,
+                                            .dropout = c.dropout,
+                                            .dropout_seed = gen.next_u64(),
+                                            .gpt2_init = c.gpt2_init,
+                                            .scaled = c.scaled},
                                  gen);
 }
 
 std::unique_ptr<LanguageModel> make_gpt2(const ModelConfig& c, Generator& gen) {
-    return std::make_unique<GPT2>(GPT2Options{.vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer,
-                                              .block = c.block, .dropout = c.dropout, .dropout_seed = gen.next_u64(),
-                                              .gelu_exact = c.gelu_exact, .scaled = c.scaled},
+    return std::make_unique<GPT2>(GPT2Options{.vocab = c.vocab,
+                                              .n_embd = c.n_embd,
+                                              .n_head = c.n_head,
+                                              .n_layer = c.n_layer,
+                                              .block = c.block,
+                                              .dropout = c.dropout,
+                                              .dropout_seed = gen.next_u64(),
+                                              .gelu_exact = c.gelu_exact,
+                                              .scaled = c.scaled},
                                   gen);
 }
 
@@ -75,9 +91,11 @@ Registry& registry() {
                   {ModelKind::multihead, "multihead", "multi-head",
                    kPositional | option_n_head | option_feed_forward | option_divisor, make_multihead},
                   {ModelKind::gpt, "gpt", "GPT",
-                   kPositional | option_n_head | option_n_layer | option_dropout | option_init | option_divisor, make_gpt},
+                   kPositional | option_n_head | option_n_layer | option_dropout | option_init | option_divisor,
+                   make_gpt},
                   {ModelKind::gpt2, "gpt2", "GPT-2",
-                   kPositional | option_n_head | option_n_layer | option_dropout | option_gelu | option_divisor, make_gpt2}},
+                   kPositional | option_n_head | option_n_layer | option_dropout | option_gelu | option_divisor,
+                   make_gpt2}},
         .owned_text = {}};
     return r;
 }
@@ -95,7 +113,8 @@ const std::deque<ModelKindInfo>& model_kinds() { return registry().kinds; }
 
 const ModelKindInfo& model_kind_info(ModelKind kind) {
     const std::deque<ModelKindInfo>& kinds = registry().kinds;
-    check(kind.index() < kinds.size(), "model: kind {} is not in the table ({})", kind.index(), model_kind_names(", ", ", "));
+    check(kind.index() < kinds.size(), "model: kind {} is not in the table ({})", kind.index(),
+          model_kind_names(", ", ", "));
     return kinds[kind.index()];
 }
 
@@ -123,13 +142,14 @@ std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads) {
 }
 
 ModelKind register_model_kind(const ModelKindInfo& info) {
-    check(is_kind_name(info.name), "model: cannot register the kind {:?}: a name is 1 to 32 letters, digits, '-' or '_'",
-          info.name);
+    check(is_kind_name(info.name),
+          "model: cannot register the kind {:?}: a name is 1 to 32 letters, digits, '-' or '_'", info.name);
     check(!parse_model_kind(info.name), "model: cannot register the kind '{}': the name is taken ({})", info.name,
           model_kind_names(", ", ", "));
     check(info.make != nullptr, "model: cannot register the kind '{}' without its make function", info.name);
-    check((info.options & ~kAllOptions) == 0, "model: cannot register the kind '{}': options {:#x} are not ModelOption bits",
-          info.name, info.options & ~kAllOptions);
+    check((info.options & ~kAllOptions) == 0,
+          "model: cannot register the kind '{}': options {:#x} are not ModelOption bits", info.name,
+          info.options & ~kAllOptions);
     Registry& r = registry();
     ModelKindInfo entry = info;
     entry.kind = ModelKind(r.kinds.size());
@@ -143,19 +163,20 @@ void validate_model_config(const ModelConfig& c) {
     const auto low = [](std::string_view key) { return model_setting(key).min; };
     check(c.vocab >= low("model.vocab"), "model: vocab must be positive, got {}", c.vocab);
     if (info.reads(option_n_embd) || info.reads(option_block))
-        check(c.n_embd >= low("model.n_embd") && c.block >= low("model.block"), "model: n_embd ({}) and block ({}) must be positive",
-              c.n_embd, c.block);
+        check(c.n_embd >= low("model.n_embd") && c.block >= low("model.block"),
+              "model: n_embd ({}) and block ({}) must be positive", c.n_embd, c.block);
     if (info.reads(option_n_head))
-        check(c.n_head >= low("model.n_head") && c.n_embd % c.n_head == 0, "model: n_head {} must divide n_embd {}", c.n_head,
-              c.n_embd);
-    if (info.reads(option_n_layer)) check(c.n_layer >= low("model.n_layer"), "model: n_layer must be positive, got {}", c.n_layer);
+        check(c.n_head >= low("model.n_head") && c.n_embd % c.n_head == 0, "model: n_head {} must divide n_embd {}",
+              c.n_head, c.n_embd);
+    if (info.reads(option_n_layer))
+        check(c.n_layer >= low("model.n_layer"), "model: n_layer must be positive, got {}", c.n_layer);
     const ModelSetting& dropout = model_setting("model.dropout");
     if (info.reads(option_dropout))
-        check(c.dropout >= dropout.low && c.dropout < dropout.high, "model: dropout {} must be in [{}, {})", c.dropout, dropout.low,
-              dropout.high);
+        check(c.dropout >= dropout.low && c.dropout < dropout.high, "model: dropout {} must be in [{}, {})", c.dropout,
+              dropout.low, dropout.high);
     if (c.feed_forward && !info.reads(option_feed_forward))  // (the names are listed only when refused)
-        check(false, "model: feed_forward applies to {} only, not {}", fmt::join(model_kinds_reading(option_feed_forward), ", "),
-              info.name);
+        check(false, "model: feed_forward applies to {} only, not {}",
+              fmt::join(model_kinds_reading(option_feed_forward), ", "), info.name);
     if (!c.scaled && !info.reads(option_divisor))  // (a checkpoint of the kind would not keep it: only_when_read)
         check(false, "model: dropping the divisor (scaled false) applies to {} only, not {}",
               fmt::join(model_kinds_reading(option_divisor), ", "), info.name);
@@ -173,8 +194,10 @@ ModelSize model_size(const ValidModelConfig& config) {
     const ModelConfig& c = config.get();
     const ModelKindInfo& info = model_kind_info(c.kind);
     const auto too_large = [&] {
-        check(false, "model: a {} of n_embd {} n_head {} n_layer {} would hold more than {} parameter tensors; "
-              "choose smaller sizes", c.kind, c.n_embd, c.n_head, c.n_layer, kMaxShapesOnlyTensors);
+        check(false,
+              "model: a {} of n_embd {} n_head {} n_layer {} would hold more than {} parameter tensors; "
+              "choose smaller sizes",
+              c.kind, c.n_embd, c.n_head, c.n_layer, kMaxShapesOnlyTensors);
     };
     // Modules without tensors (GPT-2's per-head views) escape the guard's count: heads times layers is
     // bounded first.
@@ -220,6 +243,8 @@ namespace {
 
 using Ref = ModelSetting::Ref;
 constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();  // sizes: the memory estimate bounds them
+// (one row a setting, as a table reads)
+// clang-format off
 const ModelSetting kSettings[] = {
     {.key = "model.vocab", .meaning = "vocabulary size", .value = [](ModelConfig& c) -> Ref { return &c.vocab; }, .min = 1,
      .max = kUnbounded},
@@ -245,6 +270,7 @@ const ModelSetting kSettings[] = {
      .value = [](ModelConfig& c) -> Ref { return &c.scaled; }, .words = {"none", "sqrt"}, .option = option_divisor,
      .added_later = true},
 };
+// clang-format on
 // Model checkpoints store floats as text (dropout "0.1"), as they always did.
 constexpr auto kFloats = ModelSetting::FloatText::decimal;
 

@@ -14,8 +14,8 @@ void LanguageModel::check_ids(std::span<const int64_t> ids, int64_t B, int64_t T
           model, ids.size(), B, T);
     check(T <= block_size(), "{}: window of {} is longer than the block size {}", model, T, block_size());
     check(!cache_ || (B == 1 && cache_->length() + T <= cache_->capacity()),
-          "{}: while caching, a forward continues one sequence within the cache's {} positions; got ({}, {}) after {}", model,
-          cache_ ? cache_->capacity() : 0, B, T, cache_length());
+          "{}: while caching, a forward continues one sequence within the cache's {} positions; got ({}, {}) after {}",
+          model, cache_ ? cache_->capacity() : 0, B, T, cache_length());
     for (size_t i = 0; i < ids.size(); ++i)
         check(ids[i] >= 0 && ids[i] < vocab_size(), "{}: id {} at position {} is outside the vocabulary of {}", model,
               ids[i], i, vocab_size());
@@ -68,7 +68,8 @@ Tensor PositionalModel::embed(std::span<const int64_t> ids, int64_t B, int64_t T
 
 // --- Bigram ------------------------------------------------------------------------------------------
 
-Bigram::Bigram(BigramOptions opts, Generator& gen) : options(opts), logits_table({.num = opts.vocab, .dim = opts.vocab}, gen) {
+Bigram::Bigram(BigramOptions opts, Generator& gen)
+    : options(opts), logits_table({.num = opts.vocab, .dim = opts.vocab}, gen) {
     register_module("logits_table", logits_table);
 }
 
@@ -78,7 +79,7 @@ Tensor Bigram::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
           ids.size(), B, T);
     check(!caching() || B == 1, "Bigram: while caching, a forward continues one sequence; got B = {}", B);
     advance_cache(T);
-    const std::span<const int64_t> read = caching() ? ids.last(1) : ids;  // (the last id's logits alone)
+    const std::span<const int64_t> read = caching() ? ids.last(1) : ids;         // (the last id's logits alone)
     return logits_table(read, Shape{B, static_cast<int64_t>(read.size()) / B});  // (B, T, V)
 }
 
@@ -130,8 +131,11 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions opts, Generator
     for (int64_t h = 0; h < opts.n_head; ++h) {
         // record_scores off: the fused ops (causal_attention_weights, or causal_attention from
         // HeadOptions::kFlashFrom positions on); a model's heads are read through last_attention()
-        heads.push_back(std::make_unique<Head>(
-            HeadOptions{.n_embd = opts.n_embd, .head_size = opts.n_embd / opts.n_head, .scaled = opts.scaled, .record_scores = false}, gen));
+        heads.push_back(std::make_unique<Head>(HeadOptions{.n_embd = opts.n_embd,
+                                                           .head_size = opts.n_embd / opts.n_head,
+                                                           .scaled = opts.scaled,
+                                                           .record_scores = false},
+                                               gen));
         register_module(fmt::format("heads.{}", h), *heads.back());
     }
     register_module("projection", projection);
@@ -157,7 +161,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
         k = split(hook_heads(hooks.k, concat(k, 2), n_head), H, 2);
         v = split(hook_heads(hooks.v, concat(v, 2), n_head), H, 2);
         if (!hooks.composed()) {
-            for (int64_t h = 0; h < n_head; ++h) outputs_.push_back(heads[h]->run_forward_hooks(heads[h]->attend(x, q[h], k[h], v[h])));
+            for (int64_t h = 0; h < n_head; ++h)
+                outputs_.push_back(heads[h]->run_forward_hooks(heads[h]->attend(x, q[h], k[h], v[h])));
         } else {
             std::vector<Tensor> maps, values;  // per head: scores, then weights (B, T, Tk); values (B, Tk, H)
             for (int64_t h = 0; h < n_head; ++h) {
@@ -168,7 +173,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
             hook_head_maps(hooks.scores, maps);
             for (Tensor& map : maps) map = softmax(map, -1);
             hook_head_maps(hooks.pattern, maps);
-            for (int64_t h = 0; h < n_head; ++h) outputs_.push_back(heads[h]->run_forward_hooks(heads[h]->weigh(maps[h], values[h])));
+            for (int64_t h = 0; h < n_head; ++h)
+                outputs_.push_back(heads[h]->run_forward_hooks(heads[h]->weigh(maps[h], values[h])));
         }
     }
     const Tensor heads_out = hook_heads(hooks.z, concat(outputs_, -1), options.n_head);  // (B, T, C)
@@ -177,7 +183,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x, Generator& dropout_gen) {
 }
 
 FeedForward::FeedForward(FeedForwardOptions opts, Generator& gen)
-    : options(opts), up({.in = opts.n_embd, .out = 4 * opts.n_embd}, gen), down({.in = 4 * opts.n_embd, .out = opts.n_embd}, gen) {
+    : options(opts),
+      up({.in = opts.n_embd, .out = 4 * opts.n_embd}, gen),
+      down({.in = 4 * opts.n_embd, .out = opts.n_embd}, gen) {
     register_module("up", up);
     register_module("down", down);
     register_hook_point("hook_post", hook_post);
@@ -188,7 +196,7 @@ Tensor FeedForward::forward(const Tensor& x, Generator& dropout_gen) {
     // composition); a forward hook on `up` is shown that pre-activation, so then they run one by one
     const bool fused = up.options.bias && !up.has_forward_hooks();
     const Tensor hidden = hook_post(fused ? linear_gelu(x, up.weight, up.bias) : gelu(up(x)));  // (B, T, 4C)
-    return dropout(down(hidden), options.dropout, is_training(), dropout_gen);  // (B, T, C)
+    return dropout(down(hidden), options.dropout, is_training(), dropout_gen);                  // (B, T, C)
 }
 
 // --- MultiHead -------------------------------------------------------------------------------------------
@@ -208,7 +216,7 @@ MultiHead::MultiHead(MultiHeadOptions opts, Generator& gen)
 
 Tensor MultiHead::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "MultiHead");
-    Generator unused;  // no dropout in this model
+    Generator unused;                                           // no dropout in this model
     Tensor x = last_rows(attention(embed(ids, B, T), unused));  // (B, T, C)
     advance_cache(T);
     if (feed_forward) x = (*feed_forward)(x, unused);
@@ -230,8 +238,9 @@ Block::Block(const GPTOptions& opts, Generator& gen)
 }
 
 Tensor Block::forward(const Tensor& input, Generator& dropout_gen) {
-    return residual.flow(input, [&](const Tensor& x) { return attention(norm1(x), dropout_gen); },
-                         [&](const Tensor& x) { return feed_forward(norm2(x), dropout_gen); });
+    return residual.flow(
+        input, [&](const Tensor& x) { return attention(norm1(x), dropout_gen); },
+        [&](const Tensor& x) { return feed_forward(norm2(x), dropout_gen); });
 }
 
 GPT::GPT(GPTOptions opts, Generator& gen)

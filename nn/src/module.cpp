@@ -57,7 +57,8 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
 }
 
 void Module::adopt(std::string name, Module& child, std::string hook_name) {
-    for (auto& [sub, value] : child.named_parameters()) value.set_name(name + "." + sub);  // a handle: names the parameter
+    for (auto& [sub, value] : child.named_parameters())
+        value.set_name(name + "." + sub);  // a handle: names the parameter
     if (hook_name.empty()) hook_name = name;
     children_.push_back({std::move(name), std::move(hook_name), &child});
 }
@@ -125,7 +126,8 @@ HookPoint& Module::register_hook_point(std::string name, HookPoint& point) {
 std::vector<std::pair<std::string, HookPoint*>> Module::named_hook_points() {
     std::vector<std::pair<std::string, HookPoint*>> out = hook_points_;
     for (const Child& child : children_)
-        for (auto& [sub, point] : child.module->named_hook_points()) out.emplace_back(child.hook_name + "." + sub, point);
+        for (auto& [sub, point] : child.module->named_hook_points())
+            out.emplace_back(child.hook_name + "." + sub, point);
     return out;
 }
 
@@ -159,7 +161,8 @@ struct HookGroup : autograd::detail::HookState {
 
 }  // namespace
 
-HookHandle Module::add_hook(std::string_view pattern, std::function<void(Tensor& value, const std::string& name)> hook) {
+HookHandle Module::add_hook(std::string_view pattern,
+                            std::function<void(Tensor& value, const std::string& name)> hook) {
     autograd::check(static_cast<bool>(hook), "add_hook: empty hook");
     auto group = std::make_shared<HookGroup>();
     auto shared_hook = std::make_shared<std::function<void(Tensor&, const std::string&)>>(std::move(hook));
@@ -177,8 +180,8 @@ HookHandle Module::add_hook(std::string_view pattern, std::function<void(Tensor&
                             autograd::shape_str(shape), autograd::shape_str(value.shape()));
         }));
     }
-    autograd::check(!group->members.empty(), "add_hook: no hook point matches '{}'; this module's hook points: {}", pattern,
-                    names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+    autograd::check(!group->members.empty(), "add_hook: no hook point matches '{}'; this module's hook points: {}",
+                    pattern, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
     return HookHandle(std::weak_ptr<autograd::detail::HookState>(group));
 }
 

@@ -35,7 +35,8 @@ int main() {
     nn::Head head({.n_embd = 4, .head_size = 2}, gen);
     Tensor out = head.forward(randn({1, 3, 4}, gen));
     const Tensor& shares = head.last_attention();  // (1, 3, 3)
-    if (shares.at({0, 0, 1}) != 0.0f || std::abs(shares.at({0, 2, 0}) + shares.at({0, 2, 1}) + shares.at({0, 2, 2}) - 1.0f) > 1e-6f)
+    if (shares.at({0, 0, 1}) != 0.0f ||
+        std::abs(shares.at({0, 2, 0}) + shares.at({0, 2, 1}) + shares.at({0, 2, 2}) - 1.0f) > 1e-6f)
         return 1;
     nn::SGD sgd(head, {.lr = 0.1f});
     sum(out * out).backward();

@@ -94,14 +94,14 @@ int main(int argc, char** argv) {
     {
         const std::string state = argv[3];
         const std::regex pair_re("([a-z]+)=([0-9]+)");
-        for (auto it = std::sregex_iterator(state.begin(), state.end(), pair_re);
-             it != std::sregex_iterator(); ++it)
+        for (auto it = std::sregex_iterator(state.begin(), state.end(), pair_re); it != std::sregex_iterator(); ++it)
             want[(*it)[1]] = std::stoi((*it)[2]);
     }
     const int raw = want.at("raw"), scale = want.at("scale"), row = want.at("row"), step = want.at("step");
     const int T = data.at("window").get<int>(), H = data.at("head_size").get<int>();
     const json& st = data.at("states").at(2 * raw + scale);
-    if (st.at("raw").get<bool>() != (raw == 1) || st.at("scale").get<bool>() != (scale == 1)) problem("states[] is out of order");
+    if (st.at("raw").get<bool>() != (raw == 1) || st.at("scale").get<bool>() != (scale == 1))
+        problem("states[] is out of order");
 
     // The state the page applied.
     std::smatch m;
@@ -136,32 +136,54 @@ int main(int argc, char** argv) {
         json expected;
         bool is_masked = false;
         if (kind == "grid") {
-            if (i >= T || j >= T) { problem("%s is outside the grid", where.c_str()); continue; }
+            if (i >= T || j >= T) {
+                problem("%s is outside the grid", where.c_str());
+                continue;
+            }
             expected = st.at(stage_kinds[stage]).at(i).at(j);
             is_masked = stage >= 2 && st.at("masked").at(i).at(j).is_null();
-            if (has_word(cls, "sel") != (i == row)) problem("%s: highlighted is '%s' for row %d", where.c_str(), cls.c_str(), row);
+            if (has_word(cls, "sel") != (i == row))
+                problem("%s: highlighted is '%s' for row %d", where.c_str(), cls.c_str(), row);
             if (has_word(cls, "masked") != is_masked) problem("%s: masked is '%s'", where.c_str(), cls.c_str());
         } else if (kind == "scores" || kind == "scaled" || kind == "masked" || kind == "shares") {
             const int s = kind == "scores" ? 0 : kind == "scaled" ? 1 : kind == "masked" ? 2 : 3;
             if (s > stage) problem("%s is shown at step %d", where.c_str(), step);
-            if (i != row || j >= T) { problem("%s is not on row %d", where.c_str(), row); continue; }
+            if (i != row || j >= T) {
+                problem("%s is not on row %d", where.c_str(), row);
+                continue;
+            }
             expected = st.at(kind).at(i).at(j);
             is_masked = s >= 2 && st.at("masked").at(i).at(j).is_null();
             if (has_word(cls, "masked") != is_masked) problem("%s: masked is '%s'", where.c_str(), cls.c_str());
         } else if (kind == "sum") {
-            if (i >= T || j != 0) { problem("%s is not a row", where.c_str()); continue; }
+            if (i >= T || j != 0) {
+                problem("%s is not a row", where.c_str());
+                continue;
+            }
             expected = st.at("row_sums").at(i);
         } else if (kind == "rowsum") {
-            if (i != row || j != 0) { problem("%s is not row %d", where.c_str(), row); continue; }
+            if (i != row || j != 0) {
+                problem("%s is not row %d", where.c_str(), row);
+                continue;
+            }
             expected = st.at("row_sums").at(i);
         } else if (kind == "weight") {
-            if (i != row || j >= T) { problem("%s is not on row %d", where.c_str(), row); continue; }
+            if (i != row || j >= T) {
+                problem("%s is not on row %d", where.c_str(), row);
+                continue;
+            }
             expected = st.at("shares").at(i).at(j);
         } else if (kind == "values") {
-            if (i >= T || j >= H) { problem("%s is outside the values", where.c_str()); continue; }
+            if (i >= T || j >= H) {
+                problem("%s is outside the values", where.c_str());
+                continue;
+            }
             expected = st.at("values").at(i).at(j);
         } else if (kind == "output") {
-            if (i != row || j >= H) { problem("%s is not on row %d", where.c_str(), row); continue; }
+            if (i != row || j >= H) {
+                problem("%s is not on row %d", where.c_str(), row);
+                continue;
+            }
             expected = st.at("output").at(i).at(j);
         } else {
             problem("unknown kind of number %s", where.c_str());
@@ -174,12 +196,16 @@ int main(int argc, char** argv) {
 
     // Exactly the tables this step shows, complete.
     const auto count = [&](const std::string& kind) { return seen.count(kind) ? int(seen[kind].size()) : 0; };
-    std::map<std::string, int> expected_counts = {{"grid", T * T}, {"sum", step >= 3 ? T : 0}, {"rowsum", step >= 3 ? 1 : 0},
-                                                  {"weight", step == 4 ? T : 0}, {"values", step == 4 ? T * H : 0},
+    std::map<std::string, int> expected_counts = {{"grid", T * T},
+                                                  {"sum", step >= 3 ? T : 0},
+                                                  {"rowsum", step >= 3 ? 1 : 0},
+                                                  {"weight", step == 4 ? T : 0},
+                                                  {"values", step == 4 ? T * H : 0},
                                                   {"output", step == 4 ? H : 0}};
     for (int s = 0; s < 4; ++s) expected_counts[stage_kinds[s]] = s <= stage ? T : 0;
     for (const auto& [kind, n] : expected_counts)
-        if (count(kind) != n) problem("%d %s numbers shown at step %d, expected %d", count(kind), kind.c_str(), step, n);
+        if (count(kind) != n)
+            problem("%d %s numbers shown at step %d, expected %d", count(kind), kind.c_str(), step, n);
 
     if (problems > 0) {
         std::fprintf(stderr, "figure_dom_check: %s: %d problems\n", argv[3], problems);

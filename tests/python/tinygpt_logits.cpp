@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
         const autograd::Tensor logits = trained.model->forward(ids, B, T);  // (B, T, V); checks the ids
         const auto values = logits.to_vector();
         std::FILE* out = std::fopen(argv[2], "wb");
-        if (!out || std::fwrite(values.data(), sizeof(float), values.size(), out) != values.size() || std::fclose(out) != 0) {
+        if (!out || std::fwrite(values.data(), sizeof(float), values.size(), out) != values.size() ||
+            std::fclose(out) != 0) {
             fmt::print(stderr, "tinygpt_logits: cannot write {}\n", argv[2]);
             return 1;
         }

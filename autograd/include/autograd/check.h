@@ -18,7 +18,6 @@
 
 namespace autograd {
 
-
 // A shape as text, "(2, 3, 4)" or "()" for a scalar, formatted only when printed: every op passes
 // shape_str(...) to check(), and a check that passes must cost nothing. It views the shape, so use it
 // within the expression that made it, or keep std::string(shape_str(s)).

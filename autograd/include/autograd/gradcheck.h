@@ -22,8 +22,8 @@
 namespace autograd {
 
 struct GradcheckOptions {
-    double eps = 1e-3;    // central-difference step
-    double atol = 2e-3;   // pass when |analytic - numeric| <= atol + rtol * |numeric|
+    double eps = 1e-3;   // central-difference step
+    double atol = 2e-3;  // pass when |analytic - numeric| <= atol + rtol * |numeric|
     double rtol = 2e-2;
     uint64_t seed = 1234;  // for the upstream gradient
 };
@@ -31,20 +31,20 @@ struct GradcheckOptions {
 struct GradcheckResult {
     bool ok = true;
     // The worst element (largest excess over its tolerance).
-    size_t input = 0;         // which input
-    int64_t element = 0;      // flat index within it
+    size_t input = 0;     // which input
+    int64_t element = 0;  // flat index within it
     double analytic = 0.0;
     double numeric = 0.0;
     double abs_error = 0.0;
-    int64_t checked = 0;      // elements compared
-    std::string message;      // one line describing the worst element
+    int64_t checked = 0;  // elements compared
+    std::string message;  // one line describing the worst element
 };
 
 // f maps the inputs to one output tensor. Inputs that do not require a gradient are not checked.
 // The inputs themselves are perturbed (and restored), so f may reach them another way too, such as
 // a module's parameters: gradcheck(f, {x, w}) with f = [&](auto& v) { return layer.forward(v[0]); }
 // and w = layer.weight. Their gradients are set aside during the check and restored after it.
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                          const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options = {});
 
 }  // namespace autograd

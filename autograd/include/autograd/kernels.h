@@ -13,8 +13,8 @@ namespace autograd::kernels {
 // A is (M, K), or (K, M) when trans_a;  B is (K, N), or (N, K) when trans_b.
 // Runs the active_isa() implementation on up to num_threads() threads (small products on one).
 // Results are bit-identical for any thread count with the same implementation.
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
-          float* C, bool accumulate);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+          bool accumulate);
 
 // Many products of one shape: C_i = op(A_i) @ op(B_i) (or C_i += ...) for each batch i, where
 // A_i = A + a_index[i] * M * K, B_i = B + b_index[i] * K * N, C_i = C + c_index[i] * M * N; an empty
@@ -35,10 +35,10 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, i
 // sums (different tiles and K blocks) and the AVX-512 softmax rows' exp (fused multiply-adds) differ:
 // within float rounding; the other loops give the same bits on every set.
 enum class Isa { portable, avx2, avx512 };
-std::string_view isa_name(Isa isa);       // "portable", "avx2", "avx512"
-std::vector<Isa> available_isas();        // those this CPU runs, portable first, best last
-Isa active_isa();                         // the one every kernel uses now (TINYGPT_ISA, or the best)
-void set_isa(Isa isa);                    // use another from now on; throws if this CPU cannot run it
+std::string_view isa_name(Isa isa);  // "portable", "avx2", "avx512"
+std::vector<Isa> available_isas();   // those this CPU runs, portable first, best last
+Isa active_isa();                    // the one every kernel uses now (TINYGPT_ISA, or the best)
+void set_isa(Isa isa);               // use another from now on; throws if this CPU cannot run it
 // Each instruction set's gemm has two paths with identical results: small products run unpacked with the
 // C tile in registers (gemm_small.h), the rest cache-blocked and packed (gemm_blocked.h); automatic picks
 // by size. The small path runs on the calling thread, but for a product of a few rows asked of it by name
@@ -49,10 +49,10 @@ void set_isa(Isa isa);                    // use another from now on; throws if 
 enum class GemmPath { automatic, small, blocked };
 inline constexpr int64_t kFewRows = 8;  // the "few rows" above: a sampled token's products
 // gemm with a given implementation (and path), for tests and benchmarks; throws if this CPU cannot run it.
-void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
-               const float* B, float* C, bool accumulate, GemmPath path = GemmPath::automatic);
+void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+               float* C, bool accumulate, GemmPath path = GemmPath::automatic);
 // The reference: three loops, double accumulation.
-void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
-                const float* B, float* C, bool accumulate);
+void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+                bool accumulate);
 
 }  // namespace autograd::kernels

@@ -42,7 +42,7 @@ struct GradContext {
     std::span<const float> out;   // the op's result values
     std::span<const float> dout;  // dLoss/d(result), same layout as out
     std::span<const Tensor> inputs;
-    bool needs(size_t i) const;      // does input i want a gradient?
+    bool needs(size_t i) const;             // does input i want a gradient?
     std::span<float> grad(size_t i) const;  // dLoss/d(input i), zero-filled on first use; use +=
     // dLoss/d(input i) for a backward that writes every element of it: when no gradient has reached
     // the input yet, a new buffer with its values unset and fresh = true (write with =, and skip the
@@ -60,14 +60,13 @@ struct GradContext {
 // is the op's call site, kept in the Node for anomaly messages: an op passes its own `where`
 // parameter on (see ops.h); left out, it is the line that calls make_result. In anomaly mode the
 // values are checked here.
-Tensor make_result(const char* op, Shape shape, Buffer values, NodeInputs inputs,
-                   BackwardFn backward, std::source_location where = std::source_location::current());
+Tensor make_result(const char* op, Shape shape, Buffer values, NodeInputs inputs, BackwardFn backward,
+                   std::source_location where = std::source_location::current());
 // The same from a std::vector (copied once).
 Tensor make_result(const char* op, Shape shape, const std::vector<float>& values, NodeInputs inputs,
                    BackwardFn backward, std::source_location where = std::source_location::current());
 // The same over existing storage (reshape shares its input's values instead of copying them).
-Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage,
-                   NodeInputs inputs, BackwardFn backward,
+Tensor make_result(const char* op, Shape shape, std::shared_ptr<Buffer> storage, NodeInputs inputs, BackwardFn backward,
                    std::source_location where = std::source_location::current());
 
 // --- shapes ----------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
                           SourceLocation where = SourceLocation::current());
 
 // --- reductions ------------------------------------------------------------------------------------
-Tensor sum(const Tensor& x, SourceLocation where = SourceLocation::current());   // -> ()
+Tensor sum(const Tensor& x, SourceLocation where = SourceLocation::current());  // -> ()
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false, SourceLocation where = SourceLocation::current());
 Tensor mean(const Tensor& x, SourceLocation where = SourceLocation::current());  // -> ()
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false, SourceLocation where = SourceLocation::current());

@@ -23,12 +23,12 @@ public:
     explicit Generator(uint64_t seed = 0) { manual_seed(seed); }
     void manual_seed(uint64_t seed) { state_ = State{seed, false, 0.0f}; }
 
-    uint64_t next_u64();                      // splitmix64: passes BigCrush, one add and three mixes
-    float uniform();                          // [0, 1), 24 random bits
-    float uniform(float low, float high);     // [low, high)
-    float normal();                           // mean 0, std 1 (Box-Muller)
+    uint64_t next_u64();                   // splitmix64: passes BigCrush, one add and three mixes
+    float uniform();                       // [0, 1), 24 random bits
+    float uniform(float low, float high);  // [low, high)
+    float normal();                        // mean 0, std 1 (Box-Muller)
     float normal(float mean, float std) { return mean + std * normal(); }
-    int64_t randint(int64_t n);               // [0, n), unbiased
+    int64_t randint(int64_t n);  // [0, n), unbiased
 
     State state() const { return state_; }
     void set_state(const State& state) { state_ = state; }

@@ -32,14 +32,13 @@ public:
     Shape() = default;
     Shape(std::initializer_list<int64_t> dims) { assign(dims.begin(), dims.end()); }
     template <typename It>
-        requires std::input_iterator<It>
-    Shape(It first, It last) {
-        assign(first, last);
-    }
+    requires std::input_iterator<It> Shape(It first, It last) { assign(first, last); }
     Shape(size_t n, int64_t value) { assign(n, value); }
     Shape(std::span<const int64_t> dims) { assign(dims.begin(), dims.end()); }  // NOLINT(google-explicit-constructor)
-    Shape(const std::vector<int64_t>& dims) { assign(dims.begin(), dims.end()); }  // NOLINT(google-explicit-constructor)
-    operator std::vector<int64_t>() const { return {begin(), end()}; }  // NOLINT(google-explicit-constructor)
+    Shape(const std::vector<int64_t>& dims) {
+        assign(dims.begin(), dims.end());
+    }                                                                       // NOLINT(google-explicit-constructor)
+    operator std::vector<int64_t>() const { return {begin(), end()}; }      // NOLINT(google-explicit-constructor)
     operator std::span<const int64_t>() const { return {data(), size()}; }  // NOLINT(google-explicit-constructor)
 
     size_t size() const { return size_; }
@@ -95,7 +94,9 @@ public:
         return dims_ + i;
     }
 
-    friend bool operator==(const Shape& a, const Shape& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+    friend bool operator==(const Shape& a, const Shape& b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    }
     friend bool operator<(const Shape& a, const Shape& b) {
         return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
     }
@@ -103,8 +104,8 @@ public:
 private:
     void grow_to(size_t n) const {
         if (n > kMaxDims)
-            throw std::invalid_argument("autograd: a tensor has at most " + std::to_string(kMaxDims) + " dimensions, asked for " +
-                                        std::to_string(n));
+            throw std::invalid_argument("autograd: a tensor has at most " + std::to_string(kMaxDims) +
+                                        " dimensions, asked for " + std::to_string(n));
     }
     int64_t dims_[kMaxDims] = {};  // the first size_ are the dimensions
     size_t size_ = 0;

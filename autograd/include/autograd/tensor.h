@@ -65,10 +65,10 @@ public:
     const Shape& shape() const;
     int64_t dim() const { return static_cast<int64_t>(shape().size()); }
     int64_t size(int64_t dim) const;  // negative dims count from the end
-    int64_t numel() const;  // 0 for a shapes-only tensor (its shape says how many it would hold)
-    bool has_values() const;  // false: made under ShapesOnlyGuard, for its shape alone
-    std::span<float> data() const;  // the values, row-major; writable (handle semantics)
-    float item() const;             // the value of a one-element tensor
+    int64_t numel() const;            // 0 for a shapes-only tensor (its shape says how many it would hold)
+    bool has_values() const;          // false: made under ShapesOnlyGuard, for its shape alone
+    std::span<float> data() const;    // the values, row-major; writable (handle semantics)
+    float item() const;               // the value of a one-element tensor
     float at(std::initializer_list<int64_t> index) const;  // element access, bounds-checked
     float& at(std::initializer_list<int64_t> index);
     std::vector<float> to_vector() const { return {data().begin(), data().end()}; }
@@ -77,7 +77,7 @@ public:
     bool requires_grad() const;
     Tensor& requires_grad_(bool on = true);  // only on leaves
     bool is_leaf() const;
-    Tensor grad() const;  // shares the gradient storage; undefined until a gradient arrives
+    Tensor grad() const;     // shares the gradient storage; undefined until a gradient arrives
     void zero_grad() const;  // drops the gradient (it is re-created as zeros on the next backward)
     // Backpropagate from this tensor. With no argument it must have one element (seed gradient 1).
     void backward(bool retain_graph = false) const;
@@ -118,11 +118,11 @@ private:
 Tensor zeros(const Shape& shape);
 Tensor ones(const Shape& shape);
 Tensor full(const Shape& shape, float value);
-Tensor scalar(float value);  // shape ()
+Tensor scalar(float value);                                           // shape ()
 Tensor tensor(const std::vector<float>& values, const Shape& shape);  // values row-major; counts must match
-Tensor tensor(const std::vector<float>& values);                       // 1-D
-Tensor arange(float start, float end, float step = 1.0f);       // [start, end)
-Tensor arange(int64_t n);                                       // 0, 1, ..., n-1
+Tensor tensor(const std::vector<float>& values);                      // 1-D
+Tensor arange(float start, float end, float step = 1.0f);             // [start, end)
+Tensor arange(int64_t n);                                             // 0, 1, ..., n-1
 Tensor zeros_like(const Tensor& t);
 
 // --- grad mode --------------------------------------------------------------------------------
@@ -134,6 +134,7 @@ public:
     ~NoGradGuard();
     NoGradGuard(const NoGradGuard&) = delete;
     NoGradGuard& operator=(const NoGradGuard&) = delete;
+
 private:
     bool previous_;
 };
@@ -151,6 +152,7 @@ public:
     ~ShapesOnlyGuard();
     ShapesOnlyGuard(const ShapesOnlyGuard&) = delete;
     ShapesOnlyGuard& operator=(const ShapesOnlyGuard&) = delete;
+
 private:
     bool previous_;
     int64_t previous_left_;
@@ -165,4 +167,3 @@ void release_cached_buffers();
 size_t cached_buffer_bytes();
 
 }  // namespace autograd
-

@@ -141,7 +141,8 @@ NewDirectories::NewDirectories(const std::filesystem::path& directory, std::stri
         } else if (errno != EEXIST) {
             const int error = errno;
             remove_made();  // (a constructor that throws runs no destructor)
-            throw std::runtime_error(fmt::format("{}: cannot make {}: {}", who, detail::path_str(*it), std::strerror(error)));
+            throw std::runtime_error(
+                fmt::format("{}: cannot make {}: {}", who, detail::path_str(*it), std::strerror(error)));
         }
     }
 }

@@ -35,7 +35,8 @@ nlohmann::json parse_json(std::string_view text, int max_depth, const std::strin
     try {
         return nlohmann::json::parse(text.begin(), text.end(), bounded);
     } catch (const TooDeep&) {
-        throw fail(source, fmt::format("nests arrays and objects more than {} deep, the limit for this kind of file", max_depth));
+        throw fail(source, fmt::format("nests arrays and objects more than {} deep, the limit for this kind of file",
+                                       max_depth));
     } catch (const nlohmann::json::exception& e) {
         throw fail(source, fmt::format("is not valid JSON: {}", json_error_text(e)));
     }
@@ -43,7 +44,8 @@ nlohmann::json parse_json(std::string_view text, int max_depth, const std::strin
 
 std::string json_error_text(const nlohmann::json::exception& e) {
     std::string_view what = e.what();
-    if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos) what.remove_prefix(what.find("] ") + 2);
+    if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos)
+        what.remove_prefix(what.find("] ") + 2);
     constexpr std::string_view kRead = "; last read: '";
     const size_t read = what.find(kRead);
     if (read == std::string_view::npos) return std::string(what.substr(0, 200)) + (what.size() > 200 ? "..." : "");
@@ -54,8 +56,10 @@ std::string json_error_text(const nlohmann::json::exception& e) {
                        what.substr(std::min(to + 1, what.size())));
 }
 
-std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view who, std::string_view kind) {
-    const std::string file = (who.empty() ? std::string() : fmt::format("{}: ", who)) + path_str(path);  // starts each message
+std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view who,
+                              std::string_view kind) {
+    const std::string file =
+        (who.empty() ? std::string() : fmt::format("{}: ", who)) + path_str(path);  // starts each message
     // O_NONBLOCK: opening a named pipe would wait for a writer; it is refused below instead
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open ({})", file, std::strerror(errno)));
@@ -70,8 +74,8 @@ std::string read_regular_file(const std::filesystem::path& path, uint64_t max_by
         throw std::runtime_error(fmt::format("{} is {}, not {}", file, file_kind(st.st_mode), kind));
     const auto size = static_cast<uint64_t>(st.st_size);
     if (size > max_bytes)
-        throw std::runtime_error(fmt::format("{} is {} bytes, over the limit of {} bytes ({} MiB) for {}", file, size, max_bytes,
-                                             max_bytes >> 20, kind));
+        throw std::runtime_error(fmt::format("{} is {} bytes, over the limit of {} bytes ({} MiB) for {}", file, size,
+                                             max_bytes, max_bytes >> 20, kind));
     std::string text(size, '\0');
     size_t done = 0;
     while (done < size) {

@@ -17,7 +17,8 @@ using namespace autograd;
 
 namespace {
 [[noreturn]] void refuse_non_finite(std::string_view model, std::string_view what) {
-    throw std::runtime_error(fmt::format("{}{}{}: the model's weights or logits are not finite", model, model.empty() ? "" : ": ", what));
+    throw std::runtime_error(
+        fmt::format("{}{}{}: the model's weights or logits are not finite", model, model.empty() ? "" : ": ", what));
 }
 }  // namespace
 
@@ -27,7 +28,8 @@ void check_finite_output(std::string_view model, std::string_view what, double v
 
 void check_finite_output(std::string_view model, std::string_view what, std::span<const float> logits) {
     const auto bad = std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
-    if (bad != logits.end()) refuse_non_finite(model, fmt::format("{} hold {} (at id {})", what, *bad, bad - logits.begin()));
+    if (bad != logits.end())
+        refuse_non_finite(model, fmt::format("{} hold {} (at id {})", what, *bad, bad - logits.begin()));
 }
 
 std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& context, int64_t n,
@@ -37,9 +39,11 @@ std::vector<int64_t> generate(LanguageModel& model, const std::vector<int64_t>& 
 }
 
 std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, const std::vector<int64_t>& context,
-                              int64_t n, const SampleOptions& options, Generator& gen, const std::function<bool(int64_t)>& emit) {
-    check(window.decoder().capacity() == model.block_size(), "generate: the window holds {} tokens, the model's block is {}",
-          window.decoder().capacity(), model.block_size());
+                              int64_t n, const SampleOptions& options, Generator& gen,
+                              const std::function<bool(int64_t)>& emit) {
+    check(window.decoder().capacity() == model.block_size(),
+          "generate: the window holds {} tokens, the model's block is {}", window.decoder().capacity(),
+          model.block_size());
     const int64_t V = model.vocab_size();
     check(!context.empty(), "generate: the context is empty; give at least one character to start from");
     check(n >= 0, "generate: cannot sample {} tokens", n);
@@ -47,7 +51,8 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
           "generate: temperature must be positive and finite, got {}", options.temperature);
     check(options.top_k >= 0, "generate: top_k {} is negative", options.top_k);
     const int64_t top_k = std::min(options.top_k, V);  // above the vocabulary: all of it (as nanoGPT)
-    for (int64_t id : context) check(id >= 0 && id < V, "generate: context id {} is outside the vocabulary of {}", id, V);
+    for (int64_t id : context)
+        check(id >= 0 && id < V, "generate: context id {} is outside the vocabulary of {}", id, V);
 
     std::vector<int64_t> produced;
     if (n == 0) return produced;

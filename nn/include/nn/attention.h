@@ -143,7 +143,7 @@ private:
     mutable Tensor attention_;  // made by last_attention() after a causal_attention forward
     Tensor input_;
     Tensor scores_;
-    Tensor queries_, keys_;     // (B, T, H) of a causal_attention forward, for last_attention()
+    Tensor queries_, keys_;  // (B, T, H) of a causal_attention forward, for last_attention()
     float factor_ = 1.0f;
     KVCache* cache_ = nullptr;
     void use_cache(KVCache* cache) override;
@@ -153,17 +153,21 @@ private:
 // Named as TransformerLens names them, n_head heads of width H, Tk the positions attended to (T, or L + T
 // while decoding with a cache).
 struct AttentionHookPoints {
-    HookPoint q, k, v;    // "hook_q", "hook_k", "hook_v": (B, T, n_head, H)
-    HookPoint scores;     // "hook_attn_scores": (B, n_head, T, Tk), scaled and masked (-inf), before the softmax
-    HookPoint pattern;    // "hook_pattern": (B, n_head, T, Tk), the softmax of the scores; rows sum to 1
-    HookPoint z;          // "hook_z": (B, T, n_head, H), each head's output before the output projection
+    HookPoint q, k, v;  // "hook_q", "hook_k", "hook_v": (B, T, n_head, H)
+    HookPoint scores;   // "hook_attn_scores": (B, n_head, T, Tk), scaled and masked (-inf), before the softmax
+    HookPoint pattern;  // "hook_pattern": (B, n_head, T, Tk), the softmax of the scores; rows sum to 1
+    HookPoint z;        // "hook_z": (B, T, n_head, H), each head's output before the output projection
     // The fused attention ops make neither scores nor pattern: with a hook on either, the heads run the
     // tutorial's composition (matmul, scale, mask, softmax, matmul).
     bool composed() const { return scores.hooked() || pattern.hooked(); }
     bool any_inside_heads() const { return q.hooked() || k.hooked() || v.hooked() || composed(); }
     // Each point with its name, for the attention module to register (Module::register_hook_point).
     std::array<std::pair<const char*, HookPoint*>, 6> named() {
-        return {{{"hook_q", &q}, {"hook_k", &k}, {"hook_v", &v}, {"hook_attn_scores", &scores}, {"hook_pattern", &pattern},
+        return {{{"hook_q", &q},
+                 {"hook_k", &k},
+                 {"hook_v", &v},
+                 {"hook_attn_scores", &scores},
+                 {"hook_pattern", &pattern},
                  {"hook_z", &z}}};
     }
 };

@@ -19,10 +19,10 @@ namespace nn {
 
 struct AttentionOnlyOptions {
     int64_t vocab = 0;
-    int64_t n_embd = 32;   // C, the residual stream's width
-    int64_t n_head = 4;    // heads per layer, each C / n_head wide
+    int64_t n_embd = 32;  // C, the residual stream's width
+    int64_t n_head = 4;   // heads per layer, each C / n_head wide
     int64_t n_layer = 2;
-    int64_t block = 64;    // longest window
+    int64_t block = 64;  // longest window
 };
 
 class AttentionOnly : public PositionalModel {

@@ -43,7 +43,7 @@ struct GPT2Options {
     float dropout = 0.0f;
     uint64_t dropout_seed = 0;
     bool gelu_exact = false;  // the erf GELU instead of GPT-2's tanh approximation
-    bool scaled = true;       // divide the scores by sqrt(H); false drops the divisor (Hugging Face's scale_attn_weights)
+    bool scaled = true;  // divide the scores by sqrt(H); false drops the divisor (Hugging Face's scale_attn_weights)
 };
 
 class GPT2Attention;
@@ -72,15 +72,15 @@ public:
     Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
 
     int64_t n_head;
-    bool scaled;      // GPT2Options::scaled
-    float dropout_p;  // on the output, in training mode
-    Linear c_attn, c_proj;  // (C, 3C), (C, C)
+    bool scaled;                                   // GPT2Options::scaled
+    float dropout_p;                               // on the output, in training mode
+    Linear c_attn, c_proj;                         // (C, 3C), (C, C)
     std::vector<std::unique_ptr<GPT2Head>> heads;  // "heads.N": views for the inspect tools
     AttentionHookPoints hooks;
 
 private:
     friend class GPT2Head;
-    AttentionRecord record_;  // the last forward's input, q and k: what the heads show
+    AttentionRecord record_;       // the last forward's input, q and k: what the heads show
     std::vector<Tensor> outputs_;  // the heads' (B, T, H), reused from forward to forward (no allocation)
     KVCache* cache_ = nullptr;     // while decoding: n_head heads
     void use_cache(KVCache* cache) override { cache_ = cache; }

@@ -17,8 +17,8 @@
 namespace nn {
 
 struct LinearOptions {
-    int64_t in = 0;     // C
-    int64_t out = 0;    // K
+    int64_t in = 0;   // C
+    int64_t out = 0;  // K
     bool bias = true;
 };
 
@@ -51,7 +51,7 @@ public:
 };
 
 struct LayerNormOptions {
-    int64_t dim = 0;    // C, the normalized (last) dim
+    int64_t dim = 0;  // C, the normalized (last) dim
     float eps = 1e-5f;
 };
 
@@ -62,8 +62,8 @@ public:
     Tensor forward(const Tensor& x);  // x: (..., C) -> (..., C)
 
     LayerNormOptions options;
-    Tensor gain;  // (C), ones
-    Tensor bias;  // (C), zeros
+    Tensor gain;                // (C), ones
+    Tensor bias;                // (C), zeros
     HookPoint hook_normalized;  // (..., C): the output, scaled and shifted (TransformerLens's name)
 };
 
@@ -84,16 +84,19 @@ struct ResidualHookPoints {
     HookPoint resid_pre, attn_out, resid_mid, mlp_out, resid_post;
     // Each point with its name, for the block to register (Module::register_hook_point).
     std::array<std::pair<const char*, HookPoint*>, 5> named() {
-        return {{{"hook_resid_pre", &resid_pre}, {"hook_attn_out", &attn_out}, {"hook_resid_mid", &resid_mid},
-                 {"hook_mlp_out", &mlp_out}, {"hook_resid_post", &resid_post}}};
+        return {{{"hook_resid_pre", &resid_pre},
+                 {"hook_attn_out", &attn_out},
+                 {"hook_resid_mid", &resid_mid},
+                 {"hook_mlp_out", &mlp_out},
+                 {"hook_resid_post", &resid_post}}};
     }
     // x + attention(x), then + mlp(that): attention and mlp take the stream (B, T, C) and return their
     // branch (B, T, C), each normalising it as the block does; every value passes its point.
     template <typename Attention, typename Mlp>
     Tensor flow(const Tensor& input, Attention&& attention, Mlp&& mlp) {
-        const Tensor x = resid_pre(input);                                // (B, T, C)
-        const Tensor mid = resid_mid(x + attn_out(attention(x)));         // (B, T, C)
-        return resid_post(mid + mlp_out(mlp(mid)));                       // (B, T, C)
+        const Tensor x = resid_pre(input);                         // (B, T, C)
+        const Tensor mid = resid_mid(x + attn_out(attention(x)));  // (B, T, C)
+        return resid_post(mid + mlp_out(mlp(mid)));                // (B, T, C)
     }
 };
 

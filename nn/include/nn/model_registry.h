@@ -61,8 +61,8 @@ enum ModelOption : unsigned {
     option_n_layer = 1u << 3,
     option_dropout = 1u << 4,
     option_feed_forward = 1u << 5,
-    option_init = 1u << 6,  // gpt2_init
-    option_gelu = 1u << 7,  // gelu_exact
+    option_init = 1u << 6,     // gpt2_init
+    option_gelu = 1u << 7,     // gelu_exact
     option_divisor = 1u << 8,  // scaled
 };
 

@@ -53,7 +53,8 @@ public:
     bool caching() const { return cache_ != nullptr; }
     int64_t cache_length() const { return cache_ ? cache_->length() : 0; }
 
-    HookPoint hook_logits;  // "logits": what forward returned, (B, T, V), seen when the model is called as model(ids, B, T)
+    HookPoint
+        hook_logits;  // "logits": what forward returned, (B, T, V), seen when the model is called as model(ids, B, T)
 
 protected:
     LanguageModel() { register_hook_point("logits", hook_logits); }
@@ -81,7 +82,7 @@ public:
     // ids: (B, T)  ->  token + position embeddings (B, T, C), the positions from first_position()
     Tensor embed(std::span<const int64_t> ids, int64_t B, int64_t T);
 
-    Embedding token, position;  // (V, C), (block, C)
+    Embedding token, position;             // (V, C), (block, C)
     HookPoint hook_embed, hook_pos_embed;  // (B, T, C) each: the token rows, the position rows
 
 protected:
@@ -125,10 +126,10 @@ public:
 
 struct SingleHeadOptions {
     int64_t vocab = 0;
-    int64_t n_embd = 32;     // C
-    int64_t head_size = 0;   // H; 0 means n_embd
+    int64_t n_embd = 32;    // C
+    int64_t head_size = 0;  // H; 0 means n_embd
     int64_t block = 8;
-    bool scaled = true;      // the head divides its scores by sqrt(H) (ModelConfig::scaled)
+    bool scaled = true;          // the head divides its scores by sqrt(H) (ModelConfig::scaled)
     bool record_scores = false;  // keep head.last_scores() (HeadOptions)
 };
 // Token + position embeddings, one causal attention Head, a linear map to V.
@@ -144,10 +145,10 @@ public:
 };
 
 struct MultiHeadAttentionOptions {
-    int64_t n_embd = 0;   // C
-    int64_t n_head = 1;   // heads of width C / n_head
-    float dropout = 0.0f; // on the projected output, in training mode
-    bool scaled = true;   // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
+    int64_t n_embd = 0;    // C
+    int64_t n_head = 1;    // heads of width C / n_head
+    float dropout = 0.0f;  // on the projected output, in training mode
+    bool scaled = true;    // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // Several Heads side by side, concatenated back to C channels, then projected: (B, T, C) -> (B, T, C).
 // Its hook points (AttentionHookPoints: "hook_q" ... "hook_z") gather the heads' parts only when hooked.
@@ -166,7 +167,7 @@ private:
 };
 
 struct FeedForwardOptions {
-    int64_t n_embd = 0;   // C; the hidden layer is 4 C wide
+    int64_t n_embd = 0;  // C; the hidden layer is 4 C wide
     float dropout = 0.0f;
 };
 // Linear C -> 4C, GELU, Linear 4C -> C: (B, T, C) -> (B, T, C). The first two run as one op,
@@ -183,11 +184,11 @@ public:
 
 struct MultiHeadOptions {
     int64_t vocab = 0;
-    int64_t n_embd = 32;       // C
-    int64_t n_head = 4;        // heads of width C / n_head
+    int64_t n_embd = 32;  // C
+    int64_t n_head = 4;   // heads of width C / n_head
     int64_t block = 8;
-    bool feed_forward = false; // add a FeedForward after the attention (the lecture's next rung)
-    bool scaled = true;        // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
+    bool feed_forward = false;  // add a FeedForward after the attention (the lecture's next rung)
+    bool scaled = true;         // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // Token + position embeddings, multi-head attention (and optionally a feed-forward), linear to V.
 // No residuals or norms: those arrive with GPT.
@@ -205,14 +206,14 @@ public:
 
 struct GPTOptions {
     int64_t vocab = 0;
-    int64_t n_embd = 64;   // C
+    int64_t n_embd = 64;  // C
     int64_t n_head = 4;
     int64_t n_layer = 4;
     int64_t block = 32;
     float dropout = 0.0f;  // on embeddings and on each residual branch, in training mode
     uint64_t dropout_seed = 0;
-    bool gpt2_init = true; // GPT-2's initialization; false keeps the layers' own (PyTorch's defaults)
-    bool scaled = true;    // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
+    bool gpt2_init = true;  // GPT-2's initialization; false keeps the layers' own (PyTorch's defaults)
+    bool scaled = true;     // each head divides its scores by sqrt(its width) (HeadOptions::scaled)
 };
 // x + attention(LayerNorm(x)), then x + feed_forward(LayerNorm(x)): one block, (B, T, C) -> (B, T, C).
 // Hook points, as GPT2Block's: ResidualHookPoints ("hook_resid_pre" ... "hook_resid_post"); its children's

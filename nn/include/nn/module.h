@@ -155,8 +155,7 @@ private:
         Tensor value;
         bool decay;
     };
-    void collect(const std::string& prefix, std::vector<const Parameter*>& out,
-                 std::vector<std::string>& names) const;
+    void collect(const std::string& prefix, std::vector<const Parameter*>& out, std::vector<std::string>& names) const;
     std::vector<Parameter> params_;
     std::vector<std::pair<std::string, autograd::Generator*>> generators_;
     std::vector<Child> children_;

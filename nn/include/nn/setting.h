@@ -65,7 +65,8 @@ struct Setting {
         if (on_off()) return words[0].empty() ? "0 or 1" : fmt::format("{} or {}", words[0], words[1]);
         if (whole()) return fmt::format("a whole number from {} to {}", min, max);
         if (!low_open && !high_open) return fmt::format("a number from {} to {}", low, high);
-        return fmt::format("a number {} {} and {} {}", low_open ? "above" : "at least", low, high_open ? "below" : "at most", high);
+        return fmt::format("a number {} {} and {} {}", low_open ? "above" : "at least", low,
+                           high_open ? "below" : "at most", high);
     }
 
     // Its value in `config` as --help and the report page show it: "200", "0.001", "lr/10" (special), "exact".
@@ -105,7 +106,8 @@ struct Setting {
                 using T = std::remove_pointer_t<decltype(v)>;
                 if constexpr (std::is_same_v<T, bool>) return *v ? "1" : "0";
                 else if constexpr (std::is_same_v<T, float>)
-                    return floats == FloatText::bits ? std::to_string(std::bit_cast<uint32_t>(*v)) : fmt::format("{}", *v);
+                    return floats == FloatText::bits ? std::to_string(std::bit_cast<uint32_t>(*v))
+                                                     : fmt::format("{}", *v);
                 else return std::to_string(*v);
             },
             ref(config));

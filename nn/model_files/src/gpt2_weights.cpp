@@ -23,10 +23,10 @@
 
 namespace nn {
 
-using detail::path_str;
 using autograd::Shape;
 using autograd::shape_str;
 using autograd::Tensor;
+using detail::path_str;
 
 namespace {
 
@@ -59,14 +59,22 @@ struct Group {
 };
 const std::array<Group, 16>& llmc_groups() {
     static const std::array<Group, 16> groups{{
-        {"wte.weight", false, false},           {"wpe.weight", false, false},
-        {"ln_1.gain", true, false},             {"ln_1.bias", true, false},
-        {"attn.c_attn.weight", true, true},     {"attn.c_attn.bias", true, false},
-        {"attn.c_proj.weight", true, true},     {"attn.c_proj.bias", true, false},
-        {"ln_2.gain", true, false},             {"ln_2.bias", true, false},
-        {"mlp.c_fc.weight", true, true},        {"mlp.c_fc.bias", true, false},
-        {"mlp.c_proj.weight", true, true},      {"mlp.c_proj.bias", true, false},
-        {"ln_f.gain", false, false},            {"ln_f.bias", false, false},
+        {"wte.weight", false, false},
+        {"wpe.weight", false, false},
+        {"ln_1.gain", true, false},
+        {"ln_1.bias", true, false},
+        {"attn.c_attn.weight", true, true},
+        {"attn.c_attn.bias", true, false},
+        {"attn.c_proj.weight", true, true},
+        {"attn.c_proj.bias", true, false},
+        {"ln_2.gain", true, false},
+        {"ln_2.bias", true, false},
+        {"mlp.c_fc.weight", true, true},
+        {"mlp.c_fc.bias", true, false},
+        {"mlp.c_proj.weight", true, true},
+        {"mlp.c_proj.bias", true, false},
+        {"ln_f.gain", false, false},
+        {"ln_f.bias", false, false},
     }};
     return groups;
 }
@@ -103,7 +111,8 @@ std::vector<Param> hf_order(const ModelConfig& c) {
         for (int64_t l = 0; l < (per_layer ? c.n_layer : 1); ++l)
             for (const Group& g : llmc_groups())
                 if (g.per_layer == per_layer && !g.suffix.starts_with("ln_f"))
-                    out.push_back({per_layer ? fmt::format("h.{}.{}", l, g.suffix) : g.suffix, shape_of(g.suffix, c), g.transposed});
+                    out.push_back({per_layer ? fmt::format("h.{}.{}", l, g.suffix) : g.suffix, shape_of(g.suffix, c),
+                                   g.transposed});
     for (const Group& g : llmc_groups())
         if (g.suffix.starts_with("ln_f")) out.push_back({g.suffix, shape_of(g.suffix, c), g.transposed});
     return out;
@@ -127,11 +136,13 @@ void check_shapes(const std::filesystem::path& path, const ModelConfig& c, std::
                   const std::function<std::string(const std::string&)>& shown) {
     for (const Param& p : hf_order(c)) {
         const auto it = given.find(p.name);
-        if (it == given.end()) refuse(path, fmt::format("tensor '{}' {} is missing", shown(p.name), shape_str(p.shape)));
+        if (it == given.end())
+            refuse(path, fmt::format("tensor '{}' {} is missing", shown(p.name), shape_str(p.shape)));
         if (it->second != p.shape)
-            refuse(path, fmt::format("tensor '{}' is {}, but a GPT-2 of n_embd {} n_layer {} vocab {} n_ctx {} needs {}",
-                                     shown(p.name), shape_str(it->second), c.n_embd, c.n_layer, c.vocab, c.block,
-                                     shape_str(p.shape)));
+            refuse(path,
+                   fmt::format("tensor '{}' is {}, but a GPT-2 of n_embd {} n_layer {} vocab {} n_ctx {} needs {}",
+                               shown(p.name), shape_str(it->second), c.n_embd, c.n_layer, c.vocab, c.block,
+                               shape_str(p.shape)));
         given.erase(it);
     }
     if (!given.empty())
@@ -140,7 +151,8 @@ void check_shapes(const std::filesystem::path& path, const ModelConfig& c, std::
 }
 
 // The tensors, by name, checked as check_shapes does. Returns them in tinygpt's order.
-NamedTensors check_against(const std::filesystem::path& path, const ModelConfig& c, const std::map<std::string, Tensor>& given,
+NamedTensors check_against(const std::filesystem::path& path, const ModelConfig& c,
+                           const std::map<std::string, Tensor>& given,
                            const std::function<std::string(const std::string&)>& shown) {
     std::map<std::string, Shape> shapes;
     for (const auto& [name, t] : given) shapes.emplace(name, t.shape());
@@ -159,7 +171,8 @@ NamedTensors places(const ModelConfig& c, const WeightsPlace& into) {
     NamedTensors out;
     for (const Param& p : hf_order(c)) {
         const auto it = given.find(p.name);
-        out.emplace_back(p.name, it != given.end() && it->second.shape() == p.shape ? it->second : autograd::zeros(p.shape));
+        out.emplace_back(p.name,
+                         it != given.end() && it->second.shape() == p.shape ? it->second : autograd::zeros(p.shape));
     }
     return out;
 }
@@ -173,7 +186,9 @@ void check_config(const std::filesystem::path& path, const ModelConfig& c) {
 
 // --- llm.c ---------------------------------------------------------------------------------------
 
-uint32_t le32(const unsigned char* b) { return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24; }
+uint32_t le32(const unsigned char* b) {
+    return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24;
+}
 
 void put_le32(std::vector<unsigned char>& out, uint32_t v) {
     for (int i = 0; i < 4; ++i) out.push_back(static_cast<unsigned char>(v >> (8 * i)));
@@ -203,7 +218,9 @@ void read_values(std::ifstream& in, std::span<float> out, int bytes_per_value, c
                  const std::function<void()>& read) {
     const auto position = static_cast<int64_t>(in.tellg());
     const auto check = [&](size_t bytes) {
-        if (!in) refuse(path, fmt::format("the file ends before byte {} (truncated while being read?)", position + static_cast<int64_t>(bytes)));
+        if (!in)
+            refuse(path, fmt::format("the file ends before byte {} (truncated while being read?)",
+                                     position + static_cast<int64_t>(bytes)));
     };
     constexpr size_t kPiece = size_t{1} << 24;
     std::vector<unsigned char> halves(bytes_per_value == 2 ? 2 * std::min(out.size(), kPiece) : 0);
@@ -218,7 +235,8 @@ void read_values(std::ifstream& in, std::span<float> out, int bytes_per_value, c
         } else {
             in.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(2 * n));
             check(2 * (first + n));
-            for (size_t i = 0; i < n; ++i) piece[i] = bf16_to_float(static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8));
+            for (size_t i = 0; i < n; ++i)
+                piece[i] = bf16_to_float(static_cast<uint16_t>(halves[2 * i] | halves[2 * i + 1] << 8));
         }
         read();
     }
@@ -251,11 +269,11 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
     SafetensorsLimits options;
     options.widen_half = true;
     options.warn_without_checksums = false;  // Hugging Face's files have none
-    SafetensorsReader file(path, options);  // the header checked; the values are read below, into place
+    SafetensorsReader file(path, options);   // the header checked; the values are read below, into place
     if (progress) file.on_progress(progress);
     ForeignWeights out;
     std::map<std::string, Shape> tensors;
-    std::map<std::string, size_t> index;            // tinygpt name -> the file's tensor
+    std::map<std::string, size_t> index;          // tinygpt name -> the file's tensor
     std::map<std::string, std::string> original;  // tinygpt name -> the file's
     std::optional<size_t> lm_head;
     int64_t skipped_buffers = 0;
@@ -287,7 +305,8 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
     const auto need = [&](const std::string& name) -> const Shape& {
         const auto it = tensors.find(name);
         if (it == tensors.end()) refuse(path, fmt::format("tensor '{}' is missing (not a GPT-2 file?)", name));
-        if (it->second.size() != 2) refuse(path, fmt::format("tensor '{}' is {}, not a matrix", shown(name), shape_str(it->second)));
+        if (it->second.size() != 2)
+            refuse(path, fmt::format("tensor '{}' is {}, not a matrix", shown(name), shape_str(it->second)));
         return it->second;
     };
     c.vocab = need("wte.weight")[0];
@@ -311,7 +330,8 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         const auto number = [&](const char* key, int64_t expected) {
             if (!j.contains(key)) return;
             if (!j[key].is_number_integer() || j[key].get<int64_t>() != expected)
-                refuse(config_json, fmt::format("\"{}\" is {} but {} holds {}", key, quote(key), path_str(path), expected));
+                refuse(config_json,
+                       fmt::format("\"{}\" is {} but {} holds {}", key, quote(key), path_str(path), expected));
         };
         number("n_embd", c.n_embd);
         number("n_layer", c.n_layer);
@@ -325,35 +345,43 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         const nlohmann::json activation = j.value("activation_function", nlohmann::json("gelu_new"));
         if (activation == "gelu") c.gelu_exact = true;
         else if (activation != "gelu_new" && activation != "gelu_pytorch_tanh")
-            refuse(config_json, fmt::format("\"activation_function\" is {}; the gpt2 kind has gelu_new (tanh) and gelu (erf)",
-                                            quote("activation_function")));
+            refuse(config_json,
+                   fmt::format("\"activation_function\" is {}; the gpt2 kind has gelu_new (tanh) and gelu (erf)",
+                               quote("activation_function")));
         if (j.contains("scale_attn_weights")) {  // Hugging Face's switch for the divisor sqrt(head width)
             if (!j["scale_attn_weights"].is_boolean())
-                refuse(config_json, fmt::format("\"scale_attn_weights\" is {}, not true or false", quote("scale_attn_weights")));
+                refuse(config_json,
+                       fmt::format("\"scale_attn_weights\" is {}, not true or false", quote("scale_attn_weights")));
             c.scaled = j["scale_attn_weights"].get<bool>();
         }
-        if (j.contains("layer_norm_epsilon") && (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() != 1e-5))
-            refuse(config_json, fmt::format("\"layer_norm_epsilon\" is {}; the gpt2 kind's LayerNorm has 1e-5", quote("layer_norm_epsilon")));
+        if (j.contains("layer_norm_epsilon") &&
+            (!j["layer_norm_epsilon"].is_number() || j["layer_norm_epsilon"].get<double>() != 1e-5))
+            refuse(config_json, fmt::format("\"layer_norm_epsilon\" is {}; the gpt2 kind's LayerNorm has 1e-5",
+                                            quote("layer_norm_epsilon")));
         out.notes.push_back(fmt::format("n_head {} from {}", c.n_head, path_str(config_json)));
     } else if (n_head) {
         c.n_head = *n_head;
         out.notes.push_back(fmt::format("n_head {} as asked (no config.json beside it)", c.n_head));
     } else if (std::ranges::find(kPublishedWidths, c.n_embd) != kPublishedWidths.end()) {
         c.n_head = c.n_embd / 64;
-        out.warnings.push_back(fmt::format("no config.json beside it: n_head {} guessed from n_embd {} (GPT-2's published sizes "
-                                           "have heads of 64); if it has other heads, give its n_head",
-                                           c.n_head, c.n_embd));
+        out.warnings.push_back(
+            fmt::format("no config.json beside it: n_head {} guessed from n_embd {} (GPT-2's published sizes "
+                        "have heads of 64); if it has other heads, give its n_head",
+                        c.n_head, c.n_embd));
     } else {
-        refuse(path, fmt::format("no config.json beside it to give n_head, and n_embd {} is none of GPT-2's published widths "
-                                 "({}, heads of 64): give its n_head, or put its config.json beside it",
-                                 c.n_embd, fmt::join(kPublishedWidths, ", ")));
+        refuse(path,
+               fmt::format("no config.json beside it to give n_head, and n_embd {} is none of GPT-2's published widths "
+                           "({}, heads of 64): give its n_head, or put its config.json beside it",
+                           c.n_embd, fmt::join(kPublishedWidths, ", ")));
     }
     if (c.n_head <= 0 || c.n_embd % c.n_head != 0)
         refuse(path, fmt::format("n_embd {} is not a multiple of n_head {}", c.n_embd, c.n_head));
 
     check_shapes(path, c, std::move(tensors), shown);
     if (lm_head && file.tensors()[*lm_head].shape != Shape{c.vocab, c.n_embd})
-        refuse(path, "tensor 'lm_head.weight' differs from 'wte.weight': the gpt2 kind's output layer is tied to the token table");
+        refuse(path,
+               "tensor 'lm_head.weight' differs from 'wte.weight': the gpt2 kind's output layer is tied to the token "
+               "table");
 
     // Each tensor straight into its place, in file order; the causal-mask buffers only read (checksums)
     out.weights = places(c, into);
@@ -371,13 +399,18 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
         });
     }
     file.finish();
-    if (!tied) refuse(path, "tensor 'lm_head.weight' differs from 'wte.weight': the gpt2 kind's output layer is tied to the token table");
-    if (skipped_buffers) out.notes.push_back(fmt::format("skipped {} causal-mask buffers (attn.bias, attn.masked_bias)", skipped_buffers));
+    if (!tied)
+        refuse(path,
+               "tensor 'lm_head.weight' differs from 'wte.weight': the gpt2 kind's output layer is tied to the token "
+               "table");
+    if (skipped_buffers)
+        out.notes.push_back(
+            fmt::format("skipped {} causal-mask buffers (attn.bias, attn.masked_bias)", skipped_buffers));
     return out;
 }
 
-ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into, std::optional<int64_t> n_head,
-                              const ReadProgress& progress) {
+ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into,
+                              std::optional<int64_t> n_head, const ReadProgress& progress) {
     // (a named pipe is refused here rather than waited on)
     std::error_code error;
     if (!std::filesystem::is_regular_file(path, error)) refuse(path, "not a regular file");
@@ -393,9 +426,11 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
     if (field(0) != kLlmcMagic)
         refuse(path, fmt::format("llm.c header field 'magic' (int32 0) is {}, not {}", field(0), kLlmcMagic));
     if (field(1) != 3 && field(1) != 5)
-        refuse(path, fmt::format("llm.c header field 'version' (int32 1) is {}: only 3 (fp32) and 5 (bf16) are read", field(1)));
+        refuse(path, fmt::format("llm.c header field 'version' (int32 1) is {}: only 3 (fp32) and 5 (bf16) are read",
+                                 field(1)));
     for (int i = 2; i < 8; ++i)
-        if (field(i) <= 0) refuse(path, fmt::format("llm.c header field '{}' (int32 {}) is {}, not positive", kNames[i], i, field(i)));
+        if (field(i) <= 0)
+            refuse(path, fmt::format("llm.c header field '{}' (int32 {}) is {}, not positive", kNames[i], i, field(i)));
     ModelConfig c;
     c.kind = ModelKind::gpt2;
     c.block = field(2);
@@ -409,15 +444,18 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
     if (padded < c.vocab)
         refuse(path, fmt::format("llm.c header field 'padded V' (int32 7) is {}, less than 'V' {}", padded, c.vocab));
     if (c.n_embd % c.n_head != 0)
-        refuse(path, fmt::format("llm.c header field 'C' (int32 6) {} is not a multiple of 'NH' {}", c.n_embd, c.n_head));
+        refuse(path,
+               fmt::format("llm.c header field 'C' (int32 6) {} is not a multiple of 'NH' {}", c.n_embd, c.n_head));
     const int bytes = field(1) == 3 ? 4 : 2;
     const std::optional<uint64_t> needed = llmc_file_bytes(c, padded, bytes);
     if (needed != file_size)
-        refuse(path, fmt::format("the file is {} bytes, but its header (version {}, maxT {}, V {}, L {}, NH {}, C {}, padded V {}) "
-                                 "needs {} ({})",
-                                 file_size, field(1), c.block, c.vocab, c.n_layer, c.n_head, c.n_embd, padded,
-                                 needed ? fmt::to_string(*needed) : std::string("more than 2^64"),
-                                 !needed || *needed > file_size ? "the file is short" : "the file is longer"));
+        refuse(path,
+               fmt::format(
+                   "the file is {} bytes, but its header (version {}, maxT {}, V {}, L {}, NH {}, C {}, padded V {}) "
+                   "needs {} ({})",
+                   file_size, field(1), c.block, c.vocab, c.n_layer, c.n_head, c.n_embd, padded,
+                   needed ? fmt::to_string(*needed) : std::string("more than 2^64"),
+                   !needed || *needed > file_size ? "the file is short" : "the file is longer"));
 
     const auto read = [&] {
         if (progress) progress(static_cast<uint64_t>(in.tellg()), file_size);
@@ -435,7 +473,8 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
             read_values(in, stored, bytes, path, read);
             auto d = t.data();
             for (int64_t o = 0; o < outs; ++o)
-                for (int64_t i = 0; i < ins; ++i) d[static_cast<size_t>(i * outs + o)] = stored[static_cast<size_t>(o * ins + i)];
+                for (int64_t i = 0; i < ins; ++i)
+                    d[static_cast<size_t>(i * outs + o)] = stored[static_cast<size_t>(o * ins + i)];
         } else {
             read_values(in, t.data(), bytes, path, read);
         }
@@ -446,12 +485,15 @@ ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPl
     return out;
 }
 
-ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into, std::optional<int64_t> n_head,
-                                 const ReadProgress& progress) {
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into,
+                                 std::optional<int64_t> n_head, const ReadProgress& progress) {
     switch (weights_format(path)) {
-        case WeightsFormat::llmc: return read_llmc_gpt2(path, into, n_head, progress);
-        case WeightsFormat::hugging_face: return read_hf_gpt2(path, into, n_head, progress);
-        case WeightsFormat::tinygpt: break;
+        case WeightsFormat::llmc:
+            return read_llmc_gpt2(path, into, n_head, progress);
+        case WeightsFormat::hugging_face:
+            return read_hf_gpt2(path, into, n_head, progress);
+        case WeightsFormat::tinygpt:
+            break;
     }
     refuse(path, "neither Hugging Face's GPT-2 model.safetensors nor llm.c's model file");
 }
@@ -460,7 +502,8 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
                    const BpeTokenizer* tokenizer) {
     check_config(directory, c);
     if (tokenizer && tokenizer->vocab_size() != c.vocab)
-        refuse(directory, fmt::format("the tokenizer has {} tokens but the model's vocab is {}", tokenizer->vocab_size(), c.vocab));
+        refuse(directory, fmt::format("the tokenizer has {} tokens but the model's vocab is {}",
+                                      tokenizer->vocab_size(), c.vocab));
     const NamedTensors ordered = check_against(directory, c, {weights.begin(), weights.end()}, same_name);
     NamedTensors named;
     for (const auto& [name, t] : ordered) named.emplace_back(std::string(kPrefix) + to_hf_name(name), t);
@@ -508,7 +551,9 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
         for (const char* stale : {"vocab.json", "merges.txt"}) {
             std::error_code error;
             std::filesystem::remove(directory / stale, error);
-            if (error) refuse(directory / stale, fmt::format("cannot remove another model's tokenizer file ({})", error.message()));
+            if (error)
+                refuse(directory / stale,
+                       fmt::format("cannot remove another model's tokenizer file ({})", error.message()));
         }
     }
     made.keep();
@@ -516,13 +561,19 @@ void write_hf_gpt2(const std::filesystem::path& directory, const ModelConfig& c,
 
 void write_llmc_gpt2(const std::filesystem::path& path, const ModelConfig& c, const NamedTensors& weights) {
     check_config(path, c);
-    if (!c.scaled) refuse(path, "llm.c's model always divides the attention scores by sqrt(head width); this one has no divisor");
+    if (!c.scaled)
+        refuse(path, "llm.c's model always divides the attention scores by sqrt(head width); this one has no divisor");
     std::map<std::string, Tensor> by_name(weights.begin(), weights.end());
     (void)check_against(path, c, by_name, same_name);
     const int64_t padded = (c.vocab + 127) / 128 * 128;
     std::vector<unsigned char> bytes;
-    const int32_t header[8] = {kLlmcMagic, 3, static_cast<int32_t>(c.block), static_cast<int32_t>(c.vocab),
-                               static_cast<int32_t>(c.n_layer), static_cast<int32_t>(c.n_head), static_cast<int32_t>(c.n_embd),
+    const int32_t header[8] = {kLlmcMagic,
+                               3,
+                               static_cast<int32_t>(c.block),
+                               static_cast<int32_t>(c.vocab),
+                               static_cast<int32_t>(c.n_layer),
+                               static_cast<int32_t>(c.n_head),
+                               static_cast<int32_t>(c.n_embd),
                                static_cast<int32_t>(padded)};
     for (int i = 0; i < kLlmcHeaderInts; ++i) put_le32(bytes, i < 8 ? static_cast<uint32_t>(header[i]) : 0u);
     AtomicFile file(path, "write_llmc_gpt2");
@@ -533,7 +584,8 @@ void write_llmc_gpt2(const std::filesystem::path& path, const ModelConfig& c, co
         if (p.transposed) {
             const int64_t in = p.shape[0], outs = p.shape[1];
             for (int64_t o = 0; o < outs; ++o)
-                for (int64_t i = 0; i < in; ++i) put_le32(bytes, std::bit_cast<uint32_t>(d[static_cast<size_t>(i * outs + o)]));
+                for (int64_t i = 0; i < in; ++i)
+                    put_le32(bytes, std::bit_cast<uint32_t>(d[static_cast<size_t>(i * outs + o)]));
         } else {
             for (float v : d) put_le32(bytes, std::bit_cast<uint32_t>(v));
         }

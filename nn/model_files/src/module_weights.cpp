@@ -27,9 +27,10 @@ void check_finite(const NamedTensors& tensors, const std::string& where) {
         const auto values = t.data();
         for (size_t i = 0; i < values.size(); ++i)
             if (!std::isfinite(values[i]))
-                throw std::runtime_error(fmt::format("{}: tensor {} holds {} at index {} (shape {}): refusing to load "
-                                                     "a non-finite weight", where, quoted_name(name), values[i], i,
-                                                     shape_str(t.shape())));
+                throw std::runtime_error(
+                    fmt::format("{}: tensor {} holds {} at index {} (shape {}): refusing to load "
+                                "a non-finite weight",
+                                where, quoted_name(name), values[i], i, shape_str(t.shape())));
     }
 }
 
@@ -58,8 +59,7 @@ void load_parameters(Module& module, const NamedTensors& tensors) {
     for (const auto& [name, p] : params) {
         wanted.insert(name);
         const auto it = given.find(name);
-        if (it == given.end())
-            missing.push_back(fmt::format("{} {}", name, shape_str(p.shape())));
+        if (it == given.end()) missing.push_back(fmt::format("{} {}", name, shape_str(p.shape())));
         else if (it->second->shape() != p.shape())
             mismatched.push_back(fmt::format("{} is {} in the file, {} in the module", name,
                                              shape_str(it->second->shape()), shape_str(p.shape())));
@@ -76,10 +76,9 @@ void load_parameters(Module& module, const NamedTensors& tensors) {
             if (items.size() > kMaxListed) s += fmt::format(", and {} more", items.size() - kMaxListed);
             return s;
         };
-        throw std::invalid_argument(fmt::format("the tensors do not fit the module (nothing was loaded){}{}{}",
-                                                list(missing, "missing from the file"),
-                                                list(extra, "in the file but not in the module"),
-                                                list(mismatched, "of a different shape")));
+        throw std::invalid_argument(fmt::format(
+            "the tensors do not fit the module (nothing was loaded){}{}{}", list(missing, "missing from the file"),
+            list(extra, "in the file but not in the module"), list(mismatched, "of a different shape")));
     }
     for (const auto& [name, p] : params) {
         const auto src = given.at(name)->data();

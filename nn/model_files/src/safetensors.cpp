@@ -85,7 +85,8 @@ public:
             const ssize_t n = ::read(fd, p, size);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) fail(fmt::format("read failed at byte {} ({})", position_, std::strerror(errno)));
-            if (n == 0) fail(fmt::format("the file ends at byte {} while reading (truncated while being read?)", position_));
+            if (n == 0)
+                fail(fmt::format("the file ends at byte {} while reading (truncated while being read?)", position_));
             p += n;
             size -= static_cast<size_t>(n);
             position_ += static_cast<uint64_t>(n);
@@ -94,15 +95,18 @@ public:
 
     // A JSON array of non-negative integers, or a failure naming `what`.
     std::vector<uint64_t> unsigned_array(const nlohmann::json& value, const std::string& what) const {
-        if (!value.is_array()) fail(fmt::format("{} must be an array of non-negative integers, got {}", what, value.type_name()));
+        if (!value.is_array())
+            fail(fmt::format("{} must be an array of non-negative integers, got {}", what, value.type_name()));
         std::vector<uint64_t> out;
         // (an array nested thousands deep is named by its first element's kind: dump() would recurse that deep)
-        const bool flat = std::none_of(value.begin(), value.end(), [](const nlohmann::json& v) { return v.is_structured(); });
+        const bool flat =
+            std::none_of(value.begin(), value.end(), [](const nlohmann::json& v) { return v.is_structured(); });
         for (const auto& v : value) {
             if (!v.is_number_unsigned())
                 fail(fmt::format("{} must be an array of non-negative integers, got {}", what,
-                                 flat ? quoted_name(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
-                                      : fmt::format("an array holding an {}", v.type_name())));
+                                 flat
+                                     ? quoted_name(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+                                     : fmt::format("an array holding an {}", v.type_name())));
             out.push_back(v.get<uint64_t>());
         }
         return out;
@@ -119,7 +123,8 @@ public:
         Entry e{name, {}, 0, 0};
         if (widen_half_ && (type == "F16" || type == "BF16")) e.value_bytes = 2, e.bf16 = type == "BF16";
         else if (type != "F32")
-            fail(fmt::format("{} has dtype {}; only F32{} is supported", who, quoted_name(type), widen_half_ ? ", F16 and BF16" : ""));
+            fail(fmt::format("{} has dtype {}; only F32{} is supported", who, quoted_name(type),
+                             widen_half_ ? ", F16 and BF16" : ""));
 
         uint64_t numel = 1;
         for (uint64_t d : unsigned_array(value.at("shape"), who + ": \"shape\"")) {
@@ -172,8 +177,9 @@ nlohmann::json parse_header(const std::string& header, const Reader& reader) {
         reader.fail(fmt::format("the header is not valid JSON ({})", e.what()));
     }
     if (!duplicate.empty())
-        reader.fail(duplicate_is_tensor ? fmt::format("the header names tensor {} twice", quoted_name(duplicate))
-                                        : fmt::format("the header repeats the key {} in one object", quoted_name(duplicate)));
+        reader.fail(duplicate_is_tensor
+                        ? fmt::format("the header names tensor {} twice", quoted_name(duplicate))
+                        : fmt::format("the header repeats the key {} in one object", quoted_name(duplicate)));
     if (!j.is_object()) reader.fail(fmt::format("the header is not a JSON object but {}", j.type_name()));
     return j;
 }
@@ -209,17 +215,20 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
     const nlohmann::json header = parse_header(header_text, reader);
     std::vector<Entry>& entries = entries_;
     std::map<std::string, std::string>& checksums = checksums_;  // tensor name -> 8 hex digits
-    std::map<std::string, std::string> all_metadata;              // the checksums too, for the metadata's own
+    std::map<std::string, std::string> all_metadata;             // the checksums too, for the metadata's own
     for (const auto& [name, value] : header.items()) {
         if (name == kMetadataKey) {
-            if (!value.is_object()) reader.fail(fmt::format("\"{}\" must be an object of strings, got {}", kMetadataKey, value.type_name()));
+            if (!value.is_object())
+                reader.fail(
+                    fmt::format("\"{}\" must be an object of strings, got {}", kMetadataKey, value.type_name()));
             for (const auto& [key, v] : value.items()) {
                 if (!v.is_string())
                     reader.fail(fmt::format("\"{}\" must be an object of strings, but {} is {}", kMetadataKey,
                                             quoted_name(key), v.type_name()));
                 all_metadata.emplace(key, v.get<std::string>());
                 if (key == kMetadataChecksum) continue;
-                if (key.starts_with(kChecksumPrefix)) checksums.emplace(key.substr(kChecksumPrefix.size()), v.get<std::string>());
+                if (key.starts_with(kChecksumPrefix))
+                    checksums.emplace(key.substr(kChecksumPrefix.size()), v.get<std::string>());
                 else metadata_.emplace(key, v.get<std::string>());
             }
 
@@ -231,29 +240,33 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
     }
 
     // Sorted by begin, the tensors must tile the data section exactly: no overlap, no gap, no tail.
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+        return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    });
     const uint64_t data_size = file_size - 8 - header_size;
     uint64_t expected = 0;
     for (size_t i = 0; i < entries.size(); ++i) {
         const Entry& e = entries[i];
         if (e.begin < expected)
             reader.fail(fmt::format("tensor {} (data_offsets [{}, {}]) overlaps tensor {} (data_offsets [{}, {}])",
-                                    quoted_name(e.name), e.begin, e.end, quoted_name(entries[i - 1].name), entries[i - 1].begin,
-                                    entries[i - 1].end));
+                                    quoted_name(e.name), e.begin, e.end, quoted_name(entries[i - 1].name),
+                                    entries[i - 1].begin, entries[i - 1].end));
         if (e.begin > expected)
-            reader.fail(fmt::format("a gap of {} bytes before tensor {} (data_offsets [{}, {}]): the data before it ends at {}",
-                                    e.begin - expected, quoted_name(e.name), e.begin, e.end, expected));
+            reader.fail(
+                fmt::format("a gap of {} bytes before tensor {} (data_offsets [{}, {}]): the data before it ends at {}",
+                            e.begin - expected, quoted_name(e.name), e.begin, e.end, expected));
         if (e.end > data_size)
-            reader.fail(fmt::format("tensor {} (data_offsets [{}, {}]) ends past the end of the file: the data section "
-                                    "holds {} bytes (truncated?)",
-                                    quoted_name(e.name), e.begin, e.end, data_size));
+            reader.fail(
+                fmt::format("tensor {} (data_offsets [{}, {}]) ends past the end of the file: the data section "
+                            "holds {} bytes (truncated?)",
+                            quoted_name(e.name), e.begin, e.end, data_size));
         expected = e.end;
     }
     if (expected != data_size)
-        reader.fail(fmt::format("{} bytes of trailing data after the last tensor (the tensors end at {}, the data "
-                                "section holds {} bytes)",
-                                data_size - expected, expected, data_size));
+        reader.fail(
+            fmt::format("{} bytes of trailing data after the last tensor (the tensors end at {}, the data "
+                        "section holds {} bytes)",
+                        data_size - expected, expected, data_size));
 
     // Checksums: none at all (a file written before them), or one of 8 hex digits for every tensor.
     checksummed_ = !checksums.empty();
@@ -261,22 +274,26 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
     for (const Entry& e : entries) tensor_names.insert(e.name);
     for (const auto& [name, crc] : checksums) {
         const bool hex = crc.size() == 8 && std::all_of(crc.begin(), crc.end(), [](char c) {
-            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-        });
-        if (!hex) reader.fail(fmt::format("the checksum of tensor {} is not 8 hex digits: {}", quoted_name(name), quoted_name(crc)));
+                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                         });
+        if (!hex)
+            reader.fail(
+                fmt::format("the checksum of tensor {} is not 8 hex digits: {}", quoted_name(name), quoted_name(crc)));
         if (!tensor_names.contains(name))
             reader.fail(fmt::format("a checksum names tensor {}, which the file does not hold", quoted_name(name)));
     }
     if (checksummed_)
         for (const Entry& e : entries)
             if (!checksums.contains(e.name))
-                reader.fail(fmt::format("tensor {} has no checksum while the file's other tensors have theirs", quoted_name(e.name)));
+                reader.fail(fmt::format("tensor {} has no checksum while the file's other tensors have theirs",
+                                        quoted_name(e.name)));
     if (const auto stored = all_metadata.find(std::string(kMetadataChecksum)); stored != all_metadata.end()) {
         const std::string computed = metadata_checksum(all_metadata);
         if (stored->second != computed)
-            reader.fail(fmt::format("the metadata does not match its checksum (CRC32C {} stored, {} computed): its "
-                                    "settings were edited or damaged; nothing was loaded",
-                                    quoted_name(stored->second), computed));
+            reader.fail(
+                fmt::format("the metadata does not match its checksum (CRC32C {} stored, {} computed): its "
+                            "settings were edited or damaged; nothing was loaded",
+                            quoted_name(stored->second), computed));
         metadata_checked_ = true;
     }
 
@@ -286,10 +303,18 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path, const Sa
 }
 
 SafetensorsReader::SafetensorsReader(SafetensorsReader&& other) noexcept
-    : path_(std::move(other.path_)), limits_(other.limits_), fd_(std::exchange(other.fd_, -1)), file_size_(other.file_size_),
-      data_start_(other.data_start_), entries_(std::move(other.entries_)), metadata_(std::move(other.metadata_)),
-      checksums_(std::move(other.checksums_)), checksummed_(other.checksummed_), metadata_checked_(other.metadata_checked_),
-      progress_(std::move(other.progress_)), reached_(other.reached_) {}
+    : path_(std::move(other.path_)),
+      limits_(other.limits_),
+      fd_(std::exchange(other.fd_, -1)),
+      file_size_(other.file_size_),
+      data_start_(other.data_start_),
+      entries_(std::move(other.entries_)),
+      metadata_(std::move(other.metadata_)),
+      checksums_(std::move(other.checksums_)),
+      checksummed_(other.checksummed_),
+      metadata_checked_(other.metadata_checked_),
+      progress_(std::move(other.progress_)),
+      reached_(other.reached_) {}
 
 SafetensorsReader::~SafetensorsReader() {
     if (fd_ >= 0) ::close(fd_);
@@ -315,7 +340,8 @@ void SafetensorsReader::read_exact(void* out, size_t size, uint64_t offset) {
         const ssize_t n = ::pread(fd_, p, std::min(size, kMostAtOnce), static_cast<off_t>(offset));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) reader.fail(fmt::format("read failed at byte {} ({})", offset, std::strerror(errno)));
-        if (n == 0) reader.fail(fmt::format("the file ends at byte {} while reading (truncated while being read?)", offset));
+        if (n == 0)
+            reader.fail(fmt::format("the file ends at byte {} while reading (truncated while being read?)", offset));
         p += n;
         size -= static_cast<size_t>(n);
         offset += static_cast<uint64_t>(n);
@@ -352,16 +378,21 @@ void SafetensorsReader::read_pieces(size_t i, const std::function<void(std::span
         use(piece, static_cast<size_t>(first));
     }
     if (checksummed_ && checksum_text(crc.value()) != checksums_.at(e.name))
-        Reader(path_).fail(fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
-                                       "is corrupt", quoted_name(e.name), checksums_.at(e.name), checksum_text(crc.value())));
+        Reader(path_).fail(
+            fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
+                        "is corrupt",
+                        quoted_name(e.name), checksums_.at(e.name), checksum_text(crc.value())));
 }
 
 void SafetensorsReader::read(size_t i, std::span<float> out) {
     const Entry& e = entries_.at(i);
-    check(out.size_bytes() / 4 * e.value_bytes == e.end - e.begin, "SafetensorsReader::read: {} values for tensor {} of shape {}",
-          out.size(), quoted_name(e.name), shape_str(e.shape));
+    check(out.size_bytes() / 4 * e.value_bytes == e.end - e.begin,
+          "SafetensorsReader::read: {} values for tensor {} of shape {}", out.size(), quoted_name(e.name),
+          shape_str(e.shape));
     if (e.value_bytes == 2) {
-        read_pieces(i, [&](std::span<const float> piece, size_t first) { std::copy(piece.begin(), piece.end(), out.begin() + first); });
+        read_pieces(i, [&](std::span<const float> piece, size_t first) {
+            std::copy(piece.begin(), piece.end(), out.begin() + first);
+        });
         return;
     }
     read_exact(out.data(), out.size_bytes(), data_start_ + e.begin);  // straight into place
@@ -369,8 +400,10 @@ void SafetensorsReader::read(size_t i, std::span<float> out) {
         Crc32c crc;
         crc.add(out.data(), out.size_bytes());
         if (checksum_text(crc.value()) != checksums_.at(e.name))
-            Reader(path_).fail(fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
-                                           "is corrupt", quoted_name(e.name), checksums_.at(e.name), checksum_text(crc.value())));
+            Reader(path_).fail(
+                fmt::format("tensor {} does not match its checksum (CRC32C {} stored, {} computed): the file "
+                            "is corrupt",
+                            quoted_name(e.name), checksums_.at(e.name), checksum_text(crc.value())));
     }
     to_or_from_little_endian(out);
 }
@@ -383,11 +416,15 @@ void SafetensorsReader::finish() {
     if (n != 0) Reader(path_).fail("the file grew or failed while being read");
     report(file_size_);
     if (!checksummed_ && !entries_.empty() && limits_.warn_without_checksums)
-        warning_handler()(fmt::format("{} carries no checksums (written before tinygpt stored them): its bytes are not "
-                                      "verified; saving it again adds them", path_str(path_)));
+        warning_handler()(
+            fmt::format("{} carries no checksums (written before tinygpt stored them): its bytes are not "
+                        "verified; saving it again adds them",
+                        path_str(path_)));
     else if (checksummed_ && !metadata_checked_ && limits_.warn_without_checksums)
-        warning_handler()(fmt::format("{} carries no checksum of its metadata (written before tinygpt stored one): its "
-                                      "settings are not verified; saving it again adds it", path_str(path_)));
+        warning_handler()(
+            fmt::format("{} carries no checksum of its metadata (written before tinygpt stored one): its "
+                        "settings are not verified; saving it again adds it",
+                        path_str(path_)));
 }
 
 NamedTensors SafetensorsReader::read_all(const NamedTensors& into, const std::function<bool(const std::string&)>& keep,
@@ -399,8 +436,9 @@ NamedTensors SafetensorsReader::read_all(const NamedTensors& into, const std::fu
         if (!finite_where || not_finite) return;
         for (size_t k = 0; k < values.size(); ++k)
             if (!std::isfinite(values[k])) {
-                not_finite = fmt::format("{}: tensor {} holds {} at index {} (shape {}): refusing to load a non-finite weight",
-                                         *finite_where, quoted_name(e.name), values[k], first + k, shape_str(e.shape));
+                not_finite =
+                    fmt::format("{}: tensor {} holds {} at index {} (shape {}): refusing to load a non-finite weight",
+                                *finite_where, quoted_name(e.name), values[k], first + k, shape_str(e.shape));
                 return;
             }
     };
@@ -412,7 +450,8 @@ NamedTensors SafetensorsReader::read_all(const NamedTensors& into, const std::fu
             continue;
         }
         const auto place = places.find(e.name);
-        Tensor t = place != places.end() && place->second->shape() == e.shape ? *place->second : autograd::zeros(e.shape);
+        Tensor t =
+            place != places.end() && place->second->shape() == e.shape ? *place->second : autograd::zeros(e.shape);
         read(i, t.data());
         check_values(e, t.data(), 0);
         out.emplace_back(e.name, t);

@@ -80,7 +80,6 @@ inline uint64_t load_le64(const unsigned char* in) {
     return v;
 }
 
-
 inline void to_or_from_little_endian(std::span<float> values) {
     if constexpr (std::endian::native == std::endian::big) {
         for (float& v : values) v = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(v)));

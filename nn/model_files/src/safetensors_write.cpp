@@ -17,13 +17,13 @@
 namespace nn {
 
 using autograd::check;
-using detail::path_str;
-using detail::Crc32c;
 using detail::checksum_text;
+using detail::Crc32c;
 using detail::kChecksumPrefix;
 using detail::kMetadataChecksum;
 using detail::kMetadataKey;
 using detail::metadata_checksum;
+using detail::path_str;
 using detail::quoted_name;
 using detail::store_le64;
 using detail::with_stored_bytes;
@@ -34,8 +34,8 @@ namespace {
 // checksums): the metadata with its own checksum first, then the tensors in the given order with
 // contiguous offsets, padded with spaces to a multiple of 8. One over what load_safetensors reads is
 // refused (check_size), so nothing is written that cannot be read back.
-std::string make_header(const std::filesystem::path& path, const NamedTensors& tensors, std::map<std::string, std::string> all_metadata,
-                        bool check_size = true) {
+std::string make_header(const std::filesystem::path& path, const NamedTensors& tensors,
+                        std::map<std::string, std::string> all_metadata, bool check_size = true) {
     all_metadata[std::string(kMetadataChecksum)] = metadata_checksum(all_metadata);
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
     header[kMetadataKey] = all_metadata;
@@ -49,15 +49,16 @@ std::string make_header(const std::filesystem::path& path, const NamedTensors& t
     try {
         json = header.dump();
     } catch (const nlohmann::json::exception&) {
-        throw std::invalid_argument(fmt::format("{}: a tensor name or metadata entry is not valid UTF-8",
-                                                path_str(path)));
+        throw std::invalid_argument(
+            fmt::format("{}: a tensor name or metadata entry is not valid UTF-8", path_str(path)));
     }
     json.append((8 - json.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference writes it
     const uint64_t limit = SafetensorsLimits{}.max_header_bytes;
     if (check_size && json.size() > limit)
-        throw std::invalid_argument(fmt::format("{}: the header would be {} bytes, over the {} that "
-                                                "loading reads: nothing was written",
-                                                path_str(path), json.size(), limit));
+        throw std::invalid_argument(
+            fmt::format("{}: the header would be {} bytes, over the {} that "
+                        "loading reads: nothing was written",
+                        path_str(path), json.size(), limit));
     return json;
 }
 
@@ -69,16 +70,14 @@ void write_safetensors(AtomicFile& file, const std::filesystem::path& path, cons
     for (size_t i = 0; i < tensors.size(); ++i) {
         const auto& [name, t] = tensors[i];
         check(!name.empty(), "{}: tensor {} has an empty name", path_str(path), i);
-        check(name != kMetadataKey, "{}: the name \"{}\" is reserved for metadata", path_str(path),
-              kMetadataKey);
-        check(names.insert(name).second, "{}: the name {} is used twice", path_str(path),
-              quoted_name(name));
+        check(name != kMetadataKey, "{}: the name \"{}\" is reserved for metadata", path_str(path), kMetadataKey);
+        check(names.insert(name).second, "{}: the name {} is used twice", path_str(path), quoted_name(name));
         check(t.defined(), "{}: tensor {} is undefined", path_str(path), quoted_name(name));
     }
 
     for (const auto& [key, value] : metadata)
-        check(!key.starts_with(kChecksumPrefix), "{}: metadata key {} is reserved for checksums",
-              path_str(path), quoted_name(key));
+        check(!key.starts_with(kChecksumPrefix), "{}: metadata key {} is reserved for checksums", path_str(path),
+              quoted_name(key));
 
     std::map<std::string, std::string> all_metadata = metadata;
     for (const auto& [name, t] : tensors) {

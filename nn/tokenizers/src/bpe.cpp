@@ -58,7 +58,8 @@ struct File {
         if (fd < 0 || ::fstat(fd, &st) != 0)
             throw std::runtime_error(fmt::format("{}: cannot open {} ({})", who, path_str(path), std::strerror(errno)));
         if (!S_ISREG(st.st_mode))
-            throw std::runtime_error(fmt::format("{}: {} is {}, not {}", who, path_str(path), file_kind(st.st_mode), kind));
+            throw std::runtime_error(
+                fmt::format("{}: {} is {}, not {}", who, path_str(path), file_kind(st.st_mode), kind));
         size = static_cast<uint64_t>(st.st_size);
     }
 
@@ -68,7 +69,9 @@ struct File {
         while (got < bytes) {
             const ssize_t n = ::read(fd, out + got, bytes - got);
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0) throw std::runtime_error(fmt::format("{}: cannot read {} ({})", who, path_str(path), std::strerror(errno)));
+            if (n < 0)
+                throw std::runtime_error(
+                    fmt::format("{}: cannot read {} ({})", who, path_str(path), std::strerror(errno)));
             if (n == 0) break;
             got += static_cast<size_t>(n);
         }
@@ -116,8 +119,8 @@ struct BpeTokenizer::Scratch {
     void insert(std::string_view piece, uint64_t h, std::span<const int32_t> piece_ids) {
         if (keys.size() + piece.size() > (size_t{64} << 20)) clear();  // a bound on a huge, varied text
         if (2 * (used + 1) > slots.size()) grow();
-        place(Slot{h, static_cast<uint32_t>(keys.size()), static_cast<uint32_t>(piece.size()), static_cast<uint32_t>(ids.size()),
-                   static_cast<uint32_t>(piece_ids.size()), true});
+        place(Slot{h, static_cast<uint32_t>(keys.size()), static_cast<uint32_t>(piece.size()),
+                   static_cast<uint32_t>(ids.size()), static_cast<uint32_t>(piece_ids.size()), true});
         keys += piece;
         ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
         ++used;
@@ -148,11 +151,11 @@ enum AsciiClass : uint8_t { kSpace, kLetter, kDigit, kOther, kNotAscii };
 constexpr std::array<AsciiClass, 256> ascii_classes() {
     std::array<AsciiClass, 256> c{};
     for (int b = 0; b < 256; ++b) {
-        c[static_cast<size_t>(b)] = b >= 0x80                           ? kNotAscii
-                                    : (b >= 0x09 && b <= 0x0D) || b == ' ' ? kSpace
+        c[static_cast<size_t>(b)] = b >= 0x80                                          ? kNotAscii
+                                    : (b >= 0x09 && b <= 0x0D) || b == ' '             ? kSpace
                                     : (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ? kLetter
-                                    : b >= '0' && b <= '9'                ? kDigit
-                                                                          : kOther;
+                                    : b >= '0' && b <= '9'                             ? kDigit
+                                                                                       : kOther;
     }
     return c;
 }
@@ -177,11 +180,16 @@ size_t ascii_pre_token_end(std::string_view text, size_t i) {
     size_t start = i;
     if (c == ' ' && i + 1 < n && cls(i + 1) != kSpace) start = i + 1;  // " ?" before a letter, digit or other
     switch (cls(start)) {
-        case kLetter: return run(start, kLetter);
-        case kDigit: return run(start, kDigit);
-        case kOther: return run(start, kOther);
-        case kNotAscii: return 0;
-        case kSpace: break;
+        case kLetter:
+            return run(start, kLetter);
+        case kDigit:
+            return run(start, kDigit);
+        case kOther:
+            return run(start, kOther);
+        case kNotAscii:
+            return 0;
+        case kSpace:
+            break;
     }
     // \s+(?!\S)|\s+ : the whole run if it ends the text or more whitespace follows it; else the run but its
     // last character (left to start the next pre-token), or the one character when the run is one
@@ -208,13 +216,15 @@ void BpeTokenizer::Tables::pre_tokenize(std::string_view text, Piece&& piece, bo
                 continue;
             }
         }
-        const int rc = jit ? pcre2_jit_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match.get(), nullptr)
-                           : pcre2_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
+        const int rc =
+            jit ? pcre2_jit_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match.get(), nullptr)
+                : pcre2_match(pattern.get(), subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
         // Every character is a letter, a number, whitespace or none of these, so the pattern matches at
         // every offset; anything else is PCRE2 failing (out of its match limits), not the text.
         check(rc > 0, "BPE tokenizer: PCRE2 failed at byte offset {} (code {})", offset, rc);
         const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.get());
-        check(ovector[0] == offset && ovector[1] > offset, "BPE tokenizer: the pattern skipped text at byte offset {}", offset);
+        check(ovector[0] == offset && ovector[1] > offset, "BPE tokenizer: the pattern skipped text at byte offset {}",
+              offset);
         piece(text.substr(offset, ovector[1] - offset));
         offset = ovector[1];
     }
@@ -228,7 +238,8 @@ void BpeTokenizer::Tables::encode_piece(std::string_view piece, Out& out, Scratc
     }
     const uint64_t h = hash_bytes(piece);
     if (const Scratch::Slot* hit = scratch.find(piece, h)) {
-        for (uint32_t k = 0; k < hit->ids_size; ++k) out.push_back(static_cast<typename Out::value_type>(scratch.ids[hit->ids + k]));
+        for (uint32_t k = 0; k < hit->ids_size; ++k)
+            out.push_back(static_cast<typename Out::value_type>(scratch.ids[hit->ids + k]));
         return;
     }
     bpe(piece, scratch, Merging::automatic, nullptr);
@@ -259,7 +270,8 @@ bool BpeTokenizer::Tables::merge_rounds(Scratch& scratch, uint64_t budget, uint6
         int32_t best_rank = std::numeric_limits<int32_t>::max(), left = -1, right = -1, result = -1;
         for (size_t i = 0; i + 1 < word.size(); ++i) {
             const MergeTable::Merge* merge = merges.find(pair_key(word[i], word[i + 1]));
-            if (merge && merge->rank < best_rank) best_rank = merge->rank, left = word[i], right = word[i + 1], result = merge->result;
+            if (merge && merge->rank < best_rank)
+                best_rank = merge->rank, left = word[i], right = word[i + 1], result = merge->result;
         }
         if (result < 0) break;
         merged.clear();
@@ -292,13 +304,13 @@ void BpeTokenizer::Tables::merge_heap(Scratch& scratch, uint64_t* lookups) const
     std::vector<Scratch::Part>& part = scratch.parts;  // a part's token and neighbours in one cache line
     std::vector<Scratch::Place>& listed = scratch.listed;
     std::vector<uint32_t>& places = scratch.places;
-    std::vector<int32_t>& ranks = scratch.ranks;  // a min-heap of the ranks with places listed
+    std::vector<int32_t>& ranks = scratch.ranks;                // a min-heap of the ranks with places listed
     if (first.empty()) first.assign(merge_list.size(), kNone);  // and left so: each round empties its list
     part.resize(n), listed.clear(), ranks.clear();
     listed.reserve(n);
     for (uint32_t i = 0; i < n; ++i) part[i] = {word[i], i - 1, i + 1};
     uint64_t looked = 0;
-    int32_t free = kNone;  // the entries of listed whose rounds are done, chained by next
+    int32_t free = kNone;                // the entries of listed whose rounds are done, chained by next
     const auto list = [&](uint32_t i) {  // lists part i and the next under their merge's rank, if they are one
         if (part[i].next >= n) return;
         ++looked;
@@ -336,7 +348,8 @@ void BpeTokenizer::Tables::merge_heap(Scratch& scratch, uint64_t* lookups) const
         const Merge& merge = merge_list[static_cast<size_t>(round)];
         for (const uint32_t i : places) {
             Scratch::Part& left = part[i];
-            if (left.token != merge.left || left.next >= n || part[left.next].token != merge.right) continue;  // changed since
+            if (left.token != merge.left || left.next >= n || part[left.next].token != merge.right)
+                continue;  // changed since
             Scratch::Part& right = part[left.next];
             left.token = merge.result, right.token = kGone;
             left.next = right.next;
@@ -371,7 +384,8 @@ std::string_view BpeTokenizer::merges_text() const { return tables_->merges_text
 std::vector<std::string_view> BpeTokenizer::pre_tokenize(std::string_view text, bool pcre2_only) const {
     detail::check_utf8(text, "BPE pre_tokenize");
     std::vector<std::string_view> pieces;
-    tables_->pre_tokenize(text, [&](std::string_view piece) { pieces.push_back(piece); }, pcre2_only);
+    tables_->pre_tokenize(
+        text, [&](std::string_view piece) { pieces.push_back(piece); }, pcre2_only);
     return pieces;
 }
 
@@ -437,7 +451,8 @@ void BpeTokenizer::Tables::encode_file(const std::filesystem::path& path, Out& o
     }
 }
 
-TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path, const std::function<void(uint64_t)>& progress) const {
+TokenIds BpeTokenizer::encode_file(const std::filesystem::path& path,
+                                   const std::function<void(uint64_t)>& progress) const {
     TokenIds ids(vocab_size());
     ids.visit([&](auto& v) {
         tables_->encode_file(path, v, [&](uint64_t bytes) {
@@ -461,13 +476,15 @@ std::string BpeTokenizer::decode(std::span<const int64_t> ids) const {
     const auto n = static_cast<int64_t>(t.bytes_of.size());
     size_t total = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
-        check(ids[i] >= 0 && ids[i] < n, "decode: id {} at position {} is outside the vocabulary [0, {})", ids[i], i, n);
+        check(ids[i] >= 0 && ids[i] < n, "decode: id {} at position {} is outside the vocabulary [0, {})", ids[i], i,
+              n);
         total += t.decode_offset[static_cast<size_t>(ids[i]) + 1] - t.decode_offset[static_cast<size_t>(ids[i])];
     }
     std::string out(total, '\0');
     char* at = out.data();
     for (int64_t id : ids) {
-        const uint32_t begin = t.decode_offset[static_cast<size_t>(id)], end = t.decode_offset[static_cast<size_t>(id) + 1];
+        const uint32_t begin = t.decode_offset[static_cast<size_t>(id)],
+                       end = t.decode_offset[static_cast<size_t>(id) + 1];
         std::copy(t.decode_blob.data() + begin, t.decode_blob.data() + end, at);
         at += end - begin;
     }
@@ -479,9 +496,7 @@ std::string_view BpeTokenizer::token_bytes(int64_t id) const {
     return tables_->bytes_of[static_cast<size_t>(id)];
 }
 
-int64_t BpeTokenizer::token_id(std::string_view bytes) const {
-    return tables_->id_of.find(bytes);
-}
+int64_t BpeTokenizer::token_id(std::string_view bytes) const { return tables_->id_of.find(bytes); }
 
 uint64_t BpeTokenizer::table_bytes() const {
     const Tables& t = *tables_;

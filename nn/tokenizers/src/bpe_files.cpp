@@ -83,15 +83,16 @@ std::string token_to_bytes(std::string_view written, std::string_view source, si
         if (lead < 0x80) {
             c = lead, length = 1;
         } else if (lead >= 0xC0 && lead < 0xE0 && i + 1 < written.size()) {
-            c = static_cast<char32_t>(((lead & 0x1F) << 6) | (static_cast<unsigned char>(written[i + 1]) & 0x3F)), length = 2;
+            c = static_cast<char32_t>(((lead & 0x1F) << 6) | (static_cast<unsigned char>(written[i + 1]) & 0x3F)),
+            length = 2;
         } else {
             c = 0, length = 0;  // 3- and 4-byte characters never stand for a byte
         }
         const auto it = length ? code_point_to_byte.find(c) : code_point_to_byte.end();
         if (it == code_point_to_byte.end())
-            throw std::invalid_argument(fmt::format("{}: {}token {} holds a character that is not one of GPT-2's 256 byte characters",
-                                                    source, merges_line ? fmt::format("merges line {}: ", merges_line) : "",
-                                                    quoted_text(written)));
+            throw std::invalid_argument(
+                fmt::format("{}: {}token {} holds a character that is not one of GPT-2's 256 byte characters", source,
+                            merges_line ? fmt::format("merges line {}: ", merges_line) : "", quoted_text(written)));
         bytes += static_cast<char>(it->second);
         i += length;
     }
@@ -205,10 +206,12 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
 }
 
 BpeTokenizer BpeTokenizer::from_directory(const std::filesystem::path& directory) {
-    for (const auto& [vocabulary, merges] : {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
+    for (const auto& [vocabulary, merges] :
+         {std::pair{"encoder.json", "vocab.bpe"}, std::pair{"vocab.json", "merges.txt"}}) {
         // Both names there, of any kind: read_file says what is wrong with one that is not a regular file.
         std::error_code ignored;
-        if (std::filesystem::exists(directory / vocabulary, ignored) && std::filesystem::exists(directory / merges, ignored))
+        if (std::filesystem::exists(directory / vocabulary, ignored) &&
+            std::filesystem::exists(directory / merges, ignored))
             return BpeTokenizer(read_file(directory / vocabulary), read_file(directory / merges),
                                 path_str(directory / vocabulary) + " + " + path_str(directory / merges));
     }

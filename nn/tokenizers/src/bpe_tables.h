@@ -141,14 +141,14 @@ struct BpeTokenizer::Tables {
     std::vector<std::string> bytes_of;         // id -> the token's bytes
     std::string decode_blob;                   // every token's bytes, back to back (decode's one table)
     std::vector<uint32_t> decode_offset;       // id -> [offset[id], offset[id + 1]) in decode_blob
-    detail::TokenTable id_of;                          // bytes -> id (no special tokens)
+    detail::TokenTable id_of;                  // bytes -> id (no special tokens)
     std::array<int32_t, 256> byte_id{};        // the one-byte tokens
-    detail::MergeTable merges;                         // (left id, right id) -> its rank and the merged token
+    detail::MergeTable merges;                 // (left id, right id) -> its rank and the merged token
     struct Merge {
         int32_t left, right, result;
         bool operator==(const Merge&) const = default;
     };
-    std::vector<Merge> merge_list;             // in rank order
+    std::vector<Merge> merge_list;  // in rank order
     std::unique_ptr<pcre2_code, detail::PcreCodeDeleter> pattern;
     bool jit = false;
 

@@ -63,16 +63,19 @@ void encode_into(const std::vector<char32_t>& vocab, std::string_view text, bool
     std::array<int32_t, 128> ascii_id;  // ASCII without a binary search: most text is mostly ASCII
     ascii_id.fill(-1);
     for (size_t i = 0; i < vocab.size() && vocab[i] < 128; ++i) ascii_id[vocab[i]] = static_cast<int32_t>(i);
-    decode_utf8(text, "encode", [&](char32_t c) {
-        int64_t id = -1;
-        if (c < 128) {
-            id = ascii_id[c];
-        } else if (const auto it = std::lower_bound(vocab.begin(), vocab.end(), c); it != vocab.end() && *it == c) {
-            id = it - vocab.begin();
-        }
-        if (id >= 0) ids.push_back(static_cast<typename Ids::value_type>(id));
-        else if (!skip_unknown) unknown.add(c);
-    }, base);
+    decode_utf8(
+        text, "encode",
+        [&](char32_t c) {
+            int64_t id = -1;
+            if (c < 128) {
+                id = ascii_id[c];
+            } else if (const auto it = std::lower_bound(vocab.begin(), vocab.end(), c); it != vocab.end() && *it == c) {
+                id = it - vocab.begin();
+            }
+            if (id >= 0) ids.push_back(static_cast<typename Ids::value_type>(id));
+            else if (!skip_unknown) unknown.add(c);
+        },
+        base);
 }
 
 }  // namespace nn::detail

@@ -30,19 +30,27 @@ std::string describe(char32_t c) {
     const auto u = static_cast<uint32_t>(c);
     std::string shown;
     switch (c) {
-        case U'\n': shown = "\\n"; break;
-        case U'\t': shown = "\\t"; break;
-        case U'\r': shown = "\\r"; break;
-        case U'\'': shown = "\\'"; break;
-        case U'\\': shown = "\\\\"; break;
+        case U'\n':
+            shown = "\\n";
+            break;
+        case U'\t':
+            shown = "\\t";
+            break;
+        case U'\r':
+            shown = "\\r";
+            break;
+        case U'\'':
+            shown = "\\'";
+            break;
+        case U'\\':
+            shown = "\\\\";
+            break;
         default:
-            if (u < 0x20 || u == 0x7F)
-                shown = fmt::format("\\x{:02X}", u);
+            if (u < 0x20 || u == 0x7F) shown = fmt::format("\\x{:02X}", u);
             else if ((u >= 0x80 && u < 0xA0) || u == 0xA0 || u == 0xAD || (u >= 0x200B && u <= 0x200F) ||
                      (u >= 0x2028 && u <= 0x202E) || (u >= 0x2060 && u <= 0x2064) || u == 0xFEFF)
                 shown = fmt::format("\\u{:04X}", u);
-            else
-                append_utf8(shown, c);
+            else append_utf8(shown, c);
     }
     return fmt::format("'{}' (U+{:04X})", shown, u);
 }
@@ -61,8 +69,8 @@ std::string UnknownCharacters::message(size_t vocab_size) const {
 CharTokenizer::CharTokenizer(std::vector<char32_t> vocabulary) : vocab_(std::move(vocabulary)) {
     check(!vocab_.empty(), "CharTokenizer: the vocabulary is empty");
     for (size_t i = 0; i < vocab_.size(); ++i) {
-        check(is_scalar_value(vocab_[i]), "CharTokenizer: vocabulary entry {} is U+{:04X}, not a Unicode character",
-              i, static_cast<uint32_t>(vocab_[i]));
+        check(is_scalar_value(vocab_[i]), "CharTokenizer: vocabulary entry {} is U+{:04X}, not a Unicode character", i,
+              static_cast<uint32_t>(vocab_[i]));
         if (i > 0 && !(vocab_[i - 1] < vocab_[i]))  // (check() would evaluate vocab_[i - 1] at i = 0)
             throw std::invalid_argument(
                 fmt::format("CharTokenizer: the vocabulary must be sorted without repeats, but entry {} {} follows {}",

@@ -99,7 +99,8 @@ public:
                                        offset + static_cast<uint64_t>(static_cast<const char*>(nul) - bytes.data())));
             const std::string_view piece = bytes.substr(0, at_end ? bytes.size() : whole_characters(bytes));
             try {
-                decode_utf8(piece, "text", [](char32_t) {}, offset);
+                decode_utf8(
+                    piece, "text", [](char32_t) {}, offset);
             } catch (const std::invalid_argument& e) {
                 throw fail(fmt::format("is not UTF-8 text ({})", e.what()));
             }
@@ -138,18 +139,21 @@ TokenizedText read_tokenized_text(const std::filesystem::path& path) {
     // one character per byte.
     const uint64_t have = physical_memory_bytes();
     if (have != 0 && file.size() > have)
-        throw file.fail(fmt::format("its {} of text would take about {} of memory as token ids (1 byte per "
-                                    "character), more than this machine's {}",
-                                    show_bytes(double(file.size())), show_bytes(double(file.size())),
-                                    show_bytes(double(have))));
+        throw file.fail(
+            fmt::format("its {} of text would take about {} of memory as token ids (1 byte per "
+                        "character), more than this machine's {}",
+                        show_bytes(double(file.size())), show_bytes(double(file.size())), show_bytes(double(have))));
 
     VocabularyBuilder vocabulary;  // first pass: the characters
-    file.scan([&](std::string_view piece, uint64_t) { decode_utf8(piece, "text", [&](char32_t c) { vocabulary.add(c); }); });
+    file.scan(
+        [&](std::string_view piece, uint64_t) { decode_utf8(piece, "text", [&](char32_t c) { vocabulary.add(c); }); });
     CharTokenizer tokenizer(vocabulary.sorted());
 
     TokenIds ids(tokenizer.vocab_size());  // second pass: the ids
     const uint64_t n = vocabulary.characters();
-    const auto changed = [&] { return file.fail("changed while it was read; read it again when nothing writes to it"); };
+    const auto changed = [&] {
+        return file.fail("changed while it was read; read it again when nothing writes to it");
+    };
     try {
         ids.visit([&](auto& v) { v.reserve(n); });
     } catch (const std::bad_alloc&) {

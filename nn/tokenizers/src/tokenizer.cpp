@@ -20,7 +20,8 @@ Tokenizer::~Tokenizer() = default;
 
 IdTokenizer::IdTokenizer(int64_t vocab_size, std::string origin) : vocab_size_(vocab_size), origin_(std::move(origin)) {
     if (vocab_size < 1 || vocab_size > kMaxVocab)
-        throw std::invalid_argument(fmt::format("a vocabulary of {} token ids is outside 1 to {}", vocab_size, kMaxVocab));
+        throw std::invalid_argument(
+            fmt::format("a vocabulary of {} token ids is outside 1 to {}", vocab_size, kMaxVocab));
 }
 
 std::vector<int64_t> IdTokenizer::encode(std::string_view text) const {
@@ -38,7 +39,8 @@ std::vector<int64_t> IdTokenizer::encode(std::string_view text) const {
         const auto [stop, error] = std::from_chars(word.data(), word.data() + word.size(), id);
         if (error != std::errc() || stop != word.data() + word.size() || id < 0 || id >= vocab_size_)
             throw std::invalid_argument(fmt::format(
-                "{} has no tokenizer, only token ids: text for it is ids from 0 to {} separated by spaces, and '{}' is not one "
+                "{} has no tokenizer, only token ids: text for it is ids from 0 to {} separated by spaces, and '{}' is "
+                "not one "
                 "(GPT-2 weights read text with a tokenizer directory given, or vocab.json and merges.txt beside them)",
                 origin_, vocab_size_ - 1, word.substr(0, 40)));
         ids.push_back(id);
@@ -56,8 +58,8 @@ std::string IdTokenizer::decode(std::span<const int64_t> ids) const {
     std::string text;
     for (size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] < 0 || ids[i] >= vocab_size_)
-            throw std::invalid_argument(fmt::format("{}: token id {} at position {} is outside the vocabulary [0, {})", origin_,
-                                                    ids[i], i, vocab_size_));
+            throw std::invalid_argument(fmt::format("{}: token id {} at position {} is outside the vocabulary [0, {})",
+                                                    origin_, ids[i], i, vocab_size_));
         text += fmt::format(" {}", ids[i]);
     }
     return text;
@@ -72,11 +74,13 @@ bool IdTokenizer::in_checkpoint_metadata(const std::map<std::string, std::string
     return it != metadata.end() && it->second == kIdsKind;
 }
 
-IdTokenizer IdTokenizer::from_checkpoint_metadata(const std::map<std::string, std::string>& metadata, std::string origin) {
+IdTokenizer IdTokenizer::from_checkpoint_metadata(const std::map<std::string, std::string>& metadata,
+                                                  std::string origin) {
     const auto it = metadata.find("tokenizer.vocab_size");
     int64_t size = 0;
-    const bool whole = it != metadata.end() &&
-                       std::from_chars(it->second.data(), it->second.data() + it->second.size(), size).ptr == it->second.data() + it->second.size();
+    const bool whole =
+        it != metadata.end() && std::from_chars(it->second.data(), it->second.data() + it->second.size(), size).ptr ==
+                                    it->second.data() + it->second.size();
     if (!in_checkpoint_metadata(metadata) || !whole || it->second.empty())
         throw std::invalid_argument(fmt::format("tokenizer.kind is {} but tokenizer.vocab_size is {}", kIdsKind,
                                                 it == metadata.end() ? "missing" : fmt::format("'{}'", it->second)));

@@ -28,17 +28,20 @@ inline Decoded decode_one(std::string_view s, size_t i) {
     if (lead < 0xC0) return {0, 0, fmt::format("unexpected continuation byte 0x{:02X}", lead)};
     if (lead < 0xC2) return {0, 0, fmt::format("overlong encoding (lead byte 0x{:02X})", lead)};
     if (lead >= 0xF5)
-        return {0, 0, fmt::format("byte 0x{:02X} never appears in UTF-8 (it would start a code point past U+10FFFF)", lead)};
+        return {0, 0,
+                fmt::format("byte 0x{:02X} never appears in UTF-8 (it would start a code point past U+10FFFF)", lead)};
     const size_t length = lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
     char32_t c = lead & (length == 2 ? 0x1Fu : length == 3 ? 0x0Fu : 0x07u);
     for (size_t k = 1; k < length; ++k) {
         if (i + k >= s.size())
-            return {0, 0, fmt::format("truncated sequence (lead byte 0x{:02X} needs {} bytes, the input ends after {})",
-                                      lead, length, k == 1 ? "1 byte" : fmt::format("{} bytes", k))};
+            return {0, 0,
+                    fmt::format("truncated sequence (lead byte 0x{:02X} needs {} bytes, the input ends after {})", lead,
+                                length, k == 1 ? "1 byte" : fmt::format("{} bytes", k))};
         const auto b = static_cast<unsigned char>(s[i + k]);
         if ((b & 0xC0) != 0x80)
-            return {0, 0, fmt::format("truncated sequence (lead byte 0x{:02X} needs {} bytes, byte {} is 0x{:02X})",
-                                      lead, length, k + 1, b)};
+            return {0, 0,
+                    fmt::format("truncated sequence (lead byte 0x{:02X} needs {} bytes, byte {} is 0x{:02X})", lead,
+                                length, k + 1, b)};
         c = (c << 6) | (b & 0x3Fu);
     }
     if ((length == 3 && c < 0x800) || (length == 4 && c < 0x10000))
@@ -88,7 +91,8 @@ inline void append_utf8(std::string& out, char32_t c) {
 // Throws std::invalid_argument "<who>: invalid UTF-8 at byte offset N: <reason>" at the first invalid
 // sequence of `text` (N counted from `base`), as the character tokenizer does.
 inline void check_utf8(std::string_view text, const char* who, uint64_t base = 0) {
-    decode_utf8(text, who, [](char32_t) {}, base);
+    decode_utf8(
+        text, who, [](char32_t) {}, base);
 }
 
 // Characters in valid UTF-8: the bytes that are not continuation bytes.

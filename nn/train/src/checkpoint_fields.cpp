@@ -13,18 +13,20 @@ std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const Metadata& metadata, 
         if (BpeTokenizer::in_checkpoint_metadata(metadata))
             return std::make_shared<const BpeTokenizer>(BpeTokenizer::from_checkpoint_metadata(metadata));
         if (IdTokenizer::in_checkpoint_metadata(metadata))
-            return std::make_shared<const IdTokenizer>(IdTokenizer::from_checkpoint_metadata(metadata, printable_name(path.string())));
-        return std::make_shared<const CharTokenizer>(CharTokenizer::from_vocabulary_utf8(field(metadata, "tokenizer.vocabulary", path)));
+            return std::make_shared<const IdTokenizer>(
+                IdTokenizer::from_checkpoint_metadata(metadata, printable_name(path.string())));
+        return std::make_shared<const CharTokenizer>(
+            CharTokenizer::from_vocabulary_utf8(field(metadata, "tokenizer.vocabulary", path)));
     });
 }
-
 
 using namespace autograd;
 
 const std::string& field(const Metadata& metadata, const std::string& key, const std::filesystem::path& path) {
     const auto it = metadata.find(key);
     if (it == metadata.end())
-        throw std::runtime_error(fmt::format("{}: not a tinygpt training checkpoint (no '{}' in its metadata)", printable_name(path.string()), key));
+        throw std::runtime_error(fmt::format("{}: not a tinygpt training checkpoint (no '{}' in its metadata)",
+                                             printable_name(path.string()), key));
     return it->second;
 }
 
@@ -37,7 +39,8 @@ uint64_t to_u64(const std::string& text, const std::string& key, const std::file
         used = 0;
     }
     if (used == 0 || used != text.size() || text[0] == '-')
-        throw std::runtime_error(fmt::format("{}: metadata '{}' is '{}', not a whole number", printable_name(path.string()), key, text));
+        throw std::runtime_error(
+            fmt::format("{}: metadata '{}' is '{}', not a whole number", printable_name(path.string()), key, text));
     return v;
 }
 
@@ -51,7 +54,8 @@ Generator::State state_from_text(const std::string& text, const std::string& key
     char extra = 0;
     if (std::sscanf(text.c_str(), "%llu %d %llu %c", &counter, &has_spare, &spare, &extra) != 3 || has_spare < 0 ||
         has_spare > 1 || spare > UINT32_MAX)
-        throw std::runtime_error(fmt::format("{}: metadata '{}' is not a generator state: '{}'", printable_name(path.string()), key, text));
+        throw std::runtime_error(
+            fmt::format("{}: metadata '{}' is not a generator state: '{}'", printable_name(path.string()), key, text));
     return {counter, has_spare == 1, std::bit_cast<float>(static_cast<uint32_t>(spare))};
 }
 
@@ -77,7 +81,8 @@ void read_train_config(const Metadata& metadata, const std::filesystem::path& pa
 
 void check_format(const Metadata& meta, const std::filesystem::path& path) {
     if (field(meta, "format", path) != kFormat)
-        throw std::runtime_error(fmt::format("{}: checkpoint format '{}' is not '{}'", printable_name(path.string()), meta.at("format"), kFormat));
+        throw std::runtime_error(fmt::format("{}: checkpoint format '{}' is not '{}'", printable_name(path.string()),
+                                             meta.at("format"), kFormat));
 }
 
 ModelConfig model_config(const Metadata& meta, const std::filesystem::path& path) {
@@ -98,16 +103,18 @@ NamedTensors join(NamedTensors weights, const NamedTensors& state) {
     return weights;
 }
 
-void check_sizes_against_weights(const ModelConfig& m, const SafetensorsReader& file, const std::filesystem::path& path) {
+void check_sizes_against_weights(const ModelConfig& m, const SafetensorsReader& file,
+                                 const std::filesystem::path& path) {
     double stored = 0;
     for (const SafetensorsReader::Entry& e : file.tensors())
         if (is_weight(e.name)) stored += double((e.end - e.begin) / e.value_bytes);
     // (a config validation refuses is refused as making the model would refuse it: naming the file)
     const double needed = naming_path(path, [&] { return model_size(m).parameters; });
     if (needed > 2 * stored + 4096)
-        throw std::runtime_error(fmt::format("{}: the model in its metadata ({} n_embd {} n_layer {} block {} vocab {}) needs "
-                                             "about {:.3g} parameters, but the file stores {:.3g}",
-                                             printable_name(path.string()), m.kind, m.n_embd, m.n_layer, m.block, m.vocab, needed, stored));
+        throw std::runtime_error(
+            fmt::format("{}: the model in its metadata ({} n_embd {} n_layer {} block {} vocab {}) needs "
+                        "about {:.3g} parameters, but the file stores {:.3g}",
+                        printable_name(path.string()), m.kind, m.n_embd, m.n_layer, m.block, m.vocab, needed, stored));
 }
 
 }  // namespace nn::detail

@@ -37,12 +37,12 @@ auto naming_path(const std::filesystem::path& path, F&& f) -> decltype(f()) {
     }
 }
 
-
 // The value under `key`; a missing key is "not a tinygpt training checkpoint".
 const std::string& field(const Metadata& metadata, const std::string& key, const std::filesystem::path& path);
 uint64_t to_u64(const std::string& text, const std::string& key, const std::filesystem::path& path);
 std::string to_text(const autograd::Generator::State& state);  // exactly (the spare normal by its bits)
-autograd::Generator::State state_from_text(const std::string& text, const std::string& key, const std::filesystem::path& path);
+autograd::Generator::State state_from_text(const std::string& text, const std::string& key,
+                                           const std::filesystem::path& path);
 
 // Every TrainConfig value but the model's (ModelConfig::to_metadata has those), as nn::train_settings() lists
 // them: "train.*" keys, which every checkpoint has, and "run.*" keys (RunSettings), which older ones lack.
@@ -66,7 +66,8 @@ NamedTensors join(NamedTensors weights, const NamedTensors& state);
 // The model sizes in a file are believed only as far as the file's own weights go: a config whose model
 // would need far more parameters than the file stores (a corrupt or edited size) is refused before the
 // model is allocated, instead of allocating whatever it names.
-void check_sizes_against_weights(const ModelConfig& model, const SafetensorsReader& file, const std::filesystem::path& path);
+void check_sizes_against_weights(const ModelConfig& model, const SafetensorsReader& file,
+                                 const std::filesystem::path& path);
 // Whether a checkpoint's tensor is a weight (not optimizer state): SafetensorsReader::read_all's `keep`
 // for a loader that wants the model only.
 inline bool is_weight(const std::string& name) { return !name.starts_with(kStatePrefix); }

@@ -13,9 +13,10 @@
 namespace nn {
 
 std::runtime_error text_without_tokenizer(const std::filesystem::path& data, const IdTokenizer& ids) {
-    return std::runtime_error(fmt::format("{} is text, but {} has no tokenizer (token ids only): give it a tokenizer directory "
-                                          "(GPT-2's vocab.json and merges.txt), or a token file (.bin) of ids below {}",
-                                          printable_name(data.string()), ids.origin(), ids.vocab_size()));
+    return std::runtime_error(
+        fmt::format("{} is text, but {} has no tokenizer (token ids only): give it a tokenizer directory "
+                    "(GPT-2's vocab.json and merges.txt), or a token file (.bin) of ids below {}",
+                    printable_name(data.string()), ids.origin(), ids.vocab_size()));
 }
 
 TokenIds read_token_ids(const std::filesystem::path& path, const Tokenizer& tokenizer) {

@@ -57,8 +57,8 @@ MemoryEstimate estimate_memory(const ValidModelConfig& config, int64_t T, Pass p
 }
 
 uint64_t estimate_training_bytes(const ValidModelConfig& model, int64_t batch, uint64_t data_bytes) {
-    check(model->block > 0 && batch > 0, "estimate_training_bytes: block ({}) and batch ({}) must be positive", model->block,
-          batch);
+    check(model->block > 0 && batch > 0, "estimate_training_bytes: block ({}) and batch ({}) must be positive",
+          model->block, batch);
     const uint64_t bytes = estimate_memory(model, model->block, Pass::train).bytes(batch);
     return bytes > UINT64_MAX - data_bytes ? UINT64_MAX : bytes + data_bytes;
 }

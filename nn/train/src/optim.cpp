@@ -96,7 +96,8 @@ NamedTensors Optimizer::state_in_place() const {
     NamedTensors out;
     if (buffers_.empty()) return out;
     for (const Buffer& b : buffers_)
-        for (size_t i = 0; i < params_.size(); ++i) out.emplace_back(prefix_ + "." + b.name + "." + names_[i], b.tensors[i]);
+        for (size_t i = 0; i < params_.size(); ++i)
+            out.emplace_back(prefix_ + "." + b.name + "." + names_[i], b.tensors[i]);
     for (size_t i = 0; i < params_.size(); ++i)
         out.emplace_back(prefix_ + ".step." + names_[i], autograd::scalar(static_cast<float>(counts_[i])));
     return out;
@@ -135,7 +136,8 @@ void Optimizer::load_state(const NamedTensors& state, int64_t steps) {
         if (!t.defined()) {
             mismatched.push_back(fmt::format("{} (undefined, expected shape {})", name, shape_str(want)));
         } else if (t.shape() != want) {
-            mismatched.push_back(fmt::format("{} (shape {}, expected {})", name, shape_str(t.shape()), shape_str(want)));
+            mismatched.push_back(
+                fmt::format("{} (shape {}, expected {})", name, shape_str(t.shape()), shape_str(want)));
         } else if (b < 0) {
             const float count = t.item();
             if (!(count >= 0.0f && count <= static_cast<float>(std::min(steps, max_exact_count)) &&
@@ -220,7 +222,10 @@ void AdamW::update(std::span<const ParamUpdate> params) {
         const double bias_correction2 = 1.0 - std::pow(static_cast<double>(o.beta2), t);
         const auto decay = static_cast<float>(1.0 - static_cast<double>(lr()) * static_cast<double>(o.weight_decay));
         const bool decayed = decays(u.index) && o.weight_decay != 0.0f;
-        work.push_back({u.values.data(), buffer(m_, u.index).data(), buffer(v_, u.index).data(), u.grad.data(),
+        work.push_back({u.values.data(),
+                        buffer(m_, u.index).data(),
+                        buffer(v_, u.index).data(),
+                        u.grad.data(),
                         {decayed ? decay : 1.0f, o.beta1, o.beta2, 1.0f - o.beta1, 1.0f - o.beta2,
                          static_cast<float>(static_cast<double>(lr()) / bias_correction1),
                          static_cast<float>(std::sqrt(bias_correction2)), o.eps}});
@@ -251,22 +256,25 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
     std::vector<int64_t> sizes;
     for (const std::span<float> g : grads) {
         const auto n = static_cast<int64_t>(g.size());
-        for (int64_t begin = 0; begin < n; begin += kChunk) chunks.push_back({g.data(), begin, std::min(n, begin + kChunk)});
+        for (int64_t begin = 0; begin < n; begin += kChunk)
+            chunks.push_back({g.data(), begin, std::min(n, begin + kChunk)});
         sizes.push_back(n);
     }
     std::vector<double> partial(chunks.size());
-    autograd::parallel_for(static_cast<int64_t>(chunks.size()), autograd::kMinElementsPerThread / kChunk,
-                           [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) partial[c] = autograd::kernels::sum_of_squares(chunks[c].g, chunks[c].begin, chunks[c].end);
-    });
+    autograd::parallel_for(
+        static_cast<int64_t>(chunks.size()), autograd::kMinElementsPerThread / kChunk, [&](int64_t begin, int64_t end) {
+            for (int64_t c = begin; c < end; ++c)
+                partial[c] = autograd::kernels::sum_of_squares(chunks[c].g, chunks[c].begin, chunks[c].end);
+        });
     double sum_squares = 0.0;
     for (const double s : partial) sum_squares += s;
     const double norm = std::sqrt(sum_squares);
     if (max_norm > 0.0f && std::isfinite(norm) && norm > static_cast<double>(max_norm)) {
         const float coef = static_cast<float>(static_cast<double>(max_norm) / (norm + 1e-6));
-        autograd::parallel_for_segments(sizes, autograd::kMinElementsPerThread, [&](size_t i, int64_t begin, int64_t end) {
-            for (int64_t k = begin; k < end; ++k) grads[i][k] *= coef;
-        });
+        autograd::parallel_for_segments(sizes, autograd::kMinElementsPerThread,
+                                        [&](size_t i, int64_t begin, int64_t end) {
+                                            for (int64_t k = begin; k < end; ++k) grads[i][k] *= coef;
+                                        });
     }
     return static_cast<float>(norm);
 }

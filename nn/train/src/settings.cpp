@@ -12,6 +12,8 @@ using ValueRef = TrainSetting::Ref;
 constexpr int64_t kBig = int64_t{1} << 40;  // steps and intervals: far past any run, far from overflow
 
 // train's --help lists them in this order (examples/train_args.h).
+// (one row a setting, as a table reads)
+// clang-format off
 const TrainSetting kSettings[] = {
     {.key = "train.steps", .meaning = "optimizer steps",
      .value = [](TrainConfig& c) -> ValueRef { return &c.steps; }, .min = 1, .max = kBig},
@@ -51,6 +53,7 @@ const TrainSetting kSettings[] = {
     {.key = "run.top_k", .meaning = "sample from the K most likely characters; 0 = all",
      .value = [](TrainConfig& c) -> ValueRef { return &c.run.top_k; }, .min = 0, .max = 1 << 24, .added_later = true},
 };
+// clang-format on
 
 }  // namespace
 
@@ -70,8 +73,8 @@ void check_train_settings(const TrainConfig& config) {
 void check_min_lr(const TrainConfig& config, const std::function<std::string(std::string_view key)>& name) {
     const auto named = [&](std::string_view key) { return name ? name(key) : std::string(key); };
     if (config.min_lr > config.lr)  // (min_lr -1, lr / 10, never is)
-        throw std::invalid_argument(fmt::format("{} {} is above {} {}: the rate would rise instead of decaying", named("train.min_lr"),
-                                                config.min_lr, named("train.lr"), config.lr));
+        throw std::invalid_argument(fmt::format("{} {} is above {} {}: the rate would rise instead of decaying",
+                                                named("train.min_lr"), config.min_lr, named("train.lr"), config.lr));
 }
 
 }  // namespace nn

@@ -37,8 +37,9 @@ int64_t TextData::size(Split split) const {
 }
 
 void TextData::copy(Split split, int64_t first, int64_t count, int64_t* out) const {
-    check(first >= 0 && count >= 0 && first + count <= size(split), "TextData::copy: [{}, {}) is outside the {} split of {} tokens",
-          first, first + count, split_name(split), size(split));
+    check(first >= 0 && count >= 0 && first + count <= size(split),
+          "TextData::copy: [{}, {}) is outside the {} split of {} tokens", first, first + count, split_name(split),
+          size(split));
     if (split == Split::validation && validation_) validation_->copy_to(first, count, out);
     else tokens_.copy_to(split == Split::train ? first : n_train_ + first, count, out);
 }
@@ -49,8 +50,8 @@ int64_t consecutive_windows(const TokenIds& ids, int64_t B, int64_t T) {
 }
 
 Batch consecutive_window(const TokenIds& ids, int64_t i, int64_t B, int64_t T) {
-    check(i >= 0 && i < consecutive_windows(ids, B, T), "consecutive_window: window {} of {} x {} tokens is not inside {} tokens",
-          i, B, T, ids.size());
+    check(i >= 0 && i < consecutive_windows(ids, B, T),
+          "consecutive_window: window {} of {} x {} tokens is not inside {} tokens", i, B, T, ids.size());
     const int64_t n = B * T;
     Batch out{std::vector<int64_t>(static_cast<size_t>(n)), std::vector<int64_t>(static_cast<size_t>(n)), B, T};
     ids.copy_to(i * n, n, out.inputs.data());
@@ -65,8 +66,8 @@ Batch TextData::batch(Split split, int64_t B, int64_t T, autograd::Generator& ge
           kMaxBatchTokens);
     const TokenIds& stream = split == Split::validation && validation_ ? *validation_ : tokens_;
     const int64_t n = size(split), first = split == Split::train || validation_ ? 0 : n_train_;
-    check(T < n, "batch: block size {} is longer than the {} split ({} tokens; a window and its targets need {})",
-          T, split_name(split), n, T + 1);
+    check(T < n, "batch: block size {} is longer than the {} split ({} tokens; a window and its targets need {})", T,
+          split_name(split), n, T + 1);
 
     Batch out{std::vector<int64_t>(static_cast<size_t>(B * T)), std::vector<int64_t>(static_cast<size_t>(B * T)), B, T};
     for (int64_t b = 0; b < B; ++b) {

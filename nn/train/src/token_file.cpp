@@ -59,8 +59,8 @@ void on_sigbus(int signal, siginfo_t* info, void* context) {
         const uintptr_t begin = r.begin.load(std::memory_order_acquire), end = r.end.load(std::memory_order_acquire);
         if (begin == 0 || at < begin || at >= end) continue;
         const uintptr_t page = at & ~(g_page_size - 1);
-        if (::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-            MAP_FAILED)
+        if (::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                   0) == MAP_FAILED)
             break;
         r.cut.store(true, std::memory_order_release);
         return;
@@ -107,8 +107,9 @@ struct Mapping {
     }
     void check_intact() const {
         if (guard && guard->cut.load(std::memory_order_acquire))
-            throw fail(path, "was cut short while it was read (truncated or rewritten by another program?): the ids read "
-                             "after that are not the file's; stopped");
+            throw fail(path,
+                       "was cut short while it was read (truncated or rewritten by another program?): the ids read "
+                       "after that are not the file's; stopped");
     }
     ~Mapping() {
         if (guard) {
@@ -157,27 +158,36 @@ TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, T
     std::array<int32_t, 3> head{};
     if (size >= sizeof(head)) std::memcpy(head.data(), bytes, sizeof(head));
     if (head[0] == kLlmcModelMagic)
-        throw fail(path, fmt::format("is llm.c's model file (magic {}), not a token file (llm.c's magic {}, or nanoGPT's raw uint16)",
-                                     kLlmcModelMagic, kLlmcMagic));
-    if (format == TokenFileFormat::detect) format = head[0] == kLlmcMagic ? TokenFileFormat::llmc : TokenFileFormat::nanogpt;
+        throw fail(path,
+                   fmt::format(
+                       "is llm.c's model file (magic {}), not a token file (llm.c's magic {}, or nanoGPT's raw uint16)",
+                       kLlmcModelMagic, kLlmcMagic));
+    if (format == TokenFileFormat::detect)
+        format = head[0] == kLlmcMagic ? TokenFileFormat::llmc : TokenFileFormat::nanogpt;
     uint64_t offset = 0;
     if (format == TokenFileFormat::llmc) {
         if (size < kLlmcHeaderBytes)
-            throw fail(path, fmt::format("is {} bytes, shorter than llm.c's header of {} bytes", size, kLlmcHeaderBytes));
+            throw fail(path,
+                       fmt::format("is {} bytes, shorter than llm.c's header of {} bytes", size, kLlmcHeaderBytes));
         if (head[0] != kLlmcMagic)
-            throw fail(path, fmt::format("has magic {}, not llm.c's {} (not an llm.c token file)", head[0], kLlmcMagic));
+            throw fail(path,
+                       fmt::format("has magic {}, not llm.c's {} (not an llm.c token file)", head[0], kLlmcMagic));
         if (head[1] != kLlmcVersion)
-            throw fail(path, fmt::format("is llm.c token file version {}; this reads version {}", head[1], kLlmcVersion));
+            throw fail(path,
+                       fmt::format("is llm.c token file version {}; this reads version {}", head[1], kLlmcVersion));
         if (head[2] < 0) throw fail(path, fmt::format("its header gives a negative token count {}", head[2]));
         const uint64_t body = size - kLlmcHeaderBytes, expected = 2 * static_cast<uint64_t>(head[2]);
         if (body < expected)
-            throw fail(path, fmt::format("is truncated: its header gives {} tokens ({} bytes) but the body has {} bytes",
-                                         head[2], expected, body));
+            throw fail(path,
+                       fmt::format("is truncated: its header gives {} tokens ({} bytes) but the body has {} bytes",
+                                   head[2], expected, body));
         if (body > expected)
-            throw fail(path, fmt::format("has {} bytes after the {} tokens its header gives", body - expected, head[2]));
+            throw fail(path,
+                       fmt::format("has {} bytes after the {} tokens its header gives", body - expected, head[2]));
         offset = kLlmcHeaderBytes;
     } else if (size % 2 != 0) {
-        throw fail(path, fmt::format("has an odd byte count ({}); nanoGPT's token files hold 2 bytes a token (uint16)", size));
+        throw fail(
+            path, fmt::format("has an odd byte count ({}); nanoGPT's token files hold 2 bytes a token (uint16)", size));
     }
     const uint64_t count = (size - offset) / 2;
     if (count == 0) throw fail(path, "holds no tokens");
@@ -185,7 +195,8 @@ TokenIds map_token_file(const std::filesystem::path& path, int64_t vocab_size, T
     const auto* ids = reinterpret_cast<const uint16_t*>(bytes + offset);
     for (uint64_t i = 0; i < count; ++i)
         if (ids[i] >= vocab_size)
-            throw fail(path, fmt::format("token {} at position {} is outside the vocabulary [0, {})", ids[i], i, vocab_size));
+            throw fail(path,
+                       fmt::format("token {} at position {} is outside the vocabulary [0, {})", ids[i], i, vocab_size));
     mapping->check_intact();
     ::madvise(mapping->address, size, MADV_RANDOM);  // training reads windows at random places
     return TokenIds(MappedU16{std::shared_ptr<const void>(mapping, mapping->address), ids, static_cast<size_t>(count),

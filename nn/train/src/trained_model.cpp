@@ -34,22 +34,25 @@ TrainedModel load_foreign(const std::filesystem::path& path, const LoadOptions& 
         options.n_head, options.progress);
     check_finite(w.weights, printable_name(path.string()));
     for (const std::string& note : w.notes) fmt::print(stderr, "note: {}: {}\n", printable_name(path.string()), note);
-    for (const std::string& warning : w.warnings) fmt::print(stderr, "warning: {}: {}\n", printable_name(path.string()), warning);
+    for (const std::string& warning : w.warnings)
+        fmt::print(stderr, "warning: {}: {}\n", printable_name(path.string()), warning);
     const std::filesystem::path beside = path.parent_path().empty() ? "." : path.parent_path();
-    const std::optional<std::filesystem::path> dir = options.tokenizer ? options.tokenizer
-                                                     : has_bpe_files(beside)      ? std::optional(beside)
-                                                                                  : std::nullopt;
+    const std::optional<std::filesystem::path> dir = options.tokenizer       ? options.tokenizer
+                                                     : has_bpe_files(beside) ? std::optional(beside)
+                                                                             : std::nullopt;
     TrainedModel out{w.config, nullptr, nullptr};
     if (dir) {
         out.tokenizer = std::make_shared<const BpeTokenizer>(BpeTokenizer::from_directory(*dir));
     } else {
         out.tokenizer = std::make_shared<const IdTokenizer>(w.config.vocab, printable_name(path.string()));
-        fmt::print(stderr, "note: {}: no tokenizer (none given, no vocab.json and merges.txt beside it): token ids only\n",
+        fmt::print(stderr,
+                   "note: {}: no tokenizer (none given, no vocab.json and merges.txt beside it): token ids only\n",
                    printable_name(path.string()));
     }
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: the tokenizer in {} has {} tokens but the model's vocab is {}",
-                                             printable_name(path.string()), path_str(dir.value_or("")), out.tokenizer->vocab_size(), out.config.vocab));
+                                             printable_name(path.string()), path_str(dir.value_or("")),
+                                             out.tokenizer->vocab_size(), out.config.vocab));
     out.model = std::move(model);
     naming_path(path, [&] { load_parameters(*out.model, w.weights); });
     out.model->eval();
@@ -70,12 +73,17 @@ void check_safetensors_start(const std::filesystem::path& path) {
     if (got == sizeof first && first[8] == '{') return;
     const std::string name = printable_name(path.string());
     if (got < sizeof first)
-        throw std::runtime_error(fmt::format("{}: neither a tinygpt checkpoint (a safetensors file) nor llm.c's model file: its {} "
-                                             "byte{} are too few for either's header", name, got, got == 1 ? "" : "s"));
-    const auto magic = static_cast<int32_t>(uint32_t{first[0]} | uint32_t{first[1]} << 8 | uint32_t{first[2]} << 16 | uint32_t{first[3]} << 24);
-    throw std::runtime_error(fmt::format("{}: neither a tinygpt checkpoint (a safetensors file, whose JSON header starts with '{{' "
-                                         "at byte 8: here 0x{:02x}) nor llm.c's model file (whose first int32 is the magic 20240326: "
-                                         "here {})", name, first[8], magic));
+        throw std::runtime_error(
+            fmt::format("{}: neither a tinygpt checkpoint (a safetensors file) nor llm.c's model file: its {} "
+                        "byte{} are too few for either's header",
+                        name, got, got == 1 ? "" : "s"));
+    const auto magic = static_cast<int32_t>(uint32_t{first[0]} | uint32_t{first[1]} << 8 | uint32_t{first[2]} << 16 |
+                                            uint32_t{first[3]} << 24);
+    throw std::runtime_error(
+        fmt::format("{}: neither a tinygpt checkpoint (a safetensors file, whose JSON header starts with '{{' "
+                    "at byte 8: here 0x{:02x}) nor llm.c's model file (whose first int32 is the magic 20240326: "
+                    "here {})",
+                    name, first[8], magic));
 }
 
 }  // namespace
@@ -83,9 +91,12 @@ void check_safetensors_start(const std::filesystem::path& path) {
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
     const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
     if (!bpe || !(*bpe == BpeTokenizer::from_directory(dir)))
-        throw std::runtime_error(fmt::format("the tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
-                                             printable_name(dir.string()), printable_name(checkpoint),
-                                             bpe ? "another BPE vocabulary or merges" : as_ids_only(saved) ? "none (token ids only)" : "characters"));
+        throw std::runtime_error(
+            fmt::format("the tokenizer {} and the checkpoint {} disagree: the checkpoint's tokenizer is {}",
+                        printable_name(dir.string()), printable_name(checkpoint),
+                        bpe                  ? "another BPE vocabulary or merges"
+                        : as_ids_only(saved) ? "none (token ids only)"
+                                             : "characters"));
 }
 
 TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options) {
@@ -100,14 +111,16 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOpt
     // printing the text before it: refused here, before anything is drawn.
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: its vocabulary has {} tokens but its model's vocab is {}",
-                                             printable_name(path.string()), out.tokenizer->vocab_size(), out.config.vocab));
+                                             printable_name(path.string()), out.tokenizer->vocab_size(),
+                                             out.config.vocab));
     if (options.tokenizer) check_tokenizer_dir(*options.tokenizer, *out.tokenizer, path.string());
     if (options.n_head && *options.n_head != out.config.n_head)
-        throw std::runtime_error(fmt::format("n_head {} was asked, but the checkpoint {} disagrees: its model has n_head {}", *options.n_head,
-                                             printable_name(path.string()), out.config.n_head));
+        throw std::runtime_error(
+            fmt::format("n_head {} was asked, but the checkpoint {} disagrees: its model has n_head {}",
+                        *options.n_head, printable_name(path.string()), out.config.n_head));
     check_sizes_against_weights(out.config, file, path);
     if (options.progress) file.on_progress(options.progress);  // from here: making the model, then reading
-    autograd::Generator unused_init;  // every weight is overwritten by the file's
+    autograd::Generator unused_init;                           // every weight is overwritten by the file's
     out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
     // The weights straight into the model's parameters; the optimizer state is read (its checksums and
     // values checked) through a bounded buffer and dropped: the model's size in memory, not the file's twice.

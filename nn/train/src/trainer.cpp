@@ -9,7 +9,6 @@
 #include <cmath>
 #include <stdexcept>
 
-
 namespace nn {
 
 using namespace autograd;
@@ -37,26 +36,29 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const Tokenizer> tok
     check(config.model.vocab == tokenizer_->vocab_size(), "the model's vocab {} differs from the tokenizer's {}",
           config.model.vocab, tokenizer_->vocab_size());
     for (Split split : {Split::train, Split::validation})
-        check(data_.size(split) > config.model.block,
-              "block size {} needs at least {} tokens, but the {} split has {}", config.model.block,
-              config.model.block + 1, split == Split::train ? "training" : "validation", data_.size(split));
+        check(data_.size(split) > config.model.block, "block size {} needs at least {} tokens, but the {} split has {}",
+              config.model.block, config.model.block + 1, split == Split::train ? "training" : "validation",
+              data_.size(split));
     // mapped token files stay the file's pages, not the process's memory
     const uint64_t held = data_.tokens().mapped() ? 0 : data_.tokens().bytes();
     const uint64_t need = estimate_training_bytes(model, config.batch, held), have = physical_memory_bytes();
     check(have == 0 || need <= have,
           "this model and batch would need about {:.3g} GB of memory (model {} n_embd {} n_layer {} block {}, "
           "batch {}; {:.3g} GB of it the token ids), more than this machine's {:.3g} GB; choose smaller sizes",
-          double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block, config.batch,
-          double(held) / 1e9, double(have) / 1e9);
+          double(need) / 1e9, config.model.kind, config.model.n_embd, config.model.n_layer, config.model.block,
+          config.batch, double(held) / 1e9, double(have) / 1e9);
     try {
         model_ = make_model(model, init_gen_);
-        optimizer_ = std::make_unique<AdamW>(*model_, AdamWOptions{.lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2,
-                                                                    .weight_decay = config.weight_decay});
+        optimizer_ = std::make_unique<AdamW>(
+            *model_,
+            AdamWOptions{
+                .lr = config.lr, .beta1 = config.beta1, .beta2 = config.beta2, .weight_decay = config.weight_decay});
     } catch (const std::bad_alloc&) {
         const double parameters = model_size(model).parameters;
-        throw std::runtime_error(fmt::format("could not allocate about {:.3g} GB for the {} model and its optimizer "
-                                             "(about {:.3g} parameters, 16 bytes each with gradients and AdamW's moments)",
-                                             parameters * 16 / 1e9, config.model.kind, parameters));
+        throw std::runtime_error(
+            fmt::format("could not allocate about {:.3g} GB for the {} model and its optimizer "
+                        "(about {:.3g} parameters, 16 bytes each with gradients and AdamW's moments)",
+                        parameters * 16 / 1e9, config.model.kind, parameters));
     }
     // Refused now, not after hours: a checkpoint whose header is over what loading reads (a vocabulary
     // of 100 MB and more) would be written but never read back. (The run id, set later, is 64 bytes.)
@@ -95,7 +97,8 @@ int64_t Trainer::stop_step(std::optional<int64_t> until) const {
 
 float Trainer::lr_at(int64_t step) const {
     const float min_lr = config_.min_lr < 0.0f ? config_.lr / 10.0f : config_.min_lr;
-    return CosineSchedule{.lr = config_.lr, .min_lr = min_lr, .warmup = config_.warmup, .total = config_.steps}.at(step);
+    return CosineSchedule{.lr = config_.lr, .min_lr = min_lr, .warmup = config_.warmup, .total = config_.steps}.at(
+        step);
 }
 
 StepStats Trainer::step(GradientReport* report) {
@@ -110,9 +113,10 @@ StepStats Trainer::step(GradientReport* report) {
     if (report) *report = gradient_report(*model_, nullptr, step_count() + 1);
     const float norm = clip_grad_norm(model_->parameters(), config_.grad_clip);
     if (!std::isfinite(loss.item()) || !std::isfinite(norm))
-        throw std::runtime_error(fmt::format("at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
-                                             "stopped before updating the parameters",
-                                             step_count() + 1, loss.item(), norm, lr));
+        throw std::runtime_error(
+            fmt::format("at step {} the loss is {} and the gradient norm {} (lr {:.3g}); "
+                        "stopped before updating the parameters",
+                        step_count() + 1, loss.item(), norm, lr));
     optimizer_->record_update_ratios(report != nullptr);
     optimizer_->step();
     if (report) report->add_update_ratios(*optimizer_);
@@ -127,7 +131,8 @@ double Trainer::evaluate(Split split, int64_t iters, const std::function<bool()>
     const int64_t B = config_.batch, T = config_.model.block;
     // Batches drawn from the seed, the step and the split alone: an evaluation gives the same figure
     // whenever it runs, so a run stopped and resumed reports what a straight run reports.
-    Generator gen(config_.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(2 * step_count() + (split == Split::train ? 1 : 2))));
+    Generator gen(config_.seed ^
+                  (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(2 * step_count() + (split == Split::train ? 1 : 2))));
     double total = 0.0;
     for (int64_t i = 0; i < iters; ++i) {
         if (stop && stop()) {

@@ -28,7 +28,8 @@ constexpr std::string_view kOutputPrefix = "outputs.";       // and the output's
 // in it or below (a folder moved whole resumes), else absolute.
 std::string kept_path(const fs::path& path, const fs::path& directory) {
     const fs::path absolute = fs::absolute(path).lexically_normal();
-    const fs::path relative = absolute.lexically_relative(fs::absolute(directory.empty() ? "." : directory).lexically_normal());
+    const fs::path relative =
+        absolute.lexically_relative(fs::absolute(directory.empty() ? "." : directory).lexically_normal());
     return relative.empty() || *relative.begin() == ".." ? absolute.string() : relative.string();
 }
 
@@ -43,20 +44,25 @@ void write_run_files(const RunFiles& files, const fs::path& directory, Metadata&
         metadata.insert({{"data.file", kept_path(files.data->path, directory)},
                          {"data.file_bytes", std::to_string(files.data->bytes)},
                          {"data.file_checksum", std::to_string(files.data->checksum)}});
-    for (const auto& [name, path] : files.outputs) metadata[std::string(kOutputPrefix) + name] = kept_path(path, directory);
+    for (const auto& [name, path] : files.outputs)
+        metadata[std::string(kOutputPrefix) + name] = kept_path(path, directory);
 }
 
 RunFiles run_files_in(const Metadata& metadata, const fs::path& checkpoint) {
     RunFiles files;
     const auto path_under = [&](const std::string& key, const std::string& kept) {
-        if (kept.empty()) throw std::runtime_error(fmt::format("{}: metadata '{}' is empty, not a file name", printable_name(checkpoint.string()), key));
+        if (kept.empty())
+            throw std::runtime_error(
+                fmt::format("{}: metadata '{}' is empty, not a file name", printable_name(checkpoint.string()), key));
         return path_from_here(kept, checkpoint);
     };
     if (const auto data = metadata.find("data.file"); data != metadata.end())
-        files.data = DataFile{path_under(data->first, data->second),
-                              to_u64(field(metadata, "data.file_bytes", checkpoint), "data.file_bytes", checkpoint),
-                              to_u64(field(metadata, "data.file_checksum", checkpoint), "data.file_checksum", checkpoint)};
-    for (auto it = metadata.lower_bound(std::string(kOutputPrefix)); it != metadata.end() && it->first.starts_with(kOutputPrefix); ++it)
+        files.data =
+            DataFile{path_under(data->first, data->second),
+                     to_u64(field(metadata, "data.file_bytes", checkpoint), "data.file_bytes", checkpoint),
+                     to_u64(field(metadata, "data.file_checksum", checkpoint), "data.file_checksum", checkpoint)};
+    for (auto it = metadata.lower_bound(std::string(kOutputPrefix));
+         it != metadata.end() && it->first.starts_with(kOutputPrefix); ++it)
         files.outputs.emplace(it->first.substr(kOutputPrefix.size()), path_under(it->first, it->second));
     return files;
 }
@@ -64,7 +70,8 @@ RunFiles run_files_in(const Metadata& metadata, const fs::path& checkpoint) {
 
 DataFile data_file(const fs::path& path) {
     const auto fail = [&](const char* what) {
-        return std::runtime_error(fmt::format("{}: cannot {} ({})", detail::path_str(path), what, std::strerror(errno)));
+        return std::runtime_error(
+            fmt::format("{}: cannot {} ({})", detail::path_str(path), what, std::strerror(errno)));
     };
     struct Closer {
         int fd;
@@ -72,17 +79,20 @@ DataFile data_file(const fs::path& path) {
             if (fd >= 0) ::close(fd);
         }
     };
-    const Closer file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // (a FIFO is refused below, never waited on)
+    const Closer file{
+        ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // (a FIFO is refused below, never waited on)
     if (file.fd < 0) throw fail("open");
     struct stat st {};
     if (::fstat(file.fd, &st) != 0) throw fail("stat");
     if (!S_ISREG(st.st_mode))
-        throw std::runtime_error(fmt::format("{}: is {}, not a data file", detail::path_str(path), file_kind(st.st_mode)));
+        throw std::runtime_error(
+            fmt::format("{}: is {}, not a data file", detail::path_str(path), file_kind(st.st_mode)));
     DataFile data{.path = path};
     uint64_t h = 0xcbf29ce484222325ull;
     std::vector<char> buffer(size_t{1} << 20);
     for (bool at_end = false; !at_end;) {
-        size_t filled = 0;  // the buffer is filled whole before it is hashed: the words do not depend on how reads split
+        size_t filled =
+            0;  // the buffer is filled whole before it is hashed: the words do not depend on how reads split
         while (filled < buffer.size()) {
             const ssize_t n = ::read(file.fd, buffer.data() + filled, buffer.size() - filled);
             if (n < 0 && errno == EINTR) continue;
@@ -119,12 +129,13 @@ SavedRun read_saved_run(const fs::path& checkpoint) {
 void write_generator_states(const Module& module, std::map<std::string, std::string>& metadata) {
     for (const auto& [name, gen] : module.named_generators()) {
         const std::string key = std::string(kGeneratorPrefix) + name;
-        check(metadata.emplace(key, to_text(gen->state())).second, "checkpoint: generator '{}' would overwrite the metadata '{}'",
-              name, key);
+        check(metadata.emplace(key, to_text(gen->state())).second,
+              "checkpoint: generator '{}' would overwrite the metadata '{}'", name, key);
     }
 }
 
-void read_generator_states(Module& module, const std::map<std::string, std::string>& metadata, const std::filesystem::path& path) {
+void read_generator_states(Module& module, const std::map<std::string, std::string>& metadata,
+                           const std::filesystem::path& path) {
     for (const auto& [name, gen] : module.named_generators()) {
         const std::string key = std::string(kGeneratorPrefix) + name;
         gen->set_state(state_from_text(field(metadata, key, path), key, path));
@@ -157,13 +168,17 @@ void Trainer::save(const std::filesystem::path& path) const {
 Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
     return resume(path, [&](const Tokenizer& tokenizer) {
         if (as_ids_only(tokenizer))
-            throw std::runtime_error(fmt::format("{}: it has no tokenizer, only token ids: resume it on the token file (.bin) it "
-                                                 "was trained on", printable_name(path.string())));
+            throw std::runtime_error(
+                fmt::format("{}: it has no tokenizer, only token ids: resume it on the token file (.bin) it "
+                            "was trained on",
+                            printable_name(path.string())));
         try {
             return TextData(tokenizer.encode_ids(text));
         } catch (const std::bad_alloc&) {
-            throw std::runtime_error(fmt::format("could not allocate {:.3g} GB for the token ids of the text to "
-                                                 "resume on ({} bytes)", double(text.size()) / 1e9, text.size()));
+            throw std::runtime_error(
+                fmt::format("could not allocate {:.3g} GB for the token ids of the text to "
+                            "resume on ({} bytes)",
+                            double(text.size()) / 1e9, text.size()));
         }
     });
 }
@@ -177,8 +192,8 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
     read_train_config(meta, path, c);
     const auto step = static_cast<int64_t>(to_u64(field(meta, "train.step", path), "train.step", path));
     if (step > c.steps)
-        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps", printable_name(path.string()), step,
-                                             c.steps));
+        throw std::runtime_error(fmt::format("{}: the checkpoint is at step {} of a run of {} steps",
+                                             printable_name(path.string()), step, c.steps));
     check_sizes_against_weights(c.model, file, path);
 
     Trainer trainer = naming_path(path, [&] {
@@ -186,16 +201,18 @@ Trainer Trainer::resume(const std::filesystem::path& path, const std::function<T
         TextData data = make_data(*tokenizer);
         const uint64_t expected = to_u64(field(meta, "data.fingerprint", path), "data.fingerprint", path);
         if (data.tokens().fingerprint() != expected)
-            throw DataMismatch(fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
-                                           "resume with the same data file",
-                                           printable_name(path.string()), field(meta, "data.tokens", path)));
+            throw DataMismatch(
+                fmt::format("{}: the checkpoint was trained on different data ({} tokens); "
+                            "resume with the same data file",
+                            printable_name(path.string()), field(meta, "data.tokens", path)));
         return Trainer(c, std::move(tokenizer), std::move(data));
     });
 
     // The weights and the optimizer's moments straight into the new trainer's own tensors (the file's size
     // in memory, not twice it), then checked and taken as any tensors would be.
     const NamedTensors into = join(trainer.model_->named_parameters(), trainer.optimizer_->state_in_place());
-    const CheckpointParts parts = split(file.read_all(into, {}, printable_name(path.string())));  // weights and moments finite
+    const CheckpointParts parts =
+        split(file.read_all(into, {}, printable_name(path.string())));  // weights and moments finite
     naming_path(path, [&] { load_parameters(*trainer.model_, parts.weights); });
     naming_path(path, [&] { trainer.optimizer_->load_state(parts.state, step); });
     trainer.batch_gen_.set_state(state_from_text(field(meta, "train.rng.batch", path), "train.rng.batch", path));
@@ -214,7 +231,8 @@ bool is_run_id(std::string_view id) {
 
 void Trainer::set_run_id(std::string id) {
     if (!is_run_id(id))  // (not shown: it may hold anything, a newline too)
-        throw std::invalid_argument(fmt::format("the run id ('run.id', {} bytes) is not 1 to 64 letters, digits, '-' or '_'", id.size()));
+        throw std::invalid_argument(
+            fmt::format("the run id ('run.id', {} bytes) is not 1 to 64 letters, digits, '-' or '_'", id.size()));
     run_id_ = std::move(id);
 }
 

@@ -19,7 +19,8 @@ bool InductionBatch::repeated(int64_t b, int64_t t) const {
 InductionBatch make_induction_batch(const InductionDataOptions& o, int64_t B, autograd::Generator& gen) {
     check(o.vocab > 1 && B > 0, "make_induction_batch: vocab ({}) must be above 1 and B ({}) positive", o.vocab, B);
     check(o.min_segment >= 2 && o.min_segment <= o.max_segment && 2 * o.max_segment <= o.block + 1,
-          "make_induction_batch: segments of {} to {} tokens need 2 <= min <= max and two of the longest in block + 1 = {} tokens",
+          "make_induction_batch: segments of {} to {} tokens need 2 <= min <= max and two of the longest in block + 1 "
+          "= {} tokens",
           o.min_segment, o.max_segment, o.block + 1);
     const int64_t T = o.block, N = T + 1;
     InductionBatch batch{.B = B, .T = T};
@@ -30,7 +31,7 @@ InductionBatch make_induction_batch(const InductionDataOptions& o, int64_t B, au
     for (int64_t b = 0; b < B; ++b) {
         for (auto& token : seq) token = gen.randint(o.vocab);
         const int64_t L = o.min_segment + gen.randint(o.max_segment - o.min_segment + 1);
-        const int64_t s = gen.randint(N - 2 * L + 1);             // room for the segment and its copy after it
+        const int64_t s = gen.randint(N - 2 * L + 1);                // room for the segment and its copy after it
         const int64_t d = s + L + gen.randint(N - L - (s + L) + 1);  // d in [s + L, N - L]
         for (int64_t k = 0; k < L; ++k) {
             seq[d + k] = seq[s + k];
@@ -47,7 +48,8 @@ InductionBatch make_induction_batch(const InductionDataOptions& o, int64_t B, au
 
 std::vector<double> token_losses(const Tensor& logits, std::span<const int64_t> targets) {
     const int64_t V = logits.shape().back(), rows = logits.numel() / V;
-    check(rows == static_cast<int64_t>(targets.size()), "token_losses: {} rows of logits but {} targets", rows, targets.size());
+    check(rows == static_cast<int64_t>(targets.size()), "token_losses: {} rows of logits but {} targets", rows,
+          targets.size());
     const auto z = logits.data();
     std::vector<double> losses(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
@@ -63,7 +65,8 @@ std::vector<double> token_losses(const Tensor& logits, std::span<const int64_t> 
 
 InductionLosses induction_losses(std::span<const double> losses, const InductionBatch& batch) {
     const int64_t B = batch.B, T = batch.T;
-    check(static_cast<int64_t>(losses.size()) == B * T, "induction_losses: {} losses for a batch of {} x {}", losses.size(), B, T);
+    check(static_cast<int64_t>(losses.size()) == B * T, "induction_losses: {} losses for a batch of {} x {}",
+          losses.size(), B, T);
     double sums[4] = {}, counts[4] = {};
     for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < T; ++t) {
@@ -97,8 +100,8 @@ double previous_token_score(const Tensor& attention) {
 double prefix_matching_score(const Tensor& attention, const InductionBatch& batch) {
     check_attention(attention, "prefix_matching_score");
     const int64_t B = attention.size(0), T = attention.size(1);
-    check(B == batch.B && T == batch.T, "prefix_matching_score: attention over {} x {} positions for a batch of {} x {}", B, T,
-          batch.B, batch.T);
+    check(B == batch.B && T == batch.T,
+          "prefix_matching_score: attention over {} x {} positions for a batch of {} x {}", B, T, batch.B, batch.T);
     const auto w = attention.data();
     double total = 0.0;
     int64_t count = 0;
@@ -112,8 +115,8 @@ double prefix_matching_score(const Tensor& attention, const InductionBatch& batc
 }
 
 RepeatedTokens make_repeated_tokens(int64_t vocab, int64_t half, int64_t B, autograd::Generator& gen) {
-    check(vocab > 0 && half > 0 && B > 0, "make_repeated_tokens: vocab ({}), half ({}) and B ({}) must be positive", vocab,
-          half, B);
+    check(vocab > 0 && half > 0 && B > 0, "make_repeated_tokens: vocab ({}), half ({}) and B ({}) must be positive",
+          vocab, half, B);
     RepeatedTokens probe{.B = B, .half = half};
     probe.ids.resize(static_cast<size_t>(B * 2 * half));
     for (int64_t b = 0; b < B; ++b) {
@@ -147,15 +150,18 @@ double induction_score(const Tensor& attention, int64_t half) {
 }
 
 std::vector<HeadScores> head_scores(LanguageModel& model, const RepeatedTokens& probe) {
-    check(probe.T() <= model.block_size(), "head_scores: a probe of 2 x {} tokens is longer than the model's block of {}",
-          probe.half, model.block_size());
+    check(probe.T() <= model.block_size(),
+          "head_scores: a probe of 2 x {} tokens is longer than the model's block of {}", probe.half,
+          model.block_size());
     autograd::NoGradGuard no_grad;
     model.eval();
     (void)model(probe.ids, probe.B, probe.T());
     std::vector<HeadScores> scores;
     for (const AttentionHead& head : attention_heads(model)) {
         const Tensor& w = head.module.last_attention();  // (B, 2 half, 2 half)
-        scores.push_back({.layer = head.layer, .head = head.head, .name = head.name,
+        scores.push_back({.layer = head.layer,
+                          .head = head.head,
+                          .name = head.name,
                           .previous_token = previous_token_score(w),
                           .duplicate_token = duplicate_token_score(w, probe.half),
                           .induction = induction_score(w, probe.half)});
@@ -163,7 +169,8 @@ std::vector<HeadScores> head_scores(LanguageModel& model, const RepeatedTokens& 
     return scores;
 }
 
-std::optional<int64_t> phase_change_step(std::span<const int64_t> steps, std::span<const double> losses, double min_drop) {
+std::optional<int64_t> phase_change_step(std::span<const int64_t> steps, std::span<const double> losses,
+                                         double min_drop) {
     check(steps.size() == losses.size(), "phase_change_step: {} steps but {} losses", steps.size(), losses.size());
     if (losses.size() < 2 || !(losses.front() - losses.back() >= min_drop)) return std::nullopt;
     const double halfway = 0.5 * (losses.front() + losses.back());

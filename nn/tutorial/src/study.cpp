@@ -40,7 +40,7 @@ SelfShare self_share(const HeadOptions& options, int64_t T, int64_t windows, Gen
     Head head(options, gen);
     const Tensor x = randn({windows, T, options.n_embd}, gen);  // (B, T, C)
     head(x);
-    const Tensor& w = head.last_attention();                      // (B, T, T)
+    const Tensor& w = head.last_attention();  // (B, T, T)
     std::vector<double> shares, advantages;
     for (int64_t b = 0; b < windows; ++b)
         for (int64_t i = 1; i < T; ++i) {
@@ -74,7 +74,7 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Ge
         for (Linear* layer : {&head.query, &head.key, &head.value})
             for (float& v : layer->weight.data()) v = gen.normal(0.0f, init_std);
         const Tensor x = randn({1, T, width}, gen);  // (1, T, C)
-        const Tensor out = head(x);          // (1, T, H)
+        const Tensor out = head(x);                  // (1, T, H)
         // Upstream std 1/sqrt(H) gives dL/d(shares) = upstream V^T unit variance at every width, so
         // what changes with width is the softmax alone.
         const Tensor upstream = randn(out.shape(), gen, 0.0f, 1.0f / std::sqrt(static_cast<float>(width)));
@@ -84,7 +84,8 @@ Saturation saturation(int64_t width, bool divided, int64_t T, int64_t trials, Ge
 
         const Tensor& w = head.last_attention();  // (1, T, T)
         for (int64_t i = 1; i < T; ++i) {
-            const AttentionStats row = attention_row_stats(w.data().subspan(static_cast<size_t>(i * T), static_cast<size_t>(i + 1)));
+            const AttentionStats row =
+                attention_row_stats(w.data().subspan(static_cast<size_t>(i * T), static_cast<size_t>(i + 1)));
             largest.push_back(row.largest_share);
             entropy += row.entropy;
         }
@@ -146,25 +147,28 @@ PrefixStability prefix_stability(const HeadOptions& options, int64_t prefix, int
     check(prefix >= 1 && prefix < T, "prefix_stability: prefix {} must be in [1, {})", prefix, T);
     NoGradGuard no_grad;
     Head head(options, gen);
-    const Tensor x = randn({1, T, options.n_embd}, gen);                  // (1, T, C)
-    const Tensor out_long = head(x);                                // (1, T, H)
-    const Tensor w_long = head.last_attention();                           // (1, T, T)
-    const Tensor out_prefix = head(x.slice(1, 0, prefix));         // (1, P, H)
-    const Tensor& w_prefix = head.last_attention();                        // (1, P, P)
+    const Tensor x = randn({1, T, options.n_embd}, gen);    // (1, T, C)
+    const Tensor out_long = head(x);                        // (1, T, H)
+    const Tensor w_long = head.last_attention();            // (1, T, T)
+    const Tensor out_prefix = head(x.slice(1, 0, prefix));  // (1, P, H)
+    const Tensor& w_prefix = head.last_attention();         // (1, P, P)
     PrefixStability s;
     for (int64_t i = 0; i < prefix; ++i) {
         for (int64_t j = 0; j < prefix; ++j)
-            s.attention_change = std::max(s.attention_change, double(std::abs(w_long.at({0, i, j}) - w_prefix.at({0, i, j}))));
-        for (int64_t j = prefix; j < T; ++j) s.weight_on_later = std::max(s.weight_on_later, double(w_long.at({0, i, j})));
+            s.attention_change =
+                std::max(s.attention_change, double(std::abs(w_long.at({0, i, j}) - w_prefix.at({0, i, j}))));
+        for (int64_t j = prefix; j < T; ++j)
+            s.weight_on_later = std::max(s.weight_on_later, double(w_long.at({0, i, j})));
         for (int64_t h = 0; h < out_long.size(2); ++h)
-            s.output_change = std::max(s.output_change, double(std::abs(out_long.at({0, i, h}) - out_prefix.at({0, i, h}))));
+            s.output_change =
+                std::max(s.output_change, double(std::abs(out_long.at({0, i, h}) - out_prefix.at({0, i, h}))));
     }
     return s;
 }
 
 CacheCost cache_cost(int64_t n_embd, int64_t n_layer, int64_t vocab, int64_t T) {
-    check(n_embd > 0 && n_layer > 0 && vocab > 0 && T > 0, "cache_cost: n_embd {}, n_layer {}, vocab {} and window {} must be positive",
-          n_embd, n_layer, vocab, T);
+    check(n_embd > 0 && n_layer > 0 && vocab > 0 && T > 0,
+          "cache_cost: n_embd {}, n_layer {}, vocab {} and window {} must be positive", n_embd, n_layer, vocab, T);
     const double C = double(n_embd), L = double(n_layer), V = double(vocab), t = double(T);
     return {.window = T,
             .uncached = L * (12 * C * C * t + C * t * (t + 1)) + C * V * t,

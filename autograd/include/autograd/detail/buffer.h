@@ -28,9 +28,13 @@ struct BufferAllocator {
     void deallocate(T* p, size_t n) noexcept { buffer_release(p, n * sizeof(T)); }
     // Buffer(n) leaves the values unset (they are about to be written): no memset per op.
     template <typename U>
-    void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
     template <typename U, typename... Args>
-    void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
     friend bool operator==(const BufferAllocator&, const BufferAllocator&) { return true; }
 };
 

@@ -36,8 +36,8 @@ public:
     // {x}, {a, b}, {a, b, c}, ...: each input is copied once, straight into place (a braced list would go
     // through an std::initializer_list, whose elements cannot be moved from: two copies each).
     template <typename... More>
-        requires(std::is_convertible_v<const More&, const Tensor&> && ...)
-    NodeInputs(const Tensor& first, const More&... more) {  // NOLINT(google-explicit-constructor): {a, b}
+    requires(std::is_convertible_v<const More&, const Tensor&>&&...)
+        NodeInputs(const Tensor& first, const More&... more) {  // NOLINT(google-explicit-constructor): {a, b}
         Tensor* at = allocate(1 + sizeof...(More));
         *at++ = first;
         ((*at++ = more), ...);
@@ -138,13 +138,12 @@ private:
         void (*destroy)(void* storage) noexcept;
     };
     template <typename Fn>
-    static constexpr Ops inline_ops = {
-        [](void* s, const GradContext& g) { (*static_cast<Fn*>(s))(g); },
-        [](void* from, void* to) noexcept {
-            ::new (to) Fn(std::move(*static_cast<Fn*>(from)));
-            static_cast<Fn*>(from)->~Fn();
-        },
-        [](void* s) noexcept { static_cast<Fn*>(s)->~Fn(); }};
+    static constexpr Ops inline_ops = {[](void* s, const GradContext& g) { (*static_cast<Fn*>(s))(g); },
+                                       [](void* from, void* to) noexcept {
+                                           ::new (to) Fn(std::move(*static_cast<Fn*>(from)));
+                                           static_cast<Fn*>(from)->~Fn();
+                                       },
+                                       [](void* s) noexcept { static_cast<Fn*>(s)->~Fn(); }};
     template <typename Fn>
     static constexpr Ops heap_ops = {
         [](void* s, const GradContext& g) { (**static_cast<Fn**>(s))(g); },
@@ -178,20 +177,21 @@ struct Node {
     NodeInputs inputs;
     BackwardFn backward;
     std::source_location where;  // where the op was called (anomaly messages)
-    bool released = false;  // saved inputs and closure freed after backward
-    ~Node();                // iterative teardown, so dropping a 100,000-op chain cannot overflow the stack
+    bool released = false;       // saved inputs and closure freed after backward
+    ~Node();                     // iterative teardown, so dropping a 100,000-op chain cannot overflow the stack
 };
 
 struct TensorImpl {
-    TensorImpl() noexcept {}  // NOLINT(modernize-use-equals-default): "= default" would zero it all first in make_pooled
+    TensorImpl() noexcept {
+    }  // NOLINT(modernize-use-equals-default): "= default" would zero it all first in make_pooled
     Shape shape;
-    int64_t numel = 0;             // the values: the first numel of data (all of it but in leading_rows' views)
-    std::shared_ptr<Buffer> data;  // shared by reshape(), detach() and leading_rows() results
-    std::shared_ptr<Buffer> grad;  // allocated on the first accumulation
-    std::shared_ptr<Node> grad_fn;             // null for leaves
+    int64_t numel = 0;              // the values: the first numel of data (all of it but in leading_rows' views)
+    std::shared_ptr<Buffer> data;   // shared by reshape(), detach() and leading_rows() results
+    std::shared_ptr<Buffer> grad;   // allocated on the first accumulation
+    std::shared_ptr<Node> grad_fn;  // null for leaves
     bool requires_grad = false;
-    std::string name;                          // optional label (parameter names), for inspection
-    HookList<const Tensor&> hooks;             // gradient hooks (register_hook)
+    std::string name;               // optional label (parameter names), for inspection
+    HookList<const Tensor&> hooks;  // gradient hooks (register_hook)
     // engine use (tensor.cpp): the last backward() pass that reached it and its place in that pass's
     // order, and the mark of a backward() called from a hook while another one walks
     uint64_t visit_mark = 0;

@@ -22,7 +22,8 @@ struct JsonLimits {
 // file, a named pipe (refused at once, never waited on) or another non-regular one, or a larger one is
 // std::runtime_error "WHO: PATH ..." ("PATH ..." when `who` is empty), `kind` saying what it should be
 // ("is a named pipe (FIFO), not a BPE file", "over the limit ... for a BPE file").
-std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view who, std::string_view kind);
+std::string read_regular_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view who,
+                              std::string_view kind);
 
 // nlohmann's message without its tag ("[json.exception.parse_error.101] "), and with the text it last
 // read (a whole string, however long, raw bytes) quoted short and escaped.

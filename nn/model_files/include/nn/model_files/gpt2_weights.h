@@ -41,8 +41,8 @@ enum class WeightsFormat { tinygpt, hugging_face, llmc };
 WeightsFormat weights_format(const std::filesystem::path& path);
 
 struct ForeignWeights {
-    ModelConfig config;           // kind gpt2, sizes from the shapes (and the header / config.json)
-    NamedTensors weights;         // under tinygpt's names (GPT2::named_parameters), in its layouts
+    ModelConfig config;                 // kind gpt2, sizes from the shapes (and the header / config.json)
+    NamedTensors weights;               // under tinygpt's names (GPT2::named_parameters), in its layouts
     std::vector<std::string> notes;     // what was read from where, or skipped, for the user
     std::vector<std::string> warnings;  // what was guessed (n_head by rule): to be shown, not hidden among notes
 };
@@ -58,7 +58,8 @@ ForeignWeights read_hf_gpt2(const std::filesystem::path& path, const WeightsPlac
                             std::optional<int64_t> n_head = std::nullopt, const ReadProgress& progress = {});
 ForeignWeights read_llmc_gpt2(const std::filesystem::path& path, const WeightsPlace& into = {},
                               std::optional<int64_t> n_head = std::nullopt, const ReadProgress& progress = {});
-ForeignWeights read_gpt2_weights(const std::filesystem::path& path, const WeightsPlace& into = {},  // either, by weights_format
+ForeignWeights read_gpt2_weights(const std::filesystem::path& path,
+                                 const WeightsPlace& into = {},  // either, by weights_format
                                  std::optional<int64_t> n_head = std::nullopt, const ReadProgress& progress = {});
 
 // `weights` under tinygpt's names for a `gpt2` config. write_hf_gpt2 makes `directory` if needed and

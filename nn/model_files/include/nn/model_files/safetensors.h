@@ -43,7 +43,7 @@ namespace nn {
 using NamedTensors = std::vector<std::pair<std::string, autograd::Tensor>>;
 
 struct Safetensors {
-    NamedTensors tensors;  // in file order (by data offset), each a new leaf of its stored shape
+    NamedTensors tensors;                         // in file order (by data offset), each a new leaf of its stored shape
     std::map<std::string, std::string> metadata;  // the caller's: without the checksums
     bool checksummed = false;  // every tensor's checksum was there and matched (false: a file from before them)
 };
@@ -54,10 +54,10 @@ using ReadProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Bounds checked before anything is allocated from the file's own numbers.
 struct SafetensorsLimits {
-    uint64_t max_header_bytes = 100 << 20;      // as the reference implementation's 100 MB
+    uint64_t max_header_bytes = 100 << 20;  // as the reference implementation's 100 MB
     uint64_t max_file_bytes = 16ull << 30;
     // Beyond limits, how other writers' files are read (Hugging Face's, nn/model_files/gpt2_weights.h):
-    bool widen_half = false;  // F16 and BF16 tensors too, widened to float32 (else only F32)
+    bool widen_half = false;             // F16 and BF16 tensors too, widened to float32 (else only F32)
     bool warn_without_checksums = true;  // the warning for a file without checksums
 };
 
@@ -107,7 +107,7 @@ public:
     SafetensorsReader(SafetensorsReader&&) noexcept;
     ~SafetensorsReader();
 
-    const std::vector<Entry>& tensors() const { return entries_; }  // in file order (by data offset)
+    const std::vector<Entry>& tensors() const { return entries_; }                    // in file order (by data offset)
     const std::map<std::string, std::string>& metadata() const { return metadata_; }  // without the checksums
     bool checksummed() const { return checksummed_; }
 

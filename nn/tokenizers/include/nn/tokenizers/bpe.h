@@ -83,7 +83,8 @@ public:
     // The ids of one pre-token (any bytes) by the merges alone, without encode's cache; for tests and
     // tools. `lookups`, if given, is increased by the pairs looked up in the merge table, the measure of
     // the work (the heap's operations and the places it sorts are at most as many).
-    std::vector<int64_t> merge_piece(std::string_view piece, Merging how = Merging::automatic, uint64_t* lookups = nullptr) const;
+    std::vector<int64_t> merge_piece(std::string_view piece, Merging how = Merging::automatic,
+                                     uint64_t* lookups = nullptr) const;
     // A token's bytes (not necessarily UTF-8 on its own: a token may hold part of a character).
     std::string_view token_bytes(int64_t id) const;
     // The id of the token spelled by `bytes`, or -1.

@@ -66,13 +66,18 @@ public:
     // f(the std::vector holding the ids, or the MappedU16); for loops that would pay a branch per id
     // otherwise. The non-const form is for filling fresh ids, which are never mapped.
     template <typename F>
-    decltype(auto) visit(F&& f) const { return std::visit(std::forward<F>(f), ids_); }
+    decltype(auto) visit(F&& f) const {
+        return std::visit(std::forward<F>(f), ids_);
+    }
     template <typename F>
     void visit(F&& f) {
-        std::visit([&](auto& v) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, MappedU16>) throw std::logic_error("TokenIds: mapped ids are read-only");
-            else f(v);
-        }, ids_);
+        std::visit(
+            [&](auto& v) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(v)>, MappedU16>)
+                    throw std::logic_error("TokenIds: mapped ids are read-only");
+                else f(v);
+            },
+            ids_);
     }
 
 private:

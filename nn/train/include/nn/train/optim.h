@@ -43,7 +43,7 @@ public:
     void zero_grad();  // drops every parameter's gradient
 
     float lr() const { return lr_; }
-    void set_lr(float lr);  // throws std::invalid_argument unless finite and >= 0
+    void set_lr(float lr);                    // throws std::invalid_argument unless finite and >= 0
     int64_t steps() const { return steps_; }  // number of step() calls (or the value load_state set)
     // For each parameter the last step() updated: ||change|| / ||parameter after the step||
     // (infinity for an all-zero parameter). Recorded only by a step() taken while

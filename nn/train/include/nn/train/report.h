@@ -24,9 +24,9 @@ struct ParameterFlow {
 };
 
 struct HeadFlow {
-    std::string name;             // e.g. "blocks.0.attention.heads.1"
-    double entropy = 0;           // mean entropy (nats) of its attention rows in the last forward
-    double largest_share = 0;     // mean largest share of those rows
+    std::string name;          // e.g. "blocks.0.attention.heads.1"
+    double entropy = 0;        // mean entropy (nats) of its attention rows in the last forward
+    double largest_share = 0;  // mean largest share of those rows
 };
 
 struct GradientReport {
@@ -37,9 +37,9 @@ struct GradientReport {
     // Fills update_ratio from the optimizer's last step, by parameter name.
     void add_update_ratios(const Optimizer& optimizer);
 
-    std::string table() const;                     // aligned, one line per parameter, then per head
-    static std::string csv_header();               // step,kind,name,grad_norm,param_norm,update_ratio,entropy,largest_share
-    std::string csv_rows() const;                  // one line per parameter and per head
+    std::string table() const;        // aligned, one line per parameter, then per head
+    static std::string csv_header();  // step,kind,name,grad_norm,param_norm,update_ratio,entropy,largest_share
+    std::string csv_rows() const;     // one line per parameter and per head
 };
 
 // The report for a module after backward (and, if given, after the optimizer's step). Heads are the

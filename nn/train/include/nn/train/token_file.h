@@ -19,7 +19,7 @@
 namespace nn {
 
 enum class TokenFileFormat {
-    detect,   // llm.c's when the file starts with its magic, else nanoGPT's
+    detect,  // llm.c's when the file starts with its magic, else nanoGPT's
     nanogpt,
     llmc,
 };

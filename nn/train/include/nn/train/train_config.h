@@ -13,14 +13,14 @@ namespace nn {
 // resume may change any of it (Trainer::set_run). Checkpoints written before these keys existed
 // resume with these defaults.
 struct RunSettings {
-    int64_t eval_every = 500;   // evaluate (and save) every N steps
-    int64_t eval_iters = 200;   // batches per evaluation
-    int64_t log_every = 0;      // log the step's batch loss every N steps (train --csv, --report); 0 = auto:
-                                // every min(eval_every, steps) / 20 steps, at least 1
-    int64_t grad_report = 0;    // print the gradient-flow report every N steps; 0 = never
-    int64_t sample = 200;       // characters sampled at the end
-    float temperature = 1.0f;   // of that sample
-    int64_t top_k = 0;          // of that sample; 0 = all characters
+    int64_t eval_every = 500;  // evaluate (and save) every N steps
+    int64_t eval_iters = 200;  // batches per evaluation
+    int64_t log_every = 0;     // log the step's batch loss every N steps (train --csv, --report); 0 = auto:
+                               // every min(eval_every, steps) / 20 steps, at least 1
+    int64_t grad_report = 0;   // print the gradient-flow report every N steps; 0 = never
+    int64_t sample = 200;      // characters sampled at the end
+    float temperature = 1.0f;  // of that sample
+    int64_t top_k = 0;         // of that sample; 0 = all characters
 
     bool operator==(const RunSettings&) const = default;
 };
@@ -36,9 +36,9 @@ struct TrainConfig {
     int64_t warmup = 0;         // linear warmup steps
     float weight_decay = 0.1f;  // decoupled, on Linear weights only
     float beta1 = 0.9f, beta2 = 0.99f;
-    float grad_clip = 1.0f;     // global-norm clipping; 0 turns it off
-    uint64_t seed = 1337;       // model initialization, batches, dropout
-    RunSettings run = {};       // changes nothing the run computes; a resume may change it
+    float grad_clip = 1.0f;  // global-norm clipping; 0 turns it off
+    uint64_t seed = 1337;    // model initialization, batches, dropout
+    RunSettings run = {};    // changes nothing the run computes; a resume may change it
 
     bool operator==(const TrainConfig&) const = default;
 };

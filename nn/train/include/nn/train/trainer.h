@@ -38,11 +38,11 @@
 namespace nn {
 
 struct StepStats {
-    int64_t step = 0;        // steps done after this one
-    double loss = 0;         // training loss of this step's batch
+    int64_t step = 0;  // steps done after this one
+    double loss = 0;   // training loss of this step's batch
     double lr = 0;
-    double grad_norm = 0;    // before clipping
-    int64_t tokens = 0;      // B * T
+    double grad_norm = 0;  // before clipping
+    int64_t tokens = 0;    // B * T
 };
 
 // What a pass over a model needs in memory, roughly: an estimate to refuse absurd sizes before
@@ -54,8 +54,8 @@ enum class Pass {
     forward_heads,  // no graph, no loss: the logits once, and every head's (B, T, T) attention (nn::head_scores)
 };
 struct MemoryEstimate {
-    double fixed = 0;    // bytes whatever the batch: the parameters (and their gradients and moments)
-    double per_row = 0;  // bytes per row of T tokens
+    double fixed = 0;                    // bytes whatever the batch: the parameters (and their gradients and moments)
+    double per_row = 0;                  // bytes per row of T tokens
     uint64_t bytes(int64_t rows) const;  // fixed + rows x per_row, saturating instead of overflowing
     // The most rows, at most `rows` and at least 1, whose per_row bytes together fit `budget`.
     int64_t rows_within(double budget, int64_t rows) const;
@@ -185,7 +185,8 @@ public:
 private:
     // What save writes: the tensors (the weights, then the optimizer's state) and the metadata, with the
     // RunFiles' paths relative to `directory`, the checkpoint's.
-    std::pair<NamedTensors, std::map<std::string, std::string>> checkpoint(const std::filesystem::path& directory = ".") const;
+    std::pair<NamedTensors, std::map<std::string, std::string>> checkpoint(
+        const std::filesystem::path& directory = ".") const;
 
     TrainConfig config_;
     std::shared_ptr<const Tokenizer> tokenizer_;
@@ -204,7 +205,8 @@ struct TrainedModel {
     ModelConfig config;
     std::shared_ptr<const Tokenizer> tokenizer;  // a CharTokenizer, or the BpeTokenizer a BPE run saved
     std::unique_ptr<LanguageModel> model;
-    std::optional<int64_t> step = std::nullopt;  // the training step it was saved at (none: GPT-2's weights, nn::save_module's)
+    std::optional<int64_t> step =
+        std::nullopt;  // the training step it was saved at (none: GPT-2's weights, nn::save_module's)
 };
 // Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/model_files/gpt2_weights.h), as
 // the `gpt2` kind, with GPT-2's BPE from `tokenizer` or from vocab.json + merges.txt beside the file, and

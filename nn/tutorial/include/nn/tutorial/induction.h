@@ -29,9 +29,9 @@
 namespace nn {
 
 struct InductionDataOptions {
-    int64_t vocab = 24;        // V, tokens drawn uniformly
-    int64_t block = 48;        // T, the window (each sequence has T + 1 tokens: inputs and the next-token targets)
-    int64_t min_segment = 6;   // the repeated segment's length, uniform in [min_segment, max_segment]
+    int64_t vocab = 24;       // V, tokens drawn uniformly
+    int64_t block = 48;       // T, the window (each sequence has T + 1 tokens: inputs and the next-token targets)
+    int64_t min_segment = 6;  // the repeated segment's length, uniform in [min_segment, max_segment]
     int64_t max_segment = 16;
 };
 
@@ -42,7 +42,7 @@ struct InductionDataOptions {
 struct InductionBatch {
     int64_t B = 0, T = 0;
     std::vector<int64_t> inputs = {}, targets = {};  // (B, T): tokens 0..T-1 and 1..T of each sequence
-    std::vector<int64_t> source = {};      // (B, T + 1)
+    std::vector<int64_t> source = {};                // (B, T + 1)
     std::vector<int64_t> segment_start = {}, copy_start = {}, segment_length = {};  // s, d, L per sequence
 
     // The target at (b, t) continues a repeat: input t and target t + 1 are both copies, so the token
@@ -57,10 +57,10 @@ InductionBatch make_induction_batch(const InductionDataOptions& options, int64_t
 std::vector<double> token_losses(const autograd::Tensor& logits, std::span<const int64_t> targets);
 
 struct InductionLosses {
-    double repeated = 0;   // mean loss on targets that continue a repeat
-    double first = 0;      // mean loss on tokens drawn fresh
-    double early = 0;      // mean loss on positions [0, T / 4)
-    double late = 0;       // mean loss on positions [3T / 4, T)
+    double repeated = 0;                               // mean loss on targets that continue a repeat
+    double first = 0;                                  // mean loss on tokens drawn fresh
+    double early = 0;                                  // mean loss on positions [0, T / 4)
+    double late = 0;                                   // mean loss on positions [3T / 4, T)
     double icl_score() const { return late - early; }  // negative: the model predicts better later in the context
 };
 InductionLosses induction_losses(std::span<const double> losses, const InductionBatch& batch);
@@ -103,6 +103,7 @@ std::vector<HeadScores> head_scores(LanguageModel& model, const RepeatedTokens& 
 // The step of the phase change: the first evaluation at which the repeated-token loss has fallen below
 // halfway between its starting value and its last, if it fell by at least `min_drop` nats in all;
 // nothing when it did not fall that much. steps and losses are the evaluations in order.
-std::optional<int64_t> phase_change_step(std::span<const int64_t> steps, std::span<const double> losses, double min_drop = 1.0);
+std::optional<int64_t> phase_change_step(std::span<const int64_t> steps, std::span<const double> losses,
+                                         double min_drop = 1.0);
 
 }  // namespace nn
