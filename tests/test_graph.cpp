@@ -262,7 +262,7 @@ TEST_CASE("anomaly mode: log of a negative names the op, the shapes and this lin
     const AnomalyGuard anomalies;
     int line = 0;
     const std::string message = runtime_error_of([&] {
-        line = __LINE__;
+        line = __LINE__ + 1;  // (the next line)
         (void)autograd::log(x);
     });
     INFO(message);
@@ -294,7 +294,7 @@ TEST_CASE("anomaly mode: composite ops and Tensor methods report the caller's li
     int line = 0;
     // mean is scale(sum(x)): the NaN shows in sum, reported at this line, noting the input held it
     std::string message = runtime_error_of([&] {
-        line = __LINE__;
+        line = __LINE__ + 1;  // (the next line)
         (void)mean(nan_input);
     });
     INFO(message);
@@ -303,7 +303,7 @@ TEST_CASE("anomaly mode: composite ops and Tensor methods report the caller's li
     REQUIRE(message.find(here(line)) != std::string::npos);
 
     message = runtime_error_of([&] {
-        line = __LINE__;
+        line = __LINE__ + 1;  // (the next line)
         (void)nan_input.reshape({3, 1});
     });
     REQUIRE(message.find("'reshape'") != std::string::npos);
@@ -311,7 +311,7 @@ TEST_CASE("anomaly mode: composite ops and Tensor methods report the caller's li
 
     // exp overflowing from finite inputs is an inf anomaly
     message = runtime_error_of([&] {
-        line = __LINE__;
+        line = __LINE__ + 1;  // (the next line)
         (void)autograd::exp(tensor({1, 100}));
     });
     REQUIRE(message.find("the forward of 'exp' produced inf (element 1") != std::string::npos);
