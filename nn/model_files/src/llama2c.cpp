@@ -263,6 +263,35 @@ std::vector<float> llama2c_rope_tables(int64_t seq_len, int64_t head_size, doubl
     return out;
 }
 
+LlamaOptions llama_options(const Llama2cConfig& c) {
+    return {.vocab = c.vocab_size,
+            .n_embd = c.dim,
+            .n_head = c.n_heads,
+            .n_kv_head = c.n_kv_heads,
+            .n_layer = c.n_layers,
+            .ffn_hidden = c.hidden_dim,
+            .block = c.seq_len,
+            .rope_theta = 10000.0f,
+            .norm_eps = 1e-5f,
+            .tied_embeddings = c.shared_classifier};
+}
+
+Llama2cConfig llama2c_config(const LlamaOptions& o) {
+    // run.c's constants: another theta or eps would load and compute other logits
+    check(o.rope_theta == 10000.0f, "llama2c_config: rope_theta is {}, but run.c turns by 10000", o.rope_theta);
+    check(o.norm_eps == 1e-5f, "llama2c_config: norm_eps is {}, but run.c's RMSNorm has 1e-5", o.norm_eps);
+    Llama2cConfig c{.dim = o.n_embd,
+                    .hidden_dim = o.ffn_hidden,
+                    .n_layers = o.n_layer,
+                    .n_heads = o.n_head,
+                    .n_kv_heads = o.n_kv_head,
+                    .vocab_size = o.vocab,
+                    .seq_len = o.block,
+                    .shared_classifier = o.tied_embeddings};
+    if (const auto problem = config_problem(c)) throw std::invalid_argument("llama2c_config: " + *problem);
+    return c;
+}
+
 Tensor rotary_interleaved_to_halves(const Tensor& w, int64_t n_head) {
     check(w.dim() == 2 && n_head > 0 && w.size(1) % n_head == 0 && (w.size(1) / n_head) % 2 == 0,
           "rotary_interleaved_to_halves: W {} must be (C, n_head * H) with n_head {} heads of an even width H",

@@ -48,6 +48,7 @@
 
 #include <autograd/tensor.h>
 
+#include "nn/llama.h"
 #include "nn/model_files/safetensors.h"  // NamedTensors
 
 namespace nn {
@@ -101,6 +102,14 @@ Llama2cModel read_llama2c(const std::filesystem::path& path, const Llama2cPlace&
 // not written). std::invalid_argument for a config or tensors that do not fit (nothing written);
 // std::runtime_error for I/O, the previous file then untouched.
 void write_llama2c(const std::filesystem::path& path, const Llama2cModel& model, Llama2cVersion version);
+
+// The same network as nn::Llama's options, and back: the tensors need no change (they are already
+// nn::Llama's names and layouts), so a llama2.c file becomes a Hugging Face folder (hf_llama.h) with the
+// same logits. run.c has no rope_theta or eps in its header: 10000 and 1e-5 are fixed, and
+// llama2c_config refuses (std::invalid_argument, naming the field) options with others, or sizes a
+// header cannot hold.
+LlamaOptions llama_options(const Llama2cConfig& config);
+Llama2cConfig llama2c_config(const LlamaOptions& options);
 
 // The rotary tables export.py's legacy files hold: freq_cis_real (T, H/2) then freq_cis_imag (T, H/2),
 // cos and sin of position t times theta^(-2i/H), rounded to float32 as model.py's precompute_freqs_cis.
