@@ -16,7 +16,7 @@
 // Linear is x @ W with W (in, out), so every matrix is transposed on the way in and out, and llama2.c's
 // q and k, made for the interleaved rotary layout (pairs (2i, 2i+1) of a head), have their output units
 // permuted per head into Hugging Face's "halves" layout (pairs (i, i + H/2)), which the Llama module
-// uses (rotary_interleaved_to_halves below). The names (the module's):
+// uses (autograd::rotary_permute, interleaved -> halves). The names (the module's):
 //
 //   embed_tokens.weight                        (V, C)   llama2.c's token table, as stored
 //   layers.N.input_layernorm.weight            (C)      rms_att_weight
@@ -114,14 +114,5 @@ Llama2cConfig llama2c_config(const LlamaOptions& options);
 // The rotary tables export.py's legacy files hold: freq_cis_real (T, H/2) then freq_cis_imag (T, H/2),
 // cos and sin of position t times theta^(-2i/H), rounded to float32 as model.py's precompute_freqs_cis.
 std::vector<float> llama2c_rope_tables(int64_t seq_len, int64_t head_size, double theta = 10000.0);
-
-// The output units of q_proj / k_proj (W: (C, n_head * H), x @ W) from llama2.c's interleaved rotary
-// layout, where a head's pair i is units (2i, 2i+1), to Hugging Face's halves, where it is (i, i + H/2):
-// halves unit p * H/2 + i of each head is interleaved unit 2i + p (convert_llama_weights_to_hf.py's
-// `permute`, on our (in, out) layout). Rotating x @ W interleaved equals rotating x @ (permuted W) by
-// halves, unit for unit after the same permutation. The inverse undoes it. Returns new tensors;
-// std::invalid_argument when W is not 2-D or its columns are not n_head heads of an even width.
-autograd::Tensor rotary_interleaved_to_halves(const autograd::Tensor& w, int64_t n_head);
-autograd::Tensor rotary_halves_to_interleaved(const autograd::Tensor& w, int64_t n_head);
 
 }  // namespace nn
