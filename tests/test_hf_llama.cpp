@@ -247,7 +247,7 @@ TEST_CASE("hf_llama: the written folder has Hugging Face's names, (out, in) layo
     stored_as("model.norm.weight", {16});
 }
 
-TEST_CASE("hf_llama: F16 and BF16 shards with an index are read exactly; a stored tied lm_head is checked",
+TEST_CASE("hf_llama: F16 and BF16 shards with an index are read exactly, and a stored tied lm_head is checked",
           "[hf_llama]") {
     for (const bool tied : {true, false}) {
         INFO("tied " << tied);
