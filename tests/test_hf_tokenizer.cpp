@@ -208,6 +208,10 @@ TEST_CASE("hf_tokenizer: Metaspace instead of the normalizer, prepending before 
     CHECK(tok.encode("hello hi") == Ids{268, 264, 269});
     CHECK(tok.encode("<s>hello") == Ids{1, 260, 261, 267});  // h e llo: no "▁" after the BOS
     CHECK(tok.decode(Ids{268, 264, 269}) == "hello hi");
+    // Metaspace puts no "▁" before text that starts with a space (the normalizer's Prepend would: "▁▁hello")
+    CHECK(tok.encode(" hello") == Ids{268});
+    // and without ByteFallback in the decoder, a byte token is its text, as the tokenizers library writes it
+    CHECK(tok.decode(Ids{264, 3 + 0x41}) == "h<0x41>");
 }
 
 TEST_CASE("hf_tokenizer: every unsupported feature is refused by name", "[hf_tokenizer]") {

@@ -55,7 +55,9 @@ struct HfTokenizer::Tables {
     int32_t unk = -1;
     bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
     bool prepend = false, prepend_first_only = false;  // SentencePiece: "▁" before a section (or the text's first)
-    bool strip_leading_space = false;                  // the decoder's Strip / Metaspace
+    bool metaspace = false;  // Metaspace's: not before a section that starts with a space (the normalizer's: always)
+    bool strip_leading_space = false;  // the decoder's Strip / Metaspace
+    bool decode_bytes = false;         // the decoder's ByteFallback: <0xNN> as its byte
     std::optional<int64_t> bos;
 
     [[noreturn]] void refuse(const std::string& what) const {
@@ -162,6 +164,7 @@ void HfTokenizer::Tables::read_pre_tokenizer(const json& p, bool top) {
         if (scheme != "always" && scheme != "first" && scheme != "never")
             refuse(fmt::format("pre_tokenizer Metaspace's \"prepend_scheme\" is {}", quote(scheme)));
         kind = Kind::sentencepiece;
+        metaspace = true;
         prepend = scheme != "never";
         prepend_first_only = scheme == "first";
     } else {
@@ -212,7 +215,9 @@ void HfTokenizer::Tables::read_decoder(const json& d, bool top) {
     if (type == "Sequence" && top && d.contains("decoders") && d["decoders"].is_array()) {
         for (const json& each : d["decoders"]) read_decoder(each, false);
     } else if (type == "ByteLevel" && kind == Kind::byte_level) {
-    } else if (type == "ByteFallback" || type == "Fuse") {  // what SentencePiece's decoding does anyway
+    } else if (type == "ByteFallback") {
+        decode_bytes = true;
+    } else if (type == "Fuse") {  // (the tokens' texts joined: what decode does anyway)
     } else if (type == "Replace" && d.value("content", json()) == " " && d.contains("pattern") &&
                d["pattern"] == json({{"String", std::string(kSpaceMark)}})) {
     } else if (type == "Strip" && d.value("content", json()) == " " && d.value("start", json()) == 1 &&
@@ -510,7 +515,8 @@ void HfTokenizer::Tables::encode_section(std::string_view text, bool first, std:
         return;
     }
     // SentencePiece: "▁" for each space, one in front, the whole section one piece of characters
-    std::string normalized = prepend && (first || !prepend_first_only) ? std::string(kSpaceMark) : std::string();
+    const bool in_front = prepend && (first || !prepend_first_only) && !(metaspace && text.starts_with(' '));
+    std::string normalized = in_front ? std::string(kSpaceMark) : std::string();
     for (char c : text) {
         if (c == ' ') normalized.append(kSpaceMark);
         else normalized.push_back(c);
@@ -632,7 +638,7 @@ std::string HfTokenizer::decode(std::span<const int64_t> ids) const {
                 if (it != t.byte_of.end()) out.push_back(static_cast<char>(it->second));
                 else detail::append_utf8(out, c);  // (not a stand-in: as it is)
             });
-        } else if (const int byte = byte_token_value(s); t.byte_fallback && byte >= 0) {
+        } else if (const int byte = byte_token_value(s); t.decode_bytes && byte >= 0) {
             out.push_back(static_cast<char>(byte));
         } else {
             for (size_t i = 0; i < s.size();) {
