@@ -252,9 +252,10 @@ TEST_CASE("hf_tokenizer: every unsupported feature is refused by name", "[hf_tok
     json bad_merge = bl;
     bad_merge["model"]["merges"].push_back("x q");
     refused(bad_merge, "merge 5 (\"x\" \"q\"): \"xq\" is not in the vocab");
-    json gap = bl;
-    gap["added_tokens"][0]["id"] = 263;
-    refused(gap, "no token has the id 261");
+    json gap = bl;  // (an added token that is also in the vocab leaves room under the count for a gap)
+    gap["added_tokens"] = {{{"id", 97}, {"content", "a"}, {"special", false}}};
+    gap["model"]["vocab"]["ab"] = 261;
+    refused(gap, "no token has the id 260");
     json no_byte = bl;
     no_byte["model"]["vocab"].erase("z");
     no_byte["model"]["vocab"]["zz"] = 122;  // (its id to another token: no gap)
@@ -266,6 +267,18 @@ TEST_CASE("hf_tokenizer: every unsupported feature is refused by name", "[hf_tok
     neither["pre_tokenizer"] = nullptr;
     refused(neither, "neither byte-level");
     refused(json::array(), "not a JSON object");
+    json far = bl;  // an id far past the count: refused before any table is sized by it
+    far["added_tokens"][0]["id"] = 1 << 30;
+    refused(far, "added token \"<|endoftext|>\"'s id is 1073741824, not 0 to 261");
+    far = bl;
+    far["model"]["vocab"]["a"] = 9999;
+    refused(far, "gives token \"a\" the id 9999");
+    refused(patched(bl, {{"pre_tokenizer", {{"type", 5}}}}), "pre_tokenizer");
+    json odd = bl;
+    odd["added_tokens"][0]["lstrip"] = "yes";
+    refused(odd, "unexpected type");
+    refused(patched(sp, {{"post_processor", {{"type", "TemplateProcessing"}, {"single", {{{"Sequence", 3}}}}}}}),
+            "post_processor");
     REQUIRE_THROWS_WITH(nn::HfTokenizer("{", "tok.json"), Contains("tok.json"));
 
     test::TempDir dir("hf_tokenizer_fifo");

@@ -58,6 +58,7 @@ struct HfTokenizer::Tables {
     bool metaspace = false;  // Metaspace's: not before a section that starts with a space (the normalizer's: always)
     bool strip_leading_space = false;  // the decoder's Strip / Metaspace
     bool decode_bytes = false;         // the decoder's ByteFallback: <0xNN> as its byte
+    int64_t id_bound = 0;              // the vocab's and the added tokens' count: every id is below it
     std::optional<int64_t> bos;
 
     [[noreturn]] void refuse(const std::string& what) const {
@@ -91,6 +92,11 @@ int byte_token_value(std::string_view s) {
     return hex(s[3]) * 16 + hex(s[4]);
 }
 
+// A part's "type" when it is a string, else "" (which no branch takes: the part is refused, quoted).
+std::string type_field(const json& v) {
+    return v.is_object() && v.contains("type") && v["type"].is_string() ? v["type"].get<std::string>() : "";
+}
+
 std::string type_of(const json& v) { return v.is_object() && v.contains("type") ? quote(v["type"]) : quote(v); }
 
 }  // namespace
@@ -113,7 +119,7 @@ void HfTokenizer::Tables::add_split(const std::string& pattern) {
 void HfTokenizer::Tables::read_pre_tokenizer(const json& p, bool top) {
     if (p.is_null() && top) return;
     if (!p.is_object() || !p.contains("type")) refuse(fmt::format("pre_tokenizer {} has no \"type\"", quote(p)));
-    const std::string type = p.value("type", "");
+    const std::string type = type_field(p);
     const auto flag = [&](const char* key, bool fallback) {
         if (!p.contains(key) || p[key].is_null()) return fallback;
         if (!p[key].is_boolean()) refuse(fmt::format("pre_tokenizer {}'s \"{}\" is {}", type, key, quote(p[key])));
@@ -179,16 +185,13 @@ void HfTokenizer::Tables::read_normalizer(const json& n) {
     if (n.is_null()) return;
     // Only Llama 2's (and TinyLlama's): Sequence [Prepend "▁", Replace " " -> "▁"], in either order
     const auto is_prepend = [](const json& e) {
-        return e.is_object() && e.value("type", "") == "Prepend" &&
-               e.value("prepend", json()) == std::string(kSpaceMark);
+        return e.is_object() && type_field(e) == "Prepend" && e.value("prepend", json()) == std::string(kSpaceMark);
     };
     const auto is_replace = [](const json& e) {
-        return e.is_object() && e.value("type", "") == "Replace" &&
-               e.value("content", json()) == std::string(kSpaceMark) && e.contains("pattern") &&
-               e["pattern"] == json({{"String", " "}});
+        return e.is_object() && type_field(e) == "Replace" && e.value("content", json()) == std::string(kSpaceMark) &&
+               e.contains("pattern") && e["pattern"] == json({{"String", " "}});
     };
-    if (n.is_object() && n.value("type", "") == "Sequence" && n.contains("normalizers") &&
-        n["normalizers"].is_array()) {
+    if (n.is_object() && type_field(n) == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
         const json& list = n["normalizers"];
         for (const json& e : list)
             if (!is_prepend(e) && !is_replace(e))
@@ -211,7 +214,7 @@ void HfTokenizer::Tables::read_normalizer(const json& n) {
 
 void HfTokenizer::Tables::read_decoder(const json& d, bool top) {
     if (d.is_null() && top) return;
-    const std::string type = d.is_object() ? d.value("type", "") : "";
+    const std::string type = type_field(d);
     if (type == "Sequence" && top && d.contains("decoders") && d["decoders"].is_array()) {
         for (const json& each : d["decoders"]) read_decoder(each, false);
     } else if (type == "ByteLevel" && kind == Kind::byte_level) {
@@ -235,14 +238,15 @@ void HfTokenizer::Tables::read_decoder(const json& d, bool top) {
 
 void HfTokenizer::Tables::read_post_processor(const json& p, bool top) {
     if (p.is_null() && top) return;
-    const std::string type = p.is_object() ? p.value("type", "") : "";
+    const std::string type = type_field(p);
     if (type == "Sequence" && top && p.contains("processors") && p["processors"].is_array()) {
         for (const json& each : p["processors"]) read_post_processor(each, false);
     } else if (type == "ByteLevel") {  // (offsets only)
     } else if (type == "TemplateProcessing" && p.contains("single") && p["single"].is_array()) {
         const json& single = p["single"];
         const auto is_a = [](const json& e) {
-            return e.is_object() && e.contains("Sequence") && e["Sequence"].value("id", json()) == "A";
+            return e.is_object() && e.contains("Sequence") && e["Sequence"].is_object() &&
+                   e["Sequence"].value("id", json()) == "A";
         };
         if (single.size() == 1 && is_a(single[0])) return;
         if (single.size() == 2 && is_a(single[1]) && single[0].is_object() && single[0].contains("SpecialToken") &&
@@ -290,8 +294,11 @@ void HfTokenizer::Tables::read_model(const json& m) {
     if (static_cast<int64_t>(vocab.size()) > kMaxVocab)
         refuse(fmt::format("model's \"vocab\" has {} tokens, over the limit of {}", vocab.size(), kMaxVocab));
     for (const auto& [token, id] : vocab.items()) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxVocab)
-            refuse(fmt::format("model's \"vocab\" gives token {} the id {}", quoted_text(token), quote(id)));
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= id_bound)
+            refuse(
+                fmt::format("model's \"vocab\" gives token {} the id {} (ids are 0 to {}: the vocab's and the added "
+                            "tokens' count, less one)",
+                            quoted_text(token), quote(id), id_bound - 1));
         const auto i = static_cast<size_t>(id.get<int64_t>());
         if (spelled.size() <= i) spelled.resize(i + 1), added.resize(i + 1);
         if (!spelled[i].empty())
@@ -345,6 +352,12 @@ void HfTokenizer::Tables::read(const json& j) {
         refuse(fmt::format("\"{}\" {} is not supported", key, quote(value)));
     }
     if (!j.contains("model")) refuse("\"model\" is missing");
+    // ids are 0 to n - 1 for n tokens: a bound before any table is sized by an id from the file
+    id_bound =
+        (j["model"].is_object() && j["model"].contains("vocab") ? static_cast<int64_t>(j["model"]["vocab"].size())
+                                                                : 0) +
+        (j.contains("added_tokens") && j["added_tokens"].is_array() ? static_cast<int64_t>(j["added_tokens"].size())
+                                                                    : 0);
     read_model(j["model"]);
     // added tokens: in the vocab with the same id, or new ids after it
     if (j.contains("added_tokens") && !j["added_tokens"].is_null()) {
@@ -358,7 +371,8 @@ void HfTokenizer::Tables::read(const json& j) {
                 if (a.value(key, false) != false)
                     refuse(fmt::format("added token {}'s \"{}\" true is not supported", quoted_text(content), key));
             const int64_t id = a["id"].get<int64_t>();
-            if (id < 0 || id >= kMaxVocab) refuse(fmt::format("added token {}'s id is {}", quoted_text(content), id));
+            if (id < 0 || id >= id_bound)
+                refuse(fmt::format("added token {}'s id is {}, not 0 to {}", quoted_text(content), id, id_bound - 1));
             const auto i = static_cast<size_t>(id);
             if (spelled.size() <= i) spelled.resize(i + 1), added.resize(i + 1);
             if (!spelled[i].empty() && spelled[i] != content)
@@ -550,7 +564,12 @@ HfTokenizer::HfTokenizer(std::string_view text, std::string_view source) {
     auto t = std::make_shared<Tables>();
     t->file = std::string(text);
     t->source = std::string(source);
-    t->read(detail::parse_json(text, kMaxDepth, t->source));
+    const nlohmann::json j = detail::parse_json(text, kMaxDepth, t->source);
+    try {
+        t->read(j);
+    } catch (const nlohmann::json::exception& e) {  // a field of an unexpected JSON type the checks did not name
+        t->refuse(fmt::format("a field of an unexpected type ({})", detail::json_error_text(e)));
+    }
     tables_ = std::move(t);
 }
 
