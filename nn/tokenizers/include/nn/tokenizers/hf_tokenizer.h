@@ -6,8 +6,8 @@
 //     GPT-2's 256 stand-in characters ("Ġ" for a space), then merged by the merges' rank.
 //   SentencePiece-style BPE (TinyLlama, Llama 2, llama2.c's exported tokenizers): spaces written "▁" and
 //     one "▁" put in front (the normalizer Prepend + Replace, or the pre-tokenizer Metaspace without
-//     splitting), the whole text one piece; a character with no token becomes its bytes' <0xNN> tokens
-//     (byte_fallback), or unk; then merged by rank.
+//     splitting, which puts none before text that starts with a space), the whole text one piece; a
+//     character with no token becomes its bytes' <0xNN> tokens (byte_fallback), or unk; then merged by rank.
 //
 //     auto tok = nn::HfTokenizer::from_file("SmolLM-135M/tokenizer.json");
 //     std::vector<int64_t> ids = tok.encode("Hello world");   // no BOS: tok.bos() is the template's, if any
@@ -20,8 +20,8 @@
 // special token then $A gives bos(), which a sampler puts first.
 //
 // decode: added tokens as their content, byte-level tokens back to their bytes, SentencePiece tokens with
-// "▁" as a space and <0xNN> as the byte, and the one leading space the decoder's Strip (or Metaspace)
-// removes. Bytes that are not UTF-8 on their own (a piece of a character) are returned as they are.
+// "▁" as a space and <0xNN> as the byte (when the decoder has ByteFallback), and the one leading space the
+// decoder's Strip (or Metaspace) removes. Bytes that are not UTF-8 on their own (a piece of a character) are returned as they are.
 //
 // Everything else tokenizer.json may hold is refused by name (std::invalid_argument naming the source and
 // the field), never silently ignored: the list is in docs/llama.md ("Hugging Face's Llama folders").
