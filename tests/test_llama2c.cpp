@@ -248,12 +248,17 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("llama2.c: the rotary permutation turns an interleaved projection into a halves one, and back", "[llama2c]") {
+TEST_CASE(
+    "llama2.c: the rotary permutation (autograd::rotary_permute) turns an interleaved projection into a halves one, "
+    "and back",
+    "[llama2c]") {
     autograd::Generator gen(7);
     const int64_t C = 6, n_head = 3, H = 4;
     const Tensor w = autograd::randn({C, n_head * H}, gen);  // (C, n_head * H): interleaved layout
-    const Tensor halves = nn::rotary_interleaved_to_halves(w, n_head);
-    CHECK(nn::rotary_halves_to_interleaved(halves, n_head).to_vector() == w.to_vector());
+    const Tensor halves =
+        autograd::rotary_permute(w, n_head, autograd::RotaryLayout::interleaved, autograd::RotaryLayout::halves);
+    CHECK(autograd::rotary_permute(halves, n_head, autograd::RotaryLayout::halves, autograd::RotaryLayout::interleaved)
+              .to_vector() == w.to_vector());
     CHECK(halves.to_vector() != w.to_vector());
     // Column p * H/2 + i of each head is interleaved column 2i + p (Hugging Face's `permute`).
     for (int64_t h = 0; h < n_head; ++h)
@@ -273,8 +278,12 @@ TEST_CASE("llama2.c: the rotary permutation turns an interleaved projection into
                     REQUIRE(b[static_cast<size_t>(h * H + p * H / 2 + i)] ==
                             Approx(a[static_cast<size_t>(h * H + 2 * i + p)]).margin(1e-12));
     }
-    REQUIRE_THROWS_WITH(nn::rotary_interleaved_to_halves(autograd::zeros({4, 6}), 2), Contains("even width"));
-    REQUIRE_THROWS_WITH(nn::rotary_halves_to_interleaved(autograd::zeros({4, 6}), 4), Contains("(4, 6)"));
+    REQUIRE_THROWS_WITH(autograd::rotary_permute(autograd::zeros({4, 6}), 2, autograd::RotaryLayout::interleaved,
+                                                 autograd::RotaryLayout::halves),
+                        Contains("even width"));
+    REQUIRE_THROWS_WITH(autograd::rotary_permute(autograd::zeros({4, 6}), 4, autograd::RotaryLayout::halves,
+                                                 autograd::RotaryLayout::interleaved),
+                        Contains("(4, 6)"));
 }
 
 TEST_CASE("llama2.c: stories260K written back is the same file, byte for byte", "[llama2c]") {

@@ -10,6 +10,7 @@ second, torch multiplies with the reference BLAS, many times slower). Run it wit
     logits = model(ids)                                 # (B, T) LongTensor -> (B, T, V) float32 logits
     tg.save(model, vocab, "tuned.safetensors")          # generate, heatmap, figure and train --init-from read it
     gpt2 = tg.load_hf_folder("gpt2")                    # Hugging Face's GPT-2 folder (config.json, model.safetensors)
+    llama = tg.load_hf_llama_folder("smollm")           # a LlamaForCausalLM folder (write_hf_llama writes one)
 
 Its files, one job each (each imports only those above it):
   strings      how numbers are written as text (C's strtof) and how messages quote what was read
@@ -24,6 +25,7 @@ Its files, one job each (each imports only those above it):
   tokenizers   characters, GPT-2's BPE files, token ids: what a checkpoint keeps of each
   checkpoint   load and save
   hf           load_hf_folder: Hugging Face's GPT-2 folder
+  llama        Llama (LlamaForCausalLM's maths: GQA, rotary halves, RMSNorm, SwiGLU) and load_hf_llama_folder
 """
 from .cli import ArgumentParser, UsageError, check_outputs
 from .checkpoint import FORMAT, LLMC_MAGIC, load, save
@@ -31,6 +33,7 @@ from .config import HEAD_KINDS, KINDS, ModelConfig
 from .crc32c import crc32c, crc32c_bytewise
 from .files import MAX_JSON_DEPTH, file_kind, open_regular, read_json, read_regular, read_text, write_atomically
 from .hf import HF_GPT2_DEFAULTS, MAX_CONFIG_BYTES, load_hf_folder
+from .llama import Llama, load_hf_llama_folder, read_hf_llama_config
 from .models import (LAYER_NORM_EPS, GPT, GPT2, AverageModel, Bigram, Block, Conv1D, FeedForward, GPT2Attention,
                      GPT2Block, GPT2MLP, Head, LanguageModel, MultiHead, MultiHeadAttention, Positional, SingleHead,
                      make_model)
@@ -49,4 +52,4 @@ __all__ = ["ArgumentParser", "UsageError", "check_outputs", "FORMAT", "LLMC_MAGI
            "MultiHeadAttention", "Positional", "SingleHead", "make_model", "Progress", "MAX_FILE_BYTES",
            "MAX_HEADER_BYTES", "METADATA_CHECKSUM", "metadata_checksum", "read_safetensors", "write_safetensors",
            "load_tinygpt_state", "tinygpt_state", "one_line", "BPE_KIND", "TOKEN_IDS_KIND", "BpeFiles", "TokenIds",
-           "decode", "encode", "read_bpe_dir"]
+           "decode", "encode", "read_bpe_dir", "Llama", "load_hf_llama_folder", "read_hf_llama_config"]

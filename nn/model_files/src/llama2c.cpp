@@ -20,6 +20,7 @@
 #include <stdexcept>
 
 #include <autograd/check.h>
+#include <autograd/ops.h>
 #include <fmt/format.h>
 #include <nn/files/atomic_file.h>
 #include <nn/files/file_names.h>
@@ -172,43 +173,44 @@ std::optional<uint64_t> file_bytes(const Llama2cConfig& c, Llama2cVersion versio
     return bytes;
 }
 
-// Unit u of a head's output in the halves layout, and where it is in the interleaved one (and back).
-int64_t interleaved_unit(int64_t halves, int64_t H) {
-    const int64_t head = halves / H, j = halves % H, half = H / 2;
-    return head * H + 2 * (j % half) + j / half;
-}
-int64_t halves_unit(int64_t interleaved, int64_t H) {
-    const int64_t head = interleaved / H, j = interleaved % H;
-    return head * H + (j % 2) * (H / 2) + j / 2;
-}
-
 // A file's array (values as stored, (out, in) for a matrix) into our layout: transposed, and for q and
-// k with each column taken from its interleaved unit.
+// k each head's units reordered from the interleaved pairs to the halves (autograd::rotary_permute, Hugging
+// Face's `permute`).
 void from_stored(const Stored& s, std::span<const float> file, std::span<float> ours) {
     if (!s.transposed) {
         std::copy(file.begin(), file.end(), ours.begin());
         return;
     }
     const int64_t ins = s.shape[0], outs = s.shape[1];
-    for (int64_t o = 0; o < outs; ++o) {
-        const int64_t from = s.rotary_head ? interleaved_unit(o, s.rotary_head) : o;
-        const float* row = file.data() + from * ins;  // the file's row `from`: one output unit's weights
-        for (int64_t i = 0; i < ins; ++i) ours[static_cast<size_t>(i * outs + o)] = row[i];
-    }
+    const auto transpose = [&](std::span<float> to) {
+        for (int64_t o = 0; o < outs; ++o)
+            for (int64_t i = 0; i < ins; ++i)
+                to[static_cast<size_t>(i * outs + o)] = file[static_cast<size_t>(o * ins + i)];
+    };
+    if (!s.rotary_head) return transpose(ours);
+    Tensor interleaved = autograd::zeros(s.shape);  // (C, n_head H)
+    transpose(interleaved.data());
+    const Tensor halves = autograd::rotary_permute(interleaved, outs / s.rotary_head,
+                                                   autograd::RotaryLayout::interleaved, autograd::RotaryLayout::halves);
+    std::ranges::copy(halves.data(), ours.begin());
 }
 
 // The inverse: our tensor's values as the file stores them.
-void to_stored(const Stored& s, std::span<const float> ours, std::span<float> file) {
+void to_stored(const Stored& s, const Tensor& ours, std::span<float> file) {
     if (!s.transposed) {
-        std::copy(ours.begin(), ours.end(), file.begin());
+        std::ranges::copy(ours.data(), file.begin());
         return;
     }
     const int64_t ins = s.shape[0], outs = s.shape[1];
-    for (int64_t o = 0; o < outs; ++o) {
-        const int64_t ours_unit = s.rotary_head ? halves_unit(o, s.rotary_head) : o;
-        float* row = file.data() + o * ins;
-        for (int64_t i = 0; i < ins; ++i) row[i] = ours[static_cast<size_t>(i * outs + ours_unit)];
-    }
+    autograd::NoGradGuard values_only;  // (a model's parameters: no graph for a copy)
+    const Tensor w = s.rotary_head
+                         ? autograd::rotary_permute(ours, outs / s.rotary_head, autograd::RotaryLayout::halves,
+                                                    autograd::RotaryLayout::interleaved)
+                         : ours;
+    const auto values = w.data();
+    for (int64_t o = 0; o < outs; ++o)
+        for (int64_t i = 0; i < ins; ++i)
+            file[static_cast<size_t>(o * ins + i)] = values[static_cast<size_t>(i * outs + o)];
 }
 
 struct FileCloser {
@@ -263,32 +265,33 @@ std::vector<float> llama2c_rope_tables(int64_t seq_len, int64_t head_size, doubl
     return out;
 }
 
-Tensor rotary_interleaved_to_halves(const Tensor& w, int64_t n_head) {
-    check(w.dim() == 2 && n_head > 0 && w.size(1) % n_head == 0 && (w.size(1) / n_head) % 2 == 0,
-          "rotary_interleaved_to_halves: W {} must be (C, n_head * H) with n_head {} heads of an even width H",
-          shape_str(w.shape()), n_head);
-    const int64_t ins = w.size(0), outs = w.size(1), H = outs / n_head;
-    Tensor out = autograd::zeros(w.shape());  // (C, n_head * H)
-    const auto from = w.data();
-    auto to = out.data();
-    for (int64_t i = 0; i < ins; ++i)
-        for (int64_t o = 0; o < outs; ++o)
-            to[static_cast<size_t>(i * outs + o)] = from[static_cast<size_t>(i * outs + interleaved_unit(o, H))];
-    return out;
+LlamaOptions llama_options(const Llama2cConfig& c) {
+    return {.vocab = c.vocab_size,
+            .n_embd = c.dim,
+            .n_head = c.n_heads,
+            .n_kv_head = c.n_kv_heads,
+            .n_layer = c.n_layers,
+            .ffn_hidden = c.hidden_dim,
+            .block = c.seq_len,
+            .rope_theta = 10000.0f,
+            .norm_eps = 1e-5f,
+            .tied_embeddings = c.shared_classifier};
 }
 
-Tensor rotary_halves_to_interleaved(const Tensor& w, int64_t n_head) {
-    check(w.dim() == 2 && n_head > 0 && w.size(1) % n_head == 0 && (w.size(1) / n_head) % 2 == 0,
-          "rotary_halves_to_interleaved: W {} must be (C, n_head * H) with n_head {} heads of an even width H",
-          shape_str(w.shape()), n_head);
-    const int64_t ins = w.size(0), outs = w.size(1), H = outs / n_head;
-    Tensor out = autograd::zeros(w.shape());  // (C, n_head * H)
-    const auto from = w.data();
-    auto to = out.data();
-    for (int64_t i = 0; i < ins; ++i)
-        for (int64_t o = 0; o < outs; ++o)
-            to[static_cast<size_t>(i * outs + o)] = from[static_cast<size_t>(i * outs + halves_unit(o, H))];
-    return out;
+Llama2cConfig llama2c_config(const LlamaOptions& o) {
+    // run.c's constants: another theta or eps would load and compute other logits
+    check(o.rope_theta == 10000.0f, "llama2c_config: rope_theta is {}, but run.c turns by 10000", o.rope_theta);
+    check(o.norm_eps == 1e-5f, "llama2c_config: norm_eps is {}, but run.c's RMSNorm has 1e-5", o.norm_eps);
+    Llama2cConfig c{.dim = o.n_embd,
+                    .hidden_dim = o.ffn_hidden,
+                    .n_layers = o.n_layer,
+                    .n_heads = o.n_head,
+                    .n_kv_heads = o.n_kv_head,
+                    .vocab_size = o.vocab,
+                    .seq_len = o.block,
+                    .shared_classifier = o.tied_embeddings};
+    if (const auto problem = config_problem(c)) throw std::invalid_argument("llama2c_config: " + *problem);
+    return c;
 }
 
 Llama2cModel read_llama2c(const std::filesystem::path& path, const Llama2cPlace& into) {
@@ -463,7 +466,7 @@ void write_llama2c(const std::filesystem::path& path, const Llama2cModel& model,
             values = computed_tables.empty() ? model.legacy_rope_tables : computed_tables;
         } else {
             values.resize(static_cast<size_t>(s.values()));
-            to_stored(s, given.at(s.name).data(), values);
+            to_stored(s, given.at(s.name), values);
         }
         detail::to_or_from_little_endian(values);
         file.write(values.data(), values.size() * sizeof(float));

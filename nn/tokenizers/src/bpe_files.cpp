@@ -41,37 +41,22 @@ struct fmt::formatter<nn::Quoted> : fmt::formatter<std::string_view> {
 namespace nn {
 
 using autograd::check;
+using detail::gpt2_byte_to_code_point;
+using detail::kGpt2Pattern;
 using detail::MergeTable;
 using detail::pair_key;
 using detail::path_str;
 
 namespace {
 
-// GPT-2's pattern with \s spelled as Unicode's White_Space property (PCRE2's \s with UCP also takes
-// U+180E; Python's regex, Rust's and so tiktoken's take White_Space exactly).
-constexpr const char* kPattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
-
 constexpr const char* kKind = "gpt2-bpe";
-
-// GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes for the
-// code points 256, 257, ... in byte order. Returns the code point each byte is written as.
-std::array<char32_t, 256> byte_to_code_point() {
-    std::array<char32_t, 256> map{};
-    int next = 256;
-    for (int b = 0; b < 256; ++b) {
-        const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        map[static_cast<size_t>(b)] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(next++);
-    }
-    return map;
-}
 
 // A vocabulary token as written in encoder.json ("Ġthe") back to its bytes (" the"); throws naming the
 // token (and the merges line it is on, if any) when a character is not one of the 256 that stand for bytes.
 std::string token_to_bytes(std::string_view written, std::string_view source, size_t merges_line = 0) {
     static const auto code_point_to_byte = [] {
         std::unordered_map<char32_t, unsigned char> inverse;
-        const auto map = byte_to_code_point();
+        const auto map = gpt2_byte_to_code_point();
         for (int b = 0; b < 256; ++b) inverse[map[static_cast<size_t>(b)]] = static_cast<unsigned char>(b);
         return inverse;
     }();
@@ -141,7 +126,7 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
         const bool fresh = all_ids.emplace(t->bytes_of[id], static_cast<int32_t>(id)).second;
         check(fresh, "{}: two tokens spell the same bytes (id {})", source, id);
     }
-    const auto byte_map = byte_to_code_point();
+    const auto byte_map = gpt2_byte_to_code_point();
     for (int b = 0; b < 256; ++b) {
         const auto it = all_ids.find(std::string_view(std::string(1, static_cast<char>(b))));
         check(it != all_ids.end(), "{}: the vocabulary lacks the token of byte 0x{:02X} (U+{:04X})", source, b,
@@ -193,8 +178,8 @@ BpeTokenizer::BpeTokenizer(std::string_view vocabulary, std::string_view merges,
 
     int error = 0;
     PCRE2_SIZE error_offset = 0;
-    t->pattern.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                                   &error, &error_offset, nullptr));
+    t->pattern.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern), PCRE2_ZERO_TERMINATED,
+                                   PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr));
     if (!t->pattern) {
         std::array<PCRE2_UCHAR, 256> message{};
         pcre2_get_error_message(error, message.data(), message.size());

@@ -20,6 +20,24 @@
 
 namespace nn::detail {
 
+// GPT-2's pattern with \s spelled as Unicode's White_Space property (PCRE2's \s with UCP also takes
+// U+180E; Python's regex, Rust's and so tiktoken's take White_Space exactly). Hugging Face's ByteLevel
+// pre-tokenizer splits by the same pattern (hf_tokenizer.cpp).
+inline constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
+
+// GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes for the
+// code points 256, 257, ... in byte order. Returns the code point each byte is written as.
+inline std::array<char32_t, 256> gpt2_byte_to_code_point() {
+    std::array<char32_t, 256> map{};
+    int next = 256;
+    for (int b = 0; b < 256; ++b) {
+        const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        map[static_cast<size_t>(b)] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(next++);
+    }
+    return map;
+}
+
 // splitmix64's finalizer: every input bit moves every output bit (the tables index by the low bits)
 inline uint64_t hash_u64(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;

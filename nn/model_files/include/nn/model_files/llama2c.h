@@ -16,7 +16,7 @@
 // Linear is x @ W with W (in, out), so every matrix is transposed on the way in and out, and llama2.c's
 // q and k, made for the interleaved rotary layout (pairs (2i, 2i+1) of a head), have their output units
 // permuted per head into Hugging Face's "halves" layout (pairs (i, i + H/2)), which the Llama module
-// uses (rotary_interleaved_to_halves below). The names (the module's):
+// uses (autograd::rotary_permute, interleaved -> halves). The names (the module's):
 //
 //   embed_tokens.weight                        (V, C)   llama2.c's token table, as stored
 //   layers.N.input_layernorm.weight            (C)      rms_att_weight
@@ -48,6 +48,7 @@
 
 #include <autograd/tensor.h>
 
+#include "nn/llama.h"
 #include "nn/model_files/safetensors.h"  // NamedTensors
 
 namespace nn {
@@ -102,17 +103,16 @@ Llama2cModel read_llama2c(const std::filesystem::path& path, const Llama2cPlace&
 // std::runtime_error for I/O, the previous file then untouched.
 void write_llama2c(const std::filesystem::path& path, const Llama2cModel& model, Llama2cVersion version);
 
+// The same network as nn::Llama's options, and back: the tensors need no change (they are already
+// nn::Llama's names and layouts), so a llama2.c file becomes a Hugging Face folder (hf_llama.h) with the
+// same logits. run.c has no rope_theta or eps in its header: 10000 and 1e-5 are fixed, and
+// llama2c_config refuses (std::invalid_argument, naming the field) options with others, or sizes a
+// header cannot hold.
+LlamaOptions llama_options(const Llama2cConfig& config);
+Llama2cConfig llama2c_config(const LlamaOptions& options);
+
 // The rotary tables export.py's legacy files hold: freq_cis_real (T, H/2) then freq_cis_imag (T, H/2),
 // cos and sin of position t times theta^(-2i/H), rounded to float32 as model.py's precompute_freqs_cis.
 std::vector<float> llama2c_rope_tables(int64_t seq_len, int64_t head_size, double theta = 10000.0);
-
-// The output units of q_proj / k_proj (W: (C, n_head * H), x @ W) from llama2.c's interleaved rotary
-// layout, where a head's pair i is units (2i, 2i+1), to Hugging Face's halves, where it is (i, i + H/2):
-// halves unit p * H/2 + i of each head is interleaved unit 2i + p (convert_llama_weights_to_hf.py's
-// `permute`, on our (in, out) layout). Rotating x @ W interleaved equals rotating x @ (permuted W) by
-// halves, unit for unit after the same permutation. The inverse undoes it. Returns new tensors;
-// std::invalid_argument when W is not 2-D or its columns are not n_head heads of an even width.
-autograd::Tensor rotary_interleaved_to_halves(const autograd::Tensor& w, int64_t n_head);
-autograd::Tensor rotary_halves_to_interleaved(const autograd::Tensor& w, int64_t n_head);
 
 }  // namespace nn
