@@ -346,7 +346,8 @@ inline cli::Parser make_parser(Options& o) {
              "--data may use only its characters.\n"
              "Or GPT-2 weights: Hugging Face's model.safetensors or llm.c's .bin\n"
              "(with --tokenizer DIR unless its BPE files are beside it; with neither,\n"
-             "token ids only: --data a token file, the sample printed as ids)",
+             "token ids only: --data a token file, the sample printed as ids),\n"
+             "or llama2.c's model .bin (--tokenizer FILE a tokenizer.bin, or one beside it)",
              [&o](const cli::Value& v) { o.init_from = v.file(); });
     p.section("training");
     p.option("--data", "FILE",

@@ -107,7 +107,7 @@ if(tool_sampled LESS 120)
 endif()
 # a kind with no cached decoder of its own: generate reruns the window and --json says so
 run(o 0 "${CUSTOM_MODEL}" generate "${tool_straight}" --chars 10 --prompt ab --json)
-if(NOT o_out MATCHES "\"tokens\":10,[^\n]*\"cache\":false}\n$")
+if(NOT o_out MATCHES "\"tokens\":10,[^\n]*\"cache\":false,\"ids\":\\[[0-9,]+\\]}\n$")
   message(FATAL_ERROR "custom_model generate --json did not report that no cache ran:\n${o_out}")
 endif()
 run(k 0 "${CUSTOM_MODEL}" heatmap "${tool_straight}" --prompt "hello" --color never)

@@ -40,8 +40,8 @@ done
 for st in straight.st run.st; do
   cached=$("$bin/generate" $st --tokens 100 --seed 5 --samples 2 --json)
   uncached=$("$bin/generate" $st --tokens 100 --seed 5 --samples 2 --json --no-cache)
-  [[ ${cached##*$'\n'} == *'"tokens":200,'*'"cache":true}' ]] || fail "$st: generate --json: ${cached##*$'\n'}"
-  [[ ${uncached##*$'\n'} == *'"cache":false}' ]] || fail "$st: --no-cache reported: ${uncached##*$'\n'}"
+  [[ ${cached##*$'\n'} == *'"tokens":200,'*'"cache":true,"ids":['*']}' ]] || fail "$st: generate --json: ${cached##*$'\n'}"
+  [[ ${uncached##*$'\n'} == *'"cache":false,"ids":['*']}' ]] || fail "$st: --no-cache reported: ${uncached##*$'\n'}"
   [[ ${cached%$'\n'*} == "${uncached%$'\n'*}" ]] || fail "$st: --no-cache sampled other text"
 done
 

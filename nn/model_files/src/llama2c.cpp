@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <fstream>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -289,6 +290,24 @@ Tensor rotary_halves_to_interleaved(const Tensor& w, int64_t n_head) {
         for (int64_t o = 0; o < outs; ++o)
             to[static_cast<size_t>(i * outs + o)] = from[static_cast<size_t>(i * outs + halves_unit(o, H))];
     return out;
+}
+
+bool is_llama2c_file(const std::filesystem::path& path) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) return false;
+    const uint64_t size = std::filesystem::file_size(path, error);
+    if (error || size < kLegacyHeaderBytes) return false;
+    std::ifstream in(path, std::ios::binary);
+    std::array<unsigned char, kLegacyHeaderBytes> header{};
+    if (!in.read(reinterpret_cast<char*>(header.data()), header.size())) return false;
+    if (static_cast<uint32_t>(le_i32(header.data())) == kMagic) return true;  // version 1's (read_llama2c checks it)
+    Llama2cConfig c;  // legacy: no magic, so the 7 fields must make a model of exactly the file's size
+    c.dim = le_i32(&header[0]), c.hidden_dim = le_i32(&header[4]), c.n_layers = le_i32(&header[8]);
+    c.n_heads = le_i32(&header[12]), c.n_kv_heads = le_i32(&header[16]), c.vocab_size = le_i32(&header[20]);
+    c.seq_len = le_i32(&header[24]);
+    c.shared_classifier = c.vocab_size > 0;
+    c.vocab_size = c.vocab_size < 0 ? -c.vocab_size : c.vocab_size;
+    return !config_problem(c) && file_bytes(c, Llama2cVersion::legacy) == size;
 }
 
 Llama2cModel read_llama2c(const std::filesystem::path& path, const Llama2cPlace& into) {
