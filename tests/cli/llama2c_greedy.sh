@@ -60,4 +60,15 @@ text=$("$bin/generate" "$model" --tokenizer tok512_filler.bin --temperature 0 --
 head -c 1000 tok512_filler.bin > short.bin
 if "$bin/generate" "$model" --tokenizer short.bin --tokens 3 2> refused.txt; then fail "a truncated tokenizer was taken"; fi
 grep -q "short.bin" refused.txt || fail "the refusal does not name the tokenizer: $(cat refused.txt)"
+
+# export --llama2c writes it back: the header and the weights byte for byte (the legacy file's rotary
+# tables, which run.c skips, as export.py computes them), and the same greedy ids
+"$bin/export" "$model" --llama2c back.bin > /dev/null 2>&1
+size=$(stat -c %s "$model")
+[ "$(stat -c %s back.bin)" = "$size" ] || fail "export --llama2c wrote $(stat -c %s back.bin) bytes, not $size"
+tables=$((2 * 512 * (64 / 8 / 2) * 4))  # freq_cis_real and _imag: seq_len x head_size/2 each, fp32
+cmp -n $((size - tables)) back.bin "$model" || fail "export --llama2c changed the header or the weights"
+want=$(sed -n 's/^1: //p' "$expected")
+got=$("$bin/generate" back.bin --temperature 0 --tokens 200 --json 2> /dev/null | ids_of)
+[ "$got" = "$want" ] || fail "the exported file samples other ids: $got"
 echo "stories260K.bin: run.c's greedy ids for all $cases prompts, cached, uncached and on two threads"

@@ -3,7 +3,8 @@
 # (--n-kv-head 2 of 4 heads) and --ffn-hidden 172, the exact parameter count; a run stopped at step 10
 # and resumed ends byte-identical to a straight run; its settings are recorded in the checkpoint; generate
 # samples the same text with the key-value cache as without; heatmap, head_scores, gradflow and the report
-# page find its heads; its flags are refused for another kind, and a bad n_kv_head by name.
+# page find its heads; export --llama2c writes run.c's file of it (the same loss read back); its flags are
+# refused for another kind, and a bad n_kv_head by name.
 #
 #   llama_train.sh BIN_DIR WORK_DIR
 set -euo pipefail
@@ -55,6 +56,18 @@ scores=$("$bin/head_scores" run.st --json)
 flow=$("$bin/gradflow" run.st --data small.txt --json)
 [[ $flow == *'"name":"layers.0.self_attn.q_proj.weight"'*'"heads":[{"name":"layers.0.self_attn.heads.0","entropy":'* ]] ||
   fail "gradflow: ${flow:0:300}"
+
+# export --llama2c: run.c's legacy file, read back as the same model (the same loss on the same ids);
+# refused for another kind, and for a theta or eps run.c does not compute with, by name
+"$bin/export" straight.st --llama2c straight.bin > /dev/null
+perl -e 'print pack("v*", map { $_ * 7 % 33 } 0 .. 2999)' > ids.bin
+loss_of() { "$bin/evaluate" "$1" --data ids.bin --batch 2 --block 32 --batches 3 --json 2> /dev/null | grep -o '"loss":[^,]*'; }
+[ -n "$(loss_of straight.st)" ] || fail "evaluate gave no loss for straight.st"
+[ "$(loss_of straight.st)" = "$(loss_of straight.bin)" ] ||
+  fail "export --llama2c: the file's loss $(loss_of straight.bin) is not the checkpoint's $(loss_of straight.st)"
+if "$bin/export" run.st --llama2c run.bin 2> refused.txt; then fail "export --llama2c took rope_theta 500"; fi
+grep -q "model.rope_theta 500" refused.txt || fail "export refusal: $(cat refused.txt)"
+[ ! -e run.bin ] || fail "a refused export wrote run.bin"
 
 refused() {  # refused MESSAGE ARGS...: train exits 2 or 1 with MESSAGE
   local message=$1
