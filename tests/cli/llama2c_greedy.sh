@@ -61,6 +61,15 @@ head -c 1000 tok512_filler.bin > short.bin
 if "$bin/generate" "$model" --tokenizer short.bin --tokens 3 2> refused.txt; then fail "a truncated tokenizer was taken"; fi
 grep -q "short.bin" refused.txt || fail "the refusal does not name the tokenizer: $(cat refused.txt)"
 
+# refusals name the file and the field: a file cut short, a head count it does not have
+head -c 500000 "$model" > short_model.bin
+if "$bin/generate" short_model.bin --tokens 3 2> refused.txt; then fail "a truncated model file was taken"; fi
+grep -q "short_model.bin.*the file is 500000 bytes, but its header (legacy, dim 64, .*the file is short" refused.txt ||
+  fail "truncated: $(cat refused.txt)"
+if "$bin/generate" "$model" --n-head 4 --tokens 3 2> refused.txt; then fail "--n-head 4 was taken for 8 heads"; fi
+grep -q "n_head 4 was asked, but .*stories260K.bin disagrees: its header field 'n_heads' is 8" refused.txt ||
+  fail "--n-head: $(cat refused.txt)"
+
 # export --llama2c writes it back: the header and the weights byte for byte (the legacy file's rotary
 # tables, which run.c skips, as export.py computes them), and the same greedy ids
 "$bin/export" "$model" --llama2c back.bin > /dev/null 2>&1

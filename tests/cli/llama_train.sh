@@ -49,6 +49,9 @@ done
 # the inspect tools: four query heads a layer (the key-value heads they share are not heads of their own)
 heads='"layers.0.self_attn.heads.0","layers.0.self_attn.heads.1","layers.0.self_attn.heads.2","layers.0.self_attn.heads.3"'
 grep -q "\"heads\":\[$heads,\"layers.1.self_attn.heads.0\"" run.html || fail "the report page does not list llama's heads"
+settings=$(grep -o '"settings":{[^}]*}' run.html)
+[[ $settings == *'"model":"llama"'*'"n_kv_head":1,'*'"rope_theta":500.0,"norm_eps":1e-06,"tied_embeddings":false'* &&
+  $settings != *dropout* ]] || fail "the report page's settings: $settings"
 map=$("$bin/heatmap" run.st --prompt "First Citizen" --layer 1 --head 3 --color never)
 [[ $map == *"head 3 of layer 1 of the trained llama model"* ]] || fail "heatmap: $map"
 scores=$("$bin/head_scores" run.st --json)
