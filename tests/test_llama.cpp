@@ -3,19 +3,25 @@
 // gradients; gradients against finite differences with grouped-query (4 query heads on 2 key-value heads)
 // and multi-query (1) attention, tied and untied; cached decoding against the whole window, token by token;
 // Hugging Face's names and shapes and a parameter count written out; every hook point's shape; the heads
-// the inspect tools read; the initialization; bad options.
+// the inspect tools read; the initialization; bad options. The llama kind in the registry (its settings,
+// their metadata and validation), and llama2.c's files through nn::load_trained_model.
 #include <autograd/ops.h>
 #include <nn/attention.h>
 #include <nn/decoder.h>
 #include <nn/llama.h>
+#include <nn/model_files/llama2c.h>
+#include <nn/model_files/safetensors.h>
 #include <nn/model_registry.h>
+#include <nn/train/trainer.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "helpers.h"
+#include "temp_dir.h"
 
 using Catch::Matchers::Contains;
 using namespace autograd;
@@ -502,4 +508,51 @@ TEST_CASE("validate_model_config refuses a llama that cannot be, naming the sett
     gpt = {.kind = nn::ModelKind::gpt2, .vocab = 7, .tied_embeddings = false};
     CHECK_THROWS_WITH(nn::validate_model_config(gpt),
                       Contains("model.tied_embeddings applies to llama only, not gpt2"));
+}
+
+// --- llama2.c's model files through nn::load_trained_model -------------------------------------------------
+
+TEST_CASE(
+    "load_trained_model reads a llama2.c file, legacy or version 1, tied or untied, as the llama kind: the "
+    "model's logits, BOS for its samples, token ids without a tokenizer",
+    "[models][llama][llama2c]") {
+    const test::TempDir dir("llama2c-load");
+    const std::vector<int64_t> ids = {1, 5, 3, 6, 2, 0, 4, 4};  // (1, 8)
+    for (const bool tied : {true, false})
+        for (const nn::Llama2cVersion version : {nn::Llama2cVersion::legacy, nn::Llama2cVersion::v1}) {
+            INFO(fmt::format("tied {} version {}", tied, int(version)));
+            Generator gen(21);
+            nn::LlamaOptions options = tiny(2, tied);
+            options.rope_theta = 10000.0f;  // run.c's, which a llama2.c file does not hold
+            nn::Llama model(options, gen);
+            randomize(model, gen, 0.5f);
+            const nn::LlamaOptions& o = model.options;
+            const nn::Llama2cModel file{.config = {.dim = o.n_embd,
+                                                   .hidden_dim = o.ffn_hidden,
+                                                   .n_layers = o.n_layer,
+                                                   .n_heads = o.n_head,
+                                                   .n_kv_heads = o.n_kv_head,
+                                                   .vocab_size = o.vocab,
+                                                   .seq_len = o.block,
+                                                   .shared_classifier = tied},
+                                        .tensors = model.named_parameters(),
+                                        .legacy_rope_tables = {}};
+            const std::filesystem::path path = dir.path / "model.bin";
+            nn::write_llama2c(path, file, version);
+            CHECK(nn::is_llama2c_file(path));
+            const nn::TrainedModel loaded = nn::load_trained_model(path);
+            CHECK(loaded.config == nn::llama_config(o));
+            CHECK(loaded.bos == 1);
+            CHECK(nn::as_ids_only(*loaded.tokenizer) != nullptr);
+            const auto want = model.forward(ids, 1, 8).to_vector();
+            CHECK(loaded.model->forward(ids, 1, 8).to_vector() == want);  // the same weights, bit for bit
+        }
+    // neither a safetensors file nor a few bytes nor text is one
+    CHECK_FALSE(nn::is_llama2c_file(dir.write("three.bin", "abc")));
+    CHECK_FALSE(nn::is_llama2c_file(dir.write("text.txt", "First Citizen: we are accounted poor citizens")));
+    Generator gen(1);
+    nn::Llama model(tiny(2, true), gen);
+    nn::save_safetensors(dir.path / "weights.safetensors", model.named_parameters());
+    CHECK_FALSE(nn::is_llama2c_file(dir.path / "weights.safetensors"));
+    CHECK_FALSE(nn::is_llama2c_file(dir.path / "none.bin"));
 }
