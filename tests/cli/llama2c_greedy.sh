@@ -4,7 +4,8 @@
 # says how run.c made them), `generate --temperature 0` from the prompt's ids after BOS (BOS alone: no
 # --prompt), for 200 positions (201 - the prompt's ids sampled), gives the sampled ids in --json's "ids",
 # stopping at a sampled BOS as run.c does; with --no-cache and on two threads too. Then the same model
-# with a tokenizer.bin beside it prints text, and --tokenizer FILE names one elsewhere.
+# with a tokenizer.bin beside it prints text, and --tokenizer FILE names one elsewhere; train --init-from
+# it keeps its tokenizer; refusals name the file and the field; export --llama2c writes it back.
 #
 #   llama2c_greedy.sh BIN_DIR IDS_FILE SHARED_DIR WORK_DIR
 #
@@ -57,6 +58,18 @@ text=$("$bin/generate" beside/stories260K.bin --temperature 0 --tokens 5)
 [ "$text" = "<filler461><filler461><filler401><filler401><filler401>" ] || fail "with tokenizer.bin beside: '$text'"
 text=$("$bin/generate" "$model" --tokenizer tok512_filler.bin --temperature 0 --tokens 3)
 [ "$text" = "<filler461><filler461><filler401>" ] || fail "with --tokenizer FILE: '$text'"
+# train --init-from it: the checkpoint keeps llama2.c's tokenizer (and so samples from BOS), and a
+# tokenizer.bin given with it must be the same file
+for i in $(seq 50); do echo "Once upon a time, there was a little girl. $i"; done > story.txt
+"$bin/train" --init-from beside/stories260K.bin --data story.txt --steps 2 --batch 2 --block 32 --eval-iters 1 \
+  --sample 0 --out tuned.st > /dev/null 2>&1
+grep -aq '"tokenizer.llama2c.file"' tuned.st || fail "the checkpoint does not keep llama2.c's tokenizer"
+[ -n "$("$bin/generate" tuned.st --tokenizer tok512_filler.bin --tokens 3)" ] || fail "tuned.st sampled nothing"
+if "$bin/generate" tuned.st --tokenizer "$(dirname "$expected")/llama2c/tokenizer.bin" --tokens 3 2> refused.txt; then
+  fail "another tokenizer.bin was taken for tuned.st"
+fi
+grep -q "the checkpoint's is another llama2.c tokenizer.bin" refused.txt || fail "other tokenizer: $(cat refused.txt)"
+
 head -c 1000 tok512_filler.bin > short.bin
 if "$bin/generate" "$model" --tokenizer short.bin --tokens 3 2> refused.txt; then fail "a truncated tokenizer was taken"; fi
 grep -q "short.bin" refused.txt || fail "the refusal does not name the tokenizer: $(cat refused.txt)"

@@ -137,6 +137,14 @@ void check_safetensors_start(const std::filesystem::path& path) {
 }  // namespace
 
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
+    if (const auto* llama2c = dynamic_cast<const Llama2cTokenizer*>(&saved)) {  // a tokenizer.bin, or a DIR of one
+        const std::filesystem::path file = std::filesystem::is_directory(dir) ? dir / "tokenizer.bin" : dir;
+        if (Llama2cTokenizer::from_file(file).file() != llama2c->file())
+            throw std::runtime_error(fmt::format(
+                "the tokenizer {} and the checkpoint {} disagree: the checkpoint's is another llama2.c tokenizer.bin",
+                printable_name(file.string()), printable_name(checkpoint)));
+        return;
+    }
     const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
     if (!bpe || !(*bpe == BpeTokenizer::from_directory(dir)))
         throw std::runtime_error(

@@ -225,7 +225,8 @@ struct LoadOptions {
 TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
 // Throws std::runtime_error when `saved` (the tokenizer of `checkpoint`) is not GPT-2's BPE in `dir`, the
-// same vocabulary and merges: "the tokenizer DIR and the checkpoint CKPT disagree: ...".
+// same vocabulary and merges: "the tokenizer DIR and the checkpoint CKPT disagree: ..."; for llama2.c's
+// tokenizer, when `dir` (a tokenizer.bin, or a directory holding one) is not the same file.
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint);
 
 }  // namespace nn
