@@ -1,10 +1,12 @@
 // A `gpt2` model to GPT-2's published formats (docs/gpt2_weights.md): a folder Hugging Face's
-// GPT2LMHeadModel.from_pretrained reads, or llm.c's version-3 model file.
+// GPT2LMHeadModel.from_pretrained reads, or llm.c's version-3 model file; a `llama` model to llama2.c's
+// model file (docs/llama.md), the legacy format run.c reads.
 //
 //   export run.safetensors --hf gpt2-mine/          (gpt2-mine/model.safetensors, config.json, and the
 //                                                    BPE tokenizer's vocab.json + merges.txt)
 //   export run.safetensors --llmc gpt2_mine.bin     (train_gpt2.c's --load file: 256 int32, then fp32)
 //   export gpt2/model.safetensors --llmc gpt2_124M.bin   (Hugging Face's file to llm.c's, or back)
+//   export llama.safetensors --llama2c llama.bin    (run.c's model file: 7 int32, then fp32)
 //
 // CKPT is a tinygpt checkpoint of a gpt2 model (train --model gpt2), or GPT-2 weights in either format
 // (their vocab.json + merges.txt beside them or in --tokenizer DIR, which --hf copies). The values are
@@ -24,9 +26,11 @@
 #include <cli.h>
 #include <fmt/format.h>
 #include <nn/files/atomic_file.h>
+#include <nn/llama.h>
 #include <nn/models.h>
 #include <nn/tokenizers/bpe.h>
 #include <nn/model_files/gpt2_weights.h>
+#include <nn/model_files/llama2c.h>
 #include <nn/train/trainer.h>
 
 #include "load_checkpoint.h"
@@ -37,7 +41,7 @@ namespace {
 
 struct Options {
     std::optional<cli::Input> checkpoint;
-    std::string hf, llmc;
+    std::string hf, llmc, llama2c;
     std::optional<std::string> tokenizer;
     std::optional<int64_t> n_head;
     bool force = false;
@@ -52,12 +56,39 @@ constexpr uintmax_t kAnnouncedBytes = uintmax_t{64} << 20;
 
 std::string megabytes(uintmax_t bytes) { return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6); }
 
+// A llama model as llama2.c's legacy file (run.c's), which holds only the sizes: run.c's rotary base
+// (10000) and RMSNorm epsilon (1e-5) are fixed, so a model of others is refused by name.
+void export_llama2c(const std::string& out, const nn::TrainedModel& trained, const std::string& path) {
+    const nn::ModelConfig& c = trained.config;
+    if (c.kind != nn::ModelKind::llama)
+        throw std::runtime_error(fmt::format("{}: a {} model; llama2.c's file holds a llama model only", path, c.kind));
+    const nn::ModelConfig run_c = nn::llama_config(nn::llama_options(nn::ModelConfig{.kind = nn::ModelKind::llama}));
+    if (c.rope_theta != run_c.rope_theta || c.norm_eps != run_c.norm_eps)
+        throw std::runtime_error(
+            fmt::format("{}: model.rope_theta {} and model.norm_eps {}: llama2.c's run.c computes with {} and {} only",
+                        path, c.rope_theta, c.norm_eps, run_c.rope_theta, run_c.norm_eps));
+    const nn::LlamaOptions l = nn::llama_options(c);
+    nn::Llama2cModel m{.config = {.dim = l.n_embd,
+                                  .hidden_dim = l.ffn_hidden,
+                                  .n_layers = l.n_layer,
+                                  .n_heads = l.n_head,
+                                  .n_kv_heads = l.n_kv_head,
+                                  .vocab_size = l.vocab,
+                                  .seq_len = l.block,
+                                  .shared_classifier = l.tied_embeddings},
+                       .tensors = trained.model->named_parameters(),
+                       .legacy_rope_tables = {}};
+    nn::write_llama2c(out, m, nn::Llama2cVersion::legacy);
+}
+
 int run(const Options& o) {
-    if (o.hf.empty() == o.llmc.empty()) throw cli::UsageError("give one of --hf DIR and --llmc FILE");
+    if (int(!o.hf.empty()) + int(!o.llmc.empty()) + int(!o.llama2c.empty()) != 1)
+        throw cli::UsageError("give one of --hf DIR, --llmc FILE and --llama2c FILE");
     const std::string& path = o.checkpoint->path;
-    const std::string& out = o.hf.empty() ? o.llmc : o.hf;
+    const std::string& out = !o.hf.empty() ? o.hf : !o.llmc.empty() ? o.llmc : o.llama2c;
     std::vector<cli::Output> outputs;
-    if (o.hf.empty()) outputs.push_back({"--llmc", o.llmc});
+    if (!o.llmc.empty()) outputs.push_back({"--llmc", o.llmc});
+    if (!o.llama2c.empty()) outputs.push_back({"--llama2c", o.llama2c});
     for (const char* name : o.hf.empty() ? std::span<const char* const>() : kHfFiles)
         outputs.push_back({"--hf", (std::filesystem::path(o.hf) / name).string()});
     // Every output checked before anything is written; the folder (the checks need it) is removed again
@@ -79,6 +110,17 @@ int run(const Options& o) {
         train_progress::note(
             fmt::format("export: read in {:.1f} s; writing {} ({} of weights)\n", seconds(), out,
                         megabytes(uintmax_t{4} * static_cast<uintmax_t>(trained.model->parameter_count()))));
+    if (!o.llama2c.empty()) {
+        export_llama2c(o.llama2c, trained, path);
+        if (announced) train_progress::note(fmt::format("export: done in {:.1f} s\n", seconds()));
+        const nn::LlamaOptions l = nn::llama_options(trained.config);
+        fmt::print(
+            "{}: Llama dim {} hidden_dim {} n_layers {} n_heads {} n_kv_heads {} vocab_size {} seq_len {}, {} "
+            "classifier (llama2.c legacy, fp32; the tokenizer is not written)\n",
+            out, l.n_embd, l.ffn_hidden, l.n_layer, l.n_head, l.n_kv_head, l.vocab, l.block,
+            l.tied_embeddings ? "shared" : "untied");
+        return 0;
+    }
     const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(trained.tokenizer.get());
     if (!o.hf.empty() && !bpe)
         train_progress::note(
@@ -99,9 +141,9 @@ int run(const Options& o) {
 }
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p("export", "CKPT (--hf DIR | --llmc FILE) [options]",
+    cli::Parser p("export", "CKPT (--hf DIR | --llmc FILE | --llama2c FILE) [options]",
                   "A gpt2 model to Hugging Face's folder (model.safetensors, config.json and the tokenizer's\n"
-                  "vocab.json + merges.txt) or llm.c's model file.");
+                  "vocab.json + merges.txt) or llm.c's model file; a llama model to llama2.c's model file.");
     cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
                              "a gpt2 checkpoint, or GPT-2 weights (Hugging Face's or llm.c's)", true);
     p.option("--hf", "DIR",
@@ -110,6 +152,8 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.hf = v.nonempty(); });
     p.option("--llmc", "FILE", "write llm.c's version-3 (fp32) model file",
              [&o](const cli::Value& v) { o.llmc = v.file(); });
+    p.option("--llama2c", "FILE", "write llama2.c's legacy model file (what run.c reads) of a llama model",
+             [&o](const cli::Value& v) { o.llama2c = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     return p;
 }

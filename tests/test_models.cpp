@@ -242,8 +242,9 @@ TEST_CASE("ModelConfig's settings make its metadata: the keys checkpoints hold, 
     for (const auto& [key, value] : metadata) written.push_back(key);
     CHECK(written == keys);
     // every field but the kind is a row; gelu_exact is written only for the kinds that read it (gpt2, not
-    // this gpt), scaled for those with heads
-    CHECK(nn::model_settings().size() == keys.size());  // (gelu_exact in place of the kind)
+    // this gpt), scaled for those with heads, and llama's five (n_kv_head, ffn_hidden, rope_theta,
+    // norm_eps, tied_embeddings) for llama only (test_llama.cpp)
+    CHECK(nn::model_settings().size() == keys.size() + 5);  // (gelu_exact in place of the kind)
     for (const nn::ModelSetting& setting : nn::model_settings()) {
         if (setting.added_later) continue;  // (test_gpt2.cpp: absent means its default)
         auto m = metadata;
@@ -304,7 +305,7 @@ TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a
 TEST_CASE("The model registry: one entry per kind, names that round-trip, options checked where they apply",
           "[models]") {
     // every kind once, in ladder order, under the name checkpoints store
-    const std::vector<std::string> expected = {"bigram", "average", "head", "multihead", "gpt", "gpt2"};
+    const std::vector<std::string> expected = {"bigram", "average", "head", "multihead", "gpt", "gpt2", "llama"};
     REQUIRE(nn::model_kinds().size() == expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
         const nn::ModelKindInfo& info = nn::model_kinds()[i];
@@ -316,7 +317,7 @@ TEST_CASE("The model registry: one entry per kind, names that round-trip, option
         CHECK(config.to_metadata().at("model.kind") == expected[i]);  // the names old checkpoints hold
     }
     CHECK_FALSE(nn::parse_model_kind("lstm").has_value());
-    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead, gpt or gpt2");
+    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead, gpt, gpt2 or llama");
 
     // options a kind does not read are not checked: a head has no n_head, a multihead no n_layer
     Generator gen(3);

@@ -107,6 +107,22 @@ TEST_CASE("top_k = 1 always picks the argmax of the model's logits", "[sample]")
     CHECK(nn::generate(model, context, 30, {.temperature = 2.0f, .top_k = 1}, other) == produced);
 }
 
+TEST_CASE("temperature 0 is greedy: each token is the argmax of the logits, and nothing is drawn", "[sample]") {
+    Generator init(2);
+    nn::GPT model({.vocab = kVocab, .n_embd = 8, .n_head = 2, .n_layer = 2, .block = kBlock}, init);
+    for (Tensor& p : model.parameters())  // (spread, so the logits differ clearly)
+        for (float& v : p.data()) v = init.normal(0.0f, 0.5f);
+    const std::vector<int64_t> context = {3, 0, 6};
+    Generator gen(7), untouched(7);
+    const auto produced = nn::generate(model, context, 30, {.temperature = 0.0f}, gen);
+    replay(model, context, produced,
+           [](const std::vector<float>& logits, int64_t id) { return id == argmax_of(logits); });
+    CHECK(gen.next_u64() == untouched.next_u64());  // run.c's argmax draws no number
+    // and it is the draw's limit: top_k 1 at any temperature picks the same tokens
+    Generator other(8);
+    CHECK(nn::generate(model, context, 30, {.temperature = 1.0f, .top_k = 1}, other) == produced);
+}
+
 TEST_CASE("a very low temperature approaches the argmax, and top_k keeps only the k most likely", "[sample]") {
     Generator init(3);
     nn::SingleHead model({.vocab = kVocab, .n_embd = 8, .block = kBlock}, init);
@@ -146,7 +162,7 @@ TEST_CASE("generate rejects bad options and contexts", "[sample]") {
     nn::SingleHead model({.vocab = kVocab, .n_embd = 8, .block = kBlock}, init);
     Generator gen(1);
     const std::vector<int64_t> ok = {1, 2};
-    for (float t : {0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
+    for (float t : {-1.0f, -1e-30f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
         CHECK_THROWS_WITH(nn::generate(model, ok, 3, {.temperature = t}, gen), Contains("temperature"));
     CHECK_THROWS_WITH(nn::generate(model, ok, 3, {.top_k = -1}, gen), Contains("top_k -1"));
     CHECK_NOTHROW(nn::generate(model, ok, 3, {.top_k = kVocab}, gen));

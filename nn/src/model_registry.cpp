@@ -12,6 +12,7 @@
 
 #include "nn/attention.h"
 #include "nn/gpt2.h"
+#include "nn/llama.h"
 #include "nn/models.h"
 
 namespace nn {
@@ -68,13 +69,21 @@ std::unique_ptr<LanguageModel> make_gpt2(const ModelConfig& c, Generator& gen) {
                                   gen);
 }
 
+std::unique_ptr<LanguageModel> make_llama(const ModelConfig& c, Generator& gen) {
+    return std::make_unique<Llama>(llama_options(c), gen);
+}
+
 // model_size's shapes-only model holds at most this many tensors: its modules cost memory of their own,
 // and a model with more (n_layer and n_head in the thousands) fits no machine this library runs on.
 constexpr int64_t kMaxShapesOnlyTensors = int64_t{1} << 18;
 
 constexpr unsigned kPositional = option_n_embd | option_block;
 constexpr unsigned kAllOptions = option_n_embd | option_block | option_n_head | option_n_layer | option_dropout |
-                                 option_feed_forward | option_init | option_gelu | option_divisor;
+                                 option_feed_forward | option_init | option_gelu | option_divisor | option_n_kv_head |
+                                 option_ffn_hidden | option_rope_theta | option_norm_eps | option_tied;
+// The llama kind's own settings (no dropout, and its heads always divide by sqrt(H)).
+constexpr unsigned kLlamaOnly =
+    option_n_kv_head | option_ffn_hidden | option_rope_theta | option_norm_eps | option_tied;
 
 // The table: the ladder first, then the registered kinds (a deque keeps every entry where it is, so the
 // references model_kind_info hands out stay valid), with the names and titles it owns.
@@ -95,7 +104,9 @@ Registry& registry() {
                    make_gpt},
                   {ModelKind::gpt2, "gpt2", "GPT-2",
                    kPositional | option_n_head | option_n_layer | option_dropout | option_gelu | option_divisor,
-                   make_gpt2}},
+                   make_gpt2},
+                  {ModelKind::llama, "llama", "Llama", kPositional | option_n_head | option_n_layer | kLlamaOnly,
+                   make_llama}},
         .owned_text = {}};
     return r;
 }
@@ -158,6 +169,40 @@ ModelKind register_model_kind(const ModelKindInfo& info) {
     return r.kinds.emplace_back(entry).kind;
 }
 
+namespace {
+std::span<const ModelSetting> kLlamaSettings();
+constexpr auto kFloats = ModelSetting::FloatText::decimal;  // model checkpoints store floats as text ("0.1")
+}  // namespace
+
+LlamaOptions llama_options(const ModelConfig& c) {
+    // llama2.c's model.py: hidden_dim = int(2 * (4 * dim) / 3), rounded up to multiple_of (32)
+    const int64_t llama2c_hidden = (2 * 4 * c.n_embd / 3 + 31) / 32 * 32;
+    return LlamaOptions{.vocab = c.vocab,
+                        .n_embd = c.n_embd,
+                        .n_head = c.n_head,
+                        .n_kv_head = c.n_kv_head == 0 ? c.n_head : c.n_kv_head,
+                        .n_layer = c.n_layer,
+                        .ffn_hidden = c.ffn_hidden == 0 ? llama2c_hidden : c.ffn_hidden,
+                        .block = c.block,
+                        .rope_theta = c.rope_theta,
+                        .norm_eps = c.norm_eps,
+                        .tied_embeddings = c.tied_embeddings};
+}
+
+ModelConfig llama_config(const LlamaOptions& o) {
+    return ModelConfig{.kind = ModelKind::llama,
+                       .vocab = o.vocab,
+                       .n_embd = o.n_embd,
+                       .n_head = o.n_head,
+                       .n_layer = o.n_layer,
+                       .block = o.block,
+                       .n_kv_head = o.n_kv_head,
+                       .ffn_hidden = o.ffn_hidden,
+                       .rope_theta = o.rope_theta,
+                       .norm_eps = o.norm_eps,
+                       .tied_embeddings = o.tied_embeddings};
+}
+
 void validate_model_config(const ModelConfig& c) {
     const ModelKindInfo& info = model_kind_info(c.kind);
     const auto low = [](std::string_view key) { return model_setting(key).min; };
@@ -174,6 +219,18 @@ void validate_model_config(const ModelConfig& c) {
     if (info.reads(option_dropout))
         check(c.dropout >= dropout.low && c.dropout < dropout.high, "model: dropout {} must be in [{}, {})", c.dropout,
               dropout.low, dropout.high);
+    if (info.reads(option_n_kv_head)) {
+        for (const ModelSetting& s : kLlamaSettings()) s.check(c);  // the limits: theta and eps positive, finite
+        const LlamaOptions o = llama_options(c);
+        check(o.n_head % o.n_kv_head == 0, "model: n_kv_head {} must divide n_head {}", o.n_kv_head, o.n_head);
+        check((o.n_embd / o.n_head) % 2 == 0,
+              "model: the head width n_embd / n_head = {} / {} = {} must be even (rotary positions turn pairs)",
+              o.n_embd, o.n_head, o.n_embd / o.n_head);
+    }
+    for (const ModelSetting& s : kLlamaSettings())  // a checkpoint of another kind would not keep them
+        if (!info.reads(s.option) && s.stored(c, kFloats) != s.stored(ModelConfig{}, kFloats))
+            check(false, "model: {} applies to {} only, not {}", s.key, fmt::join(model_kinds_reading(s.option), ", "),
+                  info.name);
     if (c.feed_forward && !info.reads(option_feed_forward))  // (the names are listed only when refused)
         check(false, "model: feed_forward applies to {} only, not {}",
               fmt::join(model_kinds_reading(option_feed_forward), ", "), info.name);
@@ -269,10 +326,27 @@ const ModelSetting kSettings[] = {
      .meaning = "sqrt (divide attention scores by sqrt(head width)) or none (the tutorial's saturation experiment)",
      .value = [](ModelConfig& c) -> Ref { return &c.scaled; }, .words = {"none", "sqrt"}, .option = option_divisor,
      .added_later = true},
+    // the llama kind's (the last rows: kLlamaSettings)
+    {.key = "model.n_kv_head", .meaning = "key-value heads, dividing n_head (1: multi-query)",
+     .value = [](ModelConfig& c) -> Ref { return &c.n_kv_head; }, .min = 1, .max = kUnbounded, .special = 0,
+     .special_means = "n_head", .option = option_n_kv_head, .added_later = true},
+    {.key = "model.ffn_hidden", .meaning = "the gated MLP's hidden width",
+     .value = [](ModelConfig& c) -> Ref { return &c.ffn_hidden; }, .min = 1, .max = kUnbounded, .special = 0,
+     .special_means = "8 n_embd / 3 up to a multiple of 32", .option = option_ffn_hidden, .added_later = true},
+    {.key = "model.rope_theta", .meaning = "the rotary positions' base",
+     .value = [](ModelConfig& c) -> Ref { return &c.rope_theta; }, .low = 0, .high = 1e12, .low_open = true,
+     .option = option_rope_theta, .added_later = true},
+    {.key = "model.norm_eps", .meaning = "RMSNorm's epsilon",
+     .value = [](ModelConfig& c) -> Ref { return &c.norm_eps; }, .low = 0, .high = 1, .low_open = true,
+     .option = option_norm_eps, .added_later = true},
+    {.key = "model.tied_embeddings", .meaning = "tied (logits from the token table) or untied (an lm_head of its own)",
+     .value = [](ModelConfig& c) -> Ref { return &c.tied_embeddings; }, .words = {"untied", "tied"},
+     .option = option_tied, .added_later = true},
 };
 // clang-format on
-// Model checkpoints store floats as text (dropout "0.1"), as they always did.
-constexpr auto kFloats = ModelSetting::FloatText::decimal;
+constexpr size_t kLlamaRows = 5;
+
+std::span<const ModelSetting> kLlamaSettings() { return std::span(kSettings).last(kLlamaRows); }
 
 }  // namespace
 

@@ -47,8 +47,8 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
     const int64_t V = model.vocab_size();
     check(!context.empty(), "generate: the context is empty; give at least one character to start from");
     check(n >= 0, "generate: cannot sample {} tokens", n);
-    check(options.temperature > 0.0f && std::isfinite(options.temperature),
-          "generate: temperature must be positive and finite, got {}", options.temperature);
+    check(options.temperature >= 0.0f && std::isfinite(options.temperature),
+          "generate: temperature must be 0 (greedy) or positive and finite, got {}", options.temperature);
     check(options.top_k >= 0, "generate: top_k {} is negative", options.top_k);
     const int64_t top_k = std::min(options.top_k, V);  // above the vocabulary: all of it (as nanoGPT)
     for (int64_t id : context)
@@ -72,6 +72,13 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
     for (int64_t step = 0; step < n; ++step) {
         // NaN would be no token's (dropped below) and +inf every one's: the draw would be the last id's
         check_finite_output(options.model, fmt::format("the logits of sampled token {}", step + 1), last);
+        if (options.temperature == 0.0f) {  // greedy: the first largest logit, as run.c's sample_argmax; no draw
+            const int64_t pick = std::max_element(last.begin(), last.end()) - last.begin();
+            produced.push_back(pick);
+            if (emit && !emit(pick)) break;
+            if (step + 1 < n) last = window.push(pick);
+            continue;
+        }
         // top-k: everything below the k-th largest logit is dropped (ties at the threshold are kept)
         float threshold = -std::numeric_limits<float>::infinity();
         if (top_k > 0) {

@@ -34,12 +34,13 @@ namespace nn {
 
 class LanguageModel;
 struct ModelKindInfo;
+struct LlamaOptions;
 
 // A kind of model: its entry in the registry. The built-in rungs of the ladder are the constants below,
 // in order; register_model_kind makes a new kind. A default ModelKind is no kind (model_kind_info refuses it).
 class ModelKind {
 public:
-    static const ModelKind bigram, average, head, multihead, gpt, gpt2;
+    static const ModelKind bigram, average, head, multihead, gpt, gpt2, llama;
 
     constexpr ModelKind() = default;
     constexpr size_t index() const { return index_; }  // in model_kinds()
@@ -51,7 +52,7 @@ private:
     size_t index_ = std::numeric_limits<size_t>::max();
 };
 inline constexpr ModelKind ModelKind::bigram{0}, ModelKind::average{1}, ModelKind::head{2}, ModelKind::multihead{3},
-    ModelKind::gpt{4}, ModelKind::gpt2{5};
+    ModelKind::gpt{4}, ModelKind::gpt2{5}, ModelKind::llama{6};
 
 // The ModelConfig options beyond vocab, one bit each; a kind lists those its model reads.
 enum ModelOption : unsigned {
@@ -64,6 +65,11 @@ enum ModelOption : unsigned {
     option_init = 1u << 6,     // gpt2_init
     option_gelu = 1u << 7,     // gelu_exact
     option_divisor = 1u << 8,  // scaled
+    option_n_kv_head = 1u << 9,
+    option_ffn_hidden = 1u << 10,
+    option_rope_theta = 1u << 11,
+    option_norm_eps = 1u << 12,
+    option_tied = 1u << 13,  // tied_embeddings
 };
 
 struct ModelConfig {
@@ -80,6 +86,12 @@ struct ModelConfig {
     // The kinds with attention heads: each head divides its scores Q K^T by sqrt(its width); false drops
     // the divisor (the tutorial's saturation experiment, train --divisor none).
     bool scaled = true;
+    // llama only (nn/llama.h's LlamaOptions); a value 0 is the rule the comment gives (llama_options)
+    int64_t n_kv_head = 0;        // key-value heads, dividing n_head; 0: n_head (one each)
+    int64_t ffn_hidden = 0;       // the SwiGLU's hidden width; 0: llama2.c's, 8 n_embd / 3 up to a multiple of 32
+    float rope_theta = 10000.0f;  // the rotary base
+    float norm_eps = 1e-5f;       // RMSNorm's epsilon
+    bool tied_embeddings = true;  // the logits are x @ the token table^T; false: an lm_head of its own
 
     // Every setting under its model_settings() key, and the kind's name as "model.kind".
     std::map<std::string, std::string> to_metadata() const;
@@ -116,14 +128,15 @@ const ModelKindInfo& model_kind_info(ModelKind kind);
 // other threads use the registry: at the start of main, or as a namespace-scope constant.
 ModelKind register_model_kind(const ModelKindInfo& info);
 std::optional<ModelKind> parse_model_kind(std::string_view name);
-// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead, gpt or gpt2".
+// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead, gpt, gpt2 or llama".
 std::string model_kind_names(std::string_view separator, std::string_view last_separator);
 // The names of the kinds that read a ModelOption (`reads`), or of those that do not, in registry order.
 std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads = true);
 
 // Checks what the config's kind reads (std::invalid_argument naming the option): vocab, and where the
 // model has them, n_embd and block positive, n_head dividing n_embd, n_layer positive, dropout in [0, 1).
-// feed_forward on a kind without it, and scaled false on a kind without heads, are refused; the other options
+// The llama kind: n_kv_head dividing n_head, an even head width (rotary turns pairs), ffn_hidden positive,
+// rope_theta and norm_eps positive and finite. feed_forward on a kind without it, and scaled false on a kind without heads, are refused; the other options
 // a kind does not read are ignored (checkpoints store every option, whatever the kind).
 void validate_model_config(const ModelConfig& config);
 // A config that validate_model_config accepted, checked once where it is made: make_model, model_size and
@@ -137,6 +150,12 @@ public:
 private:
     ModelConfig config_;
 };
+
+// The llama kind's LlamaOptions (nn/llama.h) of a config: n_kv_head and ffn_hidden 0 made their rules'
+// values (n_head; llama2.c's model.py: int(2 * 4 n_embd / 3) rounded up to a multiple of 32).
+LlamaOptions llama_options(const ModelConfig& config);
+// The ModelConfig of the llama kind that makes a Llama of `options`: the inverse of llama_options.
+ModelConfig llama_config(const LlamaOptions& options);
 
 // Builds the model.
 std::unique_ptr<LanguageModel> make_model(const ValidModelConfig& config, autograd::Generator& gen);

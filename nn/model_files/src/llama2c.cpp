@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <fstream>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -292,6 +293,25 @@ Llama2cConfig llama2c_config(const LlamaOptions& o) {
                     .shared_classifier = o.tied_embeddings};
     if (const auto problem = config_problem(c)) throw std::invalid_argument("llama2c_config: " + *problem);
     return c;
+}
+
+bool is_llama2c_file(const std::filesystem::path& path) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) return false;
+    const uint64_t size = std::filesystem::file_size(path, error);
+    if (error || size < kLegacyHeaderBytes) return false;
+    std::ifstream in(path, std::ios::binary);
+    std::array<unsigned char, kLegacyHeaderBytes> header{};
+    if (!in.read(reinterpret_cast<char*>(header.data()), header.size())) return false;
+    if (static_cast<uint32_t>(le_i32(header.data())) == kMagic) return true;  // version 1's (read_llama2c checks it)
+    Llama2cConfig c;  // legacy: no magic, so the 7 fields must make a model read_llama2c accepts
+    c.dim = le_i32(&header[0]), c.hidden_dim = le_i32(&header[4]), c.n_layers = le_i32(&header[8]);
+    c.n_heads = le_i32(&header[12]), c.n_kv_heads = le_i32(&header[16]), c.vocab_size = le_i32(&header[20]);
+    c.seq_len = le_i32(&header[24]);
+    c.shared_classifier = c.vocab_size > 0;
+    c.vocab_size = c.vocab_size < 0 ? -c.vocab_size : c.vocab_size;
+    // (not the size: a file cut short is still llama2.c's, and read_llama2c says what the header needs)
+    return !config_problem(c) && file_bytes(c, Llama2cVersion::legacy).has_value();
 }
 
 Llama2cModel read_llama2c(const std::filesystem::path& path, const Llama2cPlace& into) {

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "nn/tokenizers/bpe.h"
+#include "nn/tokenizers/llama2c_tokenizer.h"
 
 namespace nn::detail {
 
@@ -12,6 +13,8 @@ std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const Metadata& metadata, 
     return naming_path(path, [&]() -> std::shared_ptr<const Tokenizer> {
         if (BpeTokenizer::in_checkpoint_metadata(metadata))
             return std::make_shared<const BpeTokenizer>(BpeTokenizer::from_checkpoint_metadata(metadata));
+        if (Llama2cTokenizer::in_checkpoint_metadata(metadata))
+            return std::make_shared<const Llama2cTokenizer>(Llama2cTokenizer::from_checkpoint_metadata(metadata));
         if (IdTokenizer::in_checkpoint_metadata(metadata))
             return std::make_shared<const IdTokenizer>(
                 IdTokenizer::from_checkpoint_metadata(metadata, printable_name(path.string())));

@@ -3,6 +3,9 @@
 
 #include "nn/tokenizers/bpe.h"
 #include "nn/model_files/gpt2_weights.h"
+#include "nn/llama.h"
+#include "nn/model_files/llama2c.h"
+#include "nn/tokenizers/llama2c_tokenizer.h"
 
 #include <fstream>
 
@@ -59,6 +62,51 @@ TrainedModel load_foreign(const std::filesystem::path& path, const LoadOptions& 
     return out;
 }
 
+// A llama2.c model file (nn/model_files/llama2c.h) as the llama kind (rope_theta 10000, norm_eps 1e-5, as
+// run.c). The tokenizer: `options.tokenizer` (a tokenizer.bin, or a directory holding one), else the
+// tokenizer.bin beside the file; without either, token ids only, as GPT-2's weights without BPE files.
+// Either way the samples start from BOS and stop at it, as run.c's.
+TrainedModel load_llama2c(const std::filesystem::path& path, const LoadOptions& options) {
+    const std::string name = printable_name(path.string());
+    autograd::Generator unused_init;  // every weight is overwritten by the file's
+    std::unique_ptr<LanguageModel> model;
+    ModelConfig config;
+    const Llama2cModel file = read_llama2c(path, [&](const Llama2cConfig& c) {
+        config = llama_config({.vocab = c.vocab_size,
+                               .n_embd = c.dim,
+                               .n_head = c.n_heads,
+                               .n_kv_head = c.n_kv_heads,
+                               .n_layer = c.n_layers,
+                               .ffn_hidden = c.hidden_dim,
+                               .block = c.seq_len,
+                               .tied_embeddings = c.shared_classifier});
+        if (options.n_head && *options.n_head != c.n_heads)
+            throw std::runtime_error(
+                fmt::format("n_head {} was asked, but {} disagrees: its header field 'n_heads' is {}", *options.n_head,
+                            name, c.n_heads));
+        model = naming_path(path, [&] { return make_model(config, unused_init); });
+        return model->named_parameters();
+    });
+    check_finite(file.tensors, name);
+    namespace fs = std::filesystem;
+    std::optional<fs::path> tokenizer = options.tokenizer;
+    if (tokenizer && fs::is_directory(*tokenizer)) tokenizer = *tokenizer / "tokenizer.bin";
+    const fs::path beside = (path.parent_path().empty() ? fs::path(".") : path.parent_path()) / "tokenizer.bin";
+    if (!tokenizer && fs::is_regular_file(beside)) tokenizer = beside;
+    TrainedModel out{config, nullptr, nullptr};
+    if (tokenizer) {
+        out.tokenizer = std::make_shared<const Llama2cTokenizer>(Llama2cTokenizer::from_file(*tokenizer, config.vocab));
+    } else {
+        out.tokenizer = std::make_shared<const IdTokenizer>(config.vocab, name);
+        fmt::print(stderr, "note: {}: no tokenizer (none given, no tokenizer.bin beside it): token ids only\n", name);
+    }
+    out.bos = Llama2cTokenizer::kBos;
+    out.model = std::move(model);
+    naming_path(path, [&] { load_parameters(*out.model, file.tensors); });
+    out.model->eval();
+    return out;
+}
+
 // A regular file that weights_format did not take for GPT-2 weights is read as a tinygpt checkpoint, a
 // safetensors file: 8 bytes of header length, then the JSON header, which starts with '{'. Anything else
 // is neither that nor llm.c's model file, and is refused so, naming the magic it has instead of llm.c's.
@@ -89,6 +137,14 @@ void check_safetensors_start(const std::filesystem::path& path) {
 }  // namespace
 
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
+    if (const auto* llama2c = dynamic_cast<const Llama2cTokenizer*>(&saved)) {  // a tokenizer.bin, or a DIR of one
+        const std::filesystem::path file = std::filesystem::is_directory(dir) ? dir / "tokenizer.bin" : dir;
+        if (Llama2cTokenizer::from_file(file).file() != llama2c->file())
+            throw std::runtime_error(fmt::format(
+                "the tokenizer {} and the checkpoint {} disagree: the checkpoint's is another llama2.c tokenizer.bin",
+                printable_name(file.string()), printable_name(checkpoint)));
+        return;
+    }
     const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
     if (!bpe || !(*bpe == BpeTokenizer::from_directory(dir)))
         throw std::runtime_error(
@@ -100,6 +156,7 @@ void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& save
 }
 
 TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options) {
+    if (is_llama2c_file(path)) return load_llama2c(path, options);
     if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, options);
     check_safetensors_start(path);
     SafetensorsReader file(path);
@@ -114,6 +171,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOpt
                                              printable_name(path.string()), out.tokenizer->vocab_size(),
                                              out.config.vocab));
     if (options.tokenizer) check_tokenizer_dir(*options.tokenizer, *out.tokenizer, path.string());
+    if (dynamic_cast<const Llama2cTokenizer*>(out.tokenizer.get())) out.bos = Llama2cTokenizer::kBos;
     if (options.n_head && *options.n_head != out.config.n_head)
         throw std::runtime_error(
             fmt::format("n_head {} was asked, but the checkpoint {} disagrees: its model has n_head {}",

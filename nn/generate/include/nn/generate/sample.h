@@ -16,7 +16,7 @@
 namespace nn {
 
 struct SampleOptions {
-    float temperature = 1.0f;  // logits are divided by it: < 1 sharper, > 1 flatter
+    float temperature = 1.0f;  // logits are divided by it: < 1 sharper, > 1 flatter; 0: greedy (the first argmax)
     int64_t top_k = 0;         // keep only the k most likely tokens; 0 (or k above the vocabulary) keeps all
     bool cache = true;         // model.cached_decoder(); false: window_decoder(model), the reference
     std::string model = {};    // what names the model in a refusal (check_finite_output): its file

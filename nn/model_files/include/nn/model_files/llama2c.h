@@ -95,6 +95,11 @@ using Llama2cPlace = std::function<NamedTensors(const Llama2cConfig&)>;
 // longer than the header says.
 Llama2cModel read_llama2c(const std::filesystem::path& path, const Llama2cPlace& into = {});
 
+// Whether `path` is a llama2.c model file, from its header alone: version 1's magic, or a legacy header
+// whose 7 fields read_llama2c accepts (a safetensors file's first 8 bytes, its header's length, make no
+// such header: hidden_dim would be 0); the file's size is then read_llama2c's to check. Never throws.
+bool is_llama2c_file(const std::filesystem::path& path);
+
 // Writes `model` as a legacy or version 1 file, byte for byte what llama2.c's export.py writes for the
 // same weights (legacy: model.legacy_rope_tables when they are the right size, else the tables export.py
 // computes). The tensors must be exactly the names and shapes above for model.config (lm_head.weight

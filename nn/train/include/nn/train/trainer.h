@@ -207,20 +207,26 @@ struct TrainedModel {
     std::unique_ptr<LanguageModel> model;
     std::optional<int64_t> step =
         std::nullopt;  // the training step it was saved at (none: GPT-2's weights, nn::save_module's)
+    // The id a sample starts from and stops at, as run.c samples llama2.c's models (BOS, 1): set for a
+    // llama2.c model file and for a checkpoint with llama2.c's tokenizer; none for the others.
+    std::optional<int64_t> bos = std::nullopt;
 };
 // Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/model_files/gpt2_weights.h), as
 // the `gpt2` kind, with GPT-2's BPE from `tokenizer` or from vocab.json + merges.txt beside the file, and
 // the head count from config.json beside it or `n_head` (read_hf_gpt2). A tinygpt checkpoint keeps its
 // own tokenizer and head count, which must then be the ones given (check_tokenizer_dir).
 struct LoadOptions {
-    std::optional<std::filesystem::path> tokenizer;  // a reading program's --tokenizer DIR
-    std::optional<int64_t> n_head;                   // its --n-head N
-    ReadProgress progress = {};  // if given, told how far the file has been read (GPT-2 small's takes seconds)
+    // a reading program's --tokenizer: GPT-2's BPE DIR; for a llama2.c model file, a tokenizer.bin (or a
+    // directory holding one; without, the tokenizer.bin beside the model file, else token ids only)
+    std::optional<std::filesystem::path> tokenizer;
+    std::optional<int64_t> n_head;  // its --n-head N
+    ReadProgress progress = {};     // if given, told how far the file has been read (GPT-2 small's takes seconds)
 };
 TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
 // Throws std::runtime_error when `saved` (the tokenizer of `checkpoint`) is not GPT-2's BPE in `dir`, the
-// same vocabulary and merges: "the tokenizer DIR and the checkpoint CKPT disagree: ...".
+// same vocabulary and merges: "the tokenizer DIR and the checkpoint CKPT disagree: ..."; for llama2.c's
+// tokenizer, when `dir` (a tokenizer.bin, or a directory holding one) is not the same file.
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint);
 
 }  // namespace nn
