@@ -13,11 +13,11 @@
 #pragma once
 
 #include <array>
-#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -106,8 +106,7 @@ struct Setting {
                 using T = std::remove_pointer_t<decltype(v)>;
                 if constexpr (std::is_same_v<T, bool>) return *v ? "1" : "0";
                 else if constexpr (std::is_same_v<T, float>)
-                    return floats == FloatText::bits ? std::to_string(std::bit_cast<uint32_t>(*v))
-                                                     : fmt::format("{}", *v);
+                    return floats == FloatText::bits ? std::to_string(bits_of(*v)) : fmt::format("{}", *v);
                 else return std::to_string(*v);
             },
             ref(config));
@@ -129,7 +128,7 @@ struct Setting {
                     const unsigned long long bits = std::strtoull(text.c_str(), &end, 10);
                     if (text.empty() || *end != '\0' || text[0] == '-' || errno == ERANGE || bits > UINT32_MAX)
                         bad(text, "not the bits of a float");
-                    *v = std::bit_cast<float>(static_cast<uint32_t>(bits));
+                    *v = float_of(static_cast<uint32_t>(bits));
                 } else {
                     const long long n = std::strtoll(text.c_str(), &end, 10);
                     if (text.empty() || *end != '\0') bad(text, "not a whole number");
@@ -148,6 +147,17 @@ struct Setting {
     Ref ref(const Config& config) const { return value(const_cast<Config&>(config)); }
 
 private:
+    // (memcpy, not std::bit_cast: the WebAssembly build's libc++ 13 has none)
+    static uint32_t bits_of(float f) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, &f, sizeof bits);
+        return bits;
+    }
+    static float float_of(uint32_t bits) {
+        float f = 0;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+    }
     bool admits(float v) const {
         const auto lo = static_cast<float>(low), hi = static_cast<float>(high);
         return std::isfinite(v) && (low_open ? v > lo : v >= lo) && (high_open ? v < hi : v <= hi);
