@@ -78,7 +78,7 @@ struct ModelConfig {
     bool gpt2_init = true;      // gpt only
     bool gelu_exact = false;    // gpt2 only: the exact (erf) GELU, as nanoGPT's model, instead of GPT-2's tanh
     // The kinds with attention heads: each head divides its scores Q K^T by sqrt(its width); false drops
-    // the divisor (the tutorial's saturation experiment, train --divisor none).
+    // the divisor (the tutorial's saturation experiment).
     bool scaled = true;
 
     // Every setting under its model_settings() key, and the kind's name as "model.kind".

@@ -213,8 +213,8 @@ struct TrainedModel {
 // the head count from config.json beside it or `n_head` (read_hf_gpt2). A tinygpt checkpoint keeps its
 // own tokenizer and head count, which must then be the ones given (check_tokenizer_dir).
 struct LoadOptions {
-    std::optional<std::filesystem::path> tokenizer;  // a reading program's --tokenizer DIR
-    std::optional<int64_t> n_head;                   // its --n-head N
+    std::optional<std::filesystem::path> tokenizer;  // a tokenizer directory the caller gives
+    std::optional<int64_t> n_head;                   // a head count the caller gives
     ReadProgress progress = {};  // if given, told how far the file has been read (GPT-2 small's takes seconds)
 };
 TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options = {});
