@@ -84,7 +84,7 @@ struct ModelConfig {
     bool gpt2_init = true;      // gpt only
     bool gelu_exact = false;    // gpt2 only: the exact (erf) GELU, as nanoGPT's model, instead of GPT-2's tanh
     // The kinds with attention heads: each head divides its scores Q K^T by sqrt(its width); false drops
-    // the divisor (the tutorial's saturation experiment, train --divisor none).
+    // the divisor (the tutorial's saturation experiment).
     bool scaled = true;
     // llama only (nn/llama.h's LlamaOptions); a value 0 is the rule the comment gives (llama_options)
     int64_t n_kv_head = 0;        // key-value heads, dividing n_head; 0: n_head (one each)

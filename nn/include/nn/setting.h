@@ -3,8 +3,7 @@
 // in nn/model_registry.h) and a training run's (TrainConfig: nn::train_settings() in nn/train/settings.h)
 // are rows of this one schema, and everything that reads or checks a setting (checkpoints, the resume
 // checks, validation, the report page) does it through the functions here. The library knows no
-// command line: a program makes its flags and --help from the rows (examples/train_args.h: the flag of
-// "train.min_lr" is --min-lr).
+// command line: a program makes its own options and their help from the rows.
 //
 //     const nn::TrainSetting& s = nn::train_setting("run.eval_iters");
 //     s.text(nn::TrainConfig{})   // "200": its default, from TrainConfig{}, never restated
@@ -69,7 +68,7 @@ struct Setting {
                            high_open ? "below" : "at most", high);
     }
 
-    // Its value in `config` as --help and the report page show it: "200", "0.001", "lr/10" (special), "exact".
+    // Its value in `config` as a help text or the report page shows it: "200", "0.001", "lr/10" (special), "exact".
     std::string text(const Config& config) const {
         return std::visit(
             [&](auto* v) -> std::string {

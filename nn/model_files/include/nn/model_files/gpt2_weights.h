@@ -5,8 +5,7 @@
 //     h.N.attn.c_attn.weight (C, 3C) (Conv1D's (in, out), as ours) ..., ln_f.{weight,bias}; with or
 //     without a "transformer." prefix; lm_head.weight absent or equal to wte; the causal-mask buffers
 //     h.N.attn.bias and h.N.attn.masked_bias skipped. F32, or F16 / BF16 widened.
-//     n_head is not in the tensors: a config.json beside the file gives it, or else the caller (a reading
-//     program's --n-head N); without either, a file of one of the published widths (n_embd 768, 1024,
+//     n_head is not in the tensors: a config.json beside the file gives it, or else the caller; without either, a file of one of the published widths (n_embd 768, 1024,
 //     1280, 1600) gets their heads of 64, with a warning, and any other is refused: a wrong guess would
 //     load and run, only worse.
 //   - llm.c's model file (train_gpt2.c): 256 int32 (magic 20240326, version 3 = fp32 or 5 = bf16, maxT,

@@ -92,10 +92,10 @@ public:
     // Bytes the tables take in memory (vocabulary, merge ranks, decode table), for the benchmark.
     uint64_t table_bytes() const;
     // The texts it was made from: a vocab.json and a merges.txt of Hugging Face's folder (encoder.json and
-    // vocab.bpe are the same formats), as export --hf writes them.
+    // vocab.bpe are the same formats), as a Hugging Face folder holds them.
     std::string_view vocabulary_text() const;
     std::string_view merges_text() const;
-    // The same vocabulary and merges (what a checkpoint and a --tokenizer must agree on).
+    // The same vocabulary and merges (what a checkpoint and a tokenizer given with it must agree on).
     bool operator==(const BpeTokenizer& other) const;
 
 private:

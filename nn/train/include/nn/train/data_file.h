@@ -1,5 +1,5 @@
-// A data file's token ids for any tokenizer, whatever the file holds: what `evaluate` and
-// `gradflow CKPT --data FILE` read.
+// A data file's token ids for any tokenizer, whatever the file holds: what a program evaluating a
+// checkpoint on a data file reads.
 #pragma once
 
 #include <filesystem>

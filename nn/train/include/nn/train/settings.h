@@ -1,7 +1,7 @@
 // Every training setting, declared once (nn/setting.h's schema, as the model's): its checkpoint key, one
 // line of meaning and its limits. The default is TrainConfig{}'s, never restated. The checkpoint's fields
-// (checkpoint_fields.cpp), the resume checks, the report page's settings and train's flags and --help
-// (examples/train_args.h) are all made from these rows; adding a field to TrainConfig and a row here is
+// (checkpoint_fields.cpp), the resume checks and the report page's settings are made from these rows, and
+// a program makes its command line from them; adding a field to TrainConfig and a row here is
 // all a new setting needs. The "run." settings are TrainConfig::run (nn::RunSettings), which a resumed
 // run may change; the "train." ones the checkpoint fixes. A value edited into a checkpoint's metadata
 // ("run.eval_iters": "4000000000") is refused on resume, before any work.
@@ -30,8 +30,8 @@ const TrainSetting& train_setting(std::string_view key);
 // Every setting of `config` against its limits, and min_lr against lr (std::invalid_argument).
 void check_train_settings(const TrainConfig& config);
 // min_lr against lr: std::invalid_argument "train.min_lr 0.5 is above train.lr 0.001: the rate would rise
-// instead of decaying", naming the two settings by their key, or by `name` of the key (a program's
-// flags: "--min-lr 0.5 is above --lr 0.001: ...").
+// instead of decaying", naming the two settings by their key, or by what `name` makes of the key (a
+// program names them as its user gives them).
 void check_min_lr(const TrainConfig& config, const std::function<std::string(std::string_view key)>& name = {});
 
 }  // namespace nn

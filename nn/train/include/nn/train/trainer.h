@@ -216,10 +216,10 @@ struct TrainedModel {
 // the head count from config.json beside it or `n_head` (read_hf_gpt2). A tinygpt checkpoint keeps its
 // own tokenizer and head count, which must then be the ones given (check_tokenizer_dir).
 struct LoadOptions {
-    // a reading program's --tokenizer: GPT-2's BPE DIR; for a llama2.c model file, a tokenizer.bin (or a
+    // a tokenizer the caller gives: GPT-2's BPE directory; for a llama2.c model file, a tokenizer.bin (or a
     // directory holding one; without, the tokenizer.bin beside the model file, else token ids only)
     std::optional<std::filesystem::path> tokenizer;
-    std::optional<int64_t> n_head;  // its --n-head N
+    std::optional<int64_t> n_head;  // a head count the caller gives
     ReadProgress progress = {};     // if given, told how far the file has been read (GPT-2 small's takes seconds)
 };
 TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options = {});
