@@ -93,16 +93,8 @@ int run(const Options& o, const cli::Parser& p) {
     if (p.given("--tokens") && p.given("--chars")) throw cli::UsageError("--tokens and --chars are one or the other");
     autograd::set_num_threads(static_cast<int>(o.threads));
     nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
-    const bool given = o.prompt || o.prompt_file;
-    const std::string start = o.prompt_file ? nn::read_text_file(*o.prompt_file)
-                              : o.prompt    ? *o.prompt
-                              : trained.bos ? std::string()  // BOS alone
-                                            : nn::default_prompt(*trained.tokenizer);
-    // run.c's start: BOS, then the prompt's tokens (a tokenizer.bin encodes with no BOS of its own)
-    std::vector<int64_t> context;
-    if (trained.bos) context.push_back(*trained.bos);
-    if (given || !trained.bos)
-        for (const int64_t id : trained.tokenizer->encode(start)) context.push_back(id);
+    const std::optional<std::string> prompt = o.prompt_file ? nn::read_text_file(*o.prompt_file) : o.prompt;
+    const auto [start, context] = nn::sample_start(*trained.tokenizer, trained.bos, prompt);
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
     const cli::StopSignals stop;  // the sampling loop reads it after each character and stops there
 

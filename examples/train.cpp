@@ -72,8 +72,8 @@ private:
 
     const Options& o_;
     nn::Trainer trainer_;
-    const std::string prompt_;
-    const std::vector<int64_t> prompt_ids_;
+    const std::optional<int64_t> bos_;  // a sample starts from it and stops at it (llama2.c's tokenizer)
+    const nn::SampleStart prompt_;
     const int64_t last_;  // the step the run stops after
     // The rows of the log and the page (and the page's gradient norms): every --log-every steps, by default
     // about 20 times over the run or between two evaluations, whichever is shorter, so that the learning
@@ -103,8 +103,8 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
     : o_(o),
       trainer_(std::move(trainer)),
       // The prompt is checked now, not after hours of training.
-      prompt_(o.prompt.value_or(nn::default_prompt(trainer_.tokenizer()))),
-      prompt_ids_(trainer_.tokenizer().encode(prompt_)),
+      bos_(nn::sample_bos(trainer_.tokenizer())),
+      prompt_(nn::sample_start(trainer_.tokenizer(), bos_, o.prompt)),
       last_(train_start::naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
       log_every_(config().run.log_every > 0
                      ? config().run.log_every
@@ -297,10 +297,11 @@ int Training::interrupted() {
 std::string Training::draw_sample() {
     if (config().run.sample <= 0) return {};
     Generator gen(config().seed + 3);
-    const auto produced = nn::generate(trainer_.model(), prompt_ids_, config().run.sample,
-                                       {.temperature = config().run.temperature, .top_k = config().run.top_k}, gen,
-                                       [](int64_t) { return cli::stop_signal() == 0; });
-    return prompt_ + trainer_.tokenizer().decode(produced);  // token ids without a tokenizer: " 464 3290"
+    auto produced = nn::generate(trainer_.model(), prompt_.ids, config().run.sample,
+                                 {.temperature = config().run.temperature, .top_k = config().run.top_k}, gen,
+                                 [&](int64_t id) { return id != bos_ && cli::stop_signal() == 0; });
+    if (!produced.empty() && produced.back() == bos_) produced.pop_back();  // run.c's end: BOS, not printed
+    return prompt_.text + trainer_.tokenizer().decode(produced);  // token ids without a tokenizer: " 464 3290"
 }
 
 // What the results call the sample: the model's text, or its token ids when it has no tokenizer.

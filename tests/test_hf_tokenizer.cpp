@@ -2,6 +2,7 @@
 // by hand in the comments: byte-level BPE (GPT-2's stand-in bytes, Digits, added tokens), SentencePiece-style
 // BPE (Prepend + Replace, or Metaspace; byte fallback; a BOS template), the merges' rank order, and every
 // unsupported feature refused by name.
+#include <nn/generate/sample.h>
 #include <nn/tokenizers/hf_tokenizer.h>
 
 #include <sys/stat.h>
@@ -140,6 +141,7 @@ TEST_CASE("hf_tokenizer: byte-level BPE, ids worked out by hand", "[hf_tokenizer
     CHECK(tok.kind() == nn::HfTokenizer::Kind::byte_level);
     CHECK(tok.vocab_size() == 262);
     CHECK_FALSE(tok.bos());
+    CHECK_FALSE(nn::sample_bos(tok));  // a sample starts from the prompt
     // "the cat": GPT-2's split "the" " cat". "the" = t h e: "h e" (rank 1) -> [t he]; "t he" is no merge.
     // " cat" = Ġ c a t: no pair merges. The added token whole. " the 42": Digits first (" the ", "4", "2"),
     // then GPT-2's split (" the", " "): Ġ t h e -> "Ġ t" (0) -> "h e" (1) -> "Ġt he" (2) = 258.
@@ -184,6 +186,7 @@ TEST_CASE("hf_tokenizer: SentencePiece-style BPE with byte fallback, ids worked 
     CHECK(tok.kind() == nn::HfTokenizer::Kind::sentencepiece);
     CHECK(tok.vocab_size() == 270);
     CHECK(tok.bos() == 1);
+    CHECK(nn::sample_bos(tok) == 1);  // a sample starts from it and stops at it
     // "hello hi€" -> "▁hello▁hi€": ▁ h e l l o ▁ h i, then € (E2 82 AC) has no token: <0xE2> <0x82> <0xAC>
     // = 3 + byte. Merges: "▁ h" (0) at both places, "l l" (1), "▁h e" (2), "ll o" (3), "▁he llo" (4);
     // "▁h i" is no merge.

@@ -1,6 +1,7 @@
 // llama2.c's tokenizer (nn/tokenizers/llama2c_tokenizer.h): ids equal to run.c's encode on llama2.c's own
 // tokenizer.bin (tests/data/llama2c, made by tests/data/README.md's commands), the heap's merges equal to
 // run.c's loop, decode, checkpoint metadata, and hostile files refused by name.
+#include <nn/generate/sample.h>
 #include <nn/tokenizers/llama2c_tokenizer.h>
 
 #include <chrono>
@@ -211,6 +212,7 @@ TEST_CASE("llama2.c tokenizer: a checkpoint's metadata rebuilds it", "[llama2c_t
     const Llama2cTokenizer back = Llama2cTokenizer::from_checkpoint_metadata(metadata);
     CHECK(back.file() == llama().file());
     CHECK(back.vocab_size() == 32000);
+    CHECK(nn::sample_bos(back) == 1);  // as run.c samples: from BOS, until BOS
     CHECK(back.encode("café ROMEO:") == llama().encode("café ROMEO:"));
     // every length modulo 3 (base64's padding)
     for (const std::string extra : {"x", "xy", "xyz"}) {

@@ -2,6 +2,7 @@
 // top-k and temperature, the window (cropped to the block, its last half kept when full), argument
 // checks, and the model's mode left as it was.
 #include <nn/generate/sample.h>
+#include <nn/tokenizers/char_tokenizer.h>
 
 #include <algorithm>
 #include <limits>
@@ -231,4 +232,23 @@ TEST_CASE("generate refuses logits that are not finite, naming the model", "[sam
     CHECK_THROWS_WITH(nn::check_finite_output("", "the logits", logits),
                       Equals("the logits hold -inf (at id 2): the model's weights or logits are not finite"));
     CHECK_NOTHROW(nn::check_finite_output("m.st", "the logits", std::span(logits).first(2)));
+}
+
+TEST_CASE("a sample starts from BOS and the prompt's tokens when the tokenizer has a BOS, else from the prompt",
+          "[sample]") {
+    const nn::CharTokenizer chars = nn::CharTokenizer::from_text("ab\nc");
+    CHECK_FALSE(nn::sample_bos(chars));
+    const nn::SampleStart plain = nn::sample_start(chars, std::nullopt, std::string("ca"));
+    CHECK(plain.text == "ca");
+    CHECK(plain.ids == chars.encode("ca"));
+    const nn::SampleStart unprompted = nn::sample_start(chars, std::nullopt, std::nullopt);
+    CHECK(unprompted.text == "\n");  // default_prompt: a fresh line
+    CHECK(unprompted.ids == chars.encode("\n"));
+    // with a BOS (run.c's way): BOS then the prompt; BOS alone without a prompt, and nothing printed
+    const nn::SampleStart bos_prompt = nn::sample_start(chars, 2, std::string("ca"));
+    CHECK(bos_prompt.text == "ca");
+    CHECK(bos_prompt.ids == std::vector<int64_t>{2, chars.encode("c")[0], chars.encode("a")[0]});
+    const nn::SampleStart bos_alone = nn::sample_start(chars, 2, std::nullopt);
+    CHECK(bos_alone.text.empty());
+    CHECK(bos_alone.ids == std::vector<int64_t>{2});
 }

@@ -61,9 +61,14 @@ text=$("$bin/generate" "$model" --tokenizer tok512_filler.bin --temperature 0 --
 # train --init-from it: the checkpoint keeps llama2.c's tokenizer (and so samples from BOS), and a
 # tokenizer.bin given with it must be the same file
 for i in $(seq 50); do echo "Once upon a time, there was a little girl. $i"; done > story.txt
+# (--temperature 0: train's greedy sample starts from BOS and stops at it, as generate's from the checkpoint)
 "$bin/train" --init-from beside/stories260K.bin --data story.txt --steps 2 --batch 2 --block 32 --eval-iters 1 \
-  --sample 0 --out tuned.st > /dev/null 2>&1
+  --sample 40 --temperature 0 --out tuned.st > train_out.txt 2>&1 || fail "train --init-from: $(cat train_out.txt)"
 grep -aq '"tokenizer.llama2c.file"' tuned.st || fail "the checkpoint does not keep llama2.c's tokenizer"
+trained_sample=$(sed -n '/^sample:$/,$p' train_out.txt | tail -n +2)
+generated=$("$bin/generate" tuned.st --temperature 0 --tokens 40)
+[ -n "$generated" ] && [ "$trained_sample" = "$generated" ] ||
+  fail "train's greedy sample '$trained_sample' is not generate's '$generated'"
 [ -n "$("$bin/generate" tuned.st --tokenizer tok512_filler.bin --tokens 3)" ] || fail "tuned.st sampled nothing"
 if "$bin/generate" tuned.st --tokenizer "$(dirname "$expected")/llama2c/tokenizer.bin" --tokens 3 2> refused.txt; then
   fail "another tokenizer.bin was taken for tuned.st"

@@ -10,6 +10,8 @@
 
 #include <nn/decoder.h>
 #include <nn/tokenizers/char_tokenizer.h>
+#include <nn/tokenizers/hf_tokenizer.h>
+#include <nn/tokenizers/llama2c_tokenizer.h>
 
 namespace nn {
 
@@ -111,6 +113,21 @@ std::string default_prompt(const Tokenizer& tokenizer) {
     const std::vector<int64_t> first = {0};
     const auto* chars = dynamic_cast<const CharTokenizer*>(&tokenizer);
     return chars && chars->encode("\n", Unknown::skip).empty() ? tokenizer.decode(first) : "\n";
+}
+
+std::optional<int64_t> sample_bos(const Tokenizer& tokenizer) {
+    if (dynamic_cast<const Llama2cTokenizer*>(&tokenizer)) return Llama2cTokenizer::kBos;
+    if (const auto* hf = dynamic_cast<const HfTokenizer*>(&tokenizer)) return hf->bos();
+    return std::nullopt;
+}
+
+SampleStart sample_start(const Tokenizer& tokenizer, std::optional<int64_t> bos,
+                         const std::optional<std::string>& prompt) {
+    SampleStart start{.text = prompt ? *prompt : bos ? std::string() : default_prompt(tokenizer), .ids = {}};
+    if (bos) start.ids.push_back(*bos);  // a tokenizer.bin encodes with no BOS of its own
+    if (prompt || !bos)
+        for (const int64_t id : tokenizer.encode(start.text)) start.ids.push_back(id);
+    return start;
 }
 
 }  // namespace nn

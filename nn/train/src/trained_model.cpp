@@ -3,6 +3,7 @@
 
 #include "nn/tokenizers/bpe.h"
 #include "nn/model_files/gpt2_weights.h"
+#include "nn/generate/sample.h"
 #include "nn/llama.h"
 #include "nn/model_files/llama2c.h"
 #include "nn/tokenizers/llama2c_tokenizer.h"
@@ -171,7 +172,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOpt
                                              printable_name(path.string()), out.tokenizer->vocab_size(),
                                              out.config.vocab));
     if (options.tokenizer) check_tokenizer_dir(*options.tokenizer, *out.tokenizer, path.string());
-    if (dynamic_cast<const Llama2cTokenizer*>(out.tokenizer.get())) out.bos = Llama2cTokenizer::kBos;
+    out.bos = sample_bos(*out.tokenizer);
     if (options.n_head && *options.n_head != out.config.n_head)
         throw std::runtime_error(
             fmt::format("n_head {} was asked, but the checkpoint {} disagrees: its model has n_head {}",

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,5 +49,18 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
 // line, as in nanoGPT), else the vocabulary's first character; without a tokenizer (IdTokenizer), the
 // last id, which in GPT-2's vocabulary is <|endoftext|> (50256), where llm.c's samples start.
 std::string default_prompt(const Tokenizer& tokenizer);
+
+// The id a tokenizer's samples start from and stop at: llama2.c's BOS (1), as run.c samples; a Hugging
+// Face tokenizer's template's leading special token (HfTokenizer::bos); none for the others.
+std::optional<int64_t> sample_bos(const Tokenizer& tokenizer);
+
+// Where a sample starts. With a BOS, run.c's way: BOS, then the prompt's tokens, or BOS alone without a
+// prompt (and a sample ends when BOS is drawn). Without one, the prompt's tokens, or default_prompt's.
+struct SampleStart {
+    std::string text;          // printed before the sample
+    std::vector<int64_t> ids;  // what the model reads first
+};
+SampleStart sample_start(const Tokenizer& tokenizer, std::optional<int64_t> bos,
+                         const std::optional<std::string>& prompt);
 
 }  // namespace nn
