@@ -31,8 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (nn::model_kind_info(c.model.kind).reads(nn::option_n_head) && c.model.n_embd % c.model.n_head != 0)
             fuzz::fail("parse accepted an n_head that does not divide n_embd");
         if (o.resume && !o.model_flags.empty()) fuzz::fail("parse accepted model flags with --resume");
-        if (!(c.lr > 0.0f) || !(c.run.temperature > 0.0f))
-            fuzz::fail("parse accepted a learning rate or temperature <= 0");
+        if (!(c.lr > 0.0f)) fuzz::fail("parse accepted a learning rate <= 0");
+        if (!(c.run.temperature >= 0.0f)) fuzz::fail("parse accepted a temperature below 0 (0 is greedy)");
         // (with --init-from the model's kind is the checkpoint's, unknown here: train checks it once read)
         for (const std::string& flag : o.model_flags)
             if (!o.init_from && !train_args::applies(flag, c.model.kind))
