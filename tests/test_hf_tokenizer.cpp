@@ -226,6 +226,18 @@ TEST_CASE("hf_tokenizer: the model folder's bos and eos ids travel with it into 
                       Contains("'tokenizer.hf.bos_token_id' is '-1', not a token id"));
     edited["tokenizer.hf.bos_token_id"] = "9999";
     CHECK_THROWS_WITH(nn::HfTokenizer::from_checkpoint_metadata(edited), Contains("bos_token_id 9999 is outside"));
+    // where samples start and stop: SentencePiece-style from config's bos_token_id (here 2, not the
+    // template's 1); byte-level from its template's only (none: SmolLM's bos 0 is never prepended); both
+    // stop at eos_token_id
+    const nn::HfTokenizer sp = plain.with_model_ids({.bos = 2, .eos = 0});
+    CHECK(nn::sample_bos(sp) == 2);
+    CHECK(nn::sample_eos(sp) == 0);
+    CHECK(nn::sample_bos(plain) == 1);
+    CHECK_FALSE(nn::sample_eos(plain));
+    const nn::HfTokenizer byte_level =
+        nn::HfTokenizer(byte_level_json().dump()).with_model_ids({.bos = 261, .eos = 261});
+    CHECK_FALSE(nn::sample_bos(byte_level));
+    CHECK(nn::sample_eos(byte_level) == 261);
 }
 
 TEST_CASE("hf_tokenizer: Metaspace instead of the normalizer, prepending before the first section only",
