@@ -1,12 +1,15 @@
 // A `gpt2` model to GPT-2's published formats (docs/gpt2_weights.md): a folder Hugging Face's
 // GPT2LMHeadModel.from_pretrained reads, or llm.c's version-3 model file; a `llama` model to llama2.c's
-// model file (docs/llama.md), the legacy format run.c reads.
+// model file (docs/llama.md), the legacy format run.c reads, or to a folder LlamaForCausalLM.from_pretrained
+// reads.
 //
 //   export run.safetensors --hf gpt2-mine/          (gpt2-mine/model.safetensors, config.json, and the
 //                                                    BPE tokenizer's vocab.json + merges.txt)
 //   export run.safetensors --llmc gpt2_mine.bin     (train_gpt2.c's --load file: 256 int32, then fp32)
 //   export gpt2/model.safetensors --llmc gpt2_124M.bin   (Hugging Face's file to llm.c's, or back)
 //   export llama.safetensors --llama2c llama.bin    (run.c's model file: 7 int32, then fp32)
+//   export stories260K.bin --hf stories260K-hf/     (config.json + model.safetensors [+ tokenizer.json])
+//   export SmolLM-135M/ --llama2c smol.bin          (a Hugging Face Llama folder to llama2.c's file)
 //
 // CKPT is a tinygpt checkpoint of a gpt2 model (train --model gpt2), or GPT-2 weights in either format
 // (their vocab.json + merges.txt beside them or in --tokenizer DIR, which --hf copies). The values are
@@ -30,7 +33,10 @@
 #include <nn/models.h>
 #include <nn/tokenizers/bpe.h>
 #include <nn/model_files/gpt2_weights.h>
+#include <nn/model_files/hf_llama.h>
 #include <nn/model_files/llama2c.h>
+#include <nn/tokenizers/hf_tokenizer.h>
+#include <nn/tokenizers/llama2c_tokenizer.h>
 #include <nn/train/trainer.h>
 
 #include "load_checkpoint.h"
@@ -47,8 +53,12 @@ struct Options {
     bool force = false;
 };
 
-// Hugging Face's folder: the weights, their config, and GPT2Tokenizer's files
-constexpr std::array<const char*, 4> kHfFiles = {"model.safetensors", "config.json", "vocab.json", "merges.txt"};
+// Hugging Face's folder: the weights, their config, and GPT2Tokenizer's files (a gpt2 model), or
+// tokenizer.json (a llama model). Each is claimed by either kind (an existing one needs --force), and
+// the ones a kind does not write are removed, so a folder never mixes two models' files; so is an index
+// of shards, which a reader could take for the weights.
+constexpr std::array<const char*, 6> kHfFiles = {"model.safetensors", "config.json",    "vocab.json",
+                                                 "merges.txt",        "tokenizer.json", "model.safetensors.index.json"};
 // A checkpoint this large takes seconds to read and write (GPT-2 small's: 0.5 GB, 1.5 GB with AdamW's
 // moments): each part is announced on stderr as it starts, and timed, when stderr is a terminal (a log or
 // a pipe gets the results and messages only, as with the progress bars).
@@ -79,6 +89,33 @@ void export_llama2c(const std::string& out, const nn::TrainedModel& trained, con
                        .tensors = trained.model->named_parameters(),
                        .legacy_rope_tables = {}};
     nn::write_llama2c(out, m, nn::Llama2cVersion::legacy);
+}
+
+// A llama model as Hugging Face's LlamaForCausalLM folder (write_hf_llama: config.json + model.safetensors),
+// with its tokenizer.json when it has one, and config.json's bos_token_id and eos_token_id: the folder's
+// own when the model came from one, else where its samples start and stop (llama2.c's BOS, 1). Every
+// file is complete before any is renamed into place; GPT-2's tokenizer files there are removed.
+void export_hf_llama(const std::filesystem::path& out, const nn::TrainedModel& trained) {
+    const auto* tok = dynamic_cast<const nn::HfTokenizer*>(trained.tokenizer.get());
+    nn::HfLlamaModel m{.config = nn::llama_options(trained.config),
+                       .bos_token_id = tok ? tok->model_ids().bos : trained.bos,
+                       .eos_token_id = tok ? tok->model_ids().eos : trained.eos,
+                       .tensors = trained.model->named_parameters(),
+                       .notes = {}};
+    std::optional<nn::AtomicFile> tokenizer_file;
+    if (tok) {
+        tokenizer_file.emplace(out / "tokenizer.json", "export");
+        tokenizer_file->write(tok->json_text().data(), tok->json_text().size());
+    }
+    nn::write_hf_llama(out, m);  // the model's two files, together
+    if (tokenizer_file) tokenizer_file->commit();
+    for (const char* stale : {"vocab.json", "merges.txt", tok ? "" : "tokenizer.json"}) {
+        std::error_code error;
+        if (*stale) std::filesystem::remove(out / stale, error);
+        if (error)
+            throw std::runtime_error(fmt::format("{}: cannot remove another model's tokenizer file ({})",
+                                                 nn::printable_name((out / stale).string()), error.message()));
+    }
 }
 
 int run(const Options& o) {
@@ -121,14 +158,47 @@ int run(const Options& o) {
             l.tied_embeddings ? "shared" : "untied");
         return 0;
     }
+    if (!o.hf.empty() && trained.config.kind == nn::ModelKind::llama) {
+        export_hf_llama(o.hf, trained);
+        if (made) made->keep();
+        if (announced) train_progress::note(fmt::format("export: done in {:.1f} s\n", seconds()));
+        const bool with_tokenizer = dynamic_cast<const nn::HfTokenizer*>(trained.tokenizer.get()) != nullptr;
+        if (!with_tokenizer) {
+            const bool ids = nn::as_ids_only(*trained.tokenizer) != nullptr;
+            const bool llama2c = dynamic_cast<const nn::Llama2cTokenizer*>(trained.tokenizer.get()) != nullptr;
+            train_progress::note(
+                fmt::format("note: {} has {}: {} gets no tokenizer.json, and {}\n", path,
+                            ids       ? "no tokenizer"
+                            : llama2c ? "llama2.c's tokenizer.bin, which a Hugging Face folder cannot hold"
+                                      : "a character tokenizer, which a Hugging Face folder cannot hold",
+                            o.hf, llama2c ? "takes the tokenizer.bin as --tokenizer" : "reads and writes token ids"));
+        }
+        const nn::LlamaOptions l = nn::llama_options(trained.config);
+        fmt::print(
+            "{}: Llama hidden_size {} intermediate_size {} num_hidden_layers {} num_attention_heads {} "
+            "num_key_value_heads {} vocab_size {} max_position_embeddings {}, {} embeddings (model.safetensors F32 + "
+            "config.json{})\n",
+            o.hf, l.n_embd, l.ffn_hidden, l.n_layer, l.n_head, l.n_kv_head, l.vocab, l.block,
+            l.tied_embeddings ? "tied" : "untied", with_tokenizer ? " + tokenizer.json" : "");
+        return 0;
+    }
     const auto* bpe = dynamic_cast<const nn::BpeTokenizer*>(trained.tokenizer.get());
     if (!o.hf.empty() && !bpe)
         train_progress::note(
             fmt::format("note: {} has {}, which Hugging Face's folder cannot hold: {} gets no vocab.json and "
                         "merges.txt, and reads and writes token ids\n",
                         path, nn::as_ids_only(*trained.tokenizer) ? "no tokenizer" : "a character tokenizer", o.hf));
-    if (!o.hf.empty()) nn::write_hf_gpt2(o.hf, trained.config, weights, bpe);
-    else nn::write_llmc_gpt2(o.llmc, trained.config, weights);
+    if (!o.hf.empty()) {
+        nn::write_hf_gpt2(o.hf, trained.config, weights, bpe);
+        for (const char* stale : {"tokenizer.json", "model.safetensors.index.json"}) {  // a llama's, before
+            std::error_code failed;
+            std::filesystem::remove(std::filesystem::path(o.hf) / stale, failed);
+            if (failed)
+                throw std::runtime_error(fmt::format("{}: cannot remove another model's file ({})",
+                                                     nn::printable_name((std::filesystem::path(o.hf) / stale).string()),
+                                                     failed.message()));
+        }
+    } else nn::write_llmc_gpt2(o.llmc, trained.config, weights);
     if (made) made->keep();
     if (announced) train_progress::note(fmt::format("export: done in {:.1f} s\n", seconds()));
     const nn::ModelConfig& c = trained.config;
@@ -143,12 +213,13 @@ int run(const Options& o) {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("export", "CKPT (--hf DIR | --llmc FILE | --llama2c FILE) [options]",
                   "A gpt2 model to Hugging Face's folder (model.safetensors, config.json and the tokenizer's\n"
-                  "vocab.json + merges.txt) or llm.c's model file; a llama model to llama2.c's model file.");
+                  "vocab.json + merges.txt) or llm.c's model file; a llama model to llama2.c's model file\n"
+                  "or Hugging Face's folder (config.json, model.safetensors and its tokenizer.json).");
     cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
                              "a gpt2 checkpoint, or GPT-2 weights (Hugging Face's or llm.c's)", true);
     p.option("--hf", "DIR",
              "write DIR/model.safetensors, DIR/config.json, and the BPE tokenizer's\n"
-             "DIR/vocab.json + DIR/merges.txt",
+             "DIR/vocab.json + DIR/merges.txt (gpt2), or DIR/tokenizer.json (llama)",
              [&o](const cli::Value& v) { o.hf = v.nonempty(); });
     p.option("--llmc", "FILE", "write llm.c's version-3 (fp32) model file",
              [&o](const cli::Value& v) { o.llmc = v.file(); });

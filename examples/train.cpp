@@ -73,6 +73,7 @@ private:
     const Options& o_;
     nn::Trainer trainer_;
     const std::optional<int64_t> bos_;  // a sample starts from it and stops at it (llama2.c's tokenizer)
+    const std::optional<int64_t> eos_;  // and stops at it too (a Hugging Face model's eos_token_id)
     const nn::SampleStart prompt_;
     const int64_t last_;  // the step the run stops after
     // The rows of the log and the page (and the page's gradient norms): every --log-every steps, by default
@@ -104,6 +105,7 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
       trainer_(std::move(trainer)),
       // The prompt is checked now, not after hours of training.
       bos_(nn::sample_bos(trainer_.tokenizer())),
+      eos_(nn::sample_eos(trainer_.tokenizer())),
       prompt_(nn::sample_start(trainer_.tokenizer(), bos_, o.prompt)),
       last_(train_start::naming_flag("--until", o.until, [&] { return trainer_.stop_step(o.until); })),
       log_every_(config().run.log_every > 0
@@ -299,8 +301,9 @@ std::string Training::draw_sample() {
     Generator gen(config().seed + 3);
     auto produced = nn::generate(trainer_.model(), prompt_.ids, config().run.sample,
                                  {.temperature = config().run.temperature, .top_k = config().run.top_k}, gen,
-                                 [&](int64_t id) { return id != bos_ && cli::stop_signal() == 0; });
-    if (!produced.empty() && produced.back() == bos_) produced.pop_back();  // run.c's end: BOS, not printed
+                                 [&](int64_t id) { return id != bos_ && id != eos_ && cli::stop_signal() == 0; });
+    // run.c's end: BOS; transformers': EOS; neither printed
+    if (!produced.empty() && (produced.back() == bos_ || produced.back() == eos_)) produced.pop_back();
     return prompt_.text + trainer_.tokenizer().decode(produced);  // token ids without a tokenizer: " 464 3290"
 }
 

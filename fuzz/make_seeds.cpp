@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -19,6 +20,10 @@
 #include <nn/model_registry.h>
 #include <nn/models.h>
 #include <nn/model_files/gpt2_weights.h>
+#include <nn/model_files/hf_llama.h>
+#include <nn/model_files/llama2c.h>
+#include <nn/llama.h>
+#include <nlohmann/json.hpp>
 #include <nn/train/trainer.h>
 
 #include "seed_text.h"
@@ -247,6 +252,178 @@ int main(int argc, char** argv) {
             std::string(1, '\2') + le32({20240326, 3, 4, 5, 1, 3, 8, 128}, 256) + model.substr(1024));
         put(mf / "llmc_model_bad_magic",
             std::string(1, '\2') + le32({20240327, 3, 4, 5, 1, 2, 8, 128}, 256) + model.substr(1024));
+    }
+    // llama_files: the first byte chooses the file (0 a llama2.c model file, 1 llama2.c's tokenizer.bin,
+    // 2 config.json beside a tiny Llama's model.safetensors, 3 a tokenizer.json), the rest is the file.
+    const fs::path lf = root / "llama_files";
+    {
+        const nn::LlamaOptions tiny{
+            .vocab = 6, .n_embd = 8, .n_head = 2, .n_kv_head = 1, .n_layer = 1, .ffn_hidden = 4, .block = 4};
+        nn::Llama model(tiny, gen);
+        for (const auto& [name, version] : {std::pair{"llama2c_legacy", nn::Llama2cVersion::legacy},
+                                            std::pair{"llama2c_v1", nn::Llama2cVersion::v1}}) {
+            nn::write_llama2c(
+                tmp / "model.bin",
+                {.config = nn::llama2c_config(tiny), .tensors = model.named_parameters(), .legacy_rope_tables = {}},
+                version);
+            const std::string file = slurp(tmp / "model.bin");
+            put(lf / name, std::string(1, '\0') + file);
+            put(lf / (std::string(name) + "_truncated"), std::string(1, '\0') + file.substr(0, file.size() - 6));
+            put(lf / (std::string(name) + "_longer"), std::string(1, '\0') + file + "xyzw");
+        }
+        const std::string body =
+            slurp(tmp / "model.bin").substr(256);  // the v1 body: sizes the headers below disagree with
+        const auto int32s = [](std::initializer_list<int32_t> values) {
+            std::string out(4 * values.size(), '\0');
+            size_t i = 0;
+            for (int32_t v : values) std::memcpy(out.data() + 4 * i++, &v, 4);
+            return out;
+        };
+        // legacy headers: n_kv_heads 3 not dividing 2 heads; an odd head size; a huge dim the size cannot back
+        put(lf / "llama2c_kv_not_dividing", std::string(1, '\0') + int32s({8, 4, 1, 2, 3, 6, 4}) + body);
+        put(lf / "llama2c_odd_head", std::string(1, '\0') + int32s({6, 4, 1, 2, 1, 6, 4}) + body);
+        put(lf / "llama2c_huge_dim", std::string(1, '\0') + int32s({1 << 30, 1 << 30, 1 << 20, 2, 1, -6, 1 << 20}));
+        // tokenizer.bin: <unk>, <s>, </s>, the 256 byte tokens, then " ", "a", " a" with their scores
+        std::string tokens_bin = int32s({8});
+        const auto token = [&](float score, const std::string& text) {
+            tokens_bin.append(reinterpret_cast<const char*>(&score), 4);
+            tokens_bin += int32s({static_cast<int32_t>(text.size())}) + text;
+        };
+        token(0, "<unk>");
+        token(0, "\n<s>\n");
+        token(0, "\n</s>\n");
+        for (int b = 0; b < 256; ++b) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+            token(0, hex);
+        }
+        token(-1, " ");
+        token(-2, "a");
+        token(-0.5f, " a");
+        put(lf / "tokenizer_bin", std::string(1, '\1') + tokens_bin);
+        put(lf / "tokenizer_bin_truncated", std::string(1, '\1') + tokens_bin.substr(0, tokens_bin.size() - 2));
+        std::string nan_score = tokens_bin;
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(nan_score.data() + 4, &nan, 4);
+        put(lf / "tokenizer_bin_nan_score", std::string(1, '\1') + nan_score);
+        put(lf / "tokenizer_bin_long_token", std::string(1, '\1') + int32s({2}) + tokens_bin.substr(4));
+        // config.json: the tiny model's own, then broken by a field each
+        nn::write_hf_llama(tmp / "hf", {.config = tiny,
+                                        .bos_token_id = std::nullopt,
+                                        .eos_token_id = std::nullopt,
+                                        .tensors = model.named_parameters(),
+                                        .notes = {}});
+        const nlohmann::json llama_config = nlohmann::json::parse(slurp(tmp / "hf" / "config.json"));
+        put(lf / "config_valid", std::string(1, '\2') + llama_config.dump());
+        const auto edited = [&](const char* name, const char* key, const nlohmann::json& value) {
+            nlohmann::json c = llama_config;
+            c[key] = value;
+            put(lf / name, std::string(1, '\2') + c.dump());
+        };
+        edited("config_rope_scaling", "rope_scaling", {{"type", "linear"}, {"factor", 2.0}});
+        edited("config_kv_not_dividing", "num_key_value_heads", 3);
+        edited("config_vocab_zero", "vocab_size", 0);
+        edited("config_huge_layers", "num_hidden_layers", int64_t{1} << 40);
+        edited("config_model_type_gpt2", "model_type", "gpt2");
+        put(lf / "config_not_json", std::string(1, '\2') + llama_config.dump().substr(0, 40));
+        // tokenizer.json: byte-level, the 256 stand-ins numbered as GPT-2 numbers its bytes,
+        // a merge, an added token; and SentencePiece-style with byte fallback and <s>
+        nlohmann::json vocab = nlohmann::json::object();
+        int next = 256;
+        for (int b = 0; b < 256; ++b) {
+            const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+            const int c = printable ? b : next++;
+            std::string u;
+            if (c < 0x80) u.push_back(static_cast<char>(c));
+            else {
+                u.push_back(static_cast<char>(0xC0 | (c >> 6)));
+                u.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+            }
+            vocab[u] = b;
+        }
+        vocab["\xC4\xA0t"] = 256;  // "Ġt"
+        const nlohmann::json byte_level = {
+            {"version", "1.0"},
+            {"truncation", nullptr},
+            {"padding", nullptr},
+            {"added_tokens",
+             {{{"id", 257},
+               {"content", "<|endoftext|>"},
+               {"single_word", false},
+               {"lstrip", false},
+               {"rstrip", false},
+               {"normalized", false},
+               {"special", true}}}},
+            {"normalizer", nullptr},
+            {"pre_tokenizer",
+             {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+            {"post_processor", nullptr},
+            {"decoder",
+             {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+            {"model",
+             {{"type", "BPE"},
+              {"dropout", nullptr},
+              {"unk_token", nullptr},
+              {"continuing_subword_prefix", ""},
+              {"end_of_word_suffix", ""},
+              {"fuse_unk", false},
+              {"byte_fallback", false},
+              {"vocab", vocab},
+              {"merges", {"\xC4\xA0 t"}}}}};
+        put(lf / "tokenizer_json_byte_level", std::string(1, '\3') + byte_level.dump());
+        nlohmann::json sp_vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
+        for (int b = 0; b < 256; ++b) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+            sp_vocab[hex] = 3 + b;
+        }
+        const std::string S = "\xE2\x96\x81";  // ▁
+        sp_vocab[S] = 259, sp_vocab["a"] = 260, sp_vocab[S + "a"] = 261;
+        const auto added = [](int i, const char* content) {
+            return nlohmann::json{{"id", i},         {"content", content},  {"single_word", false}, {"lstrip", false},
+                                  {"rstrip", false}, {"normalized", false}, {"special", true}};
+        };
+        const nlohmann::json sentencepiece = {
+            {"version", "1.0"},
+            {"truncation", nullptr},
+            {"padding", nullptr},
+            {"added_tokens", {added(0, "<unk>"), added(1, "<s>"), added(2, "</s>")}},
+            {"normalizer",
+             {{"type", "Sequence"},
+              {"normalizers",
+               {{{"type", "Prepend"}, {"prepend", S}},
+                {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", S}}}}}},
+            {"pre_tokenizer", nullptr},
+            {"post_processor",
+             {{"type", "TemplateProcessing"},
+              {"single",
+               {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+              {"pair", nlohmann::json::array()},
+              {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
+            {"decoder",
+             {{"type", "Sequence"},
+              {"decoders",
+               {{{"type", "Replace"}, {"pattern", {{"String", S}}}, {"content", " "}},
+                {{"type", "ByteFallback"}},
+                {{"type", "Fuse"}},
+                {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
+            {"model",
+             {{"type", "BPE"},
+              {"dropout", nullptr},
+              {"unk_token", "<unk>"},
+              {"continuing_subword_prefix", nullptr},
+              {"end_of_word_suffix", nullptr},
+              {"fuse_unk", true},
+              {"byte_fallback", true},
+              {"vocab", sp_vocab},
+              {"merges", {S + " a"}}}}};
+        put(lf / "tokenizer_json_sentencepiece", std::string(1, '\3') + sentencepiece.dump());
+        nlohmann::json unigram = sentencepiece;
+        unigram["model"]["type"] = "Unigram";
+        put(lf / "tokenizer_json_unigram", std::string(1, '\3') + unigram.dump());
+        nlohmann::json bad_merge = byte_level;
+        bad_merge["model"]["merges"] = {"\xC4\xA0 q"};
+        put(lf / "tokenizer_json_merge_not_token", std::string(1, '\3') + bad_merge.dump());
     }
     fs::remove_all(tmp);
     return 0;

@@ -196,8 +196,48 @@ TEST_CASE("hf_tokenizer: SentencePiece-style BPE with byte fallback, ids worked 
     // An added token is never split, and the text after it gets its own "▁" (Llama 2's legacy behaviour)
     CHECK(tok.encode("<s>hello") == Ids{1, 268});
     CHECK(tok.decode(Ids{1, 268}) == "<s> hello");
+    // token by token, as a sampler prints: the space is a text's first only at its start or after <s>
+    CHECK(tok.piece(-1, 268) == "hello");
+    CHECK(tok.piece(1, 268) == "hello");
+    CHECK(tok.piece(268, 268) == " hello");
+    CHECK(tok.piece(268, 3 + 0xE2) == "\xE2");
     // "▁oh": ▁ o h, and neither "▁ o" nor "o h" is a merge
     CHECK(tok.encode("oh") == Ids{259, 263, 260});
+}
+
+TEST_CASE("hf_tokenizer: the model folder's bos and eos ids travel with it into a checkpoint", "[hf_tokenizer]") {
+    const nn::HfTokenizer plain(sentencepiece_json().dump());
+    CHECK_FALSE(plain.model_ids().bos);
+    CHECK(plain.checkpoint_metadata().size() == 2);  // kind and json only: older checkpoints keep their bytes
+    const nn::HfTokenizer tok = plain.with_model_ids({.bos = 1, .eos = 2});
+    const auto metadata = tok.checkpoint_metadata();
+    CHECK(metadata.at("tokenizer.hf.bos_token_id") == "1");
+    CHECK(metadata.at("tokenizer.hf.eos_token_id") == "2");
+    const nn::HfTokenizer again = nn::HfTokenizer::from_checkpoint_metadata(metadata);
+    CHECK(again.model_ids().bos == std::optional<int64_t>(1));
+    CHECK(again.model_ids().eos == std::optional<int64_t>(2));
+    CHECK_FALSE(nn::HfTokenizer::from_checkpoint_metadata(plain.checkpoint_metadata()).model_ids().eos);
+    // an id past the vocabulary (270 tokens), or metadata that is not an id, refused by name
+    CHECK_THROWS_WITH(plain.with_model_ids({.bos = std::nullopt, .eos = 270}),
+                      Contains("eos_token_id 270 is outside its vocabulary of 270"));
+    auto edited = metadata;
+    edited["tokenizer.hf.bos_token_id"] = "-1";
+    CHECK_THROWS_WITH(nn::HfTokenizer::from_checkpoint_metadata(edited),
+                      Contains("'tokenizer.hf.bos_token_id' is '-1', not a token id"));
+    edited["tokenizer.hf.bos_token_id"] = "9999";
+    CHECK_THROWS_WITH(nn::HfTokenizer::from_checkpoint_metadata(edited), Contains("bos_token_id 9999 is outside"));
+    // where samples start and stop: SentencePiece-style from config's bos_token_id (here 2, not the
+    // template's 1); byte-level from its template's only (none: SmolLM's bos 0 is never prepended); both
+    // stop at eos_token_id
+    const nn::HfTokenizer sp = plain.with_model_ids({.bos = 2, .eos = 0});
+    CHECK(nn::sample_bos(sp) == 2);
+    CHECK(nn::sample_eos(sp) == 0);
+    CHECK(nn::sample_bos(plain) == 1);
+    CHECK_FALSE(nn::sample_eos(plain));
+    const nn::HfTokenizer byte_level =
+        nn::HfTokenizer(byte_level_json().dump()).with_model_ids({.bos = 261, .eos = 261});
+    CHECK_FALSE(nn::sample_bos(byte_level));
+    CHECK(nn::sample_eos(byte_level) == 261);
 }
 
 TEST_CASE("hf_tokenizer: Metaspace instead of the normalizer, prepending before the first section only",

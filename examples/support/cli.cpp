@@ -256,7 +256,9 @@ void checkpoint_argument(Parser& p, std::optional<Input>& checkpoint, std::optio
              "GPT-2's BPE files (vocab.json + merges.txt, or encoder.json + vocab.bpe) for\n"
              "GPT-2 weights without them beside (with neither, token ids only); a\n"
              "checkpoint's own must be the same. For llama2.c's model .bin: a\n"
-             "tokenizer.bin FILE (else the one beside it, else token ids only)",
+             "tokenizer.bin FILE (else the one beside it, else token ids only). For a\n"
+             "Hugging Face Llama folder: a tokenizer.json or tokenizer.bin FILE, or a DIR\n"
+             "holding one (else the folder's tokenizer.json, else token ids only)",
              [&tokenizer](const Value& v) { tokenizer = v.nonempty(); });
     p.option("--n-head", "N",
              "the head count of Hugging Face's GPT-2 weights without config.json\n"

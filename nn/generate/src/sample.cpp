@@ -117,8 +117,14 @@ std::string default_prompt(const Tokenizer& tokenizer) {
 
 std::optional<int64_t> sample_bos(const Tokenizer& tokenizer) {
     if (dynamic_cast<const Llama2cTokenizer*>(&tokenizer)) return Llama2cTokenizer::kBos;
-    if (const auto* hf = dynamic_cast<const HfTokenizer*>(&tokenizer)) return hf->bos();
+    if (const auto* hf = dynamic_cast<const HfTokenizer*>(&tokenizer))
+        return hf->kind() == HfTokenizer::Kind::sentencepiece && hf->model_ids().bos ? hf->model_ids().bos : hf->bos();
     return std::nullopt;
+}
+
+std::optional<int64_t> sample_eos(const Tokenizer& tokenizer) {
+    const auto* hf = dynamic_cast<const HfTokenizer*>(&tokenizer);
+    return hf ? hf->model_ids().eos : std::nullopt;
 }
 
 SampleStart sample_start(const Tokenizer& tokenizer, std::optional<int64_t> bos,

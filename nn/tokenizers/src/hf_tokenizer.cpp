@@ -25,6 +25,8 @@ using json = nlohmann::json;
 namespace {
 
 constexpr std::string_view kKind = "hf-tokenizer-json";
+constexpr const char* kBosKey = "tokenizer.hf.bos_token_id";  // config.json's ids (HfTokenizer::ModelIds)
+constexpr const char* kEosKey = "tokenizer.hf.eos_token_id";
 constexpr uint64_t kMaxFileBytes = 64 << 20;  // Llama 3's tokenizer.json is 9 MB, Qwen2.5's 7 MB
 constexpr int kMaxDepth = 32;
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
@@ -588,11 +590,36 @@ HfTokenizer HfTokenizer::from_checkpoint_metadata(const std::map<std::string, st
     if (!in_checkpoint_metadata(metadata) || it == metadata.end())
         throw std::invalid_argument(
             fmt::format("the metadata holds no tokenizer.json (tokenizer.kind {}, tokenizer.hf.json)", kKind));
-    return HfTokenizer(it->second, "the checkpoint's tokenizer.hf.json");
+    HfTokenizer tok(it->second, "the checkpoint's tokenizer.hf.json");
+    // The model folder's ids, when the checkpoint kept them: a whole number, checked against the vocabulary
+    const auto id = [&](const std::string& key) -> std::optional<int64_t> {
+        const auto found = metadata.find(key);
+        if (found == metadata.end()) return std::nullopt;
+        const std::string& text = found->second;
+        const bool digits = !text.empty() && text.size() <= 10 &&
+                            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits) throw std::invalid_argument(fmt::format("metadata '{}' is '{}', not a token id", key, text));
+        return std::stoll(text);
+    };
+    return tok.with_model_ids({.bos = id(kBosKey), .eos = id(kEosKey)});
 }
 
 std::map<std::string, std::string> HfTokenizer::checkpoint_metadata() const {
-    return {{"tokenizer.kind", std::string(kKind)}, {"tokenizer.hf.json", tables_->file}};
+    std::map<std::string, std::string> out = {{"tokenizer.kind", std::string(kKind)},
+                                              {"tokenizer.hf.json", tables_->file}};
+    if (model_ids_.bos) out.emplace(kBosKey, std::to_string(*model_ids_.bos));
+    if (model_ids_.eos) out.emplace(kEosKey, std::to_string(*model_ids_.eos));
+    return out;
+}
+
+HfTokenizer HfTokenizer::with_model_ids(ModelIds ids) const {
+    for (const auto& [name, id] : {std::pair{"bos_token_id", ids.bos}, std::pair{"eos_token_id", ids.eos}})
+        if (id && (*id < 0 || *id >= vocab_size()))
+            throw std::invalid_argument(fmt::format("{}: the model's {} {} is outside its vocabulary of {} tokens",
+                                                    tables_->source, name, *id, vocab_size()));
+    HfTokenizer out = *this;
+    out.model_ids_ = ids;
+    return out;
 }
 
 int64_t HfTokenizer::vocab_size() const { return static_cast<int64_t>(tables_->spelled.size()); }
@@ -640,7 +667,14 @@ TokenIds HfTokenizer::encode_ids(std::string_view text) const {
     return TokenIds(std::span<const int64_t>(ids));
 }
 
-std::string HfTokenizer::decode(std::span<const int64_t> ids) const {
+std::string HfTokenizer::decode(std::span<const int64_t> ids) const { return decode_text(ids, true); }
+
+std::string HfTokenizer::piece(int64_t previous, int64_t id) const {
+    // the decoder's Strip drops the space a text starts with: at the start, or after a special token (BOS)
+    return decode_text(std::span(&id, 1), previous < 0 || special(previous));
+}
+
+std::string HfTokenizer::decode_text(std::span<const int64_t> ids, bool strip) const {
     const Tables& t = *tables_;
     std::string out;
     for (size_t k = 0; k < ids.size(); ++k) {
@@ -670,7 +704,7 @@ std::string HfTokenizer::decode(std::span<const int64_t> ids) const {
             }
         }
     }
-    if (t.strip_leading_space && !out.empty() && out.front() == ' ') out.erase(0, 1);
+    if (strip && t.strip_leading_space && !out.empty() && out.front() == ' ') out.erase(0, 1);
     return out;
 }
 

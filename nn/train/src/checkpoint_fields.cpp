@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "nn/tokenizers/bpe.h"
+#include "nn/tokenizers/hf_tokenizer.h"
 #include "nn/tokenizers/llama2c_tokenizer.h"
 
 namespace nn::detail {
@@ -13,6 +14,8 @@ std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const Metadata& metadata, 
     return naming_path(path, [&]() -> std::shared_ptr<const Tokenizer> {
         if (BpeTokenizer::in_checkpoint_metadata(metadata))
             return std::make_shared<const BpeTokenizer>(BpeTokenizer::from_checkpoint_metadata(metadata));
+        if (HfTokenizer::in_checkpoint_metadata(metadata))
+            return std::make_shared<const HfTokenizer>(HfTokenizer::from_checkpoint_metadata(metadata));
         if (Llama2cTokenizer::in_checkpoint_metadata(metadata))
             return std::make_shared<const Llama2cTokenizer>(Llama2cTokenizer::from_checkpoint_metadata(metadata));
         if (IdTokenizer::in_checkpoint_metadata(metadata))

@@ -7,6 +7,8 @@
 #include "nn/llama.h"
 #include "nn/model_files/llama2c.h"
 #include "nn/tokenizers/llama2c_tokenizer.h"
+#include "nn/model_files/hf_llama.h"
+#include "nn/tokenizers/hf_tokenizer.h"
 
 #include <fstream>
 
@@ -108,6 +110,74 @@ TrainedModel load_llama2c(const std::filesystem::path& path, const LoadOptions& 
     return out;
 }
 
+// The tokenizer given for a Llama: a tokenizer.json (a FILE ending in .json, or a DIR holding one), or
+// llama2.c's tokenizer.bin (another FILE, or a DIR holding one and no tokenizer.json).
+bool is_tokenizer_json(const std::filesystem::path& given) {
+    namespace fs = std::filesystem;
+    return fs::is_directory(given) ? fs::exists(given / "tokenizer.json") || !fs::exists(given / "tokenizer.bin")
+                                   : given.extension() == ".json";
+}
+std::filesystem::path tokenizer_file(const std::filesystem::path& given) {
+    if (!std::filesystem::is_directory(given)) return given;
+    return given / (is_tokenizer_json(given) ? "tokenizer.json" : "tokenizer.bin");
+}
+
+// A Hugging Face LlamaForCausalLM folder (nn/model_files/hf_llama.h) as the llama kind, read straight into
+// a new model's parameters. The tokenizer: `options.tokenizer` (a tokenizer.json or tokenizer.bin, or a
+// directory holding one), else the tokenizer.json in the folder; without either, token ids only, starting
+// from config.json's bos_token_id and stopping at it or its eos_token_id, as load_llama2c does.
+TrainedModel load_hf_llama(const std::filesystem::path& path, const LoadOptions& options) {
+    const std::string name = printable_name(path.string());
+    autograd::Generator unused_init;  // every weight is overwritten by the folder's
+    std::unique_ptr<LanguageModel> model;
+    ModelConfig config;
+    HfLlamaModel folder = read_hf_llama(path, [&](const LlamaOptions& l) {
+        config = llama_config(l);
+        if (options.n_head && *options.n_head != l.n_head)
+            throw std::runtime_error(
+                fmt::format("n_head {} was asked, but {} disagrees: its config.json's 'num_attention_heads' is {}",
+                            *options.n_head, name, l.n_head));
+        model = naming_path(path, [&] { return make_model(config, unused_init); });
+        return model->named_parameters();
+    });
+    check_finite(folder.tensors, name);
+    for (const std::string& note : folder.notes) fmt::print(stderr, "note: {}: {}\n", name, note);
+    namespace fs = std::filesystem;
+    std::optional<fs::path> tokenizer = options.tokenizer ? std::optional(tokenizer_file(*options.tokenizer))
+                                        : fs::is_regular_file(path / "tokenizer.json")
+                                            ? std::optional(path / "tokenizer.json")
+                                            : std::nullopt;
+    TrainedModel out{config, nullptr, nullptr};
+    if (tokenizer && tokenizer->extension() == ".json") {
+        const HfTokenizer tok =
+            HfTokenizer::from_file(*tokenizer).with_model_ids({.bos = folder.bos_token_id, .eos = folder.eos_token_id});
+        out.bos = sample_bos(tok);  // as docs/llama.md says (nn/generate/sample.h)
+        out.eos = sample_eos(tok);
+        out.tokenizer = std::make_shared<const HfTokenizer>(tok);
+    } else if (tokenizer) {  // llama2.c's tokenizer.bin: run.c's BOS, as for its model files
+        out.tokenizer = std::make_shared<const Llama2cTokenizer>(Llama2cTokenizer::from_file(*tokenizer, config.vocab));
+        out.bos = Llama2cTokenizer::kBos;
+    } else {
+        out.tokenizer = std::make_shared<const IdTokenizer>(config.vocab, name);
+        out.bos = folder.bos_token_id;
+        out.eos = folder.eos_token_id;
+        fmt::print(stderr, "note: {}: no tokenizer (none given, no tokenizer.json in it): token ids only\n", name);
+    }
+    // A vocabulary shorter than the model's output would let a sampler draw an id it cannot print
+    if (out.tokenizer->vocab_size() < config.vocab)
+        throw std::runtime_error(fmt::format("{}: the tokenizer {} has {} tokens but the model's vocab_size is {}",
+                                             name, path_str(tokenizer.value_or("")), out.tokenizer->vocab_size(),
+                                             config.vocab));
+    if (out.tokenizer->vocab_size() > config.vocab)
+        throw std::runtime_error(fmt::format(
+            "{}: the tokenizer {} has {} tokens, more than the model's vocab_size {}: its ids past {} have no logits",
+            name, path_str(tokenizer.value_or("")), out.tokenizer->vocab_size(), config.vocab, config.vocab - 1));
+    out.model = std::move(model);
+    naming_path(path, [&] { load_parameters(*out.model, folder.tensors); });
+    out.model->eval();
+    return out;
+}
+
 // A regular file that weights_format did not take for GPT-2 weights is read as a tinygpt checkpoint, a
 // safetensors file: 8 bytes of header length, then the JSON header, which starts with '{'. Anything else
 // is neither that nor llm.c's model file, and is refused so, naming the magic it has instead of llm.c's.
@@ -138,6 +208,14 @@ void check_safetensors_start(const std::filesystem::path& path) {
 }  // namespace
 
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
+    if (const auto* hf = dynamic_cast<const HfTokenizer*>(&saved)) {  // a tokenizer.json, or a DIR holding one
+        const std::filesystem::path file = std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir;
+        if (HfTokenizer::from_file(file).json_text() != hf->json_text())
+            throw std::runtime_error(fmt::format(
+                "the tokenizer {} and the checkpoint {} disagree: the checkpoint's is another tokenizer.json",
+                printable_name(file.string()), printable_name(checkpoint)));
+        return;
+    }
     if (const auto* llama2c = dynamic_cast<const Llama2cTokenizer*>(&saved)) {  // a tokenizer.bin, or a DIR of one
         const std::filesystem::path file = std::filesystem::is_directory(dir) ? dir / "tokenizer.bin" : dir;
         if (Llama2cTokenizer::from_file(file).file() != llama2c->file())
@@ -158,6 +236,8 @@ void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& save
 
 TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOptions& options) {
     if (is_llama2c_file(path)) return load_llama2c(path, options);
+    if (std::filesystem::is_directory(path) && std::filesystem::exists(path / "config.json"))
+        return load_hf_llama(path, options);
     if (weights_format(path) != WeightsFormat::tinygpt) return load_foreign(path, options);
     check_safetensors_start(path);
     SafetensorsReader file(path);
@@ -173,6 +253,7 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOpt
                                              out.config.vocab));
     if (options.tokenizer) check_tokenizer_dir(*options.tokenizer, *out.tokenizer, path.string());
     out.bos = sample_bos(*out.tokenizer);
+    out.eos = sample_eos(*out.tokenizer);
     if (options.n_head && *options.n_head != out.config.n_head)
         throw std::runtime_error(
             fmt::format("n_head {} was asked, but the checkpoint {} disagrees: its model has n_head {}",

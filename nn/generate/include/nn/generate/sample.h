@@ -50,9 +50,16 @@ std::vector<int64_t> generate(LanguageModel& model, GenerationWindow& window, co
 // last id, which in GPT-2's vocabulary is <|endoftext|> (50256), where llm.c's samples start.
 std::string default_prompt(const Tokenizer& tokenizer);
 
-// The id a tokenizer's samples start from and stop at: llama2.c's BOS (1), as run.c samples; a Hugging
-// Face tokenizer's template's leading special token (HfTokenizer::bos); none for the others.
+// The id a tokenizer's samples start from and stop at: llama2.c's BOS (1), as run.c samples; for a Hugging
+// Face tokenizer.json, SentencePiece-style (TinyLlama, llama2.c's exported tokenizers): the model folder's
+// bos_token_id (HfTokenizer::model_ids), else its template's <s>, as run.c and transformers' template do;
+// byte-level BPE (SmolLM, Qwen): only its template's leading special token (HfTokenizer::bos), since
+// transformers' encode puts no other first (SmolLM's bos_token_id 0 is <|endoftext|>, never prepended),
+// so the ids are those transformers' generate would see; none for the others.
 std::optional<int64_t> sample_bos(const Tokenizer& tokenizer);
+// Another id a sample stops at (not printed): a Hugging Face model folder's eos_token_id, where
+// transformers' generate stops; none for the others.
+std::optional<int64_t> sample_eos(const Tokenizer& tokenizer);
 
 // Where a sample starts. With a BOS, run.c's way: BOS, then the prompt's tokens, or BOS alone without a
 // prompt (and a sample ends when BOS is drawn). Without one, the prompt's tokens, or default_prompt's.

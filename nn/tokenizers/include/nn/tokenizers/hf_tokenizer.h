@@ -60,8 +60,23 @@ public:
     std::string decode(std::span<const int64_t> ids) const override;
     std::map<std::string, std::string> checkpoint_metadata() const override;
 
+    // What `id` adds to a text after `previous` (-1: none), for a sampler that prints token by token:
+    // decode({id}), but the leading space the decoder strips from a whole text is kept unless the text
+    // starts here (no previous, or a special token such as BOS before it).
+    std::string piece(int64_t previous, int64_t id) const;
+
     Kind kind() const;
     std::optional<int64_t> bos() const;  // the post-processor template's leading special token
+
+    // The model folder's config.json bos_token_id and eos_token_id, which the tokenizer.json itself does
+    // not hold but a sampler needs (where a sample starts and stops): carried with the tokenizer so a
+    // checkpoint made from the folder keeps them ("tokenizer.hf.bos_token_id", "tokenizer.hf.eos_token_id").
+    // An id outside the vocabulary is std::invalid_argument naming it.
+    struct ModelIds {
+        std::optional<int64_t> bos, eos;
+    };
+    HfTokenizer with_model_ids(ModelIds ids) const;
+    const ModelIds& model_ids() const { return model_ids_; }
     // The token's text as tokenizer.json spells it ("Ġthe", "▁the", "<0x0A>", "<s>"), and the id of one so spelled, or -1.
     const std::string& token(int64_t id) const;
     int64_t token_id(std::string_view spelled) const;
@@ -70,7 +85,9 @@ public:
 
 private:
     struct Tables;
+    std::string decode_text(std::span<const int64_t> ids, bool strip) const;
     std::shared_ptr<const Tables> tables_;  // immutable once built; copies share them
+    ModelIds model_ids_;
 };
 
 }  // namespace nn

@@ -208,8 +208,11 @@ struct TrainedModel {
     std::optional<int64_t> step =
         std::nullopt;  // the training step it was saved at (none: GPT-2's weights, nn::save_module's)
     // The id a sample starts from and stops at, as run.c samples llama2.c's models (BOS, 1): set for a
-    // llama2.c model file and for a checkpoint with llama2.c's tokenizer; none for the others.
+    // llama2.c model file and for a checkpoint with llama2.c's tokenizer; for a Hugging Face Llama folder
+    // (or a checkpoint with its tokenizer.json), as docs/llama.md says; none for the others.
     std::optional<int64_t> bos = std::nullopt;
+    // Another id a sample stops at (not printed): a Hugging Face Llama's eos_token_id, as transformers' generate.
+    std::optional<int64_t> eos = std::nullopt;
 };
 // Hugging Face's GPT-2 model.safetensors and llm.c's model files load too (nn/model_files/gpt2_weights.h), as
 // the `gpt2` kind, with GPT-2's BPE from `tokenizer` or from vocab.json + merges.txt beside the file, and
@@ -217,7 +220,9 @@ struct TrainedModel {
 // own tokenizer and head count, which must then be the ones given (check_tokenizer_dir).
 struct LoadOptions {
     // a tokenizer the caller gives: GPT-2's BPE directory; for a llama2.c model file, a tokenizer.bin (or a
-    // directory holding one; without, the tokenizer.bin beside the model file, else token ids only)
+    // directory holding one; without, the tokenizer.bin beside the model file, else token ids only); for a
+    // Hugging Face Llama folder (a directory with config.json), a tokenizer.json or tokenizer.bin, or a
+    // directory holding one (without, the folder's tokenizer.json, else token ids only)
     std::optional<std::filesystem::path> tokenizer;
     std::optional<int64_t> n_head;  // a head count the caller gives
     ReadProgress progress = {};     // if given, told how far the file has been read (GPT-2 small's takes seconds)
