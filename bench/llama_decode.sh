@@ -8,7 +8,7 @@
 #
 #     git --git-dir=LLAMA2C_GIT show HEAD:run.c > /tmp/runc/run.c
 #     gcc -Ofast -march=native -fopenmp /tmp/runc/run.c -lm -o /tmp/runc/run
-#     bench/llama_decode.sh build/release /tmp/runc/run          # ROUNDS=5 STEPS=256: about a minute
+#     bench/llama_decode.sh build/release /tmp/runc/run          # ROUNDS=5 STEPS=256: about two minutes
 #
 # The model is random weights written by our own code (bench/llama2c_file.cpp: dim 288, 6 layers, 6 heads,
 # 6 KV heads, hidden 768, vocab 32,000, seq_len 256, tied; 61 MB), made once into $build/bench/ unless
