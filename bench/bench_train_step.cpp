@@ -23,12 +23,16 @@
 // head/<composed|fused|flash>/H:../T:../B:.. times one attention head's forward and backward (BM_head).
 // gpt2_step/gpt2 and gpt2_step/gpt2-T1024: GPT-2 small (124M, V 50,257) at B 4, T 64 (llm.c's CPU demo)
 // and at B 1, T 1024, five steps each (not in check_steps: a step takes seconds).
+// llama_step/smollm: a SmolLM-135M-shaped Llama (30 layers, C 576, 9 heads, 3 KV heads, F 1,536,
+// V 49,152, tied) at B 4, T 64, five steps each on 1 and 2 threads (issue 42; pytorch_reference.py
+// --configs smollm is PyTorch's side, bench/llama_step.sh runs both).
 //
 //     build/bench/bench_train_step --benchmark_filter=train_step     # the eight, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=scaling/baby   # the scaling table, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=scaling/nano   # the window table, about 1 minute
 //     build/bench/bench_train_step --benchmark_filter=head           # the head, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=gpt2_step      # GPT-2 small, T 64 and 1024, 1-2 min
+//     build/bench/bench_train_step --benchmark_filter=llama_step     # SmolLM-135M-shaped, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
 #include <benchmark/benchmark.h>
 
@@ -160,6 +164,14 @@ int main(int argc, char** argv) {
     // GPT-2 small: five timed steps (a step takes seconds), one and two threads
     for (const auto& config : bench::gpt2_configs())
         benchmark::RegisterBenchmark(fmt::format("gpt2_step/{}", config.name).c_str(), BM_train_step, &config)
+            ->ArgName("threads")
+            ->Arg(1)
+            ->Arg(2)
+            ->Iterations(5)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    for (const auto& config : bench::llama_configs())
+        benchmark::RegisterBenchmark(fmt::format("llama_step/{}", config.name).c_str(), BM_train_step, &config)
             ->ArgName("threads")
             ->Arg(1)
             ->Arg(2)

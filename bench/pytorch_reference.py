@@ -6,7 +6,9 @@ token + position embeddings; blocks of LayerNorm -> multi-head attention (separa
 concatenated, projected with a bias) -> residual, LayerNorm -> Linear(C, 4C) -> exact GELU -> Linear(4C, C)
 -> residual; a final LayerNorm; lm_head with a bias (LayerNorm eps 1e-5). The tutorial model is embeddings ->
 one head -> lm_head. GPT-2 small (configs gpt2, gpt2-T1024) is its GPT2, Hugging Face's maths (Conv1D
-layers, tanh GELU, the head tied to the token table). Same optimizer (AdamW, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights
+layers, tanh GELU, the head tied to the token table). The SmolLM-135M-shaped Llama (config smollm) is its Llama
+(python/tinygpt_torch/llama.py: LlamaForCausalLM's maths, grouped-query attention, rotary halves, RMSNorm,
+SwiGLU, tied output). Same optimizer (AdamW, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights
 (Conv1D for GPT-2) only, lr 1e-3), same clipping (global norm 1.0), timed the same way: the median of individual steps after
 a warm-up.
 
@@ -22,6 +24,7 @@ Run with Debian's python3 and python3-torch (another python3 may come first on P
     /usr/bin/python3 bench/pytorch_reference.py --windows nano --blocks 64,256,1024  # step time by window T
     build/bench/export_weights /tmp/tg gpt2 && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg --configs gpt2
     /usr/bin/python3 bench/pytorch_reference.py --windows gpt2-T1024 --blocks 1024   # GPT-2 small, B 1, T 1024
+    build/bench/export_weights /tmp/tg smollm && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg --configs smollm
     /usr/bin/python3 bench/pytorch_reference.py --sample baby,shakespeare --chars 2000  # sampling speed
 
 Prints one JSON line per configuration: {"config", "threads", "median_ms", "tokens_per_s", "loss", ...}.
@@ -48,6 +51,8 @@ CONFIGS = {  # the same as bench/train_step.h
     "nano": dict(kind="gpt", n_embd=384, n_head=6, n_layer=6, block=256, batch=4),
     "gpt2": dict(kind="gpt2", n_embd=768, n_head=12, n_layer=12, block=64, batch=4, vocab=50257),
     "gpt2-T1024": dict(kind="gpt2", n_embd=768, n_head=12, n_layer=12, block=1024, batch=1, vocab=50257),
+    "smollm": dict(kind="llama", n_embd=576, n_head=9, n_kv_head=3, n_layer=30, ffn_hidden=1536, block=64, batch=4,
+                   vocab=49152),
 }
 SAMPLE_CONFIGS = {  # bench/bench_generate.cpp's: the baby GPT and nanoGPT's shakespeare_char model
     "baby": dict(kind="gpt", n_embd=128, n_head=4, n_layer=4, block=64),
@@ -57,7 +62,11 @@ VOCAB = 65
 
 
 def make_model(c):
-    """tinygpt_torch's model of config c: the ladder's SingleHead or GPT, or GPT2."""
+    """tinygpt_torch's model of config c: the ladder's SingleHead or GPT, or GPT2, or Llama."""
+    if c["kind"] == "llama":  # nn::LlamaOptions' fields; run.c's rotary base and epsilon, as ours by default
+        return tg.Llama(dict(vocab=c["vocab"], n_embd=c["n_embd"], n_head=c["n_head"], n_kv_head=c["n_kv_head"],
+                             n_layer=c["n_layer"], ffn_hidden=c["ffn_hidden"], block=c["block"], rope_theta=10000.0,
+                             norm_eps=1e-5, tied_embeddings=True))
     return tg.make_model(tg.ModelConfig(kind=c["kind"], vocab=c.get("vocab", VOCAB), n_embd=c["n_embd"],
                                         n_head=c["n_head"], n_layer=c["n_layer"], block=c["block"]))
 
@@ -284,7 +293,7 @@ def main():
         if args.check_only:
             check_and_time(name, c, args.weights, args.threads, warmup=0, steps=0, logits_program=args.logits)
             continue
-        if c["kind"] == "gpt2":  # seconds a step: one warm-up and five timed steps, as bench_train_step
+        if c["kind"] in ("gpt2", "llama"):  # seconds a step: one warm-up and five timed steps, as bench_train_step
             print(json.dumps(check_and_time(name, c, args.weights, args.threads, warmup=1, steps=5,
                                             logits_program=args.logits)), flush=True)
             continue

@@ -1,8 +1,10 @@
 // The training-step configurations of the speed issues, shared by bench_train_step (which times them)
 // and export_weights (which writes their weights and batch for bench/pytorch_reference.py): the four
-// character models, and GPT-2 small (124M, V 50,257) at llm.c's B 4, T 64 and at its full window, T 1024.
+// character models, GPT-2 small (124M, V 50,257) at llm.c's B 4, T 64 and at its full window, T 1024, and a
+// SmolLM-135M-shaped Llama (issue 42) at B 4, T 64.
 //
-// Shape legend: B batch, T window (= block), C n_embd, V vocab (65, tiny Shakespeare's; GPT-2's 50,257).
+// Shape legend: B batch, T window (= block), C n_embd, V vocab (65, tiny Shakespeare's; GPT-2's 50,257;
+// SmolLM's 49,152), F the SwiGLU's hidden width.
 //
 // A step is what examples/train does per iteration: forward, cross_entropy, backward, clip the global
 // gradient norm to 1.0, AdamW (lr 1e-3, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights).
@@ -74,14 +76,36 @@ inline const std::array<StepConfig, 2>& gpt2_configs() {
     return configs;
 }
 
-// The configuration of that name, of either list (std::invalid_argument naming them all if none).
+// Llama, random weights (GPT-2-style init, nn/llama.h): SmolLM-135M's shape (30 layers, C 576, 9 query
+// heads of width 64 reading 3 key-value heads, F 1,536, V 49,152, tied output; 134.5M parameters) at B 4,
+// T 64, issue 42's training step.
+inline const std::array<StepConfig, 1>& llama_configs() {
+    static const std::array<StepConfig, 1> configs = {{
+        {"smollm",
+         {.kind = nn::ModelKind::llama,
+          .vocab = 49152,
+          .n_embd = 576,
+          .n_head = 9,
+          .n_layer = 30,
+          .block = 64,
+          .n_kv_head = 3,
+          .ffn_hidden = 1536,
+          .tied_embeddings = true},
+         4},
+    }};
+    return configs;
+}
+
+// The configuration of that name, of any list (std::invalid_argument naming them all if none).
 inline StepConfig step_config(std::string_view name) {
     for (const auto& c : step_configs())
         if (c.name == name) return c;
     for (const auto& c : gpt2_configs())
         if (c.name == name) return c;
+    for (const auto& c : llama_configs())
+        if (c.name == name) return c;
     throw std::invalid_argument("no step configuration '" + std::string(name) +
-                                "' (tutorial, small, baby, nano, gpt2, gpt2-T1024)");
+                                "' (tutorial, small, baby, nano, gpt2, gpt2-T1024, smollm)");
 }
 
 // FLOPs of one step (forward + backward), counted as
@@ -90,15 +114,18 @@ inline StepConfig step_config(std::string_view name) {
 //                                              layer forward, times 3 for forward + backward, full T x T
 //                                              grids as we compute them, the causal half not subtracted)
 // where P_matmul is the number of Linear weights (lm_head included, also when it is the token table, as
-// GPT-2's; embeddings, biases and norms not),
+// GPT-2's and a tied Llama's; embeddings, biases and norms not),
 // L the attention layers and W the total width of their heads (C for GPT, the head width for the
-// tutorial model). This is nanoGPT's/PaLM's estimate_mfu formula.
+// tutorial model; n_head * H = C for Llama, whose grouped key-value heads are shared, not fewer products).
+// This is nanoGPT's/PaLM's estimate_mfu formula.
 inline double step_flops(const StepConfig& config, const nn::LanguageModel& model) {
     double matmul_params = 0;
     for (const auto& name : model.decayed_parameter_names())
         for (const auto& [n, p] : model.named_parameters())
             if (n == name) matmul_params += static_cast<double>(p.numel());
-    if (config.model.kind == nn::ModelKind::gpt2)  // the output layer is the (undecayed) token table
+    const bool tied = config.model.kind == nn::ModelKind::gpt2 ||
+                      (config.model.kind == nn::ModelKind::llama && config.model.tied_embeddings);
+    if (tied)  // the output layer is the (undecayed) token table
         matmul_params += static_cast<double>(config.model.vocab * config.model.n_embd);
     const double tokens = static_cast<double>(config.batch * config.model.block);
     const double layers = nn::model_size(config.model).layers;
