@@ -300,6 +300,7 @@ void dot_rows_range(const GemmArgs& g, int64_t n_begin, int64_t n_end) {
         for (int64_t i = 0; i < g.M; ++i) {
             const float* __restrict a = g.A + i * K;
             const float* __restrict b = g.B + n * K;
+            const bool prefetch = i == 0 && n + 3 * kRows <= n_end;  // (the first row of A brings B in)
             typename V::reg acc[kRows];
 #pragma GCC unroll 16
             for (int64_t r = 0; r < kRows; ++r) acc[r] = V::zero();
@@ -307,7 +308,12 @@ void dot_rows_range(const GemmArgs& g, int64_t n_begin, int64_t n_end) {
             for (; k < full; k += V::W) {
                 const typename V::reg av = V::load(a + k);
 #pragma GCC unroll 16
-                for (int64_t r = 0; r < kRows; ++r) acc[r] = V::fma(av, V::load(b + r * K + k), acc[r]);
+                for (int64_t r = 0; r < kRows; ++r) {
+                    // two groups ahead, a cache line at a time: eight streams are more than the hardware's
+                    // prefetchers follow (stories15M's tied output, one thread: 416 -> 498 tokens/s)
+                    if (prefetch && k % 16 == 0) __builtin_prefetch(b + (2 * kRows + r) * K + k);
+                    acc[r] = V::fma(av, V::load(b + r * K + k), acc[r]);
+                }
             }
             if (k < K) {
                 const typename V::reg av = V::load(a + k, last);
