@@ -24,6 +24,21 @@ bool has_bpe_files(const std::filesystem::path& dir) {
            (fs::is_regular_file(dir / "encoder.json") && fs::is_regular_file(dir / "vocab.bpe"));
 }
 
+// The model a file's weights were read into: loaded (every name and shape checked) and in eval mode.
+TrainedModel with_weights(TrainedModel out, std::unique_ptr<LanguageModel> model, const NamedTensors& weights,
+                          const std::filesystem::path& path) {
+    out.model = std::move(model);
+    naming_path(path, [&] { load_parameters(*out.model, weights); });
+    out.model->eval();
+    return out;
+}
+
+// Weights without a tokenizer read and write token ids; a note says which files were looked for.
+std::shared_ptr<const Tokenizer> ids_only(int64_t vocab, const std::string& name, std::string_view looked_for) {
+    fmt::print(stderr, "note: {}: no tokenizer (none given, {}): token ids only\n", name, looked_for);
+    return std::make_shared<const IdTokenizer>(vocab, name);
+}
+
 // Hugging Face's or llm.c's GPT-2 weights: the tokenizer comes from --tokenizer, or from the files beside
 // the weights (a Hugging Face download keeps them together, and so does export --hf); without either, the
 // model reads and writes token ids only (IdTokenizer), and a note says so.
@@ -50,19 +65,14 @@ TrainedModel load_foreign(const std::filesystem::path& path, const LoadOptions& 
     if (dir) {
         out.tokenizer = std::make_shared<const BpeTokenizer>(BpeTokenizer::from_directory(*dir));
     } else {
-        out.tokenizer = std::make_shared<const IdTokenizer>(w.config.vocab, printable_name(path.string()));
-        fmt::print(stderr,
-                   "note: {}: no tokenizer (none given, no vocab.json and merges.txt beside it): token ids only\n",
-                   printable_name(path.string()));
+        out.tokenizer =
+            ids_only(w.config.vocab, printable_name(path.string()), "no vocab.json and merges.txt beside it");
     }
     if (out.tokenizer->vocab_size() != out.config.vocab)
         throw std::runtime_error(fmt::format("{}: the tokenizer in {} has {} tokens but the model's vocab is {}",
                                              printable_name(path.string()), path_str(dir.value_or("")),
                                              out.tokenizer->vocab_size(), out.config.vocab));
-    out.model = std::move(model);
-    naming_path(path, [&] { load_parameters(*out.model, w.weights); });
-    out.model->eval();
-    return out;
+    return with_weights(std::move(out), std::move(model), w.weights, path);
 }
 
 // A llama2.c model file (nn/model_files/llama2c.h) as the llama kind (rope_theta 10000, norm_eps 1e-5, as
@@ -100,14 +110,10 @@ TrainedModel load_llama2c(const std::filesystem::path& path, const LoadOptions& 
     if (tokenizer) {
         out.tokenizer = std::make_shared<const Llama2cTokenizer>(Llama2cTokenizer::from_file(*tokenizer, config.vocab));
     } else {
-        out.tokenizer = std::make_shared<const IdTokenizer>(config.vocab, name);
-        fmt::print(stderr, "note: {}: no tokenizer (none given, no tokenizer.bin beside it): token ids only\n", name);
+        out.tokenizer = ids_only(config.vocab, name, "no tokenizer.bin beside it");
     }
     out.bos = Llama2cTokenizer::kBos;
-    out.model = std::move(model);
-    naming_path(path, [&] { load_parameters(*out.model, file.tensors); });
-    out.model->eval();
-    return out;
+    return with_weights(std::move(out), std::move(model), file.tensors, path);
 }
 
 // The tokenizer given for a Llama: a tokenizer.json (a FILE ending in .json, or a DIR holding one), or
@@ -158,10 +164,9 @@ TrainedModel load_hf_llama(const std::filesystem::path& path, const LoadOptions&
         out.tokenizer = std::make_shared<const Llama2cTokenizer>(Llama2cTokenizer::from_file(*tokenizer, config.vocab));
         out.bos = Llama2cTokenizer::kBos;
     } else {
-        out.tokenizer = std::make_shared<const IdTokenizer>(config.vocab, name);
+        out.tokenizer = ids_only(config.vocab, name, "no tokenizer.json in it");
         out.bos = folder.bos_token_id;
         out.eos = folder.eos_token_id;
-        fmt::print(stderr, "note: {}: no tokenizer (none given, no tokenizer.json in it): token ids only\n", name);
     }
     // A vocabulary shorter than the model's output would let a sampler draw an id it cannot print
     if (out.tokenizer->vocab_size() < config.vocab)
@@ -172,10 +177,7 @@ TrainedModel load_hf_llama(const std::filesystem::path& path, const LoadOptions&
         throw std::runtime_error(fmt::format(
             "{}: the tokenizer {} has {} tokens, more than the model's vocab_size {}: its ids past {} have no logits",
             name, path_str(tokenizer.value_or("")), out.tokenizer->vocab_size(), config.vocab, config.vocab - 1));
-    out.model = std::move(model);
-    naming_path(path, [&] { load_parameters(*out.model, folder.tensors); });
-    out.model->eval();
-    return out;
+    return with_weights(std::move(out), std::move(model), folder.tensors, path);
 }
 
 // A regular file that weights_format did not take for GPT-2 weights is read as a tinygpt checkpoint, a
@@ -261,13 +263,11 @@ TrainedModel load_trained_model(const std::filesystem::path& path, const LoadOpt
     check_sizes_against_weights(out.config, file, path);
     if (options.progress) file.on_progress(options.progress);  // from here: making the model, then reading
     autograd::Generator unused_init;                           // every weight is overwritten by the file's
-    out.model = naming_path(path, [&] { return make_model(out.config, unused_init); });
+    std::unique_ptr<LanguageModel> model = naming_path(path, [&] { return make_model(out.config, unused_init); });
     // The weights straight into the model's parameters; the optimizer state is read (its checksums and
     // values checked) through a bounded buffer and dropped: the model's size in memory, not the file's twice.
-    const NamedTensors weights = file.read_all(out.model->named_parameters(), is_weight, printable_name(path.string()));
-    naming_path(path, [&] { load_parameters(*out.model, weights); });
-    out.model->eval();
-    return out;
+    const NamedTensors weights = file.read_all(model->named_parameters(), is_weight, printable_name(path.string()));
+    return with_weights(std::move(out), std::move(model), weights, path);
 }
 
 }  // namespace nn
