@@ -526,22 +526,14 @@ TEST_CASE(
             options.rope_theta = 10000.0f;  // run.c's, which a llama2.c file does not hold
             nn::Llama model(options, gen);
             randomize(model, gen, 0.5f);
-            const nn::LlamaOptions& o = model.options;
-            const nn::Llama2cModel file{.config = {.dim = o.n_embd,
-                                                   .hidden_dim = o.ffn_hidden,
-                                                   .n_layers = o.n_layer,
-                                                   .n_heads = o.n_head,
-                                                   .n_kv_heads = o.n_kv_head,
-                                                   .vocab_size = o.vocab,
-                                                   .seq_len = o.block,
-                                                   .shared_classifier = tied},
+            const nn::Llama2cModel file{.config = nn::llama2c_config(model.options),
                                         .tensors = model.named_parameters(),
                                         .legacy_rope_tables = {}};
             const std::filesystem::path path = dir.path / "model.bin";
             nn::write_llama2c(path, file, version);
             CHECK(nn::is_llama2c_file(path));
             const nn::TrainedModel loaded = nn::load_trained_model(path);
-            CHECK(loaded.config == nn::llama_config(o));
+            CHECK(loaded.config == nn::llama_config(model.options));
             CHECK(loaded.bos == 1);
             CHECK(nn::as_ids_only(*loaded.tokenizer) != nullptr);
             const auto want = model.forward(ids, 1, 8).to_vector();

@@ -85,14 +85,7 @@ TrainedModel load_llama2c(const std::filesystem::path& path, const LoadOptions& 
     std::unique_ptr<LanguageModel> model;
     ModelConfig config;
     const Llama2cModel file = read_llama2c(path, [&](const Llama2cConfig& c) {
-        config = llama_config({.vocab = c.vocab_size,
-                               .n_embd = c.dim,
-                               .n_head = c.n_heads,
-                               .n_kv_head = c.n_kv_heads,
-                               .n_layer = c.n_layers,
-                               .ffn_hidden = c.hidden_dim,
-                               .block = c.seq_len,
-                               .tied_embeddings = c.shared_classifier});
+        config = llama_config(llama_options(c));
         if (options.n_head && *options.n_head != c.n_heads)
             throw std::runtime_error(
                 fmt::format("n_head {} was asked, but {} disagrees: its header field 'n_heads' is {}", *options.n_head,
