@@ -47,6 +47,24 @@ inline std::filesystem::path scratch_file(std::string_view contents, const char*
 }
 
 // A finding that is not a crash: a broken promise of the API under test.
+// A folder made once per process by `make` (given the folder's path), removed at exit: a model's files the
+// inputs are read beside.
+template <class Make>
+const std::filesystem::path& process_folder(std::string_view tag, Make make) {
+    struct Folder {
+        std::filesystem::path path;
+        ~Folder() {
+            std::error_code ec;
+            std::filesystem::remove_all(path, ec);
+        }
+    };
+    static const Folder folder{std::filesystem::temp_directory_path() /
+                               ("tinygpt-fuzz-" + std::to_string(::getpid()) + "-" + std::string(tag))};
+    static const bool made = (make(folder.path), true);
+    (void)made;
+    return folder.path;
+}
+
 [[noreturn]] inline void fail(const char* what) {
     std::fprintf(stderr, "fuzz: %s\n", what);
     std::abort();

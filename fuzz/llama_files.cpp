@@ -32,27 +32,16 @@ nn::LlamaOptions tiny() {
 }
 
 // Its Hugging Face folder, made once per process; each input's config.json is written beside its weights.
-std::filesystem::path hf_folder() {
-    struct Folder {
-        std::filesystem::path path =
-            std::filesystem::temp_directory_path() / ("tinygpt-fuzz-" + std::to_string(::getpid()) + "-hf-llama");
-        ~Folder() {
-            std::error_code ec;
-            std::filesystem::remove_all(path, ec);
-        }
-    };
-    static const Folder folder;
-    static const std::filesystem::path dir = [] {
+const std::filesystem::path& hf_folder() {
+    return fuzz::process_folder("hf-llama", [](const std::filesystem::path& dir) {
         autograd::Generator gen(1);
         nn::Llama model(tiny(), gen);
-        nn::write_hf_llama(folder.path, {.config = tiny(),
-                                         .bos_token_id = std::nullopt,
-                                         .eos_token_id = std::nullopt,
-                                         .tensors = model.named_parameters(),
-                                         .notes = {}});
-        return folder.path;
-    }();
-    return dir;
+        nn::write_hf_llama(dir, {.config = tiny(),
+                                 .bos_token_id = std::nullopt,
+                                 .eos_token_id = std::nullopt,
+                                 .tensors = model.named_parameters(),
+                                 .notes = {}});
+    });
 }
 
 void check_sizes(const nn::LlamaOptions& c) {

@@ -25,26 +25,14 @@ namespace {
 
 // The folder of a small GPT-2 (n_embd 8, 2 heads, 1 layer, vocab 5, n_ctx 4) in Hugging Face's format,
 // made once per process; each input's config.json is written beside its weights.
-std::filesystem::path hf_folder() {
-    struct Folder {
-        std::filesystem::path path =
-            std::filesystem::temp_directory_path() / ("tinygpt-fuzz-" + std::to_string(::getpid()) + "-hf");
-        ~Folder() {
-            std::error_code ec;
-            std::filesystem::remove_all(path, ec);
-        }
-    };
-    static const Folder folder;
-    static const std::filesystem::path dir = [] {
-        const std::filesystem::path d = folder.path;
+const std::filesystem::path& hf_folder() {
+    return fuzz::process_folder("hf", [](const std::filesystem::path& dir) {
         nn::ModelConfig c;
         c.kind = nn::ModelKind::gpt2;
         c.vocab = 5, c.n_embd = 8, c.n_head = 2, c.n_layer = 1, c.block = 4;
         autograd::Generator gen(1);
-        nn::write_hf_gpt2(d, c, nn::make_model(c, gen)->named_parameters());
-        return d;
-    }();
-    return dir;
+        nn::write_hf_gpt2(dir, c, nn::make_model(c, gen)->named_parameters());
+    });
 }
 
 }  // namespace
