@@ -67,28 +67,19 @@ constexpr uintmax_t kAnnouncedBytes = uintmax_t{64} << 20;
 std::string megabytes(uintmax_t bytes) { return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6); }
 
 // A llama model as llama2.c's legacy file (run.c's), which holds only the sizes: run.c's rotary base
-// (10000) and RMSNorm epsilon (1e-5) are fixed, so a model of others is refused by name.
+// (10000) and RMSNorm epsilon (1e-5) are fixed, so a model of others is refused by name (llama2c_config).
 void export_llama2c(const std::string& out, const nn::TrainedModel& trained, const std::string& path) {
     const nn::ModelConfig& c = trained.config;
     if (c.kind != nn::ModelKind::llama)
         throw std::runtime_error(fmt::format("{}: a {} model; llama2.c's file holds a llama model only", path, c.kind));
-    const nn::ModelConfig run_c = nn::llama_config(nn::llama_options(nn::ModelConfig{.kind = nn::ModelKind::llama}));
-    if (c.rope_theta != run_c.rope_theta || c.norm_eps != run_c.norm_eps)
-        throw std::runtime_error(
-            fmt::format("{}: model.rope_theta {} and model.norm_eps {}: llama2.c's run.c computes with {} and {} only",
-                        path, c.rope_theta, c.norm_eps, run_c.rope_theta, run_c.norm_eps));
-    const nn::LlamaOptions l = nn::llama_options(c);
-    nn::Llama2cModel m{.config = {.dim = l.n_embd,
-                                  .hidden_dim = l.ffn_hidden,
-                                  .n_layers = l.n_layer,
-                                  .n_heads = l.n_head,
-                                  .n_kv_heads = l.n_kv_head,
-                                  .vocab_size = l.vocab,
-                                  .seq_len = l.block,
-                                  .shared_classifier = l.tied_embeddings},
-                       .tensors = trained.model->named_parameters(),
-                       .legacy_rope_tables = {}};
-    nn::write_llama2c(out, m, nn::Llama2cVersion::legacy);
+    nn::Llama2cConfig config;
+    try {
+        config = nn::llama2c_config(nn::llama_options(c));
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+    }
+    nn::write_llama2c(out, {.config = config, .tensors = trained.model->named_parameters(), .legacy_rope_tables = {}},
+                      nn::Llama2cVersion::legacy);
 }
 
 // A llama model as Hugging Face's LlamaForCausalLM folder (write_hf_llama: config.json + model.safetensors),
