@@ -42,6 +42,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,22 +163,18 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
     // GPT-2 small: five timed steps (a step takes seconds), one and two threads
-    for (const auto& config : bench::gpt2_configs())
-        benchmark::RegisterBenchmark(fmt::format("gpt2_step/{}", config.name).c_str(), BM_train_step, &config)
-            ->ArgName("threads")
-            ->Arg(1)
-            ->Arg(2)
-            ->Iterations(5)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
-    for (const auto& config : bench::llama_configs())
-        benchmark::RegisterBenchmark(fmt::format("llama_step/{}", config.name).c_str(), BM_train_step, &config)
-            ->ArgName("threads")
-            ->Arg(1)
-            ->Arg(2)
-            ->Iterations(5)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+    // ... and the Llama family's SmolLM-shaped step
+    using Configs = std::span<const bench::StepConfig>;
+    for (const auto& [prefix, configs] : {std::pair{"gpt2_step", Configs(bench::gpt2_configs())},
+                                          std::pair{"llama_step", Configs(bench::llama_configs())}})
+        for (const auto& config : configs)
+            benchmark::RegisterBenchmark(fmt::format("{}/{}", prefix, config.name).c_str(), BM_train_step, &config)
+                ->ArgName("threads")
+                ->Arg(1)
+                ->Arg(2)
+                ->Iterations(5)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
     // How the baby GPT's step time scales, one thread: batch B, window T (= block) and width C = n_embd
     // (4 heads, so the head width grows with C), each varied alone around B 12, T 64, C 128.
     static std::deque<std::string> names;

@@ -203,20 +203,21 @@ void check_safetensors_start(const std::filesystem::path& path) {
 }  // namespace
 
 void check_tokenizer_dir(const std::filesystem::path& dir, const Tokenizer& saved, const std::string& checkpoint) {
-    if (const auto* hf = dynamic_cast<const HfTokenizer*>(&saved)) {  // a tokenizer.json, or a DIR holding one
-        const std::filesystem::path file = std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir;
-        if (HfTokenizer::from_file(file).json_text() != hf->json_text())
-            throw std::runtime_error(fmt::format(
-                "the tokenizer {} and the checkpoint {} disagree: the checkpoint's is another tokenizer.json",
-                printable_name(file.string()), printable_name(checkpoint)));
+    // A tokenizer.json or llama2.c's tokenizer.bin is given as the file, or as a directory holding it
+    const auto given_file = [&](const char* name) { return std::filesystem::is_directory(dir) ? dir / name : dir; };
+    const auto disagree = [&](const std::filesystem::path& file, std::string_view other) {
+        return std::runtime_error(fmt::format("the tokenizer {} and the checkpoint {} disagree: the checkpoint's is {}",
+                                              printable_name(file.string()), printable_name(checkpoint), other));
+    };
+    if (const auto* hf = dynamic_cast<const HfTokenizer*>(&saved)) {
+        const std::filesystem::path file = given_file("tokenizer.json");
+        if (HfTokenizer::from_file(file).json_text() != hf->json_text()) throw disagree(file, "another tokenizer.json");
         return;
     }
-    if (const auto* llama2c = dynamic_cast<const Llama2cTokenizer*>(&saved)) {  // a tokenizer.bin, or a DIR of one
-        const std::filesystem::path file = std::filesystem::is_directory(dir) ? dir / "tokenizer.bin" : dir;
+    if (const auto* llama2c = dynamic_cast<const Llama2cTokenizer*>(&saved)) {
+        const std::filesystem::path file = given_file("tokenizer.bin");
         if (Llama2cTokenizer::from_file(file).file() != llama2c->file())
-            throw std::runtime_error(fmt::format(
-                "the tokenizer {} and the checkpoint {} disagree: the checkpoint's is another llama2.c tokenizer.bin",
-                printable_name(file.string()), printable_name(checkpoint)));
+            throw disagree(file, "another llama2.c tokenizer.bin");
         return;
     }
     const auto* bpe = dynamic_cast<const BpeTokenizer*>(&saved);
