@@ -40,7 +40,7 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("ablate", "CKPT --data FILE --batches N [options]",
                   "The model's loss on a data file with each head ablated in turn.");
-    interpret_args::add_common(p, o.common, "{\"mode\",\"loss\",\"heads\",\"tokens\",\"batches\"}");
+    interpret_args::add_checkpoint(p, o.common);
     p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
              [&o](const cli::Value& v) { o.data = v.file(); });
     p.option("--batch", "B", "rows of a window                                  (default 4)",
@@ -53,6 +53,7 @@ cli::Parser make_parser(Options& o) {
              [&o](const cli::Value& v) {
                  o.mode = v.choice({"zero", "mean"}) == "zero" ? nn::AblationMode::zero : nn::AblationMode::mean;
              });
+    interpret_args::add_run_flags(p, o.common, "{\"mode\",\"loss\",\"heads\",\"tokens\",\"batches\"}");
     return p;
 }
 

@@ -36,14 +36,15 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("attribute", "CKPT --prompt P --answer TOK [--wrong TOK] [options]",
                   "Direct logit attribution: what each head and MLP writes to the answer's logit.");
-    interpret_args::add_common(p, o.common,
-                               "{\"ids\",\"tokens\",\"embed\",\"heads\",\"mlps\",\"bias\",\"logit_diff\"}");
+    interpret_args::add_checkpoint(p, o.common);
     p.option("--prompt", "P", "the text (or token ids, for a model without a tokenizer) the model reads",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.option("--answer", "TOK", "one token: its logit at the last position is attributed ...",
              [&o](const cli::Value& v) { o.answer = v.nonempty(); });
     p.option("--wrong", "TOK", "... minus this one token's (default none)",
              [&o](const cli::Value& v) { o.wrong = v.nonempty(); });
+    interpret_args::add_run_flags(p, o.common,
+                                  "{\"ids\",\"tokens\",\"embed\",\"heads\",\"mlps\",\"bias\",\"logit_diff\"}");
     return p;
 }
 

@@ -41,7 +41,7 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("cache", "CKPT --prompt P --out FILE [options]",
                   "A model's activations on a prompt, by hook name, written as one safetensors file.");
-    interpret_args::add_common(p, o.common, "{\"file\",\"ids\",\"tokens\",\"tensors\",\"bytes\"}");
+    interpret_args::add_checkpoint(p, o.common);
     p.option("--prompt", "P", "the text (or token ids, for a model without a tokenizer) the model reads",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
     p.option("--out", "FILE", "the safetensors file to write", [&o](const cli::Value& v) { o.out = v.file(); });
@@ -50,6 +50,7 @@ cli::Parser make_parser(Options& o) {
              "(\"blocks.*.attn.hook_pattern,logits\")                (default *, every one)",
              [&o](const cli::Value& v) { o.names = v.nonempty(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
+    interpret_args::add_run_flags(p, o.common, "{\"file\",\"ids\",\"tokens\",\"tensors\",\"bytes\"}");
     return p;
 }
 

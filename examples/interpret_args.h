@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <autograd/threads.h>
@@ -37,12 +38,16 @@ struct Common {
     bool json = false;
 };
 
-// Declares CKPT (with --tokenizer and --n-head), --threads and --json (`json_keys`: what its line holds).
-inline void add_common(cli::Parser& p, Common& c, const std::string& json_keys) {
+// Declares CKPT, with --tokenizer and --n-head: first, as every program that reads one.
+inline void add_checkpoint(cli::Parser& p, Common& c) {
     cli::checkpoint_argument(p, c.checkpoint, c.tokenizer, c.n_head,
                              "a checkpoint saved by train --out, GPT-2 weights, a llama2.c model or a\n"
                              "Hugging Face model folder",
                              true);
+}
+
+// Declares --threads and --json (`json_keys`: what its line holds): last, after the program's own flags.
+inline void add_run_flags(cli::Parser& p, Common& c, const std::string& json_keys) {
     p.option("--threads", "N", "threads for the kernels                           (default 1)",
              [&c](const cli::Value& v) { c.threads = v.integer(1, 256); });
     p.flag("--json", "print one JSON line instead of a table: " + json_keys, [&c] { c.json = true; });
@@ -56,6 +61,13 @@ inline nn::TrainedModel load_model(const Common& c) {
     return trained;
 }
 
+// A tokenizer's message without the function that found it ("encode: "), as a program's messages name none.
+inline std::string without_function(std::string message) {
+    constexpr std::string_view kEncode = "encode: ";
+    if (message.starts_with(kEncode)) message.erase(0, kEncode.size());
+    return message;
+}
+
 // The ids a prompt is to the model, exactly as generate starts from it (nn::sample_start: BOS first for a
 // llama2.c model; token ids separated by spaces for a model without a tokenizer): (T), T at most the
 // model's block.
@@ -65,7 +77,7 @@ inline std::vector<int64_t> prompt_ids(const nn::TrainedModel& trained, const st
     try {
         ids = nn::sample_start(*trained.tokenizer, trained.bos, prompt).ids;
     } catch (const std::invalid_argument& e) {  // text the tokenizer cannot encode
-        throw cli::UsageError(fmt::format("{}: {}", flag, e.what()));
+        throw cli::UsageError(fmt::format("{}: {}", flag, without_function(e.what())));
     }
     const auto T = static_cast<int64_t>(ids.size());
     if (T == 0) throw cli::UsageError(fmt::format("{} '{}' is no token at all", flag, prompt));
@@ -81,7 +93,7 @@ inline int64_t token_id(const nn::TrainedModel& trained, const std::string& flag
     try {
         ids = trained.tokenizer->encode(text);
     } catch (const std::invalid_argument& e) {
-        throw cli::UsageError(fmt::format("{}: {}", flag, e.what()));
+        throw cli::UsageError(fmt::format("{}: {}", flag, without_function(e.what())));
     }
     if (ids.size() != 1)
         throw cli::UsageError(fmt::format("{} '{}' is {} tokens (ids [{}]); it must be exactly one", flag, text,

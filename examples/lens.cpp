@@ -34,9 +34,10 @@ struct Options {
 cli::Parser make_parser(Options& o) {
     cli::Parser p("lens", "CKPT --prompt P [options]",
                   "The logit lens: what the model would predict after each block, at each position.");
-    interpret_args::add_common(p, o.common, "{\"ids\",\"tokens\",\"logprob_next\",\"top\",\"top_tokens\"}");
+    interpret_args::add_checkpoint(p, o.common);
     p.option("--prompt", "P", "the text (or token ids, for a model without a tokenizer) the model reads",
              [&o](const cli::Value& v) { o.prompt = v.nonempty(); });
+    interpret_args::add_run_flags(p, o.common, "{\"ids\",\"tokens\",\"logprob_next\",\"top\",\"top_tokens\"}");
     return p;
 }
 

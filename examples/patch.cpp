@@ -45,7 +45,7 @@ constexpr nn::PatchSite kSites[] = {nn::PatchSite::resid_pre, nn::PatchSite::att
 cli::Parser make_parser(Options& o) {
     cli::Parser p("patch", "CKPT --clean P --corrupt P --answer TOK --wrong TOK --site S [options]",
                   "Activation patching: the metric of the corrupt run with one site taken from the clean run.");
-    interpret_args::add_common(p, o.common, "{\"site\",\"method\",\"clean\",\"corrupt\",\"effects\"}");
+    interpret_args::add_checkpoint(p, o.common);
     p.option("--clean", "P", "the prompt whose answer is --answer",
              [&o](const cli::Value& v) { o.clean = v.nonempty(); });
     p.option("--corrupt", "P", "a prompt of as many tokens that changes the answer",
@@ -64,6 +64,7 @@ cli::Parser make_parser(Options& o) {
                  o.method = v.choice({"activation", "attribution"}) == "activation" ? nn::PatchMethod::activation
                                                                                     : nn::PatchMethod::attribution;
              });
+    interpret_args::add_run_flags(p, o.common, "{\"site\",\"method\",\"clean\",\"corrupt\",\"effects\"}");
     return p;
 }
 
@@ -116,7 +117,9 @@ int run(const Options& o) {
         const auto a = interpret_args::token_texts(*trained.tokenizer, clean),
                    b = interpret_args::token_texts(*trained.tokenizer, corrupt);
         for (size_t p = 0; p < a.size(); ++p)  // where the prompts differ: clean/corrupt
-            columns.push_back(interpret_args::shown(a[p]) + (a[p] == b[p] ? "" : "/" + interpret_args::shown(b[p])));
+            columns.push_back(a[p] == b[p]
+                                  ? interpret_args::shown(a[p])
+                                  : fmt::format("{}/{}", interpret_args::shown(a[p]), interpret_args::shown(b[p])));
     }
     interpret_args::print_grid("block", columns, r.effects, [](size_t l) { return fmt::format("{}", l); });
     return 0;
