@@ -8,6 +8,8 @@
 //   attribution  attribution patching of every head (a clean forward, a corrupt forward and one backward)
 //
 //     build/release/bench/bench_interpret [--rounds 5] [--threads 1] [--T 64]
+//     build/release/bench/bench_interpret --write-model gpt2.st    (that model as a checkpoint, token ids
+//                                                                   only: what bench/interpret.sh caches)
 //
 // Shape legend: T time, V vocab.
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <nn/gpt2.h>
 #include <nn/interpret/cache.h>
 #include <nn/interpret/probes.h>
+#include <nn/train/trainer.h>
 
 namespace {
 
@@ -44,14 +47,17 @@ double median_ms(int rounds, const std::function<void()>& body) {
 int main(int argc, char** argv) {
     int rounds = 5, threads = 1;
     int64_t T = 64;
+    std::string write_model;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string_view flag = argv[i];
         const int value = std::atoi(argv[i + 1]);
-        if (flag == "--rounds") rounds = std::max(1, value);
+        if (flag == "--write-model") write_model = argv[i + 1];
+        else if (flag == "--rounds") rounds = std::max(1, value);
         else if (flag == "--threads") threads = std::max(1, value);
         else if (flag == "--T") T = std::clamp<int64_t>(value, 2, 1024);
         else {
-            fmt::print(stderr, "bench_interpret: unknown flag {} (--rounds N, --threads N, --T N)\n", flag);
+            fmt::print(stderr,
+                       "bench_interpret: unknown flag {} (--rounds N, --threads N, --T N, --write-model FILE)\n", flag);
             return 2;
         }
     }
@@ -59,6 +65,12 @@ int main(int argc, char** argv) {
     autograd::Generator gen(43);
     nn::GPT2 model({}, gen);  // GPT-2 small's shape, GPT-2's initialization
     model.eval();
+    if (!write_model.empty()) {
+        const nn::ModelConfig config{
+            .kind = nn::ModelKind::gpt2, .vocab = 50257, .n_embd = 768, .n_head = 12, .n_layer = 12, .block = 1024};
+        nn::save_model_checkpoint(write_model, model, config, nn::IdTokenizer(50257, "bench_interpret"));
+        return 0;
+    }
     std::vector<int64_t> clean;
     for (int64_t t = 0; t < T; ++t) clean.push_back(static_cast<int64_t>(gen.next_u64() % 50257));
     std::vector<int64_t> corrupt = clean;
