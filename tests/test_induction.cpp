@@ -139,8 +139,8 @@ TEST_CASE("AttentionOnly: embeddings, layers of heads adding to the residual str
     const std::vector<int64_t> ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 1};
     const Tensor logits = model.forward(ids, 2, 6);
     CHECK(logits.shape() == autograd::Shape{2, 6, 11});
-    REQUIRE(model.layers.size() == 2);
-    CHECK(model.layers[1]->heads[1]->last_attention().shape() == autograd::Shape{2, 6, 6});
+    REQUIRE(model.blocks.size() == 2);
+    CHECK(model.blocks[1]->attn.heads[1]->last_attention().shape() == autograd::Shape{2, 6, 6});
     for (const auto& [name, p] : model.named_parameters()) CHECK(name.find("feed_forward") == std::string::npos);
     CHECK_THROWS(nn::AttentionOnly({.vocab = 11, .n_embd = 8, .n_head = 3, .n_layer = 1, .block = 6}, gen));
 }

@@ -305,7 +305,7 @@ TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a
 TEST_CASE("The model registry: one entry per kind, names that round-trip, options checked where they apply",
           "[models]") {
     // every kind once, in ladder order, under the name checkpoints store
-    const std::vector<std::string> expected = {"bigram", "average", "head", "multihead", "gpt", "gpt2", "llama"};
+    const std::vector<std::string> expected = {"bigram", "average", "head", "multihead", "gpt", "gpt2", "llama", "attn_only"};
     REQUIRE(nn::model_kinds().size() == expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
         const nn::ModelKindInfo& info = nn::model_kinds()[i];
@@ -317,7 +317,7 @@ TEST_CASE("The model registry: one entry per kind, names that round-trip, option
         CHECK(config.to_metadata().at("model.kind") == expected[i]);  // the names old checkpoints hold
     }
     CHECK_FALSE(nn::parse_model_kind("lstm").has_value());
-    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead, gpt, gpt2 or llama");
+    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead, gpt, gpt2, llama or attn_only");
 
     // options a kind does not read are not checked: a head has no n_head, a multihead no n_layer
     Generator gen(3);

@@ -6,6 +6,19 @@ namespace nn {
 
 using namespace autograd;
 
+AttentionOnlyBlock::AttentionOnlyBlock(const AttentionOnlyOptions& opts, Generator& gen)
+    : attn({.n_embd = opts.n_embd, .n_head = opts.n_head}, gen) {
+    register_module("attn", attn);
+    register_hook_point("hook_resid_pre", hook_resid_pre);
+    register_hook_point("hook_attn_out", hook_attn_out);
+    register_hook_point("hook_resid_post", hook_resid_post);
+}
+
+Tensor AttentionOnlyBlock::forward(const Tensor& input) {
+    const Tensor x = hook_resid_pre(input);                           // (B, T, C)
+    return hook_resid_post(x + hook_attn_out(attn(x, no_dropout_)));  // each layer adds to the stream
+}
+
 AttentionOnly::AttentionOnly(AttentionOnlyOptions opts, Generator& gen)
     : PositionalModel(opts.vocab, opts.n_embd, opts.block, gen),
       options(opts),
@@ -14,19 +27,25 @@ AttentionOnly::AttentionOnly(AttentionOnlyOptions opts, Generator& gen)
           "AttentionOnly: vocab ({}), n_layer ({}) and block ({}) must be positive", opts.vocab, opts.n_layer,
           opts.block);
     for (int64_t l = 0; l < opts.n_layer; ++l) {
-        layers.push_back(std::make_unique<MultiHeadAttention>(
-            MultiHeadAttentionOptions{.n_embd = opts.n_embd, .n_head = opts.n_head}, gen));
-        register_module(fmt::format("layers.{}", l), *layers.back(), fmt::format("blocks.{}.attn", l));
+        blocks.push_back(std::make_unique<AttentionOnlyBlock>(opts, gen));
+        register_module(fmt::format("blocks.{}", l), *blocks.back());
     }
     register_module("unembed", unembed);
 }
 
 Tensor AttentionOnly::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "AttentionOnly");
-    Tensor x = embed(ids, B, T);                                  // (B, T, C)
-    for (auto& layer : layers) x = x + (*layer)(x, no_dropout_);  // each layer adds to the residual stream
+    Tensor x = embed_stream(ids, B, T);  // (B, T, C)
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
     advance_cache(T);
-    return unembed(last_rows(x));  // (B, T, V)
+    return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
 }
+
+Tensor AttentionOnly::run_block(int64_t layer, const Tensor& x) { return (*blocks.at(size_t(layer)))(x); }
+Tensor AttentionOnly::unembedding_direction(int64_t id) const {
+    return slice(unembed.weight, 1, id, id + 1).reshape({options.n_embd});  // column of (C, V)
+}
+float AttentionOnly::unembedding_bias(int64_t id) const { return unembed.bias.at({id}); }
+const Linear& AttentionOnly::heads_projection(int64_t layer) const { return blocks.at(size_t(layer))->attn.projection; }
 
 }  // namespace nn

@@ -111,14 +111,29 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
 
 Tensor GPT2::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT2");
+    Tensor x = embed_stream(ids, B, T);  // (B, T, C)
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
+    advance_cache(T);
+    return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
+}
+
+Tensor GPT2::embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) {
     Tensor rows = wpe(positions(first_position(), T), Shape{T});  // (T, C)
     // the hook sees them as TransformerLens shows them, (B, T, C): each batch row's, the same bits
     if (hook_pos_embed.hooked()) rows = hook_pos_embed(rows + zeros({B, T, options.n_embd}));
-    Tensor x = hook_embed(wte(ids, Shape{B, T})) + rows;  // (B, T, C) + (T, C)
-    x = dropout(x, options.dropout, is_training(), dropout_gen_);
-    for (auto& block : h) x = (*block)(x, dropout_gen_);
-    advance_cache(T);
-    return matmul_transposed(ln_f(last_rows(x)), wte.weight);  // (B, T, C) @ (V, C)^T -> (B, T, V)
+    const Tensor x = hook_embed(wte(ids, Shape{B, T})) + rows;  // (B, T, C) + (T, C)
+    return dropout(x, options.dropout, is_training(), dropout_gen_);
 }
+Tensor GPT2::run_block(int64_t layer, const Tensor& x) { return (*h.at(size_t(layer)))(x, dropout_gen_); }
+Tensor GPT2::unembed_stream(const Tensor& x) {
+    return matmul_transposed(x, wte.weight);  // (B, T, C) @ (V, C)^T -> (B, T, V)
+}
+StreamNorm GPT2::stream_norm() const {
+    return {.kind = StreamNorm::Kind::layer, .gain = ln_f.gain, .bias = ln_f.bias, .eps = ln_f.options.eps};
+}
+Tensor GPT2::unembedding_direction(int64_t id) const {
+    return slice(wte.weight, 0, id, id + 1).reshape({options.n_embd});  // row of the (V, C) table
+}
+const Linear& GPT2::heads_projection(int64_t layer) const { return h.at(size_t(layer))->attn.c_proj; }
 
 }  // namespace nn

@@ -162,11 +162,24 @@ Llama::Llama(LlamaOptions opts, Generator& gen)
 
 Tensor Llama::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "Llama");
-    Tensor x = hook_embed(embed_tokens(ids, Shape{B, T}));  // (B, T, C); the positions are in the rotations
-    for (auto& layer : layers) x = (*layer)(x);
+    Tensor x = embed_stream(ids, B, T);  // (B, T, C)
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
     advance_cache(T);
-    x = norm(last_rows(x));                                                      // (B, T, C)
-    return lm_head ? (*lm_head)(x) : matmul_transposed(x, embed_tokens.weight);  // (B, T, V)
+    return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
+}
+
+Tensor Llama::embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    return hook_embed(embed_tokens(ids, Shape{B, T}));  // (B, T, C); the positions are in the rotations
+}
+Tensor Llama::unembed_stream(const Tensor& x) {
+    return lm_head ? (*lm_head)(x) : matmul_transposed(x, embed_tokens.weight);  // (B, T, C) -> (B, T, V)
+}
+StreamNorm Llama::stream_norm() const {
+    return {.kind = StreamNorm::Kind::rms, .gain = norm.weight, .bias = {}, .eps = norm.options.eps};
+}
+Tensor Llama::unembedding_direction(int64_t id) const {
+    if (lm_head) return slice(lm_head->weight, 1, id, id + 1).reshape({options.n_embd});  // column of (C, V)
+    return slice(embed_tokens.weight, 0, id, id + 1).reshape({options.n_embd});           // row of (V, C)
 }
 
 }  // namespace nn

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "nn/attention.h"
+#include "nn/attention_only.h"
 #include "nn/gpt2.h"
 #include "nn/llama.h"
 #include "nn/models.h"
@@ -73,6 +74,13 @@ std::unique_ptr<LanguageModel> make_llama(const ModelConfig& c, Generator& gen) 
     return std::make_unique<Llama>(llama_options(c), gen);
 }
 
+std::unique_ptr<LanguageModel> make_attn_only(const ModelConfig& c, Generator& gen) {
+    return std::make_unique<AttentionOnly>(
+        AttentionOnlyOptions{
+            .vocab = c.vocab, .n_embd = c.n_embd, .n_head = c.n_head, .n_layer = c.n_layer, .block = c.block},
+        gen);
+}
+
 // model_size's shapes-only model holds at most this many tensors: its modules cost memory of their own,
 // and a model with more (n_layer and n_head in the thousands) fits no machine this library runs on.
 constexpr int64_t kMaxShapesOnlyTensors = int64_t{1} << 18;
@@ -106,7 +114,9 @@ Registry& registry() {
                    kPositional | option_n_head | option_n_layer | option_dropout | option_gelu | option_divisor,
                    make_gpt2},
                   {ModelKind::llama, "llama", "Llama", kPositional | option_n_head | option_n_layer | kLlamaOnly,
-                   make_llama}},
+                   make_llama},
+                  {ModelKind::attn_only, "attn_only", "attention-only", kPositional | option_n_head | option_n_layer,
+                   make_attn_only}},
         .owned_text = {}};
     return r;
 }

@@ -270,10 +270,26 @@ GPT::GPT(GPTOptions opts, Generator& gen)
 
 Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT");
-    Tensor x = dropout(embed(ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
-    for (auto& block : blocks) x = (*block)(x, dropout_gen_);
+    Tensor x = embed_stream(ids, B, T);  // (B, T, C)
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
     advance_cache(T);
-    return lm_head(final_norm(last_rows(x)));  // (B, T, V)
+    return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
 }
+
+Tensor GPT::embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) {
+    return dropout(embed(ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
+}
+Tensor GPT::run_block(int64_t layer, const Tensor& x) { return (*blocks.at(size_t(layer)))(x, dropout_gen_); }
+StreamNorm GPT::stream_norm() const {
+    return {.kind = StreamNorm::Kind::layer,
+            .gain = final_norm.gain,
+            .bias = final_norm.bias,
+            .eps = final_norm.options.eps};
+}
+Tensor GPT::unembedding_direction(int64_t id) const {
+    return slice(lm_head.weight, 1, id, id + 1).reshape({options.n_embd});  // column of (C, V)
+}
+float GPT::unembedding_bias(int64_t id) const { return lm_head.bias.at({id}); }
+const Linear& GPT::heads_projection(int64_t layer) const { return blocks.at(size_t(layer))->attention.projection; }
 
 }  // namespace nn

@@ -57,7 +57,7 @@ if(sampled LESS 150)
   message(FATAL_ERROR "--generate printed ${sampled} characters, not a 200-character sample:\n${d_out}")
 endif()
 
-set(known "unknown kind 'learned_scale' \\(bigram, average, head, multihead, gpt, gpt2, llama\\)")
+set(known "unknown kind 'learned_scale' \\(bigram, average, head, multihead, gpt, gpt2, llama, attn_only\\)")
 run(e 1 "${GENERATE}" "${straight}")
 run(f 1 "${HEATMAP}" --checkpoint "${straight}" --prompt ab)
 foreach(err IN ITEMS "${e_err}" "${f_err}")

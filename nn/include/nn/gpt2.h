@@ -115,13 +115,23 @@ public:
 // GPT-2's initialization: weights and tables N(0, 0.02), the residual projections (attn.c_proj, mlp.c_proj)
 // N(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorms 1 and 0. Hook points, TransformerLens's names:
 // hook_embed (B, T, C), hook_pos_embed (T, C), blocks.N.* (GPT2Block's), ln_final.hook_normalized, logits.
-class GPT2 : public LanguageModel {
+// An nn::Transformer: its forward is embed_stream, run_block for each block, then ln_f and the tied unembedding.
+class GPT2 : public LanguageModel, public Transformer {
 public:
     explicit GPT2(GPT2Options options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
     int64_t block_size() const override { return options.block; }
     int64_t vocab_size() const override { return options.vocab; }
     bool can_cache() const override { return true; }
+    int64_t n_blocks() const override { return options.n_layer; }
+    int64_t heads_per_block() const override { return options.n_head; }
+    Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    Tensor run_block(int64_t layer, const Tensor& x) override;
+    Tensor normalize_stream(const Tensor& x) override { return ln_f(x); }
+    Tensor unembed_stream(const Tensor& x) override;
+    StreamNorm stream_norm() const override;
+    Tensor unembedding_direction(int64_t token) const override;
+    const Linear& heads_projection(int64_t layer) const override;
 
     GPT2Options options;
     Embedding wte, wpe;  // (V, C), (block, C)

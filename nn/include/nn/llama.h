@@ -36,6 +36,7 @@
 #include "nn/attention.h"
 #include "nn/layers.h"
 #include "nn/models.h"
+#include "nn/transformer.h"
 
 namespace nn {
 
@@ -150,13 +151,23 @@ public:
 // The model: embed_tokens, n_layer LlamaBlocks, norm, the output. Hook points, TransformerLens's names:
 // hook_embed (B, T, C), blocks.N.* (LlamaBlock's), ln_final.hook_normalized (B, T, C), logits.
 // std::invalid_argument naming the field for options that cannot make a Llama.
-class Llama : public LanguageModel {
+// An nn::Transformer: its forward is embed_stream, run_block for each block, then norm and the output.
+class Llama : public LanguageModel, public Transformer {
 public:
     explicit Llama(LlamaOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
     int64_t block_size() const override { return options.block; }
     int64_t vocab_size() const override { return options.vocab; }
     bool can_cache() const override { return true; }
+    int64_t n_blocks() const override { return options.n_layer; }
+    int64_t heads_per_block() const override { return options.n_head; }
+    Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    Tensor run_block(int64_t layer, const Tensor& x) override { return (*layers.at(size_t(layer)))(x); }
+    Tensor normalize_stream(const Tensor& x) override { return norm(x); }
+    Tensor unembed_stream(const Tensor& x) override;
+    StreamNorm stream_norm() const override;
+    Tensor unembedding_direction(int64_t token) const override;
+    const Linear& heads_projection(int64_t layer) const override { return layers.at(size_t(layer))->self_attn.o_proj; }
 
     LlamaOptions options;
     Embedding embed_tokens;  // (V, C)

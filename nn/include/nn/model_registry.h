@@ -40,7 +40,7 @@ struct LlamaOptions;
 // in order; register_model_kind makes a new kind. A default ModelKind is no kind (model_kind_info refuses it).
 class ModelKind {
 public:
-    static const ModelKind bigram, average, head, multihead, gpt, gpt2, llama;
+    static const ModelKind bigram, average, head, multihead, gpt, gpt2, llama, attn_only;
 
     constexpr ModelKind() = default;
     constexpr size_t index() const { return index_; }  // in model_kinds()
@@ -52,7 +52,7 @@ private:
     size_t index_ = std::numeric_limits<size_t>::max();
 };
 inline constexpr ModelKind ModelKind::bigram{0}, ModelKind::average{1}, ModelKind::head{2}, ModelKind::multihead{3},
-    ModelKind::gpt{4}, ModelKind::gpt2{5}, ModelKind::llama{6};
+    ModelKind::gpt{4}, ModelKind::gpt2{5}, ModelKind::llama{6}, ModelKind::attn_only{7};
 
 // The ModelConfig options beyond vocab, one bit each; a kind lists those its model reads.
 enum ModelOption : unsigned {
@@ -128,7 +128,7 @@ const ModelKindInfo& model_kind_info(ModelKind kind);
 // other threads use the registry: at the start of main, or as a namespace-scope constant.
 ModelKind register_model_kind(const ModelKindInfo& info);
 std::optional<ModelKind> parse_model_kind(std::string_view name);
-// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead, gpt, gpt2 or llama".
+// The names joined: model_kind_names(", ", " or ") is "bigram, average, head, multihead, gpt, gpt2, llama or attn_only".
 std::string model_kind_names(std::string_view separator, std::string_view last_separator);
 // The names of the kinds that read a ModelOption (`reads`), or of those that do not, in registry order.
 std::vector<std::string_view> model_kinds_reading(unsigned option, bool reads = true);

@@ -21,6 +21,7 @@
 #include "nn/kv_cache.h"
 #include "nn/layers.h"
 #include "nn/model_registry.h"  // ModelConfig, ModelKind, make_model
+#include "nn/transformer.h"
 
 namespace nn {
 
@@ -230,11 +231,22 @@ public:
 };
 // The small GPT: embeddings, n_layer blocks, a final LayerNorm, a linear head. Weights start as in
 // GPT-2 (normal, std 0.02; residual projections 0.02 / sqrt(2 n_layer)) unless gpt2_init is false.
-class GPT : public PositionalModel {
+// An nn::Transformer: its forward is embed_stream, run_block for each block, then the final norm and lm_head.
+class GPT : public PositionalModel, public Transformer {
 public:
     explicit GPT(GPTOptions options, autograd::Generator& gen = autograd::default_generator());
     Tensor forward(std::span<const int64_t> ids, int64_t B, int64_t T) override;
     bool can_cache() const override { return true; }
+    int64_t n_blocks() const override { return options.n_layer; }
+    int64_t heads_per_block() const override { return options.n_head; }
+    Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) override;
+    Tensor run_block(int64_t layer, const Tensor& x) override;
+    Tensor normalize_stream(const Tensor& x) override { return final_norm(x); }
+    Tensor unembed_stream(const Tensor& x) override { return lm_head(x); }
+    StreamNorm stream_norm() const override;
+    Tensor unembedding_direction(int64_t token) const override;
+    float unembedding_bias(int64_t token) const override;
+    const Linear& heads_projection(int64_t layer) const override;
     autograd::Generator& dropout_generator() { return dropout_gen_; }
     const autograd::Generator& dropout_generator() const { return dropout_gen_; }
 

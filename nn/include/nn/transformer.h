@@ -44,9 +44,9 @@ public:
 
     // --- what direct logit attribution reads ----------------------------------------------------------
     virtual StreamNorm stream_norm() const = 0;
-    // (C): the logit of `token` is normalize_stream(x) . unembedding_direction(token) + unembedding_bias(token)
-    virtual Tensor unembedding_direction(int64_t token) const = 0;
-    virtual float unembedding_bias(int64_t /*token*/) const { return 0.0f; }
+    // (C): the logit of token `id` is normalize_stream(x) . unembedding_direction(id) + unembedding_bias(id)
+    virtual Tensor unembedding_direction(int64_t id) const = 0;
+    virtual float unembedding_bias(int64_t /*id*/) const { return 0.0f; }
     // The projection from block `layer`'s heads, side by side, to the stream: weight (n_head H, C), rows
     // h H .. (h + 1) H - 1 head h's (what hook_z's head h meets), and its bias (C) or undefined.
     virtual const Linear& heads_projection(int64_t layer) const = 0;

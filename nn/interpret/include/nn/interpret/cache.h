@@ -43,6 +43,12 @@ private:
 HookHandle add_hooks(Module& model, std::string_view names,
                      const std::function<void(Tensor& value, const std::string& name)>& hook);
 
+// Removes a hook at the end of a scope, however the scope ends.
+struct ScopedHook {
+    HookHandle handle;
+    ~ScopedHook() { handle.remove(); }
+};
+
 // One forward of ids (B, T) without a graph; a copy of every matching hook point's value (B leading, as
 // TransformerLens's), "logits" (B, T, V) among them when it matches.
 ActivationCache run_with_cache(LanguageModel& model, std::span<const int64_t> ids, int64_t B, int64_t T,
@@ -60,6 +66,9 @@ struct GradientCache {
 };
 GradientCache run_with_gradients(LanguageModel& model, std::span<const int64_t> ids, int64_t B, int64_t T,
                                  std::string_view names, const std::function<Tensor(const Tensor& logits)>& metric);
+// The same around any computation: `metric` runs `model`'s modules as it likes (piece by piece through
+// nn::Transformer, reading out one position) and returns the one number; `model`'s points are hooked.
+GradientCache run_with_gradients(Module& model, std::string_view names, const std::function<Tensor()>& metric);
 
 // Sets requires_grad false on every parameter of a module that has it, for a scope, and back after.
 class FrozenParameters {
