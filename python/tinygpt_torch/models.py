@@ -240,6 +240,35 @@ class GPT(Positional):
         return self.hook_logits(self.lm_head(x))
 
 
+class AttentionOnlyBlock(tnn.Module):
+    """x + attn(x), no norm, no MLP: (B, T, C) -> (B, T, C)."""
+
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.attn = MultiHeadAttention(n_embd, n_head)
+        add_hook_points(self, ("hook_resid_pre", "hook_attn_out", "hook_resid_post"))
+
+    def forward(self, x):
+        x = self.hook_resid_pre(x)
+        return self.hook_resid_post(x + self.hook_attn_out(self.attn(x)))
+
+
+class AttentionOnly(Positional):
+    """nn::AttentionOnly (nn/attention_only.h, the attn_only kind, examples/induction's model): the embeddings,
+    blocks of attention only adding to the stream, and an unembedding with a bias; no norm anywhere."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.blocks = tnn.ModuleList(AttentionOnlyBlock(config.n_embd, config.n_head) for _ in range(config.n_layer))
+        self.unembed = tnn.Linear(config.n_embd, config.vocab)
+
+    def forward(self, ids):
+        x = self.embed(ids)  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        return self.hook_logits(self.unembed(x))
+
+
 # --- GPT-2 (nn/gpt2.h), written from Hugging Face's modeling_gpt2.py: Conv1D layers, tanh GELU, tied head --------
 
 class Conv1D(tnn.Module):
@@ -326,7 +355,8 @@ class GPT2(LanguageModel):
         return self.hook_logits(x @ self.wte.weight.t())  # (B, T, V): the head tied to the token table
 
 
-_MODELS = {"bigram": Bigram, "average": AverageModel, "head": SingleHead, "multihead": MultiHead, "gpt": GPT, "gpt2": GPT2}
+_MODELS = {"bigram": Bigram, "average": AverageModel, "head": SingleHead, "multihead": MultiHead, "gpt": GPT, "gpt2": GPT2,
+           "attn_only": AttentionOnly}
 
 
 def make_model(config):
