@@ -10,9 +10,10 @@ models' hook points (hooks.py) and the models' own modules and weights.
     effects = interpret.patch(model, clean, corrupt, answer, wrong, "head", "activation")
     ablation = interpret.ablate_heads(model, inputs, targets, windows, B, T, "mean")
 
-Kinds: gpt (the ladder's top), gpt2 and llama (interpret.Stream reads each one's blocks, final norm and
-unembedding). The model runs as it is: call model.eval() first. Numbers come back as Python floats, summed in
-float64 from the float32 activations where the C++ side reduces them (a reference should not add rounding).
+Kinds: gpt (the ladder's top), gpt2, llama and attn_only (interpret.Stream reads each one's blocks, final
+norm and unembedding; attn_only has neither MLPs nor norms). The model runs as it is: call model.eval() first.
+Numbers come back as Python floats, summed in float64 from the float32 activations where the C++ side reduces
+them (a reference should not add rounding).
 
 Legend: B batch, T time, C channels, L blocks, V vocab, n_head heads of width H.
 """
@@ -23,29 +24,29 @@ import torch.nn.functional as F
 
 from .hooks import hook_points
 from .llama import Llama
-from .models import GPT, GPT2
+from .models import GPT, GPT2, AttentionOnly
 
 SITES = ("resid_pre", "attn_out", "mlp_out", "head")
 
 
 class Stream:
-    """A transformer as its residual stream: the parts the logit lens and direct logit attribution read."""
+    """A transformer as its residual stream: the parts the logit lens and direct logit attribution read.
+    norm: "layer", "rms" or None (attn_only: the stream itself is unembedded)."""
 
     def __init__(self, model):
+        self.norm, self.has_mlp = "layer", True
         if isinstance(model, GPT):
             self.blocks, self.final_norm = model.blocks, model.final_norm
             self.n_head = model.config.n_head
             self.W_U, self.b_U = model.lm_head.weight.T, model.lm_head.bias  # (C, V), (V)
             self.W_O = [(b.attention.projection.weight.T, b.attention.projection.bias) for b in model.blocks]
             self.unembed = model.lm_head
-            self.rms = False
         elif isinstance(model, GPT2):
             self.blocks, self.final_norm = model.h, model.ln_f
             self.n_head = model.config.n_head
             self.W_U, self.b_U = model.wte.weight.T, None  # tied: no bias
             self.W_O = [(b.attn.c_proj.weight, b.attn.c_proj.bias) for b in model.h]  # Conv1D: already (in, out)
             self.unembed = lambda x: x @ model.wte.weight.t()
-            self.rms = False
         elif isinstance(model, Llama):
             self.blocks, self.final_norm = model.layers, model.norm
             self.n_head = model.config["n_head"]
@@ -53,9 +54,17 @@ class Stream:
             self.W_U, self.b_U = W.T, None
             self.W_O = [(b.self_attn.o_proj.weight.T, None) for b in model.layers]
             self.unembed = lambda x: x @ W.T
-            self.rms = True
+            self.norm = "rms"
+        elif isinstance(model, AttentionOnly):
+            self.blocks, self.final_norm = model.blocks, (lambda x: x)
+            self.n_head = model.config.n_head
+            self.W_U, self.b_U = model.unembed.weight.T, model.unembed.bias
+            self.W_O = [(b.attn.projection.weight.T, b.attn.projection.bias) for b in model.blocks]
+            self.unembed = model.unembed
+            self.norm, self.has_mlp = None, False
         else:
-            raise ValueError(f"interpret: a {type(model).__name__} is not a transformer of kind gpt, gpt2 or llama")
+            raise ValueError(f"interpret: a {type(model).__name__} is not a transformer of kind gpt, gpt2, llama or "
+                             "attn_only")
         self.n_layer = len(self.blocks)
         self.pos_embed = not isinstance(model, Llama)
 
@@ -147,12 +156,14 @@ def direct_logit_attribution(model, ids, answer, wrong=None):
 
     x = d(cache[f"blocks.{s.n_layer - 1}.hook_resid_post"][0, -1])  # (C): the whole stream
     norm = s.final_norm
-    if s.rms:
+    if s.norm == "rms":
         scale = (x.pow(2).mean() + norm.eps).sqrt()
         apply = lambda c: c / scale * d(norm.weight)  # noqa: E731
-    else:
+    elif s.norm == "layer":
         scale = ((x - x.mean()).pow(2).mean() + norm.eps).sqrt()  # biased variance, as LayerNorm
         apply = lambda c: (c - c.mean()) / scale * d(norm.weight)  # noqa: E731
+    else:
+        apply = lambda c: c  # noqa: E731 (no norm: each part is unembedded as it is)
     logit = lambda c: (apply(c) @ direction).item()  # noqa: E731
 
     embed = d(cache["hook_embed"][0, -1]) + (d(cache["hook_pos_embed"][0, -1]) if s.pos_embed else 0)
@@ -161,10 +172,13 @@ def direct_logit_attribution(model, ids, answer, wrong=None):
         z = d(cache[f"blocks.{l}.attn.hook_z"][0, -1])  # (n_head, H)
         H = z.shape[1]
         heads.append([logit(z[h] @ d(W_O[h * H:(h + 1) * H])) for h in range(s.n_head)])
-        mlps.append(logit(d(cache[f"blocks.{l}.hook_mlp_out"][0, -1])))
+        if s.has_mlp:
+            mlps.append(logit(d(cache[f"blocks.{l}.hook_mlp_out"][0, -1])))
         if b_O is not None:
             biases += d(b_O)
-    bias = logit(biases) + (0.0 if s.rms else (d(norm.bias) @ direction).item()) + float(unembed_bias)
+    bias = logit(biases) + float(unembed_bias)
+    if s.norm == "layer":
+        bias += (d(norm.bias) @ direction).item()
     return {"embed": logit(embed), "heads": heads, "mlps": mlps, "bias": bias,
             "logit_diff": metric(cache["logits"].double(), answer, wrong).item()}
 
@@ -181,6 +195,8 @@ def patch(model, clean, corrupt, answer, wrong, site, method="activation"):
     if site not in SITES or method not in ("activation", "attribution"):
         raise ValueError(f"patch: site {site!r} / method {method!r}")
     s, clean, corrupt = Stream(model), as_ids(clean), as_ids(corrupt)
+    if site == "mlp_out" and not s.has_mlp:
+        raise ValueError("patch: the model has no MLPs (no mlp_out)")
     if clean.shape != corrupt.shape:
         raise ValueError(f"patch: clean has {clean.shape[1]} ids, corrupt {corrupt.shape[1]}")
     L, T = s.n_layer, clean.shape[1]

@@ -3,17 +3,18 @@ docs/interpret.md) give every number a plain PyTorch computation with forward ho
 (python/tinygpt_torch/interpret.py, written from TransformerLens's definitions, not from the C++ code).
 tests/python/CMakeLists.txt runs it as torch_interpret.
 
-Three small random models, one of each transformer kind:
-  gpt     a character checkpoint made by `train` (a few steps), prompts as text
-  gpt2    random GPT-2 weights (tinygpt_torch's GPT2, perturbed) written by `export --hf`: model.safetensors
-          with config.json beside it and no tokenizer, prompts as token ids
-  llama   a random Llama Hugging Face folder (tests/python/llama_folder: 4 query heads on 2 key-value heads),
-          prompts as token ids
+Four small random models, one of each transformer kind:
+  gpt        a character checkpoint made by `train` (a few steps), prompts as text
+  attn_only  the same, of the attention-only kind (no MLPs, no norms: examples/induction's model)
+  gpt2       random GPT-2 weights (tinygpt_torch's GPT2, perturbed) written by `export --hf`: model.safetensors
+             with config.json beside it and no tokenizer, prompts as token ids
+  llama      a random Llama Hugging Face folder (tests/python/llama_folder: 4 query heads on 2 key-value heads),
+             prompts as token ids
 
 Cases:
   reference  the reference against itself (no C++ program): the cache's logits are the model's; each block's
-             stream adds up (resid_mid = resid_pre + attn_out, resid_post = resid_mid + mlp_out, the next
-             block's resid_pre); patterns' rows sum to 1; the lens at L is log_softmax of the logits; direct
+             stream adds up (resid_mid = resid_pre + attn_out, resid_post = resid_mid + mlp_out, or resid_pre +
+             attn_out without MLPs; the next block's resid_pre); patterns' rows sum to 1; the lens at L is log_softmax of the logits; direct
              logit attribution's parts sum to the logit difference; a resid_pre patched at every position is
              the clean run; attribution patching's estimate minus the corrupt metric is the directional
              derivative (a central difference on a float64 copy of the model); zero-ablating a head is the
@@ -22,7 +23,8 @@ Cases:
              cache for every hook name: the error of a list of numbers is max |ours - torch| / max(max |torch|,
              1e-3) (relative to the list's largest magnitude, so that a component near zero is not divided by
              itself), and must be at most 1e-4; a token id (lens's top) must be the reference's, or the two
-             within 1e-4 of each other in the reference's logits (a near tie).
+             within 1e-4 of each other in the reference's logits (a near tie). patch --site mlp_out of the
+             attn_only model is refused (exit 2, one line, nothing on stdout), as the reference refuses it.
   all        both.
 
 Prints the largest error per kind and program. A failure raises (exit 1) with what differed.
@@ -93,16 +95,17 @@ class Model:
 
 def make_models(o, tg):
     models = {}
-    # gpt: a character checkpoint from a few steps of train
+    # gpt and attn_only: character checkpoints from a few steps of train
     data = os.path.join(o.work, "text.txt")
     with open(data, "w") as f:
         f.write(TEXT)
-    ckpt = os.path.join(o.work, "gpt.safetensors")
-    run([o.train, "--model", "gpt", "--n-embd", 32, "--n-head", 4, "--n-layer", 2, "--block", 24, "--data", data,
-         "--steps", 15, "--batch", 8, "--lr", "1e-2", "--eval-iters", 1, "--sample", 0, "--out", ckpt])
-    model, vocab = tg.load(ckpt)
-    check(vocab == sorted(set(TEXT)), f"gpt: vocab {vocab!r}")
-    models["gpt"] = Model("gpt", ckpt, model, vocab)
+    for kind, name in (("gpt", "GPT"), ("attn_only", "AttentionOnly")):
+        ckpt = os.path.join(o.work, f"{kind}.safetensors")
+        run([o.train, "--model", kind, "--n-embd", 32, "--n-head", 4, "--n-layer", 2, "--block", 24, "--data", data,
+             "--steps", 15, "--batch", 8, "--lr", "1e-2", "--eval-iters", 1, "--sample", 0, "--out", ckpt])
+        model, vocab = tg.load(ckpt)
+        check(vocab == sorted(set(TEXT)) and type(model).__name__ == name, f"{kind}: {type(model)}, vocab {vocab!r}")
+        models[kind] = Model(kind, ckpt, model, vocab)
 
     # gpt2: random weights beyond GPT-2's initialization (every tensor moves the logits), exported --hf
     torch.manual_seed(7)
@@ -153,8 +156,12 @@ def check_reference(m, interpret, worst):
     for l in range(L):
         p = f"blocks.{l}."
         mid = cache[p + "hook_resid_pre"] + cache[p + "hook_attn_out"]
-        stream = max(stream, error(cache[p + "hook_resid_mid"], mid),
-                     error(cache[p + "hook_resid_post"], cache[p + "hook_resid_mid"] + cache[p + "hook_mlp_out"]))
+        if s.has_mlp:
+            stream = max(stream, error(cache[p + "hook_resid_mid"], mid),
+                         error(cache[p + "hook_resid_post"], cache[p + "hook_resid_mid"] + cache[p + "hook_mlp_out"]))
+        else:
+            check(not any(n.startswith(p) and "mlp" in n for n in cache), f"{m.kind}: an MLP's hook point")
+            stream = max(stream, error(cache[p + "hook_resid_post"], mid))
         if l + 1 < L:
             check(torch.equal(cache[p + "hook_resid_post"], cache[f"blocks.{l + 1}.hook_resid_pre"]), f"{m.kind}: block {l}")
         pattern = cache[p + "attn.hook_pattern"]  # (1, n_head, T, T)
@@ -176,17 +183,18 @@ def check_reference(m, interpret, worst):
         total = dla["embed"] + sum(map(sum, dla["heads"])) + sum(dla["mlps"]) + dla["bias"]
         e = error([total], [dla["logit_diff"]])
         check(e <= 1e-5, f"{m.kind}: the attribution's parts sum to {total}, the logit difference is {dla['logit_diff']}")
-        check(abs(dla["bias"]) > 0 or s.rms, f"{m.kind}: no bias")
+        check(abs(dla["bias"]) > 0 or s.norm == "rms", f"{m.kind}: no bias")
+        check(len(dla["mlps"]) == (L if s.has_mlp else 0), f"{m.kind}: {len(dla['mlps'])} MLPs")
         worst["dla sum"] = max(worst.get("dla sum", 0.0), e)
 
     # activation patching's hooks: resid_pre of any block taken from the clean run at every position is the clean run
     clean_cache = interpret.run_with_cache(model, ids, "blocks.*.hook_resid_pre")
-    clean_metric = interpret.metric(logits, answer, wrong).item()
+    clean_metric = interpret.metric(logits.double(), answer, wrong).item()
     for l in range(L):
         name = f"blocks.{l}.hook_resid_pre"
         with interpret.Hooks(model) as hooks, torch.no_grad():
             hooks.add(name, lambda out, name=name: clean_cache[name].clone())
-            patched = interpret.metric(model(torch.tensor([corrupt])), answer, wrong).item()
+            patched = interpret.metric(model(torch.tensor([corrupt])).double(), answer, wrong).item()
         check(patched == clean_metric, f"{m.kind}: {name} patched everywhere gives {patched}, not {clean_metric}")
     result = interpret.patch(model, clean, corrupt, answer, wrong, "resid_pre")
     check(result["clean"] == clean_metric and len(result["effects"]) == L and len(result["effects"][0]) == T,
@@ -199,8 +207,14 @@ def check_reference(m, interpret, worst):
 
     # attribution patching: effect - metric(corrupt) = d/dt metric(corrupt + t (clean - corrupt)) at 0, checked by a
     # central difference on a float64 copy (through forward hooks that blend the two runs)
+    if not s.has_mlp:
+        try:
+            interpret.patch(model, clean, corrupt, answer, wrong, "mlp_out")
+            check(False, f"{m.kind}: patching mlp_out was accepted")
+        except ValueError:
+            pass
     wide = copy.deepcopy(model).double()
-    for site in interpret.SITES:
+    for site in sites(s):
         estimate = interpret.patch(wide, clean, corrupt, answer, wrong, site, "attribution")
         names = [interpret.site_point(site, l) for l in range(L)]
         clean_acts = interpret.run_with_cache(wide, [clean], ",".join(names))
@@ -248,6 +262,11 @@ def check_reference(m, interpret, worst):
 
 def program(o, name, args):
     return json.loads(run([getattr(o, name), *args, "--json"]))
+
+
+def sites(s):
+    """The patching sites the model has (all but mlp_out without MLPs)."""
+    return [site for site in ("resid_pre", "attn_out", "mlp_out", "head") if site != "mlp_out" or s.has_mlp]
 
 
 def check_programs(o, m, tg, interpret, worst):
@@ -298,7 +317,13 @@ def check_programs(o, m, tg, interpret, worst):
             compare(f"attribute {key}", got[key], dla[key])
 
     # patch: every site, both methods
-    for site in interpret.SITES:
+    if not s.has_mlp:
+        out = subprocess.run([o.patch, m.ckpt, "--clean", m.prompt(clean), "--corrupt", m.prompt(corrupt), "--answer",
+                              m.token(answer), "--wrong", m.token(wrong), "--site", "mlp_out", "--json"],
+                             capture_output=True, text=True)
+        check(out.returncode != 0 and not out.stdout and len(out.stderr.strip().splitlines()) == 1,
+              f"{kind}: patch --site mlp_out gave {out.returncode}: {out.stdout!r} {out.stderr!r}")
+    for site in sites(s):
         for method in ("activation", "attribution"):
             got = program(o, "patch", [m.ckpt, "--clean", m.prompt(clean), "--corrupt", m.prompt(corrupt), "--answer",
                                        m.token(answer), "--wrong", m.token(wrong), "--site", site, "--method", method])
