@@ -17,10 +17,27 @@ Legend: B batch, T time, n_head heads of width H, C channels.
 import torch
 import torch.nn as tnn
 import torch.nn.functional as F
+from torch.nn.modules import module as _module
+
+
+def _global_hooks():
+    """Whether any module hook is registered for every module (torch.nn.modules.module's globals)."""
+    return any(getattr(_module, name, None) for name in
+               ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks"))
 
 
 class HookPoint(tnn.Identity):
-    """An activation by name: the identity, for torch forward hooks to read or replace."""
+    """An activation by name: the identity, for torch forward hooks to read or replace. While nothing is hooked
+    it returns its input without nn.Module's call machinery, so the models cost what they cost before (the
+    benches compare them with tinygpt's)."""
+
+    def __call__(self, x):
+        if self.hooked():
+            return super().__call__(x)
+        return x
+
+    def hooked(self):
+        return bool(self._forward_hooks or self._forward_pre_hooks or self._backward_hooks) or _global_hooks()
 
 
 # each kind's attribute names -> TransformerLens's (one table: no name means two things in two kinds)
@@ -50,17 +67,22 @@ def add_hook_points(module, names):
         setattr(module, name, HookPoint())
 
 
+def heads_view(hook, x):
+    """x (B, n_head, T, X) through a hook point that shows it as TransformerLens does, (B, T, n_head, X)."""
+    return hook(x.transpose(1, 2)).transpose(1, 2) if hook.hooked() else x
+
+
 def attend(attn, q, k, v, scale):
-    """Causal attention through attn's hook points after hook_q, hook_k, hook_v: q, k, v (B, T, n_head, H) (k
-    and v already one per query head) -> hook_z's value (B, T, n_head, H). scale(q k^T) as each kind writes it
-    (the ladder multiplies by 1 / sqrt(H), GPT-2 and Llama divide by sqrt(H)); masked with -inf above the
-    diagonal, as hook_attn_scores shows them."""
-    T = q.shape[1]
-    scores = scale(q.transpose(1, 2) @ k.permute(0, 2, 3, 1))  # (B, n_head, T, T)
+    """Causal attention through attn's hook points hook_attn_scores, hook_pattern and hook_z: q, k, v
+    (B, n_head, T, H) (k and v already one per query head) -> hook_z's value (B, T, n_head, H). scale(q k^T)
+    as each kind writes it (the ladder multiplies by 1 / sqrt(H), GPT-2 and Llama divide by sqrt(H)); masked
+    with -inf above the diagonal, as hook_attn_scores shows them."""
+    T = q.shape[2]
+    scores = scale(q @ k.transpose(-2, -1))  # (B, n_head, T, T)
     mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # above the diagonal: the future
     scores = attn.hook_attn_scores(scores.masked_fill(mask, float("-inf")))
     pattern = attn.hook_pattern(F.softmax(scores, dim=-1))  # (B, n_head, T, T)
-    return attn.hook_z((pattern @ v.transpose(1, 2)).transpose(1, 2))  # (B, T, n_head, H)
+    return attn.hook_z((pattern @ v).transpose(1, 2))  # (B, T, n_head, H)
 
 
 def residual_flow(block, x, attention, mlp):

@@ -18,7 +18,7 @@ import torch.nn as tnn
 import torch.nn.functional as F
 
 from .files import read_json
-from .hooks import ATTENTION_HOOKS, RESIDUAL_HOOKS, HookPoint, add_hook_points, attend, residual_flow
+from .hooks import ATTENTION_HOOKS, RESIDUAL_HOOKS, HookPoint, add_hook_points, attend, heads_view, residual_flow
 from .safetensors import read_safetensors
 from .state import fit
 from .strings import short
@@ -65,14 +65,14 @@ class LlamaAttention(tnn.Module):
 
     def forward(self, x, cos, sin):  # x (B, T, C); cos, sin (T, H)
         B, T, _ = x.shape
-        q = self.hook_q(self.q_proj(x).view(B, T, self.n_head, self.H))  # (B, T, n_head, H)
-        k = self.hook_k(self.k_proj(x).view(B, T, self.n_kv_head, self.H))  # (B, T, n_kv_head, H)
-        v = self.hook_v(self.v_proj(x).view(B, T, self.n_kv_head, self.H))
-        cos, sin = cos[:, None, :], sin[:, None, :]  # (T, 1, H): every head turned alike
-        q = self.hook_rot_q(q * cos + rotate_half(q) * sin)
-        k = self.hook_rot_k(k * cos + rotate_half(k) * sin)
+        heads = lambda t, n: t.view(B, T, n, self.H).transpose(1, 2)  # noqa: E731  (B, T, n H) -> (B, n, T, H)
+        q = heads_view(self.hook_q, heads(self.q_proj(x), self.n_head))  # (B, n_head, T, H)
+        k = heads_view(self.hook_k, heads(self.k_proj(x), self.n_kv_head))  # (B, n_kv_head, T, H)
+        v = heads_view(self.hook_v, heads(self.v_proj(x), self.n_kv_head))
+        q = heads_view(self.hook_rot_q, q * cos + rotate_half(q) * sin)
+        k = heads_view(self.hook_rot_k, k * cos + rotate_half(k) * sin)
         groups = self.n_head // self.n_kv_head  # repeat_kv: query head h reads key-value head h // groups
-        k, v = k.repeat_interleave(groups, dim=2), v.repeat_interleave(groups, dim=2)  # (B, T, n_head, H)
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)  # (B, n_head, T, H)
         z = attend(self, q, k, v, lambda s: s / math.sqrt(self.H))  # (B, T, n_head, H)
         return self.o_proj(z.reshape(B, T, self.n_head * self.H))
 

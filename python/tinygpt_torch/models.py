@@ -25,7 +25,7 @@ import torch.nn as tnn
 import torch.nn.functional as F
 
 from .config import ModelConfig
-from .hooks import ATTENTION_HOOKS, RESIDUAL_HOOKS, HookPoint, add_hook_points, attend, residual_flow
+from .hooks import ATTENTION_HOOKS, RESIDUAL_HOOKS, HookPoint, add_hook_points, attend, heads_view, residual_flow
 
 LAYER_NORM_EPS = 1e-5
 
@@ -131,13 +131,17 @@ class MultiHeadAttention(tnn.Module):
         self.dropout, self.scaled = dropout, scaled
         add_hook_points(self, ATTENTION_HOOKS)
 
-    def forward(self, x):  # each head's Head maths, the heads side by side for the hook points
+    def forward(self, x):
         B, T, C = x.shape
-        q, k, v = (hook(torch.stack([part(h)(x) for h in self.heads], dim=2))  # each (B, T, n_head, H)
-                   for hook, part in ((self.hook_q, lambda h: h.query), (self.hook_k, lambda h: h.key),
-                                      (self.hook_v, lambda h: h.value)))
-        factor = 1.0 / math.sqrt(q.shape[-1])
-        z = attend(self, q, k, v, (lambda s: s * factor) if self.scaled else (lambda s: s))  # (B, T, n_head, H)
+        if not any(getattr(self, name).hooked() for name in ATTENTION_HOOKS[:-1]):
+            # each head on its own, as tinygpt (and the benches) run them; hook_z sees them side by side
+            z = self.hook_z(torch.cat([h(x) for h in self.heads], dim=-1).view(B, T, len(self.heads), -1))
+        else:  # the heads' queries, keys and values stacked for the hook points: (B, n_head, T, H) each
+            q, k, v = (heads_view(hook, torch.stack([part(h)(x) for h in self.heads], dim=1))
+                       for hook, part in ((self.hook_q, lambda h: h.query), (self.hook_k, lambda h: h.key),
+                                          (self.hook_v, lambda h: h.value)))
+            factor = 1.0 / math.sqrt(q.shape[-1])
+            z = attend(self, q, k, v, (lambda s: s * factor) if self.scaled else (lambda s: s))  # (B, T, n_head, H)
         return F.dropout(self.projection(z.reshape(B, T, C)), self.dropout, self.training)
 
 
@@ -299,7 +303,7 @@ class GPT2Attention(tnn.Module):
     def forward(self, x):
         B, T, C = x.shape
         H = C // self.n_head
-        q, k, v = (hook(t.view(B, T, self.n_head, H))  # each (B, T, n_head, H)
+        q, k, v = (heads_view(hook, t.view(B, T, self.n_head, H).transpose(1, 2))  # each (B, n_head, T, H)
                    for hook, t in zip((self.hook_q, self.hook_k, self.hook_v), self.c_attn(x).split(C, dim=2)))
         y = attend(self, q, k, v, (lambda s: s / math.sqrt(H)) if self.scaled else (lambda s: s))  # (B, T, n_head, H)
         return F.dropout(self.c_proj(y.reshape(B, T, C)), self.dropout, self.training)
