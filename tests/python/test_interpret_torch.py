@@ -151,7 +151,9 @@ def check_reference(m, interpret, worst):
     cache = interpret.run_with_cache(model, ids)
     with torch.no_grad():
         logits = model(ids)
-    check(torch.equal(cache["logits"], logits), f"{m.kind}: the cached logits are not the model's")
+    # (hooks inside the ladder's heads make it stack them, as one batched product: equal up to rounding)
+    e = error(cache["logits"], logits)
+    check(e <= 1e-6, f"{m.kind}: the cached logits are not the model's ({e:.2e})")
     stream = 0.0
     for l in range(L):
         p = f"blocks.{l}."
