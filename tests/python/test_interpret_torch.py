@@ -120,7 +120,7 @@ def make_models(o, tg):
 
     # llama: a random Hugging Face folder, 4 query heads on 2 key-value heads, untied (vocab 37, block 16)
     folder = os.path.join(o.work, "llama_hf")
-    run([o.llama_folder, folder, 2, "untied", 11, 1, 1, 0, 1])
+    run([o.llama_folder, folder, 2, "untied", 11, 1, 1, 0, 1])  # seed 11; (its loss on ids 0 1 is not read)
     llama = tg.load_hf_llama_folder(folder)
     check(llama.config["n_kv_head"] < llama.config["n_head"], f"llama: {llama.config}")
     models["llama"] = Model("llama", folder, llama)
