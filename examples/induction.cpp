@@ -9,6 +9,8 @@
 //   induction --json                           the same, the figures as one JSON line last on stdout
 //   induction --figures DIR                    and three SVG pictures in DIR (attention, loss, scores)
 //   induction --report run.html                and the two-layer model's training as a report page (train --report)
+//   induction --out induction.safetensors      and the trained two-layer model as a checkpoint (the attn_only kind)
+//                                              that every program reads: ablate, patch, attribute, lens, cache, ...
 //
 // Every number comes from nn::AttentionOnly and nn/tutorial/induction.h. Exit status: 0 done, 1 failed,
 // 2 bad arguments.
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,6 +32,7 @@
 #include <nn/files/atomic_file.h>
 #include <nn/train/optim.h>
 #include <nn/train/report.h>
+#include <nn/train/trainer.h>
 #include <nn/tutorial/induction.h>
 #include <nlohmann/json.hpp>
 
@@ -45,7 +49,7 @@ struct Options {
     float lr = 3e-3f;
     uint64_t seed = 1;
     int64_t threads = 1;
-    std::optional<std::string> figures, report;
+    std::optional<std::string> figures, report, out;
     bool json = false, force = false;
 };
 
@@ -97,6 +101,10 @@ cli::Parser make_parser(Options& o) {
              "a report page of the two-layer model's training (as train --report),\n"
              "rewritten at every evaluation",
              [&o](const cli::Value& v) { o.report = v.file(); });
+    p.option("--out", "FILE",
+             "the trained two-layer model as a checkpoint the other programs read (its\n"
+             "tokens are the letters a, b, c, ... up to 26, else token ids)",
+             [&o](const cli::Value& v) { o.out = v.file(); });
     p.flag("--force", cli::kForceHelp, [&o] { o.force = true; });
     p.flag("--json", "print the figures as one JSON line last on stdout", [&o] { o.json = true; });
     return p;
@@ -145,6 +153,7 @@ Evaluation evaluate(nn::AttentionOnly& model, const nn::InductionBatch& batch, i
 
 struct Run {
     std::string name;
+    std::unique_ptr<nn::AttentionOnly> model;
     int64_t params = 0;
     std::vector<Evaluation> evaluations = {};
     std::vector<std::vector<float>> attention =
@@ -165,10 +174,15 @@ std::string token_letters(std::span<const int64_t> ids) {
 Run train(const Options& o, const std::string& name, int64_t n_embd, int64_t n_layer,
           const nn::InductionBatch& eval_batch, report::RunReport* page = nullptr) {
     Generator init(o.seed * 2 + 11), data(o.seed * 2 + 12);  // the same data stream for both models
-    nn::AttentionOnly model(
-        {.vocab = o.data.vocab, .n_embd = n_embd, .n_head = o.n_head, .n_layer = n_layer, .block = o.data.block}, init);
+    Run run{
+        .name = name,
+        .model = std::make_unique<nn::AttentionOnly>(
+            nn::AttentionOnlyOptions{
+                .vocab = o.data.vocab, .n_embd = n_embd, .n_head = o.n_head, .n_layer = n_layer, .block = o.data.block},
+            init)};
+    nn::AttentionOnly& model = *run.model;
+    run.params = model.parameter_count();
     nn::AdamW optimizer(model, {.lr = o.lr, .weight_decay = 0.0f});
-    Run run{.name = name, .params = model.parameter_count()};
     const std::span<const int64_t> sample(eval_batch.inputs.data(), size_t(eval_batch.T));
     const auto measure = [&](int64_t step, double batch_loss) {
         run.evaluations.push_back(evaluate(model, eval_batch, step));
@@ -330,6 +344,22 @@ nlohmann::ordered_json head_json(const HeadScore& h) {
     return {{"layer", h.layer}, {"head", h.head}, {"score", std::round(h.score * 1e4) / 1e4}};
 }
 
+// The two-layer model as a checkpoint of the attn_only kind. Its tokens are the letters token_letters
+// shows (a character tokenizer, whose ids are the sorted letters: a, b, c, ... while V <= 26), else ids.
+void save_model(const Options& o, const nn::AttentionOnly& model, const std::string& path) {
+    const nn::ModelConfig config{.kind = nn::ModelKind::attn_only,
+                                 .vocab = o.data.vocab,
+                                 .n_embd = model.options.n_embd,
+                                 .n_head = model.options.n_head,
+                                 .n_layer = model.options.n_layer,
+                                 .block = model.options.block};
+    if (o.data.vocab > 26)
+        return nn::save_model_checkpoint(path, model, config, nn::IdTokenizer(o.data.vocab, "induction"));
+    std::vector<char32_t> letters;
+    for (char32_t c = U'a'; c < U'a' + char32_t(o.data.vocab); ++c) letters.push_back(c);
+    nn::save_model_checkpoint(path, model, config, nn::CharTokenizer(letters));
+}
+
 int run(const Options& o) {
     set_num_threads(static_cast<int>(o.threads));
     for (int64_t width : {o.n_embd, o.control_n_embd})
@@ -343,6 +373,7 @@ int run(const Options& o) {
         for (const char* name : {"induction_attention.svg", "induction_loss.svg", "induction_scores.svg"})
             outputs.push_back({.flag = "--figures", .path = (std::filesystem::path(*o.figures) / name).string()});
     if (o.report) outputs.push_back({.flag = "--report", .path = *o.report});
+    if (o.out) outputs.push_back({.flag = "--out", .path = *o.out});
     const cli::OutputLocks locks = cli::claim_outputs({}, outputs, o.force);
     const auto start = std::chrono::steady_clock::now();
 
@@ -375,6 +406,7 @@ int run(const Options& o) {
     const Evaluation& control_last = control.evaluations.back();
     const HeadScore prev = last.best(last.previous_token), induction = last.best(last.prefix_matching);
     if (o.figures) write_figures(o, two, control, phase, prev, induction, eval_batch);
+    if (o.out) save_model(o, *two.model, *o.out);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     const auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };

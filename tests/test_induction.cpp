@@ -219,7 +219,7 @@ TEST_CASE("head_scores finds the induction lab's previous-token and induction he
     CHECK(induction.induction > 0.4);
     CHECK(previous.layer == 0);
     CHECK(previous.previous_token > 0.4);
-    CHECK(scores[0].name == "layers.0.heads.0");
+    CHECK(scores[0].name == "blocks.0.attn.heads.0");
 
     auto one = trained(1, 40);
     const nn::HeadScores control = best(nn::head_scores(*one, probe), &nn::HeadScores::induction);

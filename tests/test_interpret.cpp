@@ -134,7 +134,7 @@ TEST_CASE("run_with_gradients: the gradient at a hook point matches finite diffe
     }
 }
 
-TEST_CASE("The logit lens: the last layer is the model's log-probabilities; earlier ones read the stream there",
+TEST_CASE("The logit lens: the last layer is the model's log-probabilities, earlier ones read the stream there",
           "[interpret]") {
     for (const std::string& kind : kKinds) {
         INFO(kind);

@@ -305,7 +305,8 @@ TEST_CASE("ModelConfig survives a trip through checkpoint metadata and rejects a
 TEST_CASE("The model registry: one entry per kind, names that round-trip, options checked where they apply",
           "[models]") {
     // every kind once, in ladder order, under the name checkpoints store
-    const std::vector<std::string> expected = {"bigram", "average", "head", "multihead", "gpt", "gpt2", "llama", "attn_only"};
+    const std::vector<std::string> expected = {"bigram", "average", "head",  "multihead",
+                                               "gpt",    "gpt2",    "llama", "attn_only"};
     REQUIRE(nn::model_kinds().size() == expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
         const nn::ModelKindInfo& info = nn::model_kinds()[i];

@@ -138,7 +138,8 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     CHECK(nn::parse_model_kind("dropout_head") == kDropoutHead);
     CHECK(fmt::format("{}", kDropoutHead) == "dropout_head");
     CHECK(nn::model_kind_info(kDropoutHead).title == "single-head with dropout");
-    CHECK(nn::model_kind_names(", ", " or ") == "bigram, average, head, multihead, gpt, gpt2, llama, attn_only or dropout_head");
+    CHECK(nn::model_kind_names(", ", " or ") ==
+          "bigram, average, head, multihead, gpt, gpt2, llama, attn_only or dropout_head");
     CHECK(nn::model_kind_info(nn::ModelKind::gpt).name == "gpt");  // the ladder keeps its places
 
     nn::ModelConfig config = kConfig.model;
@@ -165,9 +166,9 @@ TEST_CASE("A registered kind is found by name, listed, sized and built like a bu
     CHECK(metadata.at("model.kind") == "dropout_head");
     CHECK(nn::ModelConfig::from_metadata(metadata) == config);
     metadata["model.kind"] = "dropout-head";
-    CHECK_THROWS_WITH(
-        nn::ModelConfig::from_metadata(metadata),
-        Contains("unknown kind 'dropout-head' (bigram, average, head, multihead, gpt, gpt2, llama, attn_only, dropout_head)"));
+    CHECK_THROWS_WITH(nn::ModelConfig::from_metadata(metadata),
+                      Contains("unknown kind 'dropout-head' (bigram, average, head, multihead, gpt, gpt2, llama, "
+                               "attn_only, dropout_head)"));
 
     const nn::ModelKindInfo& info = nn::model_kind_info(kDropoutHead);
     CHECK_THROWS_WITH(nn::register_model_kind(info),

@@ -162,6 +162,18 @@ std::string site_glob(PatchSite site) {
     return {};
 }
 
+// The mean of -log p(target) over the rows of logits (R, V) whose target is not -1 (ignored), and how many.
+std::pair<double, int64_t> target_loss(const Tensor& logits, std::span<const int64_t> targets) {
+    const int64_t V = logits.size(-1);
+    const Tensor logp = log_softmax(logits, -1);
+    const std::span<const float> v = logp.data();
+    double sum = 0;
+    int64_t n = 0;
+    for (size_t r = 0; r < targets.size(); ++r)
+        if (targets[r] >= 0) sum -= v[r * size_t(V) + size_t(targets[r])], ++n;
+    return {n > 0 ? sum / double(n) : 0.0, n};
+}
+
 }  // namespace
 
 const char* patch_site_name(PatchSite site) {
@@ -381,6 +393,13 @@ HeadAblation ablate_heads(LanguageModel& model, std::span<const int64_t> inputs,
           windows, B, T);
     check(T <= model.block_size(), "ablate_heads: windows of {} are longer than the model's block of {}", T,
           model.block_size());
+    int64_t counted = 0;
+    for (const int64_t t : targets) {
+        check(t >= -1 && t < model.vocab_size(),
+              "ablate_heads: target {} is outside the vocabulary of {} (-1: ignored)", t, model.vocab_size());
+        counted += t >= 0;
+    }
+    check(counted > 0, "ablate_heads: every target is ignored (-1)");
     auto* transformer = dynamic_cast<Transformer*>(&model);
     const int64_t L = block_count(model, transformer, PatchSite::head, "ablate_heads");
     NoGradGuard no_grad;
@@ -395,7 +414,10 @@ HeadAblation ablate_heads(LanguageModel& model, std::span<const int64_t> inputs,
                                               [&z](Tensor& v, const std::string& n) { z.set(n, v.clone()); })};
             run = run_keeping_streams(model, transformer, ids, B, T, false);
         }
-        out.loss += cross_entropy(run.logits, next).item() / double(windows);
+        // each window weighs as many targets as it counts: the mean over every target counted
+        const auto [loss, n] = target_loss(run.logits, next);
+        const double weight = double(n) / double(counted);
+        out.loss += loss * weight;
         if (out.heads.empty()) out.heads.assign(static_cast<size_t>(L), {});
         for (int64_t l = 0; l < L; ++l) {
             const std::string point = site_point(PatchSite::head, l);
@@ -417,7 +439,7 @@ HeadAblation ablate_heads(LanguageModel& model, std::span<const int64_t> inputs,
                     model.add_hook(point, [&](Tensor& v, const std::string&) { v = replaced(v, h, true, {}, fill); })};
                 const Tensor logits =
                     transformer ? logits_from(*transformer, l, run.streams[size_t(l)], false) : model(ids, B, T);
-                out.heads[size_t(l)][size_t(h)] += cross_entropy(logits, next).item() / double(windows);
+                out.heads[size_t(l)][size_t(h)] += target_loss(logits, next).first * weight;
             }
         }
     }

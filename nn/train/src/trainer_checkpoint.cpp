@@ -165,6 +165,20 @@ void Trainer::save(const std::filesystem::path& path) const {
     file.commit();
 }
 
+void save_model_checkpoint(const std::filesystem::path& path, const LanguageModel& model, const ModelConfig& config,
+                           const Tokenizer& tokenizer) {
+    check(model.vocab_size() == config.vocab && tokenizer.vocab_size() == config.vocab,
+          "save_model_checkpoint: the model's vocabulary ({}), the config's ({}) and the tokenizer's ({}) differ",
+          model.vocab_size(), config.vocab, tokenizer.vocab_size());
+    Metadata metadata = config.to_metadata();
+    metadata.insert({"format", kFormat});
+    metadata.merge(tokenizer.checkpoint_metadata());
+    write_generator_states(model, metadata);
+    AtomicFile file(path, "checkpoint");
+    write_safetensors(file, path, model.named_parameters(), metadata);
+    file.commit();
+}
+
 Trainer Trainer::resume(const std::filesystem::path& path, std::string_view text) {
     return resume(path, [&](const Tokenizer& tokenizer) {
         if (as_ids_only(tokenizer))

@@ -70,9 +70,10 @@ struct Patching {
 Patching patch(LanguageModel& model, std::span<const int64_t> clean, std::span<const int64_t> corrupt,
                const LogitDiff& metric, PatchSite site, PatchMethod method = PatchMethod::activation);
 
-// The mean cross-entropy over windows, as nn's training measures it, with no head touched and with each
-// head's hook_z zeroed (zero) or replaced by its mean over the window's B x T positions (mean), one head at
-// a time. inputs and targets: `windows` windows of (B, T) ids one after another.
+// The mean cross-entropy over windows, as evaluate measures it, with no head touched and with each head's
+// hook_z zeroed (zero) or replaced by its mean over the window's B x T positions (mean), one head at a
+// time. inputs and targets: `windows` windows of (B, T) ids one after another; a target of -1 is left out
+// of the mean (the loss of the repeated half of a sequence alone, say).
 enum class AblationMode { zero, mean };
 struct HeadAblation {
     double loss = 0;                         // nothing ablated

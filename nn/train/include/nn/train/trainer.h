@@ -199,6 +199,12 @@ private:
     RunFiles run_files_;
 };
 
+// A model's weights, config and tokenizer as a checkpoint every program reads (load_trained_model), without
+// a training run's state: what a program that trains in its own way saves (induction --out). Written
+// atomically: a failed write leaves no file.
+void save_model_checkpoint(const std::filesystem::path& path, const LanguageModel& model, const ModelConfig& config,
+                           const Tokenizer& tokenizer);
+
 // A trained model for inference: its config, vocabulary and weights, read from a training checkpoint
 // (the training state in it is ignored). Errors name the path and the problem.
 struct TrainedModel {
