@@ -23,6 +23,7 @@
 //   custom_model figure run.safetensors --prompt ab       the tutorial's figure, with its learned divisor
 //   custom_model evaluate run.safetensors --data FILE     its loss and perplexity on a file
 //   custom_model head_scores run.safetensors              what its head does on repeated random tokens
+//   custom_model cache run.safetensors --prompt ab --out acts.safetensors    its hook points' values
 //
 // Shape legend: B batch, T time, C channels, H head width, V vocab.
 #include <cmath>
@@ -209,11 +210,11 @@ int generate(const std::string& checkpoint) {
 }
 
 cli::Parser make_parser(Options& o) {
-    cli::Parser p(
-        "custom_model", "[options] [FILE] | TOOL ARGS...",
-        "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
-        "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate or head_scores\n"
-        "with the kind learned_scale registered, e.g. custom_model train --model learned_scale --out CKPT.");
+    cli::Parser p("custom_model", "[options] [FILE] | TOOL ARGS...",
+                  "Train a head that learns its own divisor, on FILE or the built-in copy task.\n"
+                  "`custom_model TOOL ARGS...` runs the tool train, generate, heatmap, figure, evaluate, head_scores,\n"
+                  "cache, lens, patch, attribute or ablate with the kind learned_scale registered,\n"
+                  "e.g. custom_model train --model learned_scale --out CKPT.");
     p.positional(
         "FILE", "a text file to train on (default: the copy task; a file named like a tool: ./train)",
         [&o](const cli::Value& v) { o.file = v.file(); },
@@ -247,7 +248,9 @@ int main(int argc, char** argv) {
         for (const auto& [name, run] :
              {std::pair{"train", &tools::train}, std::pair{"generate", &tools::generate},
               std::pair{"heatmap", &tools::heatmap}, std::pair{"figure", &tools::figure},
-              std::pair{"evaluate", &tools::evaluate}, std::pair{"head_scores", &tools::head_scores}})
+              std::pair{"evaluate", &tools::evaluate}, std::pair{"head_scores", &tools::head_scores},
+              std::pair{"cache", &tools::cache}, std::pair{"lens", &tools::lens}, std::pair{"patch", &tools::patch},
+              std::pair{"attribute", &tools::attribute}, std::pair{"ablate", &tools::ablate}})
             if (tool == name) return run(argc - 1, argv + 1);
     }
     return cli::program<Options>(argc, argv, make_parser, run);

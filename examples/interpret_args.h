@@ -153,16 +153,16 @@ inline void print_table(const std::vector<std::string>& header, const std::vecto
     for (const auto& row : rows) line(row);
 }
 
-// A (rows, columns) grid of numbers with its row names (`row_name` i) and column header, to 4 decimals.
+// A (rows, columns) grid of numbers with its row names (`row_name` i) and column header, to `decimals`.
 inline void print_grid(const std::string& corner, const std::vector<std::string>& column_names,
                        const std::vector<std::vector<double>>& values,
-                       const std::function<std::string(size_t)>& row_name) {
+                       const std::function<std::string(size_t)>& row_name, int decimals = 4) {
     std::vector<std::string> header{corner};
     header.insert(header.end(), column_names.begin(), column_names.end());
     std::vector<std::vector<std::string>> rows;
     for (size_t i = 0; i < values.size(); ++i) {
         std::vector<std::string> row{row_name(i)};
-        for (const double v : values[i]) row.push_back(fmt::format("{:.4f}", v));
+        for (const double v : values[i]) row.push_back(fmt::format("{:.{}f}", v, decimals));
         rows.push_back(std::move(row));
     }
     print_table(header, rows);

@@ -76,9 +76,11 @@ int run(const Options& o) {
     std::vector<std::string> header{"read after"};
     header.insert(header.end(), columns.begin(), columns.end());
     interpret_args::print_table(header, rows);
+    // two decimals: a row of a long prompt stays on a screen, and 0.01 nats is no difference to read
     fmt::print("\nthe log-probability of the token that comes next (column: the next token)\n");
-    interpret_args::print_grid("read after", std::vector<std::string>(columns.begin() + 1, columns.end()),
-                               lens.logprob_next, [L](size_t l) { return layer_name(l, L); });
+    interpret_args::print_grid(
+        "read after", std::vector<std::string>(columns.begin() + 1, columns.end()), lens.logprob_next,
+        [L](size_t l) { return layer_name(l, L); }, 2);
     return 0;
 }
 

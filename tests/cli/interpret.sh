@@ -19,8 +19,8 @@ ckpt=$work/gpt.st
   --data "$text" --out "$ckpt" >/dev/null || { echo "FAIL: train"; exit 1; }
 
 # The clean and corrupt prompts differ at position 4 only ('c' / 'm'); the answer and wrong token are one
-# character each.
-clean="the cat sat" corrupt="the mat sat" answer=o wrong=a
+# character each, both in the prompt (its ids tell the answer's).
+clean="the cat sat" corrupt="the mat sat" answer=s wrong=a
 json() {  # json NAME PROGRAM ARGS...: the program's one line into $work/NAME.json
   local name=$1
   shift
@@ -190,15 +190,15 @@ refuses 2 "^patch: --wrong TOK is required" - "$patch" "$ckpt" --clean "$clean" 
 refuses 2 "^ablate: --batches N is required" - "$ablate" "$ckpt" --data "$text"
 refuses 1 "^ablate: --block 17 is longer than the model's block of 16" - "$ablate" "$ckpt" --data "$text" --block 17 --batches 1
 
-# mlp_out on a model without MLPs: induction's attention-only model, when it saves one
+# mlp_out on a model without MLPs (the attn_only kind, induction's model): refused; attribute's mlps empty
 if "$train" --model attn_only --n-layer 2 --n-head 2 --n-embd 16 --block 16 --steps 2 --eval-iters 1 --sample 0 \
-  --data "$text" --out "$work/attn_only.st" >/dev/null 2>&1; then
+  --data "$text" --out "$work/attn_only.st" >/dev/null; then
   refuses 2 "^patch: --site mlp_out: this attn_only model has no hook point blocks\.0\.hook_mlp_out" - \
-    "$patch" "$work/attn_only.st" --clean "$clean" --corrupt "$corrupt" --answer o --wrong a --site mlp_out
-  json attn_only "$attribute" "$work/attn_only.st" --prompt "$clean" --answer o --wrong a
-  python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); sys.exit(a["mlps"] != [])' "$work/attn_only.json" \
-    && echo "ok: attribute on attn_only: mlps empty" || fail "attribute on attn_only: mlps not empty"
+    "$patch" "$work/attn_only.st" --clean "$clean" --corrupt "$corrupt" --answer s --wrong a --site mlp_out
+  json attn_only "$attribute" "$work/attn_only.st" --prompt "$clean" --answer s --wrong a
+  python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); sys.exit(a["mlps"] != [] or len(a["heads"]) != 2)' \
+    "$work/attn_only.json" && echo "ok: attribute on attn_only: mlps empty, 2 blocks of heads" || fail "attribute on attn_only: $(cat "$work/attn_only.json")"
 else
-  echo "skipped: train --model attn_only is not available: mlp_out on an attention-only model not checked"
+  fail "train --model attn_only"
 fi
 exit $failed
