@@ -25,7 +25,7 @@ Cases:
              itself), and must be at most 1e-4; a token id (lens's top) must be the reference's, or the two
              within 1e-4 of each other in the reference's logits (a near tie). patch --site mlp_out of the
              attn_only model is refused (exit 2, one line, nothing on stdout), as the reference refuses it.
-  all        both.
+  all        both (what CTest runs, as torch_interpret).
 
 Prints the largest error per kind and program. A failure raises (exit 1) with what differed.
 """
