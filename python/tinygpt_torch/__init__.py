@@ -20,23 +20,27 @@ Its files, one job each (each imports only those above it):
   crc32c       the checksum tinygpt keeps of each tensor and of the metadata
   safetensors  read_safetensors and write_safetensors, refusing what tinygpt's loader refuses
   config       ModelConfig: a model's settings as a checkpoint stores them
-  models       the ladder (Bigram .. GPT) and GPT2, both GPTs built from the same parts
+  hooks        hook points: the activations TransformerLens names, for torch forward hooks
+  models       the ladder (Bigram .. GPT), GPT2 (both GPTs built from the same parts) and AttentionOnly
   state        tinygpt's parameter names and layouts <-> torch's
   tokenizers   characters, GPT-2's BPE files, token ids: what a checkpoint keeps of each
   checkpoint   load and save
   hf           load_hf_folder: Hugging Face's GPT-2 folder
   llama        Llama (LlamaForCausalLM's maths: GQA, rotary halves, RMSNorm, SwiGLU) and load_hf_llama_folder
+  interpret    run_with_cache, the logit lens, direct logit attribution, patching, head ablation, with forward
+               hooks on the hook points (imported as tinygpt_torch.interpret, not here)
 """
 from .cli import ArgumentParser, UsageError, check_outputs
 from .checkpoint import FORMAT, LLMC_MAGIC, load, save
 from .config import HEAD_KINDS, KINDS, ModelConfig
 from .crc32c import crc32c, crc32c_bytewise
 from .files import MAX_JSON_DEPTH, file_kind, open_regular, read_json, read_regular, read_text, write_atomically
+from .hooks import HookPoint, hook_points
 from .hf import HF_GPT2_DEFAULTS, MAX_CONFIG_BYTES, load_hf_folder
 from .llama import Llama, load_hf_llama_folder, read_hf_llama_config
-from .models import (LAYER_NORM_EPS, GPT, GPT2, AverageModel, Bigram, Block, Conv1D, FeedForward, GPT2Attention,
-                     GPT2Block, GPT2MLP, Head, LanguageModel, MultiHead, MultiHeadAttention, Positional, SingleHead,
-                     make_model)
+from .models import (LAYER_NORM_EPS, GPT, GPT2, AttentionOnly, AverageModel, Bigram, Block, Conv1D, FeedForward,
+                     GPT2Attention, GPT2Block, GPT2MLP, Head, LanguageModel, MultiHead, MultiHeadAttention, Positional,
+                     SingleHead, make_model)
 from .progress import Progress
 from .safetensors import (MAX_FILE_BYTES, MAX_HEADER_BYTES, METADATA_CHECKSUM, metadata_checksum, read_safetensors,
                           write_safetensors)
@@ -47,9 +51,10 @@ from .tokenizers import BPE_KIND, TOKEN_IDS_KIND, BpeFiles, TokenIds, decode, en
 __all__ = ["ArgumentParser", "UsageError", "check_outputs", "FORMAT", "LLMC_MAGIC", "load", "save", "HEAD_KINDS",
            "KINDS", "ModelConfig", "crc32c", "crc32c_bytewise", "MAX_JSON_DEPTH", "file_kind", "open_regular",
            "read_json", "read_regular", "read_text", "write_atomically", "HF_GPT2_DEFAULTS", "MAX_CONFIG_BYTES",
-           "load_hf_folder", "LAYER_NORM_EPS", "GPT", "GPT2", "AverageModel", "Bigram", "Block", "Conv1D",
-           "FeedForward", "GPT2Attention", "GPT2Block", "GPT2MLP", "Head", "LanguageModel", "MultiHead",
-           "MultiHeadAttention", "Positional", "SingleHead", "make_model", "Progress", "MAX_FILE_BYTES",
-           "MAX_HEADER_BYTES", "METADATA_CHECKSUM", "metadata_checksum", "read_safetensors", "write_safetensors",
-           "load_tinygpt_state", "tinygpt_state", "one_line", "BPE_KIND", "TOKEN_IDS_KIND", "BpeFiles", "TokenIds",
-           "decode", "encode", "read_bpe_dir", "Llama", "load_hf_llama_folder", "read_hf_llama_config"]
+           "load_hf_folder", "HookPoint", "hook_points", "LAYER_NORM_EPS", "GPT", "GPT2", "AttentionOnly",
+           "AverageModel", "Bigram", "Block", "Conv1D", "FeedForward", "GPT2Attention", "GPT2Block", "GPT2MLP", "Head",
+           "LanguageModel", "MultiHead", "MultiHeadAttention", "Positional", "SingleHead", "make_model", "Progress",
+           "MAX_FILE_BYTES", "MAX_HEADER_BYTES", "METADATA_CHECKSUM", "metadata_checksum", "read_safetensors",
+           "write_safetensors", "load_tinygpt_state", "tinygpt_state", "one_line", "BPE_KIND", "TOKEN_IDS_KIND",
+           "BpeFiles", "TokenIds", "decode", "encode", "read_bpe_dir", "Llama", "load_hf_llama_folder",
+           "read_hf_llama_config"]

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .strings import INT64_MAX, float_text, short, strtof
 
-KINDS = ("bigram", "average", "head", "multihead", "gpt", "gpt2")
+KINDS = ("bigram", "average", "head", "multihead", "gpt", "gpt2", "attn_only")
 HEAD_KINDS = ("head", "multihead", "gpt", "gpt2")  # the kinds that read model.scaled
 
 
@@ -68,7 +68,8 @@ class ModelConfig:
         return {"bigram": V * V, "average": embeddings + lm_head, "head": embeddings + 3 * C * C + lm_head,
                 "multihead": embeddings + attention + (feed_forward if self.feed_forward else 0) + lm_head,
                 "gpt": embeddings + L * (4 * C + attention + feed_forward) + 2 * C + lm_head,
-                "gpt2": embeddings + L * (12 * C * C + 13 * C) + 2 * C}[self.kind]  # (tied: no lm_head)
+                "gpt2": embeddings + L * (12 * C * C + 13 * C) + 2 * C,  # (tied: no lm_head)
+                "attn_only": embeddings + L * attention + lm_head}[self.kind]
 
     def validate(self):
         """nn::validate_model_config's checks, so a model tinygpt would refuse is refused here first."""
@@ -78,9 +79,9 @@ class ModelConfig:
             raise ValueError(f"model: vocab must be positive, got {self.vocab}")
         if self.kind != "bigram" and (self.n_embd <= 0 or self.block <= 0):
             raise ValueError(f"model: n_embd ({self.n_embd}) and block ({self.block}) must be positive")
-        if self.kind in ("multihead", "gpt", "gpt2") and (self.n_head <= 0 or self.n_embd % self.n_head != 0):
+        if self.kind in ("multihead", "gpt", "gpt2", "attn_only") and (self.n_head <= 0 or self.n_embd % self.n_head != 0):
             raise ValueError(f"model: n_head {self.n_head} must divide n_embd {self.n_embd}")
-        if self.kind in ("gpt", "gpt2") and self.n_layer <= 0:
+        if self.kind in ("gpt", "gpt2", "attn_only") and self.n_layer <= 0:
             raise ValueError(f"model: n_layer must be positive, got {self.n_layer}")
         if self.kind in ("gpt", "gpt2") and not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"model: dropout {self.dropout} must be in [0, 1)")

@@ -7,7 +7,9 @@ folders read: what tinygpt's write_hf_llama writes (nn/model_files/hf_llama.h) a
 Legend: B batch, T time, C hidden_size, H head width (C / n_head), F intermediate_size, V vocab_size.
 Grouped-query attention (n_kv_head key-value heads, each read by n_head / n_kv_head query heads), rotary
 positions in Hugging Face's "halves" layout (rotate_half), RMSNorm, SwiGLU, tied or untied output. The
-parameters are named as in the folder without "model.", in torch.nn.Linear's (out, in) layout."""
+parameters are named as in the folder without "model.", in torch.nn.Linear's (out, in) layout. The activations
+pass gpt2's hook points (hooks.py) but hook_pos_embed; attn.hook_k and hook_v have the n_kv_head heads, and
+attn.hook_rot_q, hook_rot_k are q and k after the rotary positions (docs/hooks.md)."""
 import math
 import os
 
@@ -16,6 +18,7 @@ import torch.nn as tnn
 import torch.nn.functional as F
 
 from .files import read_json
+from .hooks import ATTENTION_HOOKS, RESIDUAL_HOOKS, HookPoint, add_hook_points, attend, heads_view, residual_flow
 from .safetensors import read_safetensors
 from .state import fit
 from .strings import short
@@ -29,9 +32,10 @@ class LlamaRMSNorm(tnn.Module):
         super().__init__()
         self.weight = tnn.Parameter(torch.ones(dim))  # (C)
         self.eps = eps
+        self.hook_normalized = HookPoint()
 
     def forward(self, x):  # (..., C): divided by the root mean square, then scaled (LlamaRMSNorm, in float32)
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        return self.hook_normalized(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight)
 
 
 def rotate_half(x):
@@ -57,19 +61,20 @@ class LlamaAttention(tnn.Module):
         self.k_proj = tnn.Linear(C, self.n_kv_head * self.H, bias=False)
         self.v_proj = tnn.Linear(C, self.n_kv_head * self.H, bias=False)
         self.o_proj = tnn.Linear(self.n_head * self.H, C, bias=False)
+        add_hook_points(self, ATTENTION_HOOKS + ("hook_rot_q", "hook_rot_k"))
 
     def forward(self, x, cos, sin):  # x (B, T, C); cos, sin (T, H)
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_head, self.H).transpose(1, 2)  # (B, n_head, T, H)
-        k = self.k_proj(x).view(B, T, self.n_kv_head, self.H).transpose(1, 2)  # (B, n_kv_head, T, H)
-        v = self.v_proj(x).view(B, T, self.n_kv_head, self.H).transpose(1, 2)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        heads = lambda t, n: t.view(B, T, n, self.H).transpose(1, 2)  # noqa: E731  (B, T, n H) -> (B, n, T, H)
+        q = heads_view(self.hook_q, heads(self.q_proj(x), self.n_head))  # (B, n_head, T, H)
+        k = heads_view(self.hook_k, heads(self.k_proj(x), self.n_kv_head))  # (B, n_kv_head, T, H)
+        v = heads_view(self.hook_v, heads(self.v_proj(x), self.n_kv_head))
+        q = heads_view(self.hook_rot_q, q * cos + rotate_half(q) * sin)
+        k = heads_view(self.hook_rot_k, k * cos + rotate_half(k) * sin)
         groups = self.n_head // self.n_kv_head  # repeat_kv: query head h reads key-value head h // groups
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)  # (B, n_head, T, H)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.H)  # (B, n_head, T, T)
-        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
-        weights = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
-        return self.o_proj((weights @ v).transpose(1, 2).reshape(B, T, self.n_head * self.H))
+        z = attend(self, q, k, v, lambda s: s / math.sqrt(self.H))  # (B, T, n_head, H)
+        return self.o_proj(z.reshape(B, T, self.n_head * self.H))
 
 
 class LlamaMLP(tnn.Module):
@@ -79,9 +84,10 @@ class LlamaMLP(tnn.Module):
         self.gate_proj = tnn.Linear(C, F_, bias=False)
         self.up_proj = tnn.Linear(C, F_, bias=False)
         self.down_proj = tnn.Linear(F_, C, bias=False)
+        self.hook_post = HookPoint()  # (B, T, F)
 
     def forward(self, x):  # SwiGLU: (B, T, C) -> (B, T, F) -> (B, T, C)
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.hook_post(F.silu(self.gate_proj(x)) * self.up_proj(x)))
 
 
 class LlamaBlock(tnn.Module):
@@ -91,10 +97,11 @@ class LlamaBlock(tnn.Module):
         self.self_attn = LlamaAttention(c)
         self.post_attention_layernorm = LlamaRMSNorm(c["n_embd"], c["norm_eps"])
         self.mlp = LlamaMLP(c)
+        add_hook_points(self, RESIDUAL_HOOKS)
 
     def forward(self, x, cos, sin):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        return residual_flow(self, x, lambda x: self.self_attn(self.input_layernorm(x), cos, sin),
+                             lambda x: self.mlp(self.post_attention_layernorm(x)))
 
 
 class Llama(tnn.Module):
@@ -111,17 +118,18 @@ class Llama(tnn.Module):
         self.layers = tnn.ModuleList(LlamaBlock(c) for _ in range(c["n_layer"]))
         self.norm = LlamaRMSNorm(c["n_embd"], c["norm_eps"])
         self.lm_head = None if c["tied_embeddings"] else tnn.Linear(c["n_embd"], c["vocab"], bias=False)  # (V, C)
+        self.hook_embed, self.hook_logits = HookPoint(), HookPoint()  # (B, T, C), (B, T, V)
 
     def forward(self, ids):  # (B, T) -> (B, T, V)
         T = ids.shape[1]
         if T > self.config["block"]:
             raise ValueError(f"Llama: a window of {T} is longer than max_position_embeddings {self.config['block']}")
         cos, sin = rotary_tables(T, self.config["n_embd"] // self.config["n_head"], self.config["rope_theta"])
-        x = self.embed_tokens(ids)
+        x = self.hook_embed(self.embed_tokens(ids))  # (B, T, C); the positions are in the rotations
         for layer in self.layers:
             x = layer(x, cos, sin)
         x = self.norm(x)
-        return x @ self.embed_tokens.weight.T if self.lm_head is None else self.lm_head(x)
+        return self.hook_logits(x @ self.embed_tokens.weight.T if self.lm_head is None else self.lm_head(x))
 
 
 def read_hf_llama_config(path):

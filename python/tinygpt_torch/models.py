@@ -12,6 +12,10 @@ table; its layers are Conv1D, whose weights are (in, out) as tinygpt's, so they 
 Both GPTs are built from the same parts: embed, causal_attention, feed_forward, residual_block and
 LanguageModel.transformer.
 
+Every activation TransformerLens names passes a hook point (hooks.py; docs/hooks.md has the names and shapes):
+hook_embed, hook_pos_embed, blocks.L.hook_resid_pre ... hook_resid_post, ln1/ln2/ln_final.hook_normalized,
+attn.hook_q ... hook_z, mlp.hook_post, logits. They hold no parameters, so the state_dicts are as before.
+
 Shape legend: B batch, T time (window), C n_embd, H head width, V vocab.
 """
 import math
@@ -21,14 +25,26 @@ import torch.nn as tnn
 import torch.nn.functional as F
 
 from .config import ModelConfig
+from .hooks import ATTENTION_HOOKS, RESIDUAL_HOOKS, HookPoint, add_hook_points, attend, heads_view, residual_flow
 
 LAYER_NORM_EPS = 1e-5
 
 
 # --- the parts both GPTs are made of ------------------------------------------------------------------------
 
+class LayerNorm(tnn.LayerNorm):
+    """torch's LayerNorm, its output through hook_normalized."""
+
+    def __init__(self, n_embd, eps):
+        super().__init__(n_embd, eps=eps)
+        self.hook_normalized = HookPoint()
+
+    def forward(self, x):  # (..., C) -> (..., C)
+        return self.hook_normalized(super().forward(x))
+
+
 def layer_norm(n_embd):
-    return tnn.LayerNorm(n_embd, eps=LAYER_NORM_EPS)
+    return LayerNorm(n_embd, eps=LAYER_NORM_EPS)
 
 
 def causal_attention(scores, v):
@@ -40,15 +56,15 @@ def causal_attention(scores, v):
     return F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v
 
 
-def feed_forward(x, up, down, dropout, training, approximate="none"):
-    """down(GELU(up(x))), then dropout: (B, T, C) -> (B, T, C), up C -> 4C, down 4C -> C."""
-    return F.dropout(down(F.gelu(up(x), approximate=approximate)), dropout, training)
+def feed_forward(x, up, hook_post, down, dropout, training, approximate="none"):
+    """down(hook_post(GELU(up(x)))), then dropout: (B, T, C) -> (B, T, C), up C -> 4C, down 4C -> C."""
+    return F.dropout(down(hook_post(F.gelu(up(x), approximate=approximate))), dropout, training)
 
 
-def residual_block(x, norm1, attention, norm2, feed_forward):
-    """Both GPTs' block: x + attention(norm1(x)), then that + feed_forward(norm2(that)). (B, T, C) -> (B, T, C)."""
-    x = x + attention(norm1(x))
-    return x + feed_forward(norm2(x))
+def residual_block(block, x, norm1, attention, norm2, feed_forward):
+    """Both GPTs' block: x + attention(norm1(x)), then that + feed_forward(norm2(that)), through block's residual
+    hook points. (B, T, C) -> (B, T, C)."""
+    return residual_flow(block, x, lambda x: attention(norm1(x)), lambda x: feed_forward(norm2(x)))
 
 
 class LanguageModel(tnn.Module):
@@ -58,6 +74,7 @@ class LanguageModel(tnn.Module):
         super().__init__()
         config.validate()
         self.config = config
+        self.hook_logits = HookPoint()  # "logits": every kind's output (B, T, V)
 
     def block_size(self):
         return 1 if self.config.kind == "bigram" else self.config.block
@@ -69,9 +86,11 @@ class LanguageModel(tnn.Module):
             raise ValueError(f"{self.config.kind}: window of {ids.shape[1]} is longer than the block size {self.config.block}")
 
     def embeddings(self, ids, token, position):
-        """(B, T) ids, checked -> (B, T, C): rows of the token table (V, C) plus rows 0..T-1 of the position table."""
+        """(B, T) ids, checked -> (B, T, C): rows of the token table (V, C) plus rows 0..T-1 of the position table,
+        through hook_embed and hook_pos_embed (the position rows as (B, T, C), as TransformerLens shows them)."""
         self.check_ids(ids)
-        return token(ids) + position(torch.arange(ids.shape[1], device=ids.device))
+        tokens = self.hook_embed(token(ids))  # (B, T, C)
+        return tokens + self.hook_pos_embed(position(torch.arange(ids.shape[1], device=ids.device)).expand_as(tokens))
 
     def transformer(self, ids, token, position, blocks, final_norm):
         """Both GPTs up to their output layer: (B, T) ids -> embeddings, dropout, the blocks, the final
@@ -109,11 +128,21 @@ class MultiHeadAttention(tnn.Module):
         super().__init__()
         self.heads = tnn.ModuleList(Head(n_embd, n_embd // n_head, scaled) for _ in range(n_head))
         self.projection = tnn.Linear(n_embd, n_embd)
-        self.dropout = dropout
+        self.dropout, self.scaled = dropout, scaled
+        add_hook_points(self, ATTENTION_HOOKS)
 
     def forward(self, x):
-        out = self.projection(torch.cat([h(x) for h in self.heads], dim=-1))
-        return F.dropout(out, self.dropout, self.training)
+        B, T, C = x.shape
+        if not any(getattr(self, name).hooked() for name in ATTENTION_HOOKS[:-1]):
+            # each head on its own, as tinygpt (and the benches) run them; hook_z sees them side by side
+            z = self.hook_z(torch.cat([h(x) for h in self.heads], dim=-1).view(B, T, len(self.heads), -1))
+        else:  # the heads' queries, keys and values stacked for the hook points: (B, n_head, T, H) each
+            q, k, v = (heads_view(hook, torch.stack([part(h)(x) for h in self.heads], dim=1))
+                       for hook, part in ((self.hook_q, lambda h: h.query), (self.hook_k, lambda h: h.key),
+                                          (self.hook_v, lambda h: h.value)))
+            factor = 1.0 / math.sqrt(q.shape[-1])
+            z = attend(self, q, k, v, (lambda s: s * factor) if self.scaled else (lambda s: s))  # (B, T, n_head, H)
+        return F.dropout(self.projection(z.reshape(B, T, C)), self.dropout, self.training)
 
 
 class FeedForward(tnn.Module):
@@ -124,9 +153,10 @@ class FeedForward(tnn.Module):
         self.up = tnn.Linear(n_embd, 4 * n_embd)
         self.down = tnn.Linear(4 * n_embd, n_embd)
         self.dropout = dropout
+        self.hook_post = HookPoint()  # (B, T, 4C): after the GELU
 
     def forward(self, x):
-        return feed_forward(x, self.up, self.down, self.dropout, self.training)
+        return feed_forward(x, self.up, self.hook_post, self.down, self.dropout, self.training)
 
 
 class Block(tnn.Module):
@@ -136,9 +166,10 @@ class Block(tnn.Module):
         self.attention = MultiHeadAttention(n_embd, n_head, dropout, scaled)
         self.norm2 = layer_norm(n_embd)
         self.feed_forward = FeedForward(n_embd, dropout)
+        add_hook_points(self, RESIDUAL_HOOKS)
 
     def forward(self, x):
-        return residual_block(x, self.norm1, self.attention, self.norm2, self.feed_forward)
+        return residual_block(self, x, self.norm1, self.attention, self.norm2, self.feed_forward)
 
 
 class Positional(LanguageModel):
@@ -148,6 +179,7 @@ class Positional(LanguageModel):
         super().__init__(config)
         self.token = tnn.Embedding(config.vocab, config.n_embd)     # (V, C)
         self.position = tnn.Embedding(config.block, config.n_embd)  # (block, C)
+        self.hook_embed, self.hook_pos_embed = HookPoint(), HookPoint()  # (B, T, C) each
 
     def embed(self, ids):  # (B, T) -> (B, T, C)
         return self.embeddings(ids, self.token, self.position)
@@ -160,7 +192,7 @@ class Bigram(LanguageModel):
 
     def forward(self, ids):
         self.check_ids(ids)
-        return self.logits_table(ids)
+        return self.hook_logits(self.logits_table(ids))
 
 
 class AverageModel(Positional):
@@ -173,7 +205,7 @@ class AverageModel(Positional):
         T = x.shape[1]
         weights = torch.tril(torch.ones(T, T, device=x.device))
         weights = weights / weights.sum(-1, keepdim=True)  # row i: 1/(i+1) on positions 0..i
-        return self.lm_head(weights @ x)
+        return self.hook_logits(self.lm_head(weights @ x))
 
 
 class SingleHead(Positional):
@@ -183,7 +215,7 @@ class SingleHead(Positional):
         self.lm_head = tnn.Linear(config.n_embd, config.vocab)
 
     def forward(self, ids):
-        return self.lm_head(self.head(self.embed(ids)))
+        return self.hook_logits(self.lm_head(self.head(self.embed(ids))))
 
 
 class MultiHead(Positional):
@@ -197,7 +229,7 @@ class MultiHead(Positional):
         x = self.attention(self.embed(ids))
         if self.feed_forward is not None:
             x = self.feed_forward(x)
-        return self.lm_head(x)
+        return self.hook_logits(self.lm_head(x))
 
 
 class GPT(Positional):
@@ -208,7 +240,37 @@ class GPT(Positional):
         self.lm_head = tnn.Linear(config.n_embd, config.vocab)
 
     def forward(self, ids):
-        return self.lm_head(self.transformer(ids, self.token, self.position, self.blocks, self.final_norm))
+        x = self.transformer(ids, self.token, self.position, self.blocks, self.final_norm)  # (B, T, C)
+        return self.hook_logits(self.lm_head(x))
+
+
+class AttentionOnlyBlock(tnn.Module):
+    """x + attn(x), no norm, no MLP: (B, T, C) -> (B, T, C)."""
+
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.attn = MultiHeadAttention(n_embd, n_head)
+        add_hook_points(self, ("hook_resid_pre", "hook_attn_out", "hook_resid_post"))
+
+    def forward(self, x):
+        x = self.hook_resid_pre(x)
+        return self.hook_resid_post(x + self.hook_attn_out(self.attn(x)))
+
+
+class AttentionOnly(Positional):
+    """nn::AttentionOnly (nn/attention_only.h, the attn_only kind, examples/induction's model): the embeddings,
+    blocks of attention only adding to the stream, and an unembedding with a bias; no norm anywhere."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.blocks = tnn.ModuleList(AttentionOnlyBlock(config.n_embd, config.n_head) for _ in range(config.n_layer))
+        self.unembed = tnn.Linear(config.n_embd, config.vocab)
+
+    def forward(self, ids):
+        x = self.embed(ids)  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        return self.hook_logits(self.unembed(x))
 
 
 # --- GPT-2 (nn/gpt2.h), written from Hugging Face's modeling_gpt2.py: Conv1D layers, tanh GELU, tied head --------
@@ -236,15 +298,15 @@ class GPT2Attention(tnn.Module):
         self.c_attn = Conv1D(C, 3 * C)
         self.c_proj = Conv1D(C, C)
 
+        add_hook_points(self, ATTENTION_HOOKS)
+
     def forward(self, x):
         B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, dim=2)                                              # each (B, T, C)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, H)
-        scores = q @ k.transpose(-2, -1)                                                      # (B, nh, T, T)
-        if self.scaled:
-            scores = scores / math.sqrt(C // self.n_head)
-        y = causal_attention(scores, v).transpose(1, 2).reshape(B, T, C)                      # (B, T, C)
-        return F.dropout(self.c_proj(y), self.dropout, self.training)
+        H = C // self.n_head
+        q, k, v = (heads_view(hook, t.view(B, T, self.n_head, H).transpose(1, 2))  # each (B, n_head, T, H)
+                   for hook, t in zip((self.hook_q, self.hook_k, self.hook_v), self.c_attn(x).split(C, dim=2)))
+        y = attend(self, q, k, v, (lambda s: s / math.sqrt(H)) if self.scaled else (lambda s: s))  # (B, T, n_head, H)
+        return F.dropout(self.c_proj(y.reshape(B, T, C)), self.dropout, self.training)
 
 
 class GPT2MLP(tnn.Module):
@@ -254,9 +316,10 @@ class GPT2MLP(tnn.Module):
         self.c_proj = Conv1D(4 * config.n_embd, config.n_embd)
         self.approximate = "none" if config.gelu_exact else "tanh"  # Hugging Face's gelu_new is the tanh one
         self.dropout = config.dropout
+        self.hook_post = HookPoint()  # (B, T, 4C): after the GELU
 
     def forward(self, x):
-        return feed_forward(x, self.c_fc, self.c_proj, self.dropout, self.training, self.approximate)
+        return feed_forward(x, self.c_fc, self.hook_post, self.c_proj, self.dropout, self.training, self.approximate)
 
 
 class GPT2Block(tnn.Module):
@@ -266,9 +329,10 @@ class GPT2Block(tnn.Module):
         self.attn = GPT2Attention(config)
         self.ln_2 = layer_norm(config.n_embd)
         self.mlp = GPT2MLP(config)
+        add_hook_points(self, RESIDUAL_HOOKS)
 
     def forward(self, x):
-        return residual_block(x, self.ln_1, self.attn, self.ln_2, self.mlp)
+        return residual_block(self, x, self.ln_1, self.attn, self.ln_2, self.mlp)
 
 
 class GPT2(LanguageModel):
@@ -280,6 +344,7 @@ class GPT2(LanguageModel):
         super().__init__(config)
         self.wte = tnn.Embedding(config.vocab, config.n_embd)   # (V, C)
         self.wpe = tnn.Embedding(config.block, config.n_embd)   # (block, C)
+        self.hook_embed, self.hook_pos_embed = HookPoint(), HookPoint()  # (B, T, C) each
         self.h = tnn.ModuleList(GPT2Block(config) for _ in range(config.n_layer))
         self.ln_f = layer_norm(config.n_embd)
         with torch.no_grad():
@@ -291,10 +356,11 @@ class GPT2(LanguageModel):
 
     def forward(self, ids):
         x = self.transformer(ids, self.wte, self.wpe, self.h, self.ln_f)
-        return x @ self.wte.weight.t()  # (B, T, V): the head tied to the token table
+        return self.hook_logits(x @ self.wte.weight.t())  # (B, T, V): the head tied to the token table
 
 
-_MODELS = {"bigram": Bigram, "average": AverageModel, "head": SingleHead, "multihead": MultiHead, "gpt": GPT, "gpt2": GPT2}
+_MODELS = {"bigram": Bigram, "average": AverageModel, "head": SingleHead, "multihead": MultiHead, "gpt": GPT, "gpt2": GPT2,
+           "attn_only": AttentionOnly}
 
 
 def make_model(config):

@@ -58,6 +58,7 @@ KIND_ARGS = {  # small models of every rung, with what each reads
     "multihead": ["--model", "multihead", "--n-embd", "16", "--n-head", "4", "--block", "6", "--feed-forward"],
     "gpt": ["--model", "gpt", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "6", "--dropout", "0.1"],
     "gpt2": ["--model", "gpt2", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "6", "--dropout", "0.1"],
+    "attn_only": ["--model", "attn_only", "--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--block", "6"],
 }
 REL_TOLERANCE = 1e-5
 
@@ -132,7 +133,8 @@ def case_logits(c, kind):
     model, vocab = tg.load(ckpt)
     check(vocab == sorted(set(TEXT)), f"vocab {vocab!r} is not the text's characters")
     check(type(model).__name__ == {"bigram": "Bigram", "average": "AverageModel", "head": "SingleHead",
-                                   "multihead": "MultiHead", "gpt": "GPT", "gpt2": "GPT2"}[kind], f"{kind} loaded as {type(model)}")
+                                   "multihead": "MultiHead", "gpt": "GPT", "gpt2": "GPT2", "attn_only": "AttentionOnly"}[kind],
+          f"{kind} loaded as {type(model)}")
     _, ids, theirs = c.compare_logits(ckpt, model, kind)
 
     # tinygpt -> PyTorch -> tinygpt: every weight bit-identical, and so tinygpt's logits
