@@ -14,9 +14,11 @@ AttentionOnlyBlock::AttentionOnlyBlock(const AttentionOnlyOptions& opts, Generat
     register_hook_point("hook_resid_post", hook_resid_post);
 }
 
-Tensor AttentionOnlyBlock::forward(const Tensor& input) {
-    const Tensor x = hook_resid_pre(input);                           // (B, T, C)
-    return hook_resid_post(x + hook_attn_out(attn(x, no_dropout_)));  // each layer adds to the stream
+Tensor AttentionOnlyBlock::forward(const Tensor& input, bool last_row) {
+    const Tensor x = hook_resid_pre(input);                // (B, T, C)
+    Tensor out = x + hook_attn_out(attn(x, no_dropout_));  // each layer adds to the stream
+    if (last_row) out = out.slice(1, out.size(1) - 1, out.size(1));
+    return hook_resid_post(out);  // (B, T or 1, C)
 }
 
 AttentionOnly::AttentionOnly(AttentionOnlyOptions opts, Generator& gen)
@@ -36,12 +38,14 @@ AttentionOnly::AttentionOnly(AttentionOnlyOptions opts, Generator& gen)
 Tensor AttentionOnly::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "AttentionOnly");
     Tensor x = embed_stream(ids, B, T);  // (B, T, C)
-    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x, false);
     advance_cache(T);
     return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
 }
 
-Tensor AttentionOnly::run_block(int64_t layer, const Tensor& x) { return (*blocks.at(size_t(layer)))(x); }
+Tensor AttentionOnly::run_block(int64_t layer, const Tensor& x, bool last_row) {
+    return (*blocks.at(size_t(layer)))(x, last_row);
+}
 Tensor AttentionOnly::unembedding_direction(int64_t id) const {
     return slice(unembed.weight, 1, id, id + 1).reshape({options.n_embd});  // column of (C, V)
 }

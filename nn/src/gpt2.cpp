@@ -76,10 +76,10 @@ GPT2Block::GPT2Block(const GPT2Options& opts, Generator& gen)
     for (auto [name, point] : residual.named()) register_hook_point(name, *point);
 }
 
-Tensor GPT2Block::forward(const Tensor& input, Generator& dropout_gen) {
+Tensor GPT2Block::forward(const Tensor& input, Generator& dropout_gen, bool last_row) {
     return residual.flow(
         input, [&](const Tensor& x) { return attn(ln_1(x), dropout_gen); },
-        [&](const Tensor& x) { return mlp(ln_2(x), dropout_gen); });
+        [&](const Tensor& x) { return mlp(ln_2(x), dropout_gen); }, last_row);
 }
 
 GPT2::GPT2(GPT2Options opts, Generator& gen)
@@ -112,7 +112,7 @@ GPT2::GPT2(GPT2Options opts, Generator& gen)
 Tensor GPT2::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT2");
     Tensor x = embed_stream(ids, B, T);  // (B, T, C)
-    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x, false);
     advance_cache(T);
     return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
 }
@@ -124,7 +124,9 @@ Tensor GPT2::embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) {
     const Tensor x = hook_embed(wte(ids, Shape{B, T})) + rows;  // (B, T, C) + (T, C)
     return dropout(x, options.dropout, is_training(), dropout_gen_);
 }
-Tensor GPT2::run_block(int64_t layer, const Tensor& x) { return (*h.at(size_t(layer)))(x, dropout_gen_); }
+Tensor GPT2::run_block(int64_t layer, const Tensor& x, bool last_row) {
+    return (*h.at(size_t(layer)))(x, dropout_gen_, last_row);
+}
 Tensor GPT2::unembed_stream(const Tensor& x) {
     return matmul_transposed(x, wte.weight);  // (B, T, C) @ (V, C)^T -> (B, T, V)
 }

@@ -133,10 +133,10 @@ LlamaBlock::LlamaBlock(const LlamaOptions& opts, Generator& gen)
     for (auto [name, point] : residual.named()) register_hook_point(name, *point);
 }
 
-Tensor LlamaBlock::forward(const Tensor& input) {
+Tensor LlamaBlock::forward(const Tensor& input, bool last_row) {
     return residual.flow(
         input, [&](const Tensor& x) { return self_attn(input_layernorm(x)); },
-        [&](const Tensor& x) { return mlp(post_attention_layernorm(x)); });
+        [&](const Tensor& x) { return mlp(post_attention_layernorm(x)); }, last_row);
 }
 
 Llama::Llama(LlamaOptions opts, Generator& gen)
@@ -163,7 +163,7 @@ Llama::Llama(LlamaOptions opts, Generator& gen)
 Tensor Llama::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "Llama");
     Tensor x = embed_stream(ids, B, T);  // (B, T, C)
-    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x, false);
     advance_cache(T);
     return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
 }

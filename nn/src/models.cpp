@@ -237,10 +237,10 @@ Block::Block(const GPTOptions& opts, Generator& gen)
     for (auto [name, point] : residual.named()) register_hook_point(name, *point);
 }
 
-Tensor Block::forward(const Tensor& input, Generator& dropout_gen) {
+Tensor Block::forward(const Tensor& input, Generator& dropout_gen, bool last_row) {
     return residual.flow(
         input, [&](const Tensor& x) { return attention(norm1(x), dropout_gen); },
-        [&](const Tensor& x) { return feed_forward(norm2(x), dropout_gen); });
+        [&](const Tensor& x) { return feed_forward(norm2(x), dropout_gen); }, last_row);
 }
 
 GPT::GPT(GPTOptions opts, Generator& gen)
@@ -271,7 +271,7 @@ GPT::GPT(GPTOptions opts, Generator& gen)
 Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT");
     Tensor x = embed_stream(ids, B, T);  // (B, T, C)
-    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x);
+    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x, false);
     advance_cache(T);
     return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
 }
@@ -279,7 +279,9 @@ Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
 Tensor GPT::embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) {
     return dropout(embed(ids, B, T), options.dropout, is_training(), dropout_gen_);  // (B, T, C)
 }
-Tensor GPT::run_block(int64_t layer, const Tensor& x) { return (*blocks.at(size_t(layer)))(x, dropout_gen_); }
+Tensor GPT::run_block(int64_t layer, const Tensor& x, bool last_row) {
+    return (*blocks.at(size_t(layer)))(x, dropout_gen_, last_row);
+}
 StreamNorm GPT::stream_norm() const {
     return {.kind = StreamNorm::Kind::layer,
             .gain = final_norm.gain,

@@ -35,7 +35,8 @@ struct AttentionOnlyOptions {
 class AttentionOnlyBlock : public Callable<AttentionOnlyBlock> {
 public:
     AttentionOnlyBlock(const AttentionOnlyOptions& options, autograd::Generator& gen);
-    Tensor forward(const Tensor& x);
+    // last_row: the last position's output alone (nn::Transformer::run_block)
+    Tensor forward(const Tensor& x, bool last_row = false);
 
     MultiHeadAttention attn;                                   // "attn": heads and projection
     HookPoint hook_resid_pre, hook_attn_out, hook_resid_post;  // (B, T, C) each
@@ -56,7 +57,7 @@ public:
     int64_t heads_per_block() const override { return options.n_head; }
     bool has_mlp() const override { return false; }
     Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) override { return embed(ids, B, T); }
-    Tensor run_block(int64_t layer, const Tensor& x) override;
+    Tensor run_block(int64_t layer, const Tensor& x, bool last_row) override;
     Tensor normalize_stream(const Tensor& x) override { return x; }
     Tensor unembed_stream(const Tensor& x) override { return unembed(x); }
     StreamNorm stream_norm() const override { return {}; }

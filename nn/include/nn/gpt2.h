@@ -103,7 +103,8 @@ public:
 class GPT2Block : public Callable<GPT2Block> {
 public:
     GPT2Block(const GPT2Options& options, autograd::Generator& gen);
-    Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
+    // last_row: the last position's output alone (nn::Transformer::run_block)
+    Tensor forward(const Tensor& x, autograd::Generator& dropout_gen, bool last_row = false);
 
     LayerNorm ln_1;
     GPT2Attention attn;
@@ -126,7 +127,7 @@ public:
     int64_t n_blocks() const override { return options.n_layer; }
     int64_t heads_per_block() const override { return options.n_head; }
     Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    Tensor run_block(int64_t layer, const Tensor& x) override;
+    Tensor run_block(int64_t layer, const Tensor& x, bool last_row) override;
     Tensor normalize_stream(const Tensor& x) override { return ln_f(x); }
     Tensor unembed_stream(const Tensor& x) override;
     StreamNorm stream_norm() const override;

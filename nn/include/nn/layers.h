@@ -91,12 +91,14 @@ struct ResidualHookPoints {
                  {"hook_resid_post", &resid_post}}};
     }
     // x + attention(x), then + mlp(that): attention and mlp take the stream (B, T, C) and return their
-    // branch (B, T, C), each normalising it as the block does; every value passes its point.
+    // branch (B, T, C), each normalising it as the block does; every value passes its point. With
+    // last_row, the MLP and what follows it run on the last position alone: (B, 1, C) out.
     template <typename Attention, typename Mlp>
-    Tensor flow(const Tensor& input, Attention&& attention, Mlp&& mlp) {
-        const Tensor x = resid_pre(input);                         // (B, T, C)
-        const Tensor mid = resid_mid(x + attn_out(attention(x)));  // (B, T, C)
-        return resid_post(mid + mlp_out(mlp(mid)));                // (B, T, C)
+    Tensor flow(const Tensor& input, Attention&& attention, Mlp&& mlp, bool last_row = false) {
+        const Tensor x = resid_pre(input);                   // (B, T, C)
+        Tensor mid = resid_mid(x + attn_out(attention(x)));  // (B, T, C)
+        if (last_row) mid = mid.slice(1, mid.size(1) - 1, mid.size(1));
+        return resid_post(mid + mlp_out(mlp(mid)));  // (B, T or 1, C)
     }
 };
 

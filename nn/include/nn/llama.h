@@ -140,7 +140,8 @@ private:
 class LlamaBlock : public Callable<LlamaBlock> {
 public:
     LlamaBlock(const LlamaOptions& options, autograd::Generator& gen);
-    Tensor forward(const Tensor& x);
+    // last_row: the last position's output alone (nn::Transformer::run_block)
+    Tensor forward(const Tensor& x, bool last_row = false);
 
     LlamaAttention self_attn;
     SwiGLU mlp;
@@ -162,7 +163,9 @@ public:
     int64_t n_blocks() const override { return options.n_layer; }
     int64_t heads_per_block() const override { return options.n_head; }
     Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    Tensor run_block(int64_t layer, const Tensor& x) override { return (*layers.at(size_t(layer)))(x); }
+    Tensor run_block(int64_t layer, const Tensor& x, bool last_row) override {
+        return (*layers.at(size_t(layer)))(x, last_row);
+    }
     Tensor normalize_stream(const Tensor& x) override { return norm(x); }
     Tensor unembed_stream(const Tensor& x) override;
     StreamNorm stream_norm() const override;

@@ -222,7 +222,8 @@ struct GPTOptions {
 class Block : public Callable<Block> {
 public:
     Block(const GPTOptions& options, autograd::Generator& gen);
-    Tensor forward(const Tensor& x, autograd::Generator& dropout_gen);
+    // last_row: the last position's output alone (nn::Transformer::run_block)
+    Tensor forward(const Tensor& x, autograd::Generator& dropout_gen, bool last_row = false);
 
     LayerNorm norm1, norm2;
     MultiHeadAttention attention;
@@ -240,7 +241,7 @@ public:
     int64_t n_blocks() const override { return options.n_layer; }
     int64_t heads_per_block() const override { return options.n_head; }
     Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) override;
-    Tensor run_block(int64_t layer, const Tensor& x) override;
+    Tensor run_block(int64_t layer, const Tensor& x, bool last_row) override;
     Tensor normalize_stream(const Tensor& x) override { return final_norm(x); }
     Tensor unembed_stream(const Tensor& x) override { return lm_head(x); }
     StreamNorm stream_norm() const override;

@@ -35,8 +35,11 @@ public:
 
     // ids (B, T), positions from 0 (not while caching)  ->  the stream into block 0 (B, T, C): hook_embed, ...
     virtual Tensor embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) = 0;
-    // block `layer` on the stream (B, T, C) -> the stream after it (B, T, C): blocks.layer.* fire
-    virtual Tensor run_block(int64_t layer, const Tensor& x) = 0;
+    // block `layer` on the stream (B, T, C) -> the stream after it (B, T, C): blocks.layer.* fire. With
+    // last_row, the last position's alone (B, 1, C), what a read-out of the last position needs of the last
+    // block: every position's attention still runs (the last reads them all); the points after it (ln2,
+    // mlp.*, hook_mlp_out, hook_resid_post) see that row alone.
+    virtual Tensor run_block(int64_t layer, const Tensor& x, bool last_row) = 0;
     // the final norm (ln_final.hook_normalized fires): (B, T, C) -> (B, T, C); x itself without one
     virtual Tensor normalize_stream(const Tensor& x) = 0;
     // the unembedding: the normalized stream (B, T, C) -> logits (B, T, V)

@@ -82,66 +82,83 @@ Tensor logit_diff(const Tensor& logits, const LogitDiff& metric) {
     return metric.wrong ? answer - slice(last, 0, *metric.wrong, *metric.wrong + 1) : answer;
 }
 
-// The stream (1, T, C) into block `from` through the blocks after it, then the final norm and the
-// unembedding of the last position alone (what the metric reads) or of every position: logits (1, 1 or T, V).
-Tensor logits_from(Transformer& model, int64_t from, Tensor x, bool last_only) {
-    for (int64_t l = from; l < model.n_blocks(); ++l) x = model.run_block(l, x);
-    if (last_only) x = slice(x, 1, x.size(1) - 1, x.size(1));
-    return model.unembed_stream(model.normalize_stream(x));
+// The metric read from a Transformer's stream at the last position (1, 1, C): the final norm, then the
+// two directions of the unembedding alone (the whole unembedding is V of them: GPT-2's 154 MB read per
+// run for two numbers). In the graph through the stream; the directions are constants.
+Tensor stream_logit_diff(Transformer& model, const Tensor& last, const LogitDiff& metric) {
+    const int64_t C = last.size(2);
+    Tensor direction;
+    float bias = 0;
+    {
+        NoGradGuard constants;
+        direction = model.unembedding_direction(metric.answer).detach();
+        bias = model.unembedding_bias(metric.answer);
+        if (metric.wrong) {
+            direction = direction - model.unembedding_direction(*metric.wrong).detach();
+            bias -= model.unembedding_bias(*metric.wrong);
+        }
+    }
+    return sum(reshape(model.normalize_stream(last), {C}) * direction) + scalar(bias);
 }
 
-// One run of `ids` (B, T), and the stream before each block (a Transformer's; empty for another model).
-struct Run {
-    Tensor logits;
-    std::vector<Tensor> streams;  // L of (B, T, C)
-};
-Run run_keeping_streams(LanguageModel& model, Transformer* transformer, std::span<const int64_t> ids, int64_t B,
-                        int64_t T, bool last_only) {
-    Run run;
+// One run: `ids` (B, T) from the embeddings, or the stream (B, T, C) into block `from`; what it gives is
+// the metric (`metric`: the last position alone is read out) or the logits (B, T, V) of every position.
+// A model that is not a Transformer runs whole (its logits, then the metric of them). `streams`, when
+// given, keeps the stream into each block.
+Tensor run_from(LanguageModel& model, Transformer* transformer, std::span<const int64_t> ids, int64_t B, int64_t T,
+                int64_t from, Tensor x, const LogitDiff* metric, std::vector<Tensor>* streams = nullptr) {
     if (!transformer) {
-        run.logits = model(ids, B, T);
-        return run;
+        const Tensor logits = model(ids, B, T);
+        return metric ? logit_diff(logits, *metric) : logits;
     }
-    Tensor x = transformer->embed_stream(ids, B, T);
-    for (int64_t l = 0; l < transformer->n_blocks(); ++l) {
-        run.streams.push_back(x);
-        x = transformer->run_block(l, x);
+    if (!x.defined()) x = transformer->embed_stream(ids, B, T);
+    const int64_t L = transformer->n_blocks();
+    for (int64_t l = from; l < L; ++l) {
+        if (streams) streams->push_back(x);
+        x = transformer->run_block(l, x, metric && l == L - 1);  // the metric reads the last position alone
     }
-    if (last_only) x = slice(x, 1, T - 1, T);
-    run.logits = transformer->unembed_stream(transformer->normalize_stream(x));
-    return run;
+    if (!metric) return transformer->unembed_stream(transformer->normalize_stream(x));
+    return stream_logit_diff(*transformer, x, *metric);
 }
 
-// A copy of `value` with the part `unit` of it set from `source` (or to `fill` when source is undefined):
-// position `unit` of a (B, T, C) value, or head `unit` at every position of a (B, T, n_head, H) one.
-Tensor replaced(const Tensor& value, int64_t unit, bool head, const Tensor& source, std::span<const float> fill = {}) {
+// Where the part `unit` of a hook value lies: position `unit` of a (B, T', C) value (T' is T, or 1 for a
+// point after the last block's attention in a run that reads out the last position: it holds position
+// T - 1 alone, and the others are not there), or head `unit` at every position of a (B, T, n_head, H)
+// one. `rows` runs of `inner` floats, `stride` apart, from `offset`; none when absent.
+struct Part {
+    int64_t rows = 0, inner = 0, stride = 0, offset = 0;
+};
+Part part_of(const Shape& s, int64_t unit, bool head, int64_t T) {
+    if (head) return {.rows = s[0] * s[1], .inner = s[3], .stride = s[2] * s[3], .offset = unit * s[3]};
+    const int64_t row = unit - (T - s[1]);
+    if (row < 0) return {};
+    return {.rows = s[0], .inner = s[2], .stride = s[1] * s[2], .offset = row * s[2]};
+}
+
+// A copy of `value` with its part `unit` (of a prompt of T positions) set from `source` (or to `fill`
+// when source is undefined).
+Tensor replaced(const Tensor& value, int64_t unit, bool head, int64_t T, const Tensor& source,
+                std::span<const float> fill = {}) {
     Tensor out = value.clone();
-    const Shape& s = value.shape();
-    const int64_t rows = head ? s[0] * s[1] : s[0];  // outer repetitions
-    const int64_t inner = head ? s[3] : s[2];        // contiguous run replaced
-    const int64_t stride = head ? s[2] * s[3] : s[1] * s[2];
-    const int64_t offset = unit * inner;
+    const Part part = part_of(value.shape(), unit, head, T);
     const std::span<float> to = out.data();
     const std::span<const float> from = source.defined() ? source.data() : std::span<const float>();
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t i = 0; i < inner; ++i) {
-            const int64_t at = r * stride + offset + i;
-            to[static_cast<size_t>(at)] = from.empty() ? fill[static_cast<size_t>(i)] : from[static_cast<size_t>(at)];
+    for (int64_t r = 0; r < part.rows; ++r)
+        for (int64_t i = 0; i < part.inner; ++i) {
+            const auto at = static_cast<size_t>(r * part.stride + part.offset + i);
+            to[at] = from.empty() ? fill[static_cast<size_t>(i)] : from[at];
         }
     return out;
 }
 
 // The sum over the part `unit` (as `replaced`) of (a - b) * g
-double part_dot(const Tensor& a, const Tensor& b, const Tensor& g, int64_t unit, bool head) {
-    const Shape& s = a.shape();
-    const int64_t rows = head ? s[0] * s[1] : s[0];
-    const int64_t inner = head ? s[3] : s[2];
-    const int64_t stride = head ? s[2] * s[3] : s[1] * s[2];
+double part_dot(const Tensor& a, const Tensor& b, const Tensor& g, int64_t unit, bool head, int64_t T) {
+    const Part part = part_of(a.shape(), unit, head, T);
     const auto av = a.data(), bv = b.data(), gv = g.data();
     double sum = 0;
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t i = 0; i < inner; ++i) {
-            const auto at = static_cast<size_t>(r * stride + unit * inner + i);
+    for (int64_t r = 0; r < part.rows; ++r)
+        for (int64_t i = 0; i < part.inner; ++i) {
+            const auto at = static_cast<size_t>(r * part.stride + part.offset + i);
             sum += (double(av[at]) - double(bv[at])) * double(gv[at]);
         }
     return sum;
@@ -200,7 +217,7 @@ LogitLens logit_lens(LanguageModel& model, std::span<const int64_t> ids) {
     LogitLens lens;
     Tensor x = transformer.embed_stream(ids, 1, T);  // (1, T, C)
     for (int64_t l = 0; l <= transformer.n_blocks(); ++l) {
-        if (l > 0) x = transformer.run_block(l - 1, x);
+        if (l > 0) x = transformer.run_block(l - 1, x, false);
         const Tensor logp = log_softmax(transformer.unembed_stream(transformer.normalize_stream(x)), -1);  // (1, T, V)
         const int64_t V = logp.size(2);
         const std::span<const float> v = logp.data();
@@ -236,7 +253,7 @@ LogitAttribution direct_logit_attribution(LanguageModel& model, std::span<const 
             add_hooks(model, names, [&c](Tensor& v, const std::string& n) { c.set(n, v.clone()); })};
         Tensor x = transformer.embed_stream(ids, 1, T);
         c.set("embed", x);
-        for (int64_t l = 0; l < L; ++l) x = transformer.run_block(l, x);
+        for (int64_t l = 0; l < L; ++l) x = transformer.run_block(l, x, false);
         c.set("stream", x);
         c.set("logits", transformer.unembed_stream(transformer.normalize_stream(x)));
         return c;
@@ -340,23 +357,22 @@ Patching patch(LanguageModel& model, std::span<const int64_t> clean, std::span<c
         NoGradGuard no_grad;
         const ScopedHook hooked{
             add_hooks(model, glob, [&](Tensor& v, const std::string& n) { clean_values.set(n, v.clone()); })};
-        out.clean = logit_diff(run_keeping_streams(model, transformer, clean, 1, T, true).logits, metric).item();
+        out.clean = run_from(model, transformer, clean, 1, T, 0, {}, &metric).item();
     }
     const auto units = [&](int64_t l) {  // positions, or heads
         return head ? clean_values[site_point(site, l)].size(2) : T;
     };
 
     if (method == PatchMethod::attribution) {
-        const GradientCache corrupt_run = run_with_gradients(model, glob, [&] {
-            return logit_diff(run_keeping_streams(model, transformer, corrupt, 1, T, true).logits, metric);
-        });
+        const GradientCache corrupt_run = run_with_gradients(
+            model, glob, [&] { return run_from(model, transformer, corrupt, 1, T, 0, {}, &metric); });
         out.corrupt = corrupt_run.metric;
         for (int64_t l = 0; l < L; ++l) {
             const std::string point = site_point(site, l);
             std::vector<double> effects;
             for (int64_t u = 0; u < units(l); ++u)
                 effects.push_back(out.corrupt + part_dot(clean_values[point], corrupt_run.values[point],
-                                                         corrupt_run.gradients[point], u, head));
+                                                         corrupt_run.gradients[point], u, head, T));
             out.effects.push_back(std::move(effects));
         }
         return out;
@@ -365,18 +381,18 @@ Patching patch(LanguageModel& model, std::span<const int64_t> clean, std::span<c
     // Activation patching: the corrupt run, then one run per site with that part of it taken from the
     // clean run; on a Transformer each restarts at the patched block from the corrupt stream before it.
     NoGradGuard no_grad;
-    const Run corrupt_run = run_keeping_streams(model, transformer, corrupt, 1, T, true);
-    out.corrupt = logit_diff(corrupt_run.logits, metric).item();
+    std::vector<Tensor> streams;  // the corrupt stream into each block
+    out.corrupt = run_from(model, transformer, corrupt, 1, T, 0, {}, &metric, &streams).item();
     for (int64_t l = 0; l < L; ++l) {
         const std::string point = site_point(site, l);
         const Tensor& source = clean_values[point];
         std::vector<double> effects;
         for (int64_t u = 0; u < units(l); ++u) {
             const ScopedHook hooked{
-                model.add_hook(point, [&](Tensor& v, const std::string&) { v = replaced(v, u, head, source); })};
-            const Tensor logits =
-                transformer ? logits_from(*transformer, l, corrupt_run.streams[size_t(l)], true) : model(corrupt, 1, T);
-            effects.push_back(logit_diff(logits, metric).item());
+                model.add_hook(point, [&](Tensor& v, const std::string&) { v = replaced(v, u, head, T, source); })};
+            effects.push_back(
+                run_from(model, transformer, corrupt, 1, T, l, transformer ? streams[size_t(l)] : Tensor(), &metric)
+                    .item());
         }
         out.effects.push_back(std::move(effects));
     }
@@ -407,15 +423,16 @@ HeadAblation ablate_heads(LanguageModel& model, std::span<const int64_t> inputs,
     for (int64_t w = 0; w < windows; ++w) {
         const auto ids = inputs.subspan(static_cast<size_t>(w * B * T), static_cast<size_t>(B * T));
         const auto next = targets.subspan(static_cast<size_t>(w * B * T), static_cast<size_t>(B * T));
-        ActivationCache z;  // every block's hook_z of the window: each head's mean, and how many heads
-        Run run;
+        ActivationCache z;            // every block's hook_z of the window: each head's mean, and how many heads
+        std::vector<Tensor> streams;  // the stream into each block
+        Tensor logits;
         {
             const ScopedHook hooked{add_hooks(model, "blocks.*.attn.hook_z",
                                               [&z](Tensor& v, const std::string& n) { z.set(n, v.clone()); })};
-            run = run_keeping_streams(model, transformer, ids, B, T, false);
+            logits = run_from(model, transformer, ids, B, T, 0, {}, nullptr, &streams);
         }
         // each window weighs as many targets as it counts: the mean over every target counted
-        const auto [loss, n] = target_loss(run.logits, next);
+        const auto [loss, n] = target_loss(logits, next);
         const double weight = double(n) / double(counted);
         out.loss += loss * weight;
         if (out.heads.empty()) out.heads.assign(static_cast<size_t>(L), {});
@@ -435,11 +452,11 @@ HeadAblation ablate_heads(LanguageModel& model, std::span<const int64_t> inputs,
                     for (int64_t k = 0; k < H; ++k)
                         fill[size_t(k)] = static_cast<float>(sum[size_t(k)] / double(B * T));
                 }
-                const ScopedHook hooked{
-                    model.add_hook(point, [&](Tensor& v, const std::string&) { v = replaced(v, h, true, {}, fill); })};
-                const Tensor logits =
-                    transformer ? logits_from(*transformer, l, run.streams[size_t(l)], false) : model(ids, B, T);
-                out.heads[size_t(l)][size_t(h)] += target_loss(logits, next).first * weight;
+                const ScopedHook hooked{model.add_hook(
+                    point, [&](Tensor& v, const std::string&) { v = replaced(v, h, true, T, {}, fill); })};
+                const Tensor ablated =
+                    run_from(model, transformer, ids, B, T, l, transformer ? streams[size_t(l)] : Tensor(), nullptr);
+                out.heads[size_t(l)][size_t(h)] += target_loss(ablated, next).first * weight;
             }
         }
     }

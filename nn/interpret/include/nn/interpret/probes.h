@@ -7,7 +7,8 @@
 //   - patch and ablate_heads: the hook points of the site (blocks.L.hook_resid_pre, hook_attn_out,
 //     hook_mlp_out, blocks.L.attn.hook_z), any kind; on an nn::Transformer (nn/transformer.h) a patched
 //     run restarts at the patched block from the stream cached before it, and only the last position
-//     is read out;
+//     is read out (the last block's MLP runs on it alone, and the metric reads two directions of the
+//     unembedding);
 //   - logit_lens and direct_logit_attribution: an nn::Transformer (std::invalid_argument otherwise).
 //
 // ids are one sequence (1, T) in every call but ablate_heads. Shape legend: L blocks, T time, V vocab.
