@@ -31,9 +31,7 @@ namespace {
 
 struct Options {
     interpret_args::Common common;
-    std::optional<std::string> data;
-    std::optional<int64_t> block, batches;
-    int64_t batch = 4;
+    WindowFlags window;
     nn::AblationMode mode = nn::AblationMode::zero;
 };
 
@@ -41,14 +39,7 @@ cli::Parser make_parser(Options& o) {
     cli::Parser p("ablate", "CKPT --data FILE --batches N [options]",
                   "The model's loss on a data file with each head ablated in turn.");
     interpret_args::add_checkpoint(p, o.common);
-    p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
-             [&o](const cli::Value& v) { o.data = v.file(); });
-    p.option("--batch", "B", "rows of a window                                  (default 4)",
-             [&o](const cli::Value& v) { o.batch = v.integer(1, 1 << 16); });
-    p.option("--block", "T", "tokens of a row, at most the model's block        (default its block)",
-             [&o](const cli::Value& v) { o.block = v.integer(1, 1 << 20); });
-    p.option("--batches", "N", "windows measured, from the start of the file",
-             [&o](const cli::Value& v) { o.batches = v.integer(1, int64_t{1} << 40); });
+    add_window_flags(p, o.window, "(required)");
     p.option("--mode", "M", "zero (the head's output zeroed) or mean (its mean over the window) (default zero)",
              [&o](const cli::Value& v) {
                  o.mode = v.choice({"zero", "mean"}) == "zero" ? nn::AblationMode::zero : nn::AblationMode::mean;
@@ -58,12 +49,12 @@ cli::Parser make_parser(Options& o) {
 }
 
 int run(const Options& o) {
-    if (!o.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
-    if (!o.batches) throw cli::UsageError("--batches N is required: the windows measured, from the start of the file");
+    if (!o.window.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
+    if (!o.window.batches)
+        throw cli::UsageError("--batches N is required: the windows measured, from the start of the file");
     nn::TrainedModel trained = interpret_args::load_model(o.common);
     // the memory of a forward on one row is checked here; ablate_heads runs each window whole
-    const CheckpointData d =
-        checkpoint_data(trained, o.common.checkpoint->path, *o.data, o.batch, o.block, o.batches, nn::Pass::forward);
+    const CheckpointData d = checkpoint_data(trained, o.common.checkpoint->path, o.window, nn::Pass::forward);
     std::vector<int64_t> inputs, targets;  // (N, B, T) each
     for (int64_t i = 0; i < d.windows; ++i) {
         const nn::Batch w = nn::consecutive_window(d.ids, i, d.B, d.T);
@@ -81,7 +72,7 @@ int run(const Options& o) {
         return 0;
     }
     fmt::print("loss {:.4f} with every head, over {} tokens (the first {} window{} of {} x {} in {});\n", r.loss,
-               tokens, d.windows, d.windows == 1 ? "" : "s", d.B, d.T, *o.data);
+               tokens, d.windows, d.windows == 1 ? "" : "s", d.B, d.T, *o.window.data);
     fmt::print("the loss with one head's output {}:\n",
                o.mode == nn::AblationMode::zero ? "zeroed" : "replaced by its mean");
     interpret_args::print_grid("block", interpret_args::head_columns(r.heads.empty() ? 0 : r.heads[0].size()), r.heads,

@@ -68,9 +68,8 @@ int run(const Options& o) {
         return 0;
     }
     fmt::print("{} at the last position, written directly by each part of the stream:\n",
-               o.wrong ? fmt::format("logit({}) - logit({})", interpret_args::shown(*o.answer),
-                                     interpret_args::shown(*o.wrong))
-                       : fmt::format("logit({})", interpret_args::shown(*o.answer)));
+               o.wrong ? fmt::format("logit({}) - logit({})", visible_token(*o.answer), visible_token(*o.wrong))
+                       : fmt::format("logit({})", visible_token(*o.answer)));
     const size_t n_head = a.heads.empty() ? 0 : a.heads[0].size();
     std::vector<std::string> columns = interpret_args::head_columns(n_head);
     std::vector<std::vector<double>> grid = a.heads;  // (L, n_head), then the MLP's column

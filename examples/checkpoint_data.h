@@ -1,4 +1,4 @@
-// The data a checkpoint is measured on, for the programs that read one with --data (evaluate, gradflow):
+// The data a checkpoint is measured on, for the programs that read one with --data (evaluate, ablate, gradflow):
 // --data's ids for the checkpoint's tokenizer, cut into the first consecutive windows of B x T tokens
 // (nn::consecutive_window), checked against the model and the file with messages that name the flags;
 // and the memory a pass over them takes (nn::estimate_memory), checked against this machine's, and the
@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <cli.h>
 #include <fmt/format.h>
 #include <nn/train/text_data.h>
 #include <nn/train/data_file.h>
@@ -39,6 +40,24 @@ inline int64_t rows_at_once(const nn::ModelConfig& model, const std::string& che
                         checkpoint, row_is, double(bytes) / 1e9, need.fixed / 1e9,
                         pass == nn::Pass::gradient ? " and their gradients" : "", double(have) / 1e9, advice));
     return need.rows_within(kPartBytes, B);
+}
+
+// The flags of a program that measures a checkpoint on the first windows of a file (evaluate, ablate):
+// --data FILE, --batch B, --block T and --batches N (`batches_default` says what N is without it).
+struct WindowFlags {
+    std::optional<std::string> data;
+    int64_t batch = 4;
+    std::optional<int64_t> block, batches;
+};
+inline void add_window_flags(cli::Parser& p, WindowFlags& w, const std::string& batches_default) {
+    p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
+             [&w](const cli::Value& v) { w.data = v.file(); });
+    p.option("--batch", "B", "rows of a window                                  (default 4)",
+             [&w](const cli::Value& v) { w.batch = v.integer(1, 1 << 16); });
+    p.option("--block", "T", "tokens of a row, at most the model's block        (default its block)",
+             [&w](const cli::Value& v) { w.block = v.integer(1, 1 << 20); });
+    p.option("--batches", "N", "windows measured, from the start of the file      " + batches_default,
+             [&w](const cli::Value& v) { w.batches = v.integer(1, int64_t{1} << 40); });
 }
 
 struct CheckpointData {
@@ -70,4 +89,11 @@ inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std
             fmt::format("--data {} holds {} whole window{} of {} x {} tokens ({} tokens), fewer than --batches {}",
                         data, whole, whole == 1 ? "" : "s", B, T, ids.size(), *windows));
     return {std::move(ids), B, T, windows.value_or(whole), rows};
+}
+
+// The same from the flags: --data is required.
+inline CheckpointData checkpoint_data(const nn::TrainedModel& trained, const std::string& checkpoint,
+                                      const WindowFlags& w, nn::Pass pass) {
+    if (!w.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
+    return checkpoint_data(trained, checkpoint, *w.data, w.batch, w.block, w.batches, pass);
 }

@@ -47,11 +47,10 @@ namespace {
 
 struct Options {
     std::optional<cli::Input> checkpoint;  // given: the parser requires it
-    std::optional<std::string> data;
+    WindowFlags window;
     std::optional<std::string> tokenizer;
     std::optional<int64_t> n_head;
-    std::optional<int64_t> block, batches;
-    int64_t batch = 4, threads = 1;
+    int64_t threads = 1;
     bool json = false;
 };
 
@@ -60,14 +59,7 @@ cli::Parser make_parser(Options& o) {
                   "A checkpoint's mean loss and perplexity over the first consecutive windows of a data file.");
     cli::checkpoint_argument(p, o.checkpoint, o.tokenizer, o.n_head,
                              "a checkpoint saved by train --out, or GPT-2 weights", true);
-    p.option("--data", "FILE", "text (encoded with the checkpoint's tokenizer) or a token file (.bin)",
-             [&o](const cli::Value& v) { o.data = v.file(); });
-    p.option("--batch", "B", "rows of a window                                  (default 4)",
-             [&o](const cli::Value& v) { o.batch = v.integer(1, 1 << 16); });
-    p.option("--block", "T", "tokens of a row, at most the model's block        (default its block)",
-             [&o](const cli::Value& v) { o.block = v.integer(1, 1 << 20); });
-    p.option("--batches", "N", "windows measured, from the start of the file      (default every whole one)",
-             [&o](const cli::Value& v) { o.batches = v.integer(1, int64_t{1} << 40); });
+    add_window_flags(p, o.window, "(default every whole one)");
     p.option("--threads", "N", "threads for the kernels                           (default 1)",
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
     p.flag("--json", "print one JSON line instead: {\"loss\",\"perplexity\",\"tokens\",\"batches\"}",
@@ -114,11 +106,9 @@ Result evaluate(nn::LanguageModel& model, const nn::TokenIds& ids, int64_t B, in
 }
 
 int run(const Options& o) {
-    if (!o.data) throw cli::UsageError("--data FILE is required: the text or token file to measure");
     autograd::set_num_threads(static_cast<int>(o.threads));
     nn::TrainedModel trained = load_checkpoint(o.checkpoint->path, {o.tokenizer, o.n_head});
-    const CheckpointData d =
-        checkpoint_data(trained, o.checkpoint->path, *o.data, o.batch, o.block, o.batches, nn::Pass::forward);
+    const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, o.window, nn::Pass::forward);
     const int64_t B = d.B, T = d.T;
     const cli::StopSignals stop;
     const Result r = evaluate(*trained.model, d.ids, B, T, d.rows, d.windows, o.checkpoint->path);
@@ -137,7 +127,8 @@ int run(const Options& o) {
                        .dump());
     else
         fmt::print("loss {:.4f}, perplexity {:.2f}: {} tokens, the first {} window{} of {} x {} in {} ({} tokens)\n",
-                   r.loss, perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, *o.data, d.ids.size());
+                   r.loss, perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, *o.window.data,
+                   d.ids.size());
     return cli::stop_signal() != 0 ? 128 + cli::stop_signal() : 0;
 }
 

@@ -30,6 +30,7 @@
 
 #include "chosen_head.h"
 #include "load_checkpoint.h"
+#include "token_text.h"
 #include "tools.h"
 
 using namespace autograd;
@@ -79,20 +80,6 @@ struct Map {
     std::string title;
 };
 
-// A token's text made visible: a character as one terminal column, GPT-2's pieces of words (" the") as
-// several, their spaces and line breaks shown.
-std::string visible(const std::string& token) {
-    std::string out;
-    for (const char c : token) {
-        if (c == ' ') out += "␣";
-        else if (c == '\n') out += "↵";
-        else if (c == '\t') out += "⇥";
-        else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += '?';
-        else out += c;
-    }
-    return out;
-}
-
 // Terminal columns of a label: one a code point.
 size_t columns(const std::string& label) {
     return static_cast<size_t>(std::count_if(label.begin(), label.end(),
@@ -101,7 +88,7 @@ size_t columns(const std::string& label) {
 
 std::vector<std::string> labels_of(const nn::Tokenizer& tokenizer, const std::vector<int64_t>& ids) {
     std::vector<std::string> out;
-    for (int64_t id : ids) out.push_back(visible(tokenizer.decode(std::vector<int64_t>{id})));
+    for (int64_t id : ids) out.push_back(visible_token(tokenizer.decode(std::vector<int64_t>{id})));
     return out;
 }
 

@@ -26,6 +26,7 @@
 #include <nn/train/trainer.h>
 
 #include "load_checkpoint.h"
+#include "token_text.h"
 
 namespace interpret_args {
 
@@ -109,19 +110,6 @@ inline std::vector<std::string> token_texts(const nn::Tokenizer& tokenizer, std:
     for (const int64_t id : ids) {
         out.push_back(hf ? hf->piece(previous, id) : tokenizer.decode(std::span(&id, 1)));
         previous = id;
-    }
-    return out;
-}
-
-// A token's text made printable on one line of a table: its spaces and line breaks shown.
-inline std::string shown(const std::string& token) {
-    std::string out;
-    for (const char c : token) {
-        if (c == ' ') out += "␣";
-        else if (c == '\n') out += "↵";
-        else if (c == '\t') out += "⇥";
-        else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += '?';
-        else out += c;
     }
     return out;
 }

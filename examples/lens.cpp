@@ -65,12 +65,12 @@ int run(const Options& o) {
     }
     const size_t L = lens.top.size() - 1;
     std::vector<std::string> columns;  // "p:token"
-    for (size_t p = 0; p < tokens.size(); ++p) columns.push_back(interpret_args::shown(tokens[p]));
+    for (size_t p = 0; p < tokens.size(); ++p) columns.push_back(visible_token(tokens[p]));
     fmt::print("the most likely next token after each block (the stream into block l; final: the model's)\n");
     std::vector<std::vector<std::string>> rows;
     for (size_t l = 0; l <= L; ++l) {
         std::vector<std::string> row{layer_name(l, L)};
-        for (const std::string& t : texts(lens.top[l])) row.push_back(interpret_args::shown(t));
+        for (const std::string& t : texts(lens.top[l])) row.push_back(visible_token(t));
         rows.push_back(std::move(row));
     }
     std::vector<std::string> header{"read after"};

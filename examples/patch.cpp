@@ -106,8 +106,8 @@ int run(const Options& o) {
                                .dump());
         return 0;
     }
-    fmt::print("logit({}) - logit({}) at the last position: clean {:.4f}, corrupt {:.4f}\n",
-               interpret_args::shown(*o.answer), interpret_args::shown(*o.wrong), r.clean, r.corrupt);
+    fmt::print("logit({}) - logit({}) at the last position: clean {:.4f}, corrupt {:.4f}\n", visible_token(*o.answer),
+               visible_token(*o.wrong), r.clean, r.corrupt);
     fmt::print("the corrupt run's, with {} taken from the clean run ({} patching):\n", nn::patch_site_name(*o.site),
                method);
     std::vector<std::string> columns;
@@ -117,9 +117,8 @@ int run(const Options& o) {
         const auto a = interpret_args::token_texts(*trained.tokenizer, clean),
                    b = interpret_args::token_texts(*trained.tokenizer, corrupt);
         for (size_t p = 0; p < a.size(); ++p)  // where the prompts differ: clean/corrupt
-            columns.push_back(a[p] == b[p]
-                                  ? interpret_args::shown(a[p])
-                                  : fmt::format("{}/{}", interpret_args::shown(a[p]), interpret_args::shown(b[p])));
+            columns.push_back(a[p] == b[p] ? visible_token(a[p])
+                                           : fmt::format("{}/{}", visible_token(a[p]), visible_token(b[p])));
     }
     interpret_args::print_grid("block", columns, r.effects, [](size_t l) { return fmt::format("{}", l); });
     return 0;

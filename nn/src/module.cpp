@@ -150,21 +150,12 @@ bool glob_match(std::string_view pattern, std::string_view name) {
     return !name.empty() && pattern[0] == name[0] && glob_match(pattern.substr(1), name.substr(1));
 }
 
-// The handle of a hook added to several points: removing it removes each one.
-struct HookGroup : autograd::detail::HookState {
-    std::vector<HookHandle> members;
-    void remove() override {
-        active = false;
-        for (HookHandle& member : members) member.remove();
-    }
-};
-
 }  // namespace
 
 HookHandle Module::add_hook(std::string_view pattern,
                             std::function<void(Tensor& value, const std::string& name)> hook) {
     autograd::check(static_cast<bool>(hook), "add_hook: empty hook");
-    auto group = std::make_shared<HookGroup>();
+    auto group = std::make_shared<autograd::detail::HookGroup>();
     auto shared_hook = std::make_shared<std::function<void(Tensor&, const std::string&)>>(std::move(hook));
     std::vector<std::string> names;
     for (auto& [name, point] : named_hook_points()) {

@@ -46,6 +46,19 @@ private:
     std::weak_ptr<detail::HookState> state_;
 };
 
+namespace detail {
+// One handle on several hooks (nn::Module::add_hook's points, nn::add_hooks' globs): removing it removes
+// each. Whoever registers the members keeps the group alive (each member's hook holds it), so the handle
+// stays active while any of them is registered.
+struct HookGroup : HookState {
+    std::vector<HookHandle> members;
+    void remove() override {
+        active = false;
+        for (HookHandle& member : members) member.remove();
+    }
+};
+}  // namespace detail
+
 // The hooks of one kind, run in registration order. A hook may remove itself or any other hook, or
 // register new ones, while it runs: run() works on a snapshot, and a hook removed during a run that
 // has not fired yet is skipped. Removed hooks are dropped (their closures freed) at the end of a run.

@@ -39,22 +39,9 @@ void ActivationCache::set(std::string name, Tensor value) {
     entries_.emplace_back(std::move(name), std::move(value));
 }
 
-namespace {
-
-// The hook handles of several add_hook calls as one.
-struct HandleGroup : autograd::detail::HookState {
-    std::vector<HookHandle> members;
-    void remove() override {
-        active = false;
-        for (HookHandle& member : members) member.remove();
-    }
-};
-
-}  // namespace
-
 HookHandle add_hooks(Module& model, std::string_view names,
                      const std::function<void(Tensor& value, const std::string& name)>& hook) {
-    auto group = std::make_shared<HandleGroup>();
+    auto group = std::make_shared<autograd::detail::HookGroup>();
     size_t start = 0;
     while (start <= names.size()) {
         const size_t comma = std::min(names.find(',', start), names.size());

@@ -48,20 +48,12 @@ bool has_hook_point(const Module& model, const std::string& name) {
     return false;
 }
 
-// The hook point of `site` in block `layer`, TransformerLens's names.
-std::string site_point(PatchSite site, int64_t layer) {
-    switch (site) {
-        case PatchSite::resid_pre:
-            return fmt::format("blocks.{}.hook_resid_pre", layer);
-        case PatchSite::attn_out:
-            return fmt::format("blocks.{}.hook_attn_out", layer);
-        case PatchSite::mlp_out:
-            return fmt::format("blocks.{}.hook_mlp_out", layer);
-        case PatchSite::head:
-            return fmt::format("blocks.{}.attn.hook_z", layer);
-    }
-    return {};
+// The hook point of `site` in block `block` ("3", or "*": every block's), TransformerLens's names.
+std::string site_point(PatchSite site, const std::string& block) {
+    if (site == PatchSite::head) return fmt::format("blocks.{}.attn.hook_z", block);
+    return fmt::format("blocks.{}.hook_{}", block, patch_site_name(site));
 }
+std::string site_point(PatchSite site, int64_t block) { return site_point(site, std::to_string(block)); }
 
 // Blocks of a model: a Transformer says; any other model, by its hook points blocks.0 .. blocks.L-1.
 int64_t block_count(LanguageModel& model, Transformer* transformer, PatchSite site, const char* what) {
@@ -162,21 +154,6 @@ double part_dot(const Tensor& a, const Tensor& b, const Tensor& g, int64_t unit,
             sum += (double(av[at]) - double(bv[at])) * double(gv[at]);
         }
     return sum;
-}
-
-// Every block's value at the site's point, over one run: the hook names of the blocks, in order.
-std::string site_glob(PatchSite site) {
-    switch (site) {
-        case PatchSite::resid_pre:
-            return "blocks.*.hook_resid_pre";
-        case PatchSite::attn_out:
-            return "blocks.*.hook_attn_out";
-        case PatchSite::mlp_out:
-            return "blocks.*.hook_mlp_out";
-        case PatchSite::head:
-            return "blocks.*.attn.hook_z";
-    }
-    return {};
 }
 
 // The mean of -log p(target) over the rows of logits (R, V) whose target is not -1 (ignored), and how many.
@@ -348,7 +325,7 @@ Patching patch(LanguageModel& model, std::span<const int64_t> clean, std::span<c
     auto* transformer = dynamic_cast<Transformer*>(&model);
     const int64_t L = block_count(model, transformer, site, "patch"), T = static_cast<int64_t>(clean.size());
     const bool head = site == PatchSite::head;
-    const std::string glob = site_glob(site);
+    const std::string glob = site_point(site, "*");
 
     // The clean run's values at the site (no graph), and its metric.
     Patching out;
