@@ -12,9 +12,12 @@
 #include <cstdint>
 #include <span>
 
-#include "nn/layers.h"
+#include <autograd/tensor.h>
 
 namespace nn {
+
+using autograd::Tensor;
+class Linear;  // nn/layers.h
 
 // The final norm as direct logit attribution freezes it (TransformerLens's apply_ln_to_stack): a part c
 // of the stream x maps to (c - mean(c)) / scale(x) * gain for a LayerNorm, c / scale(x) * gain for an
