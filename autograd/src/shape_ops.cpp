@@ -134,8 +134,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
     return make_result(
         "concat", std::move(out_shape), std::move(out), records ? NodeInputs(xs) : NodeInputs(),
         [out_ax, dim](const GradContext& g) {
-            int64_t offset = 0;  // where input k starts along dim
-            for (size_t k = 0; k < g.inputs.size(); offset += g.inputs[k].shape()[dim], ++k) {
+            int64_t start = 0;  // where input k starts along dim
+            for (size_t k = 0; k < g.inputs.size(); start += g.inputs[k].shape()[dim], ++k) {
                 if (!g.needs(k)) continue;
                 const Axis ax = axis_of(g.inputs[k].shape(), dim);
                 const int64_t run = ax.n * ax.inner;
@@ -143,7 +143,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim, SourceLocation where) 
                 parallel_for(ax.outer, rows_per_thread(run), [&](int64_t begin, int64_t end) {
                     for (int64_t o = begin; o < end; ++o)
                         detail::write_or_add(gx.fresh, 0, run, gx.values.data() + ax.at(o, 0, 0),
-                                             [&](int64_t j) { return g.dout[out_ax.at(o, offset, 0) + j]; });
+                                             [&](int64_t j) { return g.dout[out_ax.at(o, start, 0) + j]; });
                 });
             }
         },
