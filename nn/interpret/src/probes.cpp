@@ -37,9 +37,11 @@ void check_sequence(const LanguageModel& model, std::span<const int64_t> ids, co
 }
 
 void check_metric(const LanguageModel& model, const LogitDiff& metric, const char* what) {
-    for (const std::optional<int64_t> token : {std::optional<int64_t>(metric.answer), metric.wrong})
-        check(!token || (*token >= 0 && *token < model.vocab_size()),
-              "{}: the answer or wrong token {} is outside the vocabulary of {}", what, *token, model.vocab_size());
+    check(metric.answer >= 0 && metric.answer < model.vocab_size(),
+          "{}: the answer token {} is outside the vocabulary of {}", what, metric.answer, model.vocab_size());
+    check(!metric.wrong || (*metric.wrong >= 0 && *metric.wrong < model.vocab_size()),
+          "{}: the wrong token {} is outside the vocabulary of {}", what, metric.wrong.value_or(-1),
+          model.vocab_size());
 }
 
 bool has_hook_point(const Module& model, const std::string& name) {
@@ -252,17 +254,18 @@ LogitAttribution direct_logit_attribution(LanguageModel& model, std::span<const 
         for (const double v : total) square += (norm.kind == StreamNorm::Kind::layer ? (v - mean) * (v - mean) : v * v);
         scale = std::sqrt(square / double(C) + double(norm.eps));
     }
-    std::vector<double> direction(static_cast<size_t>(C));
+    std::vector<double> unembedding(static_cast<size_t>(C));  // the answer's direction minus the wrong one's
     {
         const Tensor a = transformer.unembedding_direction(metric.answer);
-        for (int64_t i = 0; i < C; ++i) direction[size_t(i)] = a.data()[size_t(i)];
+        for (int64_t i = 0; i < C; ++i) unembedding[size_t(i)] = a.data()[size_t(i)];
         if (metric.wrong) {
             const Tensor w = transformer.unembedding_direction(*metric.wrong);
-            for (int64_t i = 0; i < C; ++i) direction[size_t(i)] -= w.data()[size_t(i)];
+            for (int64_t i = 0; i < C; ++i) unembedding[size_t(i)] -= w.data()[size_t(i)];
         }
-        if (norm.kind != StreamNorm::Kind::none)
-            for (int64_t i = 0; i < C; ++i) direction[size_t(i)] *= norm.gain.data()[size_t(i)];
     }
+    std::vector<double> direction = unembedding;  // through the norm's gain
+    if (norm.kind != StreamNorm::Kind::none)
+        for (int64_t i = 0; i < C; ++i) direction[size_t(i)] *= norm.gain.data()[size_t(i)];
     const auto attribute = [&](const std::vector<double>& part) {  // (C) -> its share of the logit difference
         double mean = 0, dot = 0;
         if (norm.kind == StreamNorm::Kind::layer)
@@ -298,13 +301,8 @@ LogitAttribution direct_logit_attribution(LanguageModel& model, std::span<const 
         if (transformer.has_mlp()) out.mlps.push_back(attribute(row(cache[fmt::format("blocks.{}.hook_mlp_out", l)])));
     }
     // what is not a part of the stream: the norm's bias and the unembedding's
-    if (norm.kind == StreamNorm::Kind::layer && norm.bias.defined()) {
-        const Tensor a = transformer.unembedding_direction(metric.answer);
-        const Tensor w = metric.wrong ? transformer.unembedding_direction(*metric.wrong) : zeros({C});
-        for (int64_t i = 0; i < C; ++i)
-            out.bias +=
-                double(norm.bias.data()[size_t(i)]) * (double(a.data()[size_t(i)]) - double(w.data()[size_t(i)]));
-    }
+    if (norm.kind == StreamNorm::Kind::layer && norm.bias.defined())
+        for (int64_t i = 0; i < C; ++i) out.bias += double(norm.bias.data()[size_t(i)]) * unembedding[size_t(i)];
     out.bias += transformer.unembedding_bias(metric.answer) -
                 (metric.wrong ? transformer.unembedding_bias(*metric.wrong) : 0.0f);
     out.logit_diff = logit_diff(cache["logits"], metric).item();
@@ -393,6 +391,9 @@ HeadAblation ablate_heads(LanguageModel& model, std::span<const int64_t> inputs,
         counted += t >= 0;
     }
     check(counted > 0, "ablate_heads: every target is ignored (-1)");
+    for (size_t i = 0; i < inputs.size(); ++i)
+        check(inputs[i] >= 0 && inputs[i] < model.vocab_size(),
+              "ablate_heads: id {} at position {} is outside the vocabulary of {}", inputs[i], i, model.vocab_size());
     auto* transformer = dynamic_cast<Transformer*>(&model);
     const int64_t L = block_count(model, transformer, PatchSite::head, "ablate_heads");
     NoGradGuard no_grad;
