@@ -162,10 +162,7 @@ Llama::Llama(LlamaOptions opts, Generator& gen)
 
 Tensor Llama::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "Llama");
-    Tensor x = embed_stream(ids, B, T);  // (B, T, C)
-    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x, false);
-    advance_cache(T);
-    return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
+    return transformer_forward(*this, ids, B, T);
 }
 
 Tensor Llama::embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) {

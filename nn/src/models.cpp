@@ -45,6 +45,13 @@ std::span<const int64_t> LanguageModel::positions(int64_t first, int64_t T) cons
     return std::span<const int64_t>(positions_).subspan(static_cast<size_t>(first), static_cast<size_t>(T));
 }
 
+Tensor LanguageModel::transformer_forward(Transformer& self, std::span<const int64_t> ids, int64_t B, int64_t T) {
+    Tensor x = self.embed_stream(ids, B, T);  // (B, T, C)
+    for (int64_t l = 0; l < self.n_blocks(); ++l) x = self.run_block(l, x, false);
+    advance_cache(T);
+    return self.unembed_stream(self.normalize_stream(last_rows(x)));  // (B, T, V)
+}
+
 Tensor LanguageModel::last_rows(const Tensor& x) const {
     return caching() && x.size(1) > 1 ? x.slice(1, x.size(1) - 1, x.size(1)) : x;
 }
@@ -270,10 +277,7 @@ GPT::GPT(GPTOptions opts, Generator& gen)
 
 Tensor GPT::forward(std::span<const int64_t> ids, int64_t B, int64_t T) {
     check_ids(ids, B, T, "GPT");
-    Tensor x = embed_stream(ids, B, T);  // (B, T, C)
-    for (int64_t l = 0; l < options.n_layer; ++l) x = run_block(l, x, false);
-    advance_cache(T);
-    return unembed_stream(normalize_stream(last_rows(x)));  // (B, T, V)
+    return transformer_forward(*this, ids, B, T);
 }
 
 Tensor GPT::embed_stream(std::span<const int64_t> ids, int64_t B, int64_t T) {

@@ -68,6 +68,9 @@ protected:
     int64_t first_position() const { return cache_length(); }
     void advance_cache(int64_t T);
     Tensor last_rows(const Tensor& x) const;  // x: (B, T, C) -> (B, 1, C) while caching, else x
+    // The forward of a model that is an nn::Transformer (`self`, this model): embed_stream, every block,
+    // advance_cache, then the final norm and the unembedding of last_rows. ids: (B, T) -> logits (B, T, V).
+    Tensor transformer_forward(Transformer& self, std::span<const int64_t> ids, int64_t B, int64_t T);
 
 private:
     ModelCache* cache_ = nullptr;

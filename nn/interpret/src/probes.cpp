@@ -26,14 +26,18 @@ Transformer& transformer_of(LanguageModel& model, const char* what) {
     return *t;
 }
 
+void check_vocabulary(const LanguageModel& model, std::span<const int64_t> ids, const char* what) {
+    for (size_t i = 0; i < ids.size(); ++i)
+        check(ids[i] >= 0 && ids[i] < model.vocab_size(), "{}: id {} at position {} is outside the vocabulary of {}",
+              what, ids[i], i, model.vocab_size());
+}
+
 void check_sequence(const LanguageModel& model, std::span<const int64_t> ids, const char* what) {
     check(!ids.empty(), "{}: no ids", what);
     check(!model.caching(), "{}: the model is decoding with a cache (use_cache(nullptr) first)", what);
     check(static_cast<int64_t>(ids.size()) <= model.block_size(), "{}: {} ids are more than the model's block of {}",
           what, ids.size(), model.block_size());
-    for (size_t i = 0; i < ids.size(); ++i)
-        check(ids[i] >= 0 && ids[i] < model.vocab_size(), "{}: id {} at position {} is outside the vocabulary of {}",
-              what, ids[i], i, model.vocab_size());
+    check_vocabulary(model, ids, what);
 }
 
 void check_metric(const LanguageModel& model, const LogitDiff& metric, const char* what) {
@@ -391,9 +395,7 @@ HeadAblation ablate_heads(LanguageModel& model, std::span<const int64_t> inputs,
         counted += t >= 0;
     }
     check(counted > 0, "ablate_heads: every target is ignored (-1)");
-    for (size_t i = 0; i < inputs.size(); ++i)
-        check(inputs[i] >= 0 && inputs[i] < model.vocab_size(),
-              "ablate_heads: id {} at position {} is outside the vocabulary of {}", inputs[i], i, model.vocab_size());
+    check_vocabulary(model, inputs, "ablate_heads");
     auto* transformer = dynamic_cast<Transformer*>(&model);
     const int64_t L = block_count(model, transformer, PatchSite::head, "ablate_heads");
     NoGradGuard no_grad;
