@@ -89,6 +89,17 @@ struct PortableVec {
     static reg add(reg a, reg b) { return a + b; }
 };
 
+// Packing buffers, reused across calls on the calling thread, 64-byte aligned.
+float* workspace(int64_t floats) {
+    thread_local std::vector<float> buffer;
+    const size_t need = static_cast<size_t>(floats) + 16;
+    if (buffer.size() < need) buffer.assign(need, 0.0f);
+    const auto address = reinterpret_cast<uintptr_t>(buffer.data());
+    return buffer.data() + ((64 - address % 64) % 64) / sizeof(float);
+}
+
+}  // namespace
+
 bool cpu_has(Isa isa) {
 #if defined(TINYGPT_X86_KERNELS)
     switch (isa) {
@@ -105,16 +116,6 @@ bool cpu_has(Isa isa) {
 #endif
 }
 
-// Packing buffers, reused across calls on the calling thread, 64-byte aligned.
-float* workspace(int64_t floats) {
-    thread_local std::vector<float> buffer;
-    const size_t need = static_cast<size_t>(floats) + 16;
-    if (buffer.size() < need) buffer.assign(need, 0.0f);
-    const auto address = reinterpret_cast<uintptr_t>(buffer.data());
-    return buffer.data() + ((64 - address % 64) % 64) / sizeof(float);
-}
-
-}  // namespace
 }  // namespace detail
 
 std::string_view isa_name(Isa isa) {

@@ -3,6 +3,7 @@
 // path (gemm_small.h) uses vmaskmovps for the last, partial vector of a row.
 #include <immintrin.h>
 
+#include "gemm_bf16.h"
 #include "gemm_blocked.h"
 #include "gemm_small.h"
 #include "kernels_isa.h"
@@ -70,11 +71,32 @@ struct Vec256 {
     static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
 };
 
+// The bf16 gemm's arithmetic for AVX2: its pairs widened to floats (gemm_bf16.h WidenedPairs).
+struct Widen256 {
+    using reg = __m256;
+    using words = __m256i;
+    static constexpr int64_t W = 8;
+    static reg zero() { return _mm256_setzero_ps(); }
+    static reg load(const float* p) { return _mm256_loadu_ps(p); }
+    static void store(float* p, reg v) { _mm256_storeu_ps(p, v); }
+    static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+    static reg fma(reg a, reg b, reg acc) { return _mm256_fmadd_ps(a, b, acc); }
+    static words load_words(const uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    static words broadcast_word(uint32_t w) { return _mm256_set1_epi32(static_cast<int>(w)); }
+    static reg even(words w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
+    static reg odd(words w) {
+        return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+    }
+};
+using Avx2Bf16Widened = Bf16Tiles<WidenedPairs<Widen256>, 4, 2>;
+
 }  // namespace
 
 int64_t gemm_workspace_avx2(int threads) { return workspace_floats<Avx2>(threads); }
 void gemm_avx2(const GemmArgs& g) { gemm_blocked<Avx2, Vec256>(g); }
 void gemm_small_avx2(const GemmArgs& g) { gemm_small<Vec256>(g, Avx2::KC); }
 void dot_rows_avx2(const GemmArgs& g, int64_t begin, int64_t end) { dot_rows_range<Vec256>(g, begin, end); }
+int64_t gemm_bf16_workspace_avx2(int threads) { return bf16_workspace_words<Avx2Bf16Widened>(threads); }
+void gemm_bf16_avx2(const Bf16Args& g) { gemm_bf16_product<Avx2Bf16Widened>(g); }
 
 }  // namespace autograd::kernels::detail

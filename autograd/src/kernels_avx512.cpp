@@ -3,6 +3,14 @@
 // zmm, for narrow edge tiles). The small-product path (gemm_small.h) uses masked zmm loads and stores.
 #include <immintrin.h>
 
+// gcc 12's avx512fintrin.h starts shifts from a self-initialized "undefined" vector, which
+// -Wmaybe-uninitialized reports at each use (as in softmax_avx512.cpp); the vectors are fully written.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "gemm_bf16.h"
 #include "gemm_blocked.h"
 #include "gemm_small.h"
 #include "kernels_isa.h"
@@ -155,11 +163,32 @@ private:
     }
 };
 
+// The bf16 gemm's arithmetic without AVX512_BF16: its pairs widened to floats (gemm_bf16.h WidenedPairs).
+struct Widen512 {
+    using reg = __m512;
+    using words = __m512i;
+    static constexpr int64_t W = 16;
+    static reg zero() { return _mm512_setzero_ps(); }
+    static reg load(const float* p) { return _mm512_loadu_ps(p); }
+    static void store(float* p, reg v) { _mm512_storeu_ps(p, v); }
+    static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+    static reg fma(reg a, reg b, reg acc) { return _mm512_fmadd_ps(a, b, acc); }
+    static words load_words(const uint32_t* p) { return _mm512_loadu_si512(p); }
+    static words broadcast_word(uint32_t w) { return _mm512_set1_epi32(static_cast<int>(w)); }
+    static reg even(words w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
+    static reg odd(words w) {
+        return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+    }
+};
+using Avx512Bf16Widened = Bf16Tiles<WidenedPairs<Widen512>, 8, 2>;
+
 }  // namespace
 
 int64_t gemm_workspace_avx512(int threads) { return workspace_floats<Avx512>(threads); }
 void gemm_avx512(const GemmArgs& g) { gemm_blocked<Avx512, Vec512>(g); }
 void gemm_small_avx512(const GemmArgs& g) { gemm_small<Vec512>(g, Avx512::KC); }
 void dot_rows_avx512(const GemmArgs& g, int64_t begin, int64_t end) { dot_rows_range<Vec512>(g, begin, end); }
+int64_t gemm_bf16_workspace_avx512(int threads) { return bf16_workspace_words<Avx512Bf16Widened>(threads); }
+void gemm_bf16_avx512(const Bf16Args& g) { gemm_bf16_product<Avx512Bf16Widened>(g); }
 
 }  // namespace autograd::kernels::detail

@@ -4,9 +4,16 @@
 
 #include <cstdint>
 
+namespace autograd::kernels {
+enum class Isa;
+}
+
 namespace autograd::kernels::detail {
 
 struct GemmArgs;
+struct Bf16Args;
+
+bool cpu_has(Isa isa);  // whether this CPU runs the instruction set (kernels.cpp)
 
 int64_t gemm_workspace_avx2(int threads);  // floats of workspace gemm_avx2 needs
 void gemm_avx2(const GemmArgs& g);
@@ -18,5 +25,14 @@ void gemm_small_avx512(const GemmArgs& g);
 // A few rows against B transposed, as dot products of rows (gemm_small.h dot_rows_range), columns [begin, end).
 void dot_rows_avx2(const GemmArgs& g, int64_t begin, int64_t end);
 void dot_rows_avx512(const GemmArgs& g, int64_t begin, int64_t end);
+
+// The bf16 gemm (gemm_bf16.h) per instruction set: float32 tiles that round as vdpbf16ps (avx2,
+// avx512), and vdpbf16ps itself (avx512bf16: AVX-512F + AVX512_BF16); workspace in 32-bit words.
+int64_t gemm_bf16_workspace_avx2(int threads);
+void gemm_bf16_avx2(const Bf16Args& g);
+int64_t gemm_bf16_workspace_avx512(int threads);
+void gemm_bf16_avx512(const Bf16Args& g);
+int64_t gemm_bf16_workspace_avx512bf16(int threads);
+void gemm_bf16_avx512bf16(const Bf16Args& g);
 
 }  // namespace autograd::kernels::detail

@@ -8,6 +8,7 @@
 #include "autograd/op.h"
 #include "autograd/ops.h"
 #include "autograd/threads.h"
+#include "bf16_weights.h"
 #include "vector_loops.h"
 
 namespace autograd {
@@ -30,7 +31,8 @@ Shape linear_shape(const char* op, const Tensor& x, const Tensor& weight, const 
 Buffer linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t R) {
     const int64_t K = weight.size(0), N = weight.size(1);
     Buffer out(static_cast<size_t>(R * N));
-    kernels::gemm(false, false, R, N, K, x.data().data(), weight.data().data(), out.data(), false);
+    kernels::gemm_in_precision(false, false, R, N, K, {x.data().data()}, detail::weight_operand(weight), out.data(),
+                               false);
     const float* b = bias.data().data();
     parallel_for(R, rows_per_thread(N), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
@@ -42,12 +44,13 @@ Buffer linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
 // Given dy (R, N), the gradient of x @ weight + bias: dx (R, K) += dy @ W^T;  dW (K, N) += x^T @ dy;
 // dbias (N) += dy summed over rows, in row order.
 void linear_backward(const GradContext& g, const float* dy, int64_t R, int64_t N, int64_t K) {
-    const float *xv = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
     if (g.needs(0)) {
         const auto dx = g.grad_target(0);
-        kernels::gemm(false, true, R, K, N, dy, w, dx.values.data(), !dx.fresh);
+        kernels::gemm_in_precision(false, true, R, K, N, {dy}, detail::weight_operand(g.inputs[1]), dx.values.data(),
+                                   !dx.fresh);
     }
-    if (g.needs(1)) kernels::gemm(true, false, K, N, R, xv, dy, g.grad(1).data(), true);
+    if (g.needs(1))
+        kernels::gemm_in_precision(true, false, K, N, R, {g.inputs[0].data().data()}, {dy}, g.grad(1).data(), true);
     if (g.needs(2)) {
         float* db = g.grad(2).data();
         for (int64_t r = 0; r < R; ++r)
@@ -113,18 +116,20 @@ Tensor matmul_transposed(const Tensor& x, const Tensor& weight, SourceLocation w
     out_shape.back() = N;
     const int64_t R = numel_of(out_shape) / std::max<int64_t>(N, 1);  // rows: all leading dims
     Buffer out(static_cast<size_t>(R * N));
-    kernels::gemm(false, true, R, N, K, x.data().data(), weight.data().data(), out.data(), false);  // (R, K) @ (N, K)^T
+    kernels::gemm_in_precision(false, true, R, N, K, {x.data().data()}, detail::weight_operand(weight), out.data(),
+                               false);  // (R, K) @ (N, K)^T
     return make_result(
         "matmul_transposed", std::move(out_shape), std::move(out), {x, weight},
         [R, N, K](const GradContext& g) {
             // dx (R, K) += dy (R, N) @ weight (N, K);  dweight (N, K) += dy^T (N, R) @ x (R, K)
             if (g.needs(0)) {
                 const auto dx = g.grad_target(0);
-                kernels::gemm(false, false, R, K, N, g.dout.data(), g.inputs[1].data().data(), dx.values.data(),
-                              !dx.fresh);
+                kernels::gemm_in_precision(false, false, R, K, N, {g.dout.data()}, detail::weight_operand(g.inputs[1]),
+                                           dx.values.data(), !dx.fresh);
             }
             if (g.needs(1))
-                kernels::gemm(true, false, N, K, R, g.dout.data(), g.inputs[0].data().data(), g.grad(1).data(), true);
+                kernels::gemm_in_precision(true, false, N, K, R, {g.dout.data()}, {g.inputs[0].data().data()},
+                                           g.grad(1).data(), true);
         },
         where);
 }

@@ -2,6 +2,7 @@
 #include "autograd/kernels.h"
 #include "autograd/op.h"
 #include "autograd/ops.h"
+#include "bf16_weights.h"
 #include "broadcast.h"
 
 namespace autograd {
@@ -51,17 +52,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, SourceLocation where) {
         const int64_t R = numel_of(out_shape);
         out_shape.push_back(N);
         Buffer out(R * N);
-        kernels::gemm(false, false, R, N, K, a.data().data(), b.data().data(), out.data(), false);
+        kernels::gemm_in_precision(false, false, R, N, K, {a.data().data()}, detail::weight_operand(b), out.data(),
+                                   false);
         return make_result(
             "matmul", std::move(out_shape), std::move(out), {a, b},
             [R, N, K](const GradContext& g) {
-                const float *x = g.inputs[0].data().data(), *w = g.inputs[1].data().data();
                 // dA (R, K) += dC (R, N) @ B^T;   dB (K, N) += A^T @ dC
                 if (g.needs(0)) {
                     const auto da = g.grad_target(0);
-                    kernels::gemm(false, true, R, K, N, g.dout.data(), w, da.values.data(), !da.fresh);
+                    kernels::gemm_in_precision(false, true, R, K, N, {g.dout.data()},
+                                               detail::weight_operand(g.inputs[1]), da.values.data(), !da.fresh);
                 }
-                if (g.needs(1)) kernels::gemm(true, false, K, N, R, x, g.dout.data(), g.grad(1).data(), true);
+                if (g.needs(1))
+                    kernels::gemm_in_precision(true, false, K, N, R, {g.inputs[0].data().data()}, {g.dout.data()},
+                                               g.grad(1).data(), true);
             },
             where);
     }

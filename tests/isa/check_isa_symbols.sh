@@ -3,7 +3,7 @@
 # never lend a baseline caller their code. Fails when
 #   1. any object defines an indirect function (nm type i): target_clones and its resolver, which
 #      clang 16 got wrong (it ran the AVX-512 clone on AVX2 CPUs); kernels are chosen by kernels.cpp;
-#   2. an object compiled for an instruction set (a source named *_avx2.cpp or *_avx512.cpp) defines a
+#   2. an object compiled for an instruction set (a source named *_avx2.cpp, *_avx512.cpp or *_avx512bf16.cpp) defines a
 #      weak function (nm type W): an inline function or template instance of which the linker keeps any
 #      one copy, so a baseline caller anywhere in the program (a user's own std::fill_n, say) may get
 #      the one built for AVX-512. (Weak data, types V and u, is left alone: its bytes do not depend on
@@ -22,7 +22,7 @@ for lib in "$@"; do
     "$nm_tool" -C -A --defined-only "$lib" | awk '$2 == "i"' | head -20
     status=1
   fi
-  isa_lines=$(grep -E '_avx(2|512)\.cpp\.o:' <<<"$listing")
+  isa_lines=$(grep -E '_avx(2|512|512bf16)\.cpp\.o:' <<<"$listing")
   count=$(awk -F: '{print $2}' <<<"$isa_lines" | sort -u | grep -c . || true)
   isa_objects=$((isa_objects + count))
   shared=$(awk '$2 == "W" {print $1, $2, $3}' <<<"$isa_lines")

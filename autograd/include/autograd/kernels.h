@@ -55,4 +55,46 @@ void gemm_with(Isa isa, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
 void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
                 bool accumulate);
 
+// --- bfloat16 products (precision.h) -------------------------------------------------------------
+// bfloat16: a float's upper 16 bits. to_bf16 rounds to nearest, ties to even (a NaN stays a NaN);
+// from_bf16 is exact.
+uint16_t to_bf16(float x);
+float from_bf16(uint16_t bits);
+
+// One operand of a bf16 product: its float values, and optionally bf16 the same values already rounded
+// (to_bf16 of each, in the same layout), which the product then reads instead of rounding them again.
+struct Bf16Operand {
+    const float* values;
+    const uint16_t* bf16 = nullptr;
+};
+
+// The bf16 kernels. Each computes every element of C (M, N) = op(A) @ op(B) (+ C) the same way, so all
+// give the same bits: k in blocks of kBf16BlockK from 0; in a block, acc = 0, then for each pair of k
+// (2p, 2p + 1; a K left odd padded with a zero pair) acc = (acc + a(2p+1) b(2p+1)) + a(2p) b(2p) in
+// float32, each sum rounded to nearest even, with denormal inputs and results read and written as zero
+// (AVX512_BF16's vdpbf16ps, exactly; the products of two bfloat16 are exact in float32); then C = acc
+// for the first block unless accumulating, else C += acc. avx512_bf16 is that instruction; avx512, avx2
+// and portable compute the same sums with float32 arithmetic (fused multiply-adds of exact products).
+// Operands as gemm's.
+enum class Bf16Kernel { portable, avx2, avx512, avx512_bf16 };
+inline constexpr int64_t kBf16BlockK = 512;
+std::string_view bf16_kernel_name(Bf16Kernel kernel);
+std::vector<Bf16Kernel> available_bf16_kernels();  // those this CPU runs, portable first, best last
+// The one bf16 products use: the active instruction set's, avx512_bf16 with avx512 where the CPU has it.
+Bf16Kernel active_bf16_kernel();
+// The bf16 product with a given kernel (for tests and benchmarks); throws if this CPU cannot run it.
+void gemm_bf16_with(Bf16Kernel kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Bf16Operand A,
+                    Bf16Operand B, float* C, bool accumulate);
+// The bf16 product with the active kernel, on up to num_threads() threads (the same bits for any count).
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Bf16Operand A, Bf16Operand B, float* C,
+               bool accumulate);
+// The reference: inputs rounded by to_bf16, three loops, double accumulation.
+void gemm_bf16_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+                     float* C, bool accumulate);
+
+// gemm in the precision matmul_precision() says, for the ops: float32 is gemm; bf16 is gemm_bf16 with
+// the weights' copies of a Bf16WeightScope where given.
+void gemm_in_precision(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Bf16Operand A, Bf16Operand B,
+                       float* C, bool accumulate);
+
 }  // namespace autograd::kernels

@@ -1,0 +1,334 @@
+// The bf16 gemm driver shared by every bf16 kernel (private to autograd/src; kernels.h "bfloat16
+// products" says what each element of C is).
+//
+// For row-major C (M, N) = op(A) (M, K) @ op(B) (K, N), each thread takes a block of C (rows or columns,
+// as gemm_blocked.h) and, within it:
+//   for k0 in K by kBf16BlockK:
+//     for each group of up to kBf16RowPanels MR-row panels: pack them as pairs [p][MR]: the 32 bits of
+//       row i at pair p are bf16 A(i, 2p) in the low half, A(i, 2p + 1) in the high (vdpbf16ps' layout)
+//       for n0 in its columns by Kn::NC:
+//         pack B (k0.., n0..) the same way into NR-wide panels [p][NR], zero-padded
+//         for each row panel of the group: the MR x NR tiles
+// Rounding happens in the packing (to_bf16 of each float, or an operand's bf16 copy read as it is), so
+// the tiles only multiply. Each tile sums pairs p in increasing order from zero within a block and
+// stores C = acc or C += acc: neither the split nor the padding changes an element's sequence, and every
+// kernel's tile computes that sequence (acc + odd product, then + even product, each rounded) with
+// denormals flushed as vdpbf16ps does (the MXCSR's FTZ and DAZ for the float32 tiles, set per thread
+// for the product's duration).
+//
+// As gemm_blocked.h: included by one translation unit per kernel, everything in an anonymous namespace,
+// nothing from the standard library.
+#pragma once
+
+#include <cstdint>
+
+#include <omp.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+namespace autograd::kernels::detail {
+
+struct Bf16Args {
+    bool trans_a, trans_b;
+    int64_t M, N, K;
+    const float* A;
+    const uint16_t* A16;  // A's values rounded (same layout), or null: then A's are rounded in the packing
+    const float* B;
+    const uint16_t* B16;
+    float* C;
+    bool accumulate;
+    uint32_t* work;  // at least bf16_workspace_words<Kn>(threads), 64-byte aligned
+    int threads;
+};
+
+inline constexpr int64_t kBf16PairsPerBlock = 256;  // kBf16BlockK / 2
+
+namespace {
+
+// A thread packs the A panels of up to this many row panels at once (at MR 12 and a whole K block, 384
+// rows in 384 KiB, beside B's block of 512 KiB in a 1 MiB L2), and reads them for every B block.
+inline constexpr int64_t kBf16RowPanels = 32;
+
+template <class Kn>
+constexpr int64_t bf16_workspace_words(int threads) {
+    return int64_t(threads) * kBf16PairsPerBlock * (Kn::NC + kBf16RowPanels * Kn::MR);
+}
+
+inline int64_t bf16_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// An operand's values as bf16 bits: floats rounded, or its copy's bits as they are.
+inline uint32_t bf16_bits(float x) {
+    uint32_t u;
+    __builtin_memcpy(&u, &x, sizeof u);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded;  // (a select: the loops vectorize)
+}
+inline uint32_t bf16_bits(uint16_t bits) { return bits; }
+
+// dst[p][P] (the pairs of k in [k_begin, k_end)) of n lines of an operand (its rows or columns as op()
+// has them), zero-padded to P: word (p, j) is element (2p, j) | element (2p + 1, j) << 16, where element
+// (k, j) is src[base + k * k_stride + j * j_stride] and is zero from k_end on. One of the strides is 1;
+// the loops run along it.
+template <int64_t P, class Source>
+__attribute__((noinline)) void pack_pairs(const Source* __restrict src, int64_t base, int64_t k_stride,
+                                          int64_t j_stride, int64_t k_begin, int64_t k_end, int64_t n,
+                                          uint32_t* __restrict dst) {
+    const int64_t pairs = (k_end - k_begin + 1) / 2, whole = (k_end - k_begin) / 2;
+    src += base + k_begin * k_stride;
+    if (k_stride == 1) {  // each line's k contiguous (A's rows, B stored (N, K)): a pair is two neighbours
+        for (int64_t j = 0; j < n; ++j) {
+            const Source* __restrict line = src + j * j_stride;
+            for (int64_t p = 0; p < whole; ++p)
+                dst[p * P + j] = bf16_bits(line[2 * p]) | bf16_bits(line[2 * p + 1]) << 16;
+            if (whole < pairs) dst[whole * P + j] = bf16_bits(line[2 * whole]);
+        }
+    } else {  // k rows of n contiguous values (B (K, N), A stored (K, M)): a pair is two rows
+        for (int64_t p = 0; p < pairs; ++p) {
+            const Source* __restrict even = src + 2 * p * k_stride;
+            uint32_t* __restrict d = dst + p * P;
+            if (p < whole)
+                for (int64_t j = 0; j < n; ++j) d[j] = bf16_bits(even[j]) | bf16_bits(even[j + k_stride]) << 16;
+            else
+                for (int64_t j = 0; j < n; ++j) d[j] = bf16_bits(even[j]);
+        }
+    }
+    for (int64_t p = 0; p < pairs; ++p)
+        for (int64_t j = n; j < P; ++j) dst[p * P + j] = 0;
+}
+
+// Pairs [p][P] of an operand stored (rows, cols) with its copy or its floats: lines j0 .. j0+n, k in
+// [k0, k_end); `k_along_rows`: k indexes the stored rows (lines are columns), else the columns.
+template <int64_t P>
+void pack_operand(const float* values, const uint16_t* bf16, int64_t cols, bool k_along_rows, int64_t j0, int64_t n,
+                  int64_t k0, int64_t k_end, uint32_t* dst) {
+    const int64_t base = k_along_rows ? j0 : j0 * cols, k_stride = k_along_rows ? cols : 1;
+    const int64_t j_stride = k_along_rows ? 1 : cols;
+    if (bf16) pack_pairs<P>(bf16, base, k_stride, j_stride, k0, k_end, n, dst);
+    else pack_pairs<P>(values, base, k_stride, j_stride, k0, k_end, n, dst);
+}
+
+// B's columns j0 .. j0+nb as pairs [p][NR] (B stored (N, K) when transposed, else (K, N)).
+template <class Kn>
+void pack_b_pairs(const Bf16Args& g, int64_t k0, int64_t k_end, int64_t j0, int64_t nb, uint32_t* dst) {
+    pack_operand<Kn::NR>(g.B, g.B16, g.trans_b ? g.K : g.N, !g.trans_b, j0, nb, k0, k_end, dst);
+}
+
+// op(A)'s rows i0 .. i0+mb as pairs [p][MR] (A stored (K, M) when transposed, else (M, K)).
+template <class Kn>
+void pack_a_pairs(const Bf16Args& g, int64_t i0, int64_t mb, int64_t k0, int64_t k_end, uint32_t* dst) {
+    pack_operand<Kn::MR>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i0, mb, k0, k_end, dst);
+}
+
+// The tiles, over a kernel's arithmetic E, which provides: reg (W floats), zero(), load(const float*),
+// store(float*, reg), add(a, b); Pairs, W pairs of bfloat16 as the kernel multiplies them, loaded by
+// pairs(const uint32_t* words) (W words) or broadcast by pairs(uint32_t word); and dot(acc, a, b): per
+// lane acc + a.odd * b.odd, then + a.even * b.even, each sum rounded (vdpbf16ps, or two fused
+// multiply-adds of exact products).
+//   tile: MR x NR of C from MR rows of A's pairs [p][MR] and a B panel [p][NR];
+//   row_tile: one row of C, kPanels * NR wide (kPanels panels of B, `panel_words` apart, in flight at
+//     once: one panel's NR / W sums alone would wait on each other), from the row's pairs [p].
+template <class E, int64_t kMR, int64_t kNV>
+struct Bf16Tiles {
+    static constexpr int64_t MR = kMR, NR = kNV * E::W, NC = 512;
+    static constexpr int64_t kRowPanels = 4;
+    static void tile(int64_t pairs, const uint32_t* __restrict a, const uint32_t* __restrict b, float* __restrict c,
+                     int64_t ldc, bool overwrite) {
+        typename E::reg acc[MR][kNV];
+        for (int64_t r = 0; r < MR; ++r)
+            for (int64_t v = 0; v < kNV; ++v) acc[r][v] = E::zero();
+        for (int64_t p = 0; p < pairs; ++p) {
+            typename E::Pairs bv[kNV];
+            for (int64_t v = 0; v < kNV; ++v) bv[v] = E::pairs(b + v * E::W);
+            for (int64_t r = 0; r < MR; ++r) {
+                const typename E::Pairs av = E::pairs(a[r]);
+                for (int64_t v = 0; v < kNV; ++v) acc[r][v] = E::dot(acc[r][v], av, bv[v]);
+            }
+            a += MR;
+            b += NR;
+        }
+        for (int64_t r = 0; r < MR; ++r)
+            for (int64_t v = 0; v < kNV; ++v) store_sum(c + r * ldc + v * E::W, acc[r][v], overwrite);
+    }
+    template <int64_t kPanels>
+    static void row_tile(int64_t pairs, const uint32_t* __restrict a, const uint32_t* __restrict b, int64_t panel_words,
+                         float* __restrict c, bool overwrite) {
+        typename E::reg acc[kPanels][kNV];
+        for (int64_t q = 0; q < kPanels; ++q)
+            for (int64_t v = 0; v < kNV; ++v) acc[q][v] = E::zero();
+        for (int64_t p = 0; p < pairs; ++p) {
+            const typename E::Pairs av = E::pairs(a[p]);
+            for (int64_t q = 0; q < kPanels; ++q)
+                for (int64_t v = 0; v < kNV; ++v)
+                    acc[q][v] = E::dot(acc[q][v], av, E::pairs(b + q * panel_words + p * NR + v * E::W));
+        }
+        for (int64_t q = 0; q < kPanels; ++q)
+            for (int64_t v = 0; v < kNV; ++v) store_sum(c + q * NR + v * E::W, acc[q][v], overwrite);
+    }
+
+private:
+    static void store_sum(float* c, typename E::reg acc, bool overwrite) {
+        E::store(c, overwrite ? acc : E::add(E::load(c), acc));
+    }
+};
+
+// The pairs widened to floats, for kernels without bfloat16 arithmetic: a bfloat16 is a float's upper
+// half. V provides reg, words (W 32-bit lanes), W, zero, load, store, add, fma(a, b, acc) = a * b + acc
+// (one rounding: an FMA, or a multiply and an add of an exact product), load_words(const uint32_t*),
+// broadcast_word(uint32_t), even(words) (each lane shifted up by 16) and odd(words) (its upper half).
+template <class V>
+struct WidenedPairs : V {
+    struct Pairs {
+        typename V::reg even, odd;
+    };
+    static Pairs pairs(const uint32_t* words) { return widen(V::load_words(words)); }
+    static Pairs pairs(uint32_t word) { return widen(V::broadcast_word(word)); }
+    static typename V::reg dot(typename V::reg acc, Pairs a, Pairs b) {
+        return V::fma(a.even, b.even, V::fma(a.odd, b.odd, acc));
+    }
+
+private:
+    static Pairs widen(typename V::words w) { return {V::even(w), V::odd(w)}; }
+};
+
+// vdpbf16ps' denormal handling (inputs and results flushed to zero) for the float32 tiles: the MXCSR's
+// DAZ and FTZ bits while alive, on this thread. (Not on other architectures: there only the portable
+// kernel exists, and denormals keep their values.)
+class FlushDenormals {
+public:
+#if defined(__SSE__)
+    FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+    ~FlushDenormals() { _mm_setcsr(saved_); }
+
+private:
+    unsigned saved_;
+#endif
+};
+
+// One thread's block of C: row panels [p_begin, p_end) by columns [j_begin, j_end). Per K block, the A
+// panels of up to kBf16RowPanels row panels are packed once and read against each B block in turn.
+template <class Kn>
+void gemm_bf16_block(const Bf16Args& g, uint32_t* work, int64_t p_begin, int64_t p_end, int64_t j_begin,
+                     int64_t j_end) {
+    constexpr int64_t MR = Kn::MR, NR = Kn::NR, NC = Kn::NC, KB = 2 * kBf16PairsPerBlock;
+    const FlushDenormals flush;
+    uint32_t* const bpack = work;
+    uint32_t* const apack = work + kBf16PairsPerBlock * NC;
+    alignas(64) float tile[MR * NR];
+    for (int64_t k0 = 0; k0 < g.K; k0 += KB) {
+        const int64_t k_end = bf16_min(g.K, k0 + KB), pairs = (k_end - k0 + 1) / 2;
+        const bool overwrite = k0 == 0 && !g.accumulate;
+        for (int64_t q0 = p_begin; q0 < p_end; q0 += kBf16RowPanels) {
+            const int64_t q_end = bf16_min(p_end, q0 + kBf16RowPanels);
+            for (int64_t ip = q0; ip < q_end; ++ip)
+                pack_a_pairs<Kn>(g, ip * MR, bf16_min(MR, g.M - ip * MR), k0, k_end, apack + (ip - q0) * pairs * MR);
+            for (int64_t n0 = j_begin; n0 < j_end; n0 += NC) {
+                const int64_t nc = bf16_min(NC, j_end - n0), panels = (nc + NR - 1) / NR;
+                for (int64_t p = 0; p < panels; ++p)
+                    pack_b_pairs<Kn>(g, k0, k_end, n0 + p * NR, bf16_min(NR, nc - p * NR), bpack + p * pairs * NR);
+                for (int64_t ip = q0; ip < q_end; ++ip) {
+                    const int64_t i0 = ip * MR, mb = bf16_min(MR, g.M - i0);
+                    const uint32_t* a = apack + (ip - q0) * pairs * MR;
+                    for (int64_t p = 0; p < panels; ++p) {
+                        const int64_t j0 = n0 + p * NR, nb = bf16_min(NR, nc - p * NR);
+                        const uint32_t* b = bpack + p * pairs * NR;
+                        float* c = g.C + i0 * g.N + j0;
+                        if (mb == MR && nb == NR) {
+                            Kn::tile(pairs, a, b, c, g.N, overwrite);
+                            continue;
+                        }
+                        // an edge tile: the same arithmetic through a full-size buffer
+                        if (!overwrite)
+                            for (int64_t r = 0; r < mb; ++r)
+                                for (int64_t j = 0; j < nb; ++j) tile[r * NR + j] = c[r * g.N + j];
+                        Kn::tile(pairs, a, b, tile, NR, overwrite);
+                        for (int64_t r = 0; r < mb; ++r)
+                            for (int64_t j = 0; j < nb; ++j) c[r * g.N + j] = tile[r * NR + j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+// A product of at most this many rows (a decoded token's) runs row by row (gemm_bf16_few_rows_block):
+// the blocked tiles would pad its rows to MR.
+inline constexpr int64_t kBf16FewRows = 8;
+
+// One thread's columns [j_begin, j_end) of a product of at most kBf16FewRows rows: per K block and B
+// block, each row of A against kRowPanels panels at a time (Kn::row_tile). Every element is the same
+// sequence of sums as in the blocked path: the same bits.
+template <class Kn>
+void gemm_bf16_few_rows_block(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
+    constexpr int64_t NR = Kn::NR, NC = Kn::NC, KB = 2 * kBf16PairsPerBlock, Q = Kn::kRowPanels;
+    const FlushDenormals flush;
+    uint32_t* const bpack = work;
+    uint32_t* const apack = work + kBf16PairsPerBlock * NC;
+    alignas(64) float edge[NR];
+    for (int64_t k0 = 0; k0 < g.K; k0 += KB) {
+        const int64_t k_end = bf16_min(g.K, k0 + KB), pairs = (k_end - k0 + 1) / 2, panel_words = pairs * NR;
+        const bool overwrite = k0 == 0 && !g.accumulate;
+        for (int64_t i = 0; i < g.M; ++i)  // each row's pairs [p]
+            pack_operand<1>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i, 1, k0, k_end, apack + i * pairs);
+        for (int64_t n0 = j_begin; n0 < j_end; n0 += NC) {
+            const int64_t nc = bf16_min(NC, j_end - n0), panels = (nc + NR - 1) / NR, whole = nc / NR;
+            for (int64_t p = 0; p < panels; ++p)
+                pack_b_pairs<Kn>(g, k0, k_end, n0 + p * NR, bf16_min(NR, nc - p * NR), bpack + p * panel_words);
+            for (int64_t i = 0; i < g.M; ++i) {
+                const uint32_t* a = apack + i * pairs;
+                float* c = g.C + i * g.N + n0;
+                int64_t q = 0;
+                for (; q + Q <= whole; q += Q)
+                    Kn::template row_tile<Q>(pairs, a, bpack + q * panel_words, panel_words, c + q * NR, overwrite);
+                for (; q < whole; ++q)
+                    Kn::template row_tile<1>(pairs, a, bpack + q * panel_words, panel_words, c + q * NR, overwrite);
+                if (whole == panels) continue;
+                const int64_t nb = nc - whole * NR;  // the last, partial panel through a full-width buffer
+                if (!overwrite)
+                    for (int64_t j = 0; j < nb; ++j) edge[j] = c[whole * NR + j];
+                Kn::template row_tile<1>(pairs, a, bpack + whole * panel_words, panel_words, edge, overwrite);
+                for (int64_t j = 0; j < nb; ++j) c[whole * NR + j] = edge[j];
+            }
+        }
+    }
+}
+
+// C = op(A) @ op(B) (+ C) for M, N, K >= 1 on up to g.threads threads, split as gemm_blocked splits; a
+// product of a few rows is split by columns (each thread streams its share of B).
+template <class Kn>
+void gemm_bf16_product(const Bf16Args& g) {
+    if (g.M <= kBf16FewRows) {
+        const int64_t col_panels = (g.N + Kn::NR - 1) / Kn::NR;
+        const int threads = int(bf16_min(g.threads, col_panels));
+        if (threads <= 1) return gemm_bf16_few_rows_block<Kn>(g, g.work, 0, g.N);
+#pragma omp parallel num_threads(threads)
+        {
+            const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+            gemm_bf16_few_rows_block<Kn>(g, g.work + t * bf16_workspace_words<Kn>(1), col_panels * t / n * Kn::NR,
+                                         bf16_min(g.N, col_panels * (t + 1) / n * Kn::NR));
+        }
+        return;
+    }
+    const int64_t row_panels = (g.M + Kn::MR - 1) / Kn::MR, col_panels = (g.N + Kn::NR - 1) / Kn::NR;
+    const bool by_rows = g.M >= g.N || col_panels < 2;
+    const int threads = int(bf16_min(g.threads, by_rows ? row_panels : col_panels));
+    if (threads <= 1) {
+        gemm_bf16_block<Kn>(g, g.work, 0, row_panels, 0, g.N);
+        return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+        uint32_t* const work = g.work + t * bf16_workspace_words<Kn>(1);
+        if (by_rows) {
+            gemm_bf16_block<Kn>(g, work, row_panels * t / n, row_panels * (t + 1) / n, 0, g.N);
+        } else {
+            const int64_t j_begin = col_panels * t / n * Kn::NR;
+            const int64_t j_end = bf16_min(g.N, col_panels * (t + 1) / n * Kn::NR);
+            gemm_bf16_block<Kn>(g, work, 0, row_panels, j_begin, j_end);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace autograd::kernels::detail

@@ -1,0 +1,269 @@
+// bfloat16 products: the precision setting, the weights' copies, the portable bf16 tile and the choice
+// of kernel (precision.h, kernels.h "bfloat16 products").
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/check.h"
+#include "autograd/kernels.h"
+#include "autograd/precision.h"
+#include "autograd/tensor.h"
+#include "autograd/threads.h"
+#include "bf16_weights.h"
+#include "gemm_bf16.h"
+#include "kernels_isa.h"
+
+namespace autograd {
+
+std::string_view precision_name(Precision precision) { return precision == Precision::bf16 ? "bf16" : "float32"; }
+
+std::optional<Precision> parse_precision(std::string_view name) {
+    for (const Precision p : {Precision::float32, Precision::bf16})
+        if (precision_name(p) == name) return p;
+    return std::nullopt;
+}
+
+namespace {
+std::atomic<Precision> current_precision{Precision::float32};
+}  // namespace
+
+Precision matmul_precision() { return current_precision.load(std::memory_order_relaxed); }
+void set_matmul_precision(Precision precision) { current_precision.store(precision); }
+
+MatmulPrecisionGuard::MatmulPrecisionGuard(Precision precision) : previous_(matmul_precision()) {
+    set_matmul_precision(precision);
+}
+MatmulPrecisionGuard::~MatmulPrecisionGuard() { set_matmul_precision(previous_); }
+
+namespace {
+
+// The weights' copies of the outermost live Bf16WeightScope, by their tensors' storage. Each entry
+// holds its tensor, so that no other tensor can take its storage's address while it lives.
+struct WeightCopies {
+    struct Copy {
+        Tensor weight;
+        std::vector<uint16_t> bits;
+    };
+    std::mutex lock;
+    int depth = 0;
+    std::unordered_map<const float*, Copy> copies;
+};
+WeightCopies& weight_copies() {
+    static WeightCopies copies;
+    return copies;
+}
+
+}  // namespace
+
+Bf16WeightScope::Bf16WeightScope() {
+    WeightCopies& w = weight_copies();
+    const std::lock_guard hold(w.lock);
+    ++w.depth;
+}
+
+Bf16WeightScope::~Bf16WeightScope() {
+    WeightCopies& w = weight_copies();
+    const std::lock_guard hold(w.lock);
+    if (--w.depth == 0) w.copies.clear();
+}
+
+namespace detail {
+
+const uint16_t* bf16_weight_copy(const Tensor& weight) {
+    if (matmul_precision() != Precision::bf16 || !weight.is_leaf() || !weight.has_values()) return nullptr;
+    WeightCopies& w = weight_copies();
+    const std::lock_guard hold(w.lock);
+    if (w.depth == 0) return nullptr;
+    const std::span<const float> values = weight.data();
+    auto [at, fresh] = w.copies.try_emplace(values.data());
+    WeightCopies::Copy& copy = at->second;
+    if (fresh || copy.bits.size() != values.size()) {  // (a storage of another size at the same address)
+        copy.weight = weight;
+        copy.bits.resize(values.size());
+        uint16_t* bits = copy.bits.data();
+        parallel_for(static_cast<int64_t>(values.size()), rows_per_thread(1, int64_t(1) << 16),
+                     [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i) bits[i] = kernels::to_bf16(values[i]);
+                     });
+    }
+    return copy.bits.data();
+}
+
+}  // namespace detail
+
+std::string_view bf16_kernel_in_use() { return kernels::bf16_kernel_name(kernels::active_bf16_kernel()); }
+
+std::string_view bf16_speed_note() {
+    return kernels::active_bf16_kernel() == kernels::Bf16Kernel::avx512_bf16
+               ? "this CPU multiplies bfloat16 itself (AVX512_BF16): about twice float32's arithmetic"
+               : "this CPU has no bfloat16 arithmetic (AVX512_BF16): bf16 rounds the same way with float32 "
+                 "arithmetic, at about float32's speed";
+}
+
+}  // namespace autograd
+
+namespace autograd::kernels {
+
+uint16_t to_bf16(float x) { return static_cast<uint16_t>(detail::bf16_bits(x)); }
+float from_bf16(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
+
+namespace detail {
+namespace {
+
+// The portable bf16 arithmetic: GCC/Clang vector-extension registers of 4 floats, its pairs widened
+// (gemm_bf16.h WidenedPairs); fma is a multiply and an add (autograd compiles without contraction), the
+// same sums since the product is exact.
+struct WidenPortable {
+    typedef float reg __attribute__((vector_size(16)));
+    typedef uint32_t words __attribute__((vector_size(16)));
+    static constexpr int64_t W = 4;
+    static reg zero() { return reg{}; }
+    static reg load(const float* p) {
+        reg v;
+        __builtin_memcpy(&v, p, sizeof v);
+        return v;
+    }
+    static void store(float* p, reg v) { __builtin_memcpy(p, &v, sizeof v); }
+    static reg add(reg a, reg b) { return a + b; }
+    static reg fma(reg a, reg b, reg acc) { return acc + a * b; }
+    static words load_words(const uint32_t* p) {
+        words w;
+        __builtin_memcpy(&w, p, sizeof w);
+        return w;
+    }
+    static words broadcast_word(uint32_t w) { return words{w, w, w, w}; }
+    static reg even(words w) { return (reg)(w << 16); }
+    static reg odd(words w) { return (reg)(w & 0xffff0000u); }
+};
+using PortableBf16 = Bf16Tiles<WidenedPairs<WidenPortable>, 4, 2>;
+
+bool cpu_has_bf16(Bf16Kernel kernel) {
+    switch (kernel) {
+        case Bf16Kernel::portable:
+            return true;
+        case Bf16Kernel::avx2:
+            return cpu_has(Isa::avx2);
+        case Bf16Kernel::avx512:
+            return cpu_has(Isa::avx512);
+        case Bf16Kernel::avx512_bf16:
+#if defined(TINYGPT_X86_KERNELS)
+            return cpu_has(Isa::avx512) && __builtin_cpu_supports("avx512bf16");
+#else
+            return false;
+#endif
+    }
+    return false;
+}
+
+uint32_t* bf16_workspace(int64_t words) {
+    thread_local std::vector<uint32_t> buffer;
+    const size_t need = static_cast<size_t>(words) + 16;
+    if (buffer.size() < need) buffer.assign(need, 0);
+    const auto address = reinterpret_cast<uintptr_t>(buffer.data());
+    return buffer.data() + ((64 - address % 64) % 64) / sizeof(uint32_t);
+}
+
+void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
+    if (g.M == 0 || g.N == 0) return;
+    if (g.K == 0) {
+        if (!g.accumulate) std::fill(g.C, g.C + g.M * g.N, 0.0f);
+        return;
+    }
+    switch (kernel) {
+#if defined(TINYGPT_X86_KERNELS)
+        case Bf16Kernel::avx512_bf16:
+            g.work = bf16_workspace(gemm_bf16_workspace_avx512bf16(g.threads));
+            return gemm_bf16_avx512bf16(g);
+        case Bf16Kernel::avx512:
+            g.work = bf16_workspace(gemm_bf16_workspace_avx512(g.threads));
+            return gemm_bf16_avx512(g);
+        case Bf16Kernel::avx2:
+            g.work = bf16_workspace(gemm_bf16_workspace_avx2(g.threads));
+            return gemm_bf16_avx2(g);
+#else
+        case Bf16Kernel::avx512_bf16:
+        case Bf16Kernel::avx512:
+        case Bf16Kernel::avx2:
+#endif
+        case Bf16Kernel::portable:
+            g.work = bf16_workspace(bf16_workspace_words<PortableBf16>(g.threads));
+            return gemm_bf16_product<PortableBf16>(g);
+    }
+}
+
+// A product is worth threads from about this many multiply-adds (as float32's kThreadWork).
+constexpr int64_t kBf16ThreadWork = int64_t(1) << 21;
+
+}  // namespace
+}  // namespace detail
+
+std::string_view bf16_kernel_name(Bf16Kernel kernel) {
+    switch (kernel) {
+        case Bf16Kernel::portable:
+            return "portable";
+        case Bf16Kernel::avx2:
+            return "avx2";
+        case Bf16Kernel::avx512:
+            return "avx512";
+        case Bf16Kernel::avx512_bf16:
+            return "avx512_bf16";
+    }
+    return "unknown";
+}
+
+std::vector<Bf16Kernel> available_bf16_kernels() {
+    std::vector<Bf16Kernel> out;
+    for (const Bf16Kernel k : {Bf16Kernel::portable, Bf16Kernel::avx2, Bf16Kernel::avx512, Bf16Kernel::avx512_bf16})
+        if (detail::cpu_has_bf16(k)) out.push_back(k);
+    return out;
+}
+
+Bf16Kernel active_bf16_kernel() {
+    switch (active_isa()) {
+        case Isa::avx512:
+            return detail::cpu_has_bf16(Bf16Kernel::avx512_bf16) ? Bf16Kernel::avx512_bf16 : Bf16Kernel::avx512;
+        case Isa::avx2:
+            return Bf16Kernel::avx2;
+        case Isa::portable:
+            break;
+    }
+    return Bf16Kernel::portable;
+}
+
+void gemm_bf16_with(Bf16Kernel kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Bf16Operand A,
+                    Bf16Operand B, float* C, bool accumulate) {
+    check(detail::cpu_has_bf16(kernel), "gemm_bf16_with: this CPU cannot run the {} kernel", bf16_kernel_name(kernel));
+    const int threads = M * N * K >= detail::kBf16ThreadWork ? num_threads() : 1;
+    detail::run_gemm_bf16(
+        kernel, {trans_a, trans_b, M, N, K, A.values, A.bf16, B.values, B.bf16, C, accumulate, nullptr, threads});
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Bf16Operand A, Bf16Operand B, float* C,
+               bool accumulate) {
+    gemm_bf16_with(active_bf16_kernel(), trans_a, trans_b, M, N, K, A, B, C, accumulate);
+}
+
+void gemm_bf16_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+                     float* C, bool accumulate) {
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; ++k) {
+                const float a = from_bf16(to_bf16(trans_a ? A[k * M + i] : A[i * K + k]));
+                const float b = from_bf16(to_bf16(trans_b ? B[j * K + k] : B[k * N + j]));
+                acc += double(a) * double(b);
+            }
+            C[i * N + j] = static_cast<float>(accumulate ? C[i * N + j] + acc : acc);
+        }
+}
+
+void gemm_in_precision(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Bf16Operand A, Bf16Operand B,
+                       float* C, bool accumulate) {
+    if (matmul_precision() == Precision::bf16) return gemm_bf16(trans_a, trans_b, M, N, K, A, B, C, accumulate);
+    gemm(trans_a, trans_b, M, N, K, A.values, B.values, C, accumulate);
+}
+
+}  // namespace autograd::kernels
