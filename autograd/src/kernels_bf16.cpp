@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -41,15 +42,39 @@ MatmulPrecisionGuard::~MatmulPrecisionGuard() { set_matmul_precision(previous_);
 namespace {
 
 // The weights' copies of the outermost live Bf16WeightScope, by their tensors' storage. Each entry
-// holds its tensor, so that no other tensor can take its storage's address while it lives.
+// holds its tensor, so that no other tensor can take its storage's address while it lives. A closing
+// scope keeps its copies' memory for the next (a training step asks for the same sizes again: without
+// it, a quarter of GPT-2 small's bf16 step went to the system's fresh pages), and frees what that one
+// did not reuse.
 struct WeightCopies {
+    struct Bits {
+        std::unique_ptr<uint16_t[]> data;  // (not value-initialized: every element is written)
+        size_t size = 0;
+    };
     struct Copy {
         Tensor weight;
-        std::vector<uint16_t> bits;
+        Bits bits;
     };
     std::mutex lock;
     int depth = 0;
     std::unordered_map<const float*, Copy> copies;
+    std::vector<Bits> spare;
+
+    Bits take(size_t size) {
+        for (Bits& b : spare)
+            if (b.size == size) {
+                Bits out = std::move(b);
+                b = std::move(spare.back());
+                spare.pop_back();
+                return out;
+            }
+        return {std::unique_ptr<uint16_t[]>(new uint16_t[size]), size};
+    }
+    void close() {
+        spare.clear();
+        for (auto& [address, copy] : copies) spare.push_back(std::move(copy.bits));
+        copies.clear();
+    }
 };
 WeightCopies& weight_copies() {
     static WeightCopies copies;
@@ -67,7 +92,7 @@ Bf16WeightScope::Bf16WeightScope() {
 Bf16WeightScope::~Bf16WeightScope() {
     WeightCopies& w = weight_copies();
     const std::lock_guard hold(w.lock);
-    if (--w.depth == 0) w.copies.clear();
+    if (--w.depth == 0) w.close();
 }
 
 namespace detail {
@@ -80,16 +105,15 @@ const uint16_t* bf16_weight_copy(const Tensor& weight) {
     const std::span<const float> values = weight.data();
     auto [at, fresh] = w.copies.try_emplace(values.data());
     WeightCopies::Copy& copy = at->second;
-    if (fresh || copy.bits.size() != values.size()) {  // (a storage of another size at the same address)
+    if (fresh) {
         copy.weight = weight;
-        copy.bits.resize(values.size());
-        uint16_t* bits = copy.bits.data();
-        parallel_for(static_cast<int64_t>(values.size()), rows_per_thread(1, int64_t(1) << 16),
-                     [&](int64_t begin, int64_t end) {
-                         for (int64_t i = begin; i < end; ++i) bits[i] = kernels::to_bf16(values[i]);
-                     });
+        copy.bits = w.take(values.size());
+        uint16_t* bits = copy.bits.data.get();
+        parallel_for(
+            static_cast<int64_t>(values.size()), rows_per_thread(1, int64_t(1) << 16),
+            [&](int64_t begin, int64_t end) { kernels::to_bf16(values.data() + begin, bits + begin, end - begin); });
     }
-    return copy.bits.data();
+    return copy.bits.data.get();
 }
 
 }  // namespace detail
@@ -108,6 +132,9 @@ std::string_view bf16_speed_note() {
 namespace autograd::kernels {
 
 uint16_t to_bf16(float x) { return static_cast<uint16_t>(detail::bf16_bits(x)); }
+void to_bf16(const float* x, uint16_t* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint16_t>(detail::bf16_bits(x[i]));
+}
 float from_bf16(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
 namespace detail {

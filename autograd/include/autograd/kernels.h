@@ -59,6 +59,7 @@ void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, con
 // bfloat16: a float's upper 16 bits. to_bf16 rounds to nearest, ties to even (a NaN stays a NaN);
 // from_bf16 is exact.
 uint16_t to_bf16(float x);
+void to_bf16(const float* x, uint16_t* out, int64_t n);  // each of n values
 float from_bf16(uint16_t bits);
 
 // One operand of a bf16 product: its float values, and optionally bf16 the same values already rounded
