@@ -25,6 +25,7 @@ inline float add_lanes_512(__m512 t) {
 }
 
 struct Dot512 {
+    using Layout = Words;
     using reg = __m512;
     using Pairs = __m512bh;
     static constexpr int64_t W = 16;
@@ -35,6 +36,14 @@ struct Dot512 {
     static Pairs pairs(const uint32_t* words) { return (__m512bh)_mm512_loadu_si512(words); }
     static Pairs pairs(uint32_t word) { return (__m512bh)_mm512_set1_epi32(static_cast<int>(word)); }
     static reg dot(reg acc, Pairs a, Pairs b) { return _mm512_dpbf16_ps(acc, a, b); }
+    template <int64_t P>
+    static Pairs panel_pairs(const uint32_t* at) {
+        return pairs(at);
+    }
+    template <int64_t P>
+    static Pairs panel_pair(const uint32_t* at) {
+        return pairs(*at);
+    }
     static float add_lanes(const reg* acc) { return add_lanes_512(acc[0]); }
     static Pairs pairs_of_rows(const uint16_t* even, const uint16_t* odd) {
         const __m512i low = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even)));

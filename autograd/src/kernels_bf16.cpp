@@ -1,6 +1,9 @@
 // bfloat16 products: the precision setting, the weights' copies, the portable bf16 tile and the choice
 // of kernel (precision.h, kernels.h "bfloat16 products").
 #include <algorithm>
+#if defined(TINYGPT_X86_KERNELS)
+#include <cpuid.h>
+#endif
 #include <atomic>
 #include <bit>
 #include <memory>
@@ -120,11 +123,26 @@ const uint16_t* bf16_weight_copy(const Tensor& weight) {
 
 std::string_view bf16_kernel_in_use() { return kernels::bf16_kernel_name(kernels::active_bf16_kernel()); }
 
+namespace {
+// AMX-BF16 (CPUID leaf 7, EDX bit 22; gcc 12's __builtin_cpu_supports does not know it)
+bool cpu_has_amx_bf16() {
+#if defined(TINYGPT_X86_KERNELS)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 22)) != 0;
+#else
+    return false;
+#endif
+}
+}  // namespace
+
 std::string_view bf16_speed_note() {
-    return kernels::active_bf16_kernel() == kernels::Bf16Kernel::avx512_bf16
-               ? "this CPU multiplies bfloat16 itself (AVX512_BF16): about twice float32's arithmetic"
-               : "this CPU has no bfloat16 arithmetic (AVX512_BF16): bf16 rounds the same way with float32 "
-                 "arithmetic, at about float32's speed";
+    const bool dot = kernels::active_bf16_kernel() == kernels::Bf16Kernel::avx512_bf16, amx = cpu_has_amx_bf16();
+    if (dot && amx)
+        return "this CPU multiplies bfloat16 itself (AVX512_BF16): bf16 products at about twice float32's speed (its "
+               "AMX tiles are not used)";
+    if (dot) return "this CPU multiplies bfloat16 itself (AVX512_BF16): bf16 products at about twice float32's speed";
+    return "this CPU has no bfloat16 arithmetic (AVX512_BF16): bf16 rounds the same way on float32 arithmetic, the "
+           "same results at about float32's speed, no faster";
 }
 
 }  // namespace autograd
@@ -167,6 +185,7 @@ struct WidenPortable {
         return (t[0] + t[2]) + (t[1] + t[3]);                 // + 2, then + 1
     }
     static words broadcast_word(uint32_t w) { return words{w, w, w, w}; }
+    static reg as_floats(words w) { return (reg)w; }
     static reg even(words w) { return (reg)(w << 16); }
     static reg odd(words w) { return (reg)(w & 0xffff0000u); }
 };
