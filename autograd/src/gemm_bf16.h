@@ -2,12 +2,13 @@
 // products" says what each element of C is).
 //
 // For row-major C (M, N) = op(A) (M, K) @ op(B) (K, N), each thread takes a block of C (rows or columns,
-// as gemm_blocked.h) and, within it:
+// as gemm_blocked.h) and, within it (gemm_bf16_block):
 //   for k0 in K by kBf16BlockK:
-//     for each group of up to kBf16RowPanels MR-row panels: pack them as pairs [p][MR]: the 32 bits of
-//       row i at pair p are bf16 A(i, 2p) in the low half, A(i, 2p + 1) in the high (vdpbf16ps' layout)
+//     for each group of up to kBf16RowPanels MR-row panels: pack them, pair by pair of k: the 32 bits of
+//       row i at pair p are bf16 A(i, 2p) in the low half, A(i, 2p + 1) in the high (vdpbf16ps' layout,
+//       Words), or the two widened to floats (Widened, for the kernels of float32 arithmetic)
 //       for n0 in its columns by Kn::NC:
-//         pack B (k0.., n0..) the same way into NR-wide panels [p][NR], zero-padded
+//         pack B (k0.., n0..) the same way into NR-wide panels, zero-padded
 //         for each row panel of the group: the MR x NR tiles
 // Rounding happens in the packing (to_bf16 of each float, or an operand's bf16 copy read as it is), so
 // the tiles only multiply. Each tile sums pairs p in increasing order from zero within a block and
@@ -15,6 +16,10 @@
 // kernel's tile computes that sequence (acc + odd product, then + even product, each rounded) with
 // denormals flushed as vdpbf16ps does (the MXCSR's FTZ and DAZ for the float32 tiles, set per thread
 // for the product's duration).
+//
+// A product of at most kBf16FewRows rows (a decoded token's) streams B instead: B (K, N) two rows (one
+// pair) at a time, the same sums as the tiles' (bf16_few_rows); B transposed as dot products of rows,
+// with their own sums in 16 lanes (bf16_dot_rows).
 //
 // As gemm_blocked.h: included by one translation unit per kernel, everything in an anonymous namespace,
 // nothing from the standard library.
