@@ -19,6 +19,7 @@
 #include "bf16_weights.h"
 #include "gemm_bf16.h"
 #include "kernels_isa.h"
+#include "workspace.h"
 
 namespace autograd {
 
@@ -209,14 +210,6 @@ bool cpu_has_bf16(Bf16Kernel kernel) {
     return false;
 }
 
-uint32_t* bf16_workspace(int64_t words) {
-    thread_local std::vector<uint32_t> buffer;
-    const size_t need = static_cast<size_t>(words) + 16;
-    if (buffer.size() < need) buffer.assign(need, 0);
-    const auto address = reinterpret_cast<uintptr_t>(buffer.data());
-    return buffer.data() + ((64 - address % 64) % 64) / sizeof(uint32_t);
-}
-
 void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
     if (g.M == 0 || g.N == 0) return;
     if (g.K == 0) {
@@ -226,13 +219,13 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
     switch (kernel) {
 #if defined(TINYGPT_X86_KERNELS)
         case Bf16Kernel::avx512_bf16:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx512bf16(g.threads, g.K, g.N));
+            g.work = thread_workspace<uint32_t>(gemm_bf16_workspace_avx512bf16(g.threads, g.K, g.N));
             return gemm_bf16_avx512bf16(g);
         case Bf16Kernel::avx512:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx512(g.threads, g.K, g.N));
+            g.work = thread_workspace<uint32_t>(gemm_bf16_workspace_avx512(g.threads, g.K, g.N));
             return gemm_bf16_avx512(g);
         case Bf16Kernel::avx2:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx2(g.threads, g.K, g.N));
+            g.work = thread_workspace<uint32_t>(gemm_bf16_workspace_avx2(g.threads, g.K, g.N));
             return gemm_bf16_avx2(g);
 #else
         case Bf16Kernel::avx512_bf16:
@@ -240,7 +233,7 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
         case Bf16Kernel::avx2:
 #endif
         case Bf16Kernel::portable:
-            g.work = bf16_workspace(bf16_workspace_words<PortableBf16>(g.threads, g.K, g.N));
+            g.work = thread_workspace<uint32_t>(bf16_workspace_words<PortableBf16>(g.threads, g.K, g.N));
             return gemm_bf16_product<PortableBf16>(g);
     }
 }
