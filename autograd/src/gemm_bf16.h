@@ -156,8 +156,8 @@ void pack_a_pairs(const Bf16Args& g, int64_t i0, int64_t mb, int64_t k0, int64_t
 // The tiles, over a kernel's arithmetic E, which provides: reg (W floats), zero(), load(const float*),
 // store(float*, reg), add(a, b); Pairs, W pairs of bfloat16 as the kernel multiplies them, loaded by
 // pairs(const uint32_t* words) (W words) or broadcast by pairs(uint32_t word); and dot(acc, a, b): per
-// lane acc + a.odd * b.odd, then + a.even * b.even, each sum rounded (vdpbf16ps, or two fused
-// multiply-adds of exact products).
+// lane acc + a.odd * b.odd, then + a.even * b.even, each product added exactly and the sum rounded
+// (vdpbf16ps, or fused multiply-adds).
 //   tile: MR x NR of C from a panel of A's MR rows and one of B's NR columns, packed in E::Layout, read
 //   by E::panel_pairs<P>(at) (W lines' pair from a panel P wide) and E::panel_pair<P>(at) (one line's,
 //   broadcast).
@@ -195,8 +195,9 @@ private:
 };
 
 // The pairs widened to floats, for kernels without bfloat16 arithmetic: a bfloat16 is a float's upper
-// half. V provides reg, words (W 32-bit lanes), W, zero, load, store, add, fma(a, b, acc) = a * b + acc
-// (one rounding: an FMA, or a multiply and an add of an exact product), load_words(const uint32_t*),
+// half. V provides reg, words (W 32-bit lanes), W, zero, load, store, add, fma(a, b, acc) (a * b + acc
+// with one rounding, as vdpbf16ps adds each product: exactly, even one past float32's range),
+// load_words(const uint32_t*),
 // load_halves(const uint16_t*) (W values, each zero-extended into its lane), broadcast_word(uint32_t),
 // as_floats(words) (the same bits), even(words) (each lane shifted up by 16) and odd(words) (its upper
 // half). Its panels are Widened: the tile reads floats.

@@ -160,8 +160,11 @@ namespace detail {
 namespace {
 
 // The portable bf16 arithmetic: GCC/Clang vector-extension registers of 4 floats, its pairs widened
-// (gemm_bf16.h WidenedPairs); fma is a multiply and an add (autograd compiles without contraction), the
-// same sums since the product is exact.
+// (gemm_bf16.h WidenedPairs). A baseline CPU has no FMA instruction: kExact adds each product in double,
+// where a product of two bfloat16 is exact and its sum with a float rounds as the exact sum does, with
+// one rounding back (and a flush, under gemm_bf16.h's FlushDenormals); without it, a multiply and an add,
+// the same wherever the product is a normal float (products_normal checks).
+template <bool kExact>
 struct WidenPortable {
     typedef float reg __attribute__((vector_size(16)));
     typedef uint32_t words __attribute__((vector_size(16)));
@@ -174,7 +177,16 @@ struct WidenPortable {
     }
     static void store(float* p, reg v) { __builtin_memcpy(p, &v, sizeof v); }
     static reg add(reg a, reg b) { return a + b; }
-    static reg fma(reg a, reg b, reg acc) { return acc + a * b; }
+    static reg fma(reg a, reg b, reg acc) {
+        if constexpr (!kExact) {
+            return acc + a * b;
+        } else {
+            typedef double wide __attribute__((vector_size(32)));
+            const wide sum = __builtin_convertvector(acc, wide) +
+                             __builtin_convertvector(a, wide) * __builtin_convertvector(b, wide);
+            return __builtin_convertvector(sum, reg);
+        }
+    }
     static words load_words(const uint32_t* p) {
         words w;
         __builtin_memcpy(&w, p, sizeof w);
@@ -190,7 +202,31 @@ struct WidenPortable {
     static reg even(words w) { return (reg)(w << 16); }
     static reg odd(words w) { return (reg)(w & 0xffff0000u); }
 };
-using PortableBf16 = Bf16Tiles<WidenedPairs<WidenPortable>, 4, 2>;
+
+using PortableExact = Bf16Tiles<WidenedPairs<WidenPortable<true>>, 4, 2>;
+using PortableFast = Bf16Tiles<WidenedPairs<WidenPortable<false>>, 4, 2>;
+
+// Whether every product of the operands' values is a normal float (or zero), so that the portable
+// kernel may multiply and add: each value zero, denormal (read as zero) or of magnitude in [2^-63, 2^63)
+// (rounding to bfloat16 stays within). One pass over A and B, beside M N K multiply-adds.
+template <class Source>
+bool values_in_range(const Source* values, int64_t n) {
+    uint32_t outside = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits;
+        if constexpr (sizeof(Source) == 4) __builtin_memcpy(&bits, values + i, 4);
+        else bits = uint32_t{values[i]} << 16;
+        const uint32_t exponent = (bits >> 23) & 0xffu;
+        outside |= static_cast<uint32_t>(exponent != 0) & static_cast<uint32_t>(exponent - 64u >= 126u);
+    }
+    return outside == 0;
+}
+bool products_normal(const Bf16Args& g) {
+    const auto in_range = [](const float* values, const uint16_t* bf16, int64_t n) {
+        return bf16 ? values_in_range(bf16, n) : values_in_range(values, n);
+    };
+    return in_range(g.A, g.A16, g.M * g.K) && in_range(g.B, g.B16, g.K * g.N);
+}
 
 bool cpu_has_bf16(Bf16Kernel kernel) {
     switch (kernel) {
@@ -233,8 +269,9 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
         case Bf16Kernel::avx2:
 #endif
         case Bf16Kernel::portable:
-            g.work = thread_workspace<uint32_t>(bf16_workspace_words<PortableBf16>(g.threads, g.K, g.N));
-            return gemm_bf16_product<PortableBf16>(g);
+            g.work = thread_workspace<uint32_t>(bf16_workspace_words<PortableExact>(g.threads, g.K, g.N));
+            if (products_normal(g)) return gemm_bf16_product<PortableFast>(g);
+            return gemm_bf16_product<PortableExact>(g);
     }
 }
 
