@@ -240,7 +240,8 @@ TEST_CASE("a bf16 product reads an operand's rounded copy to the same bits as it
             }
 }
 
-TEST_CASE("the active bf16 kernel follows the instruction set; the precision parses its names only", "[bf16][isa]") {
+TEST_CASE("the active bf16 kernel follows the instruction set, and the precision parses its names only",
+          "[bf16][isa]") {
     const std::vector<Bf16Kernel> kernels_here = kernels::available_bf16_kernels();
     REQUIRE(kernels_here.front() == Bf16Kernel::portable);
     const kernels::Isa saved = kernels::active_isa();
