@@ -195,12 +195,11 @@ private:
 };
 
 // The pairs widened to floats, for kernels without bfloat16 arithmetic: a bfloat16 is a float's upper
-// half. V provides reg, words (W 32-bit lanes), W, zero, load, store, add, fma(a, b, acc) (a * b + acc
-// with one rounding, as vdpbf16ps adds each product: exactly, even one past float32's range),
-// load_words(const uint32_t*),
-// load_halves(const uint16_t*) (W values, each zero-extended into its lane), broadcast_word(uint32_t),
-// as_floats(words) (the same bits), even(words) (each lane shifted up by 16) and odd(words) (its upper
-// half). Its panels are Widened: the tile reads floats.
+// half. Its panels are Widened: the tile reads floats. V provides reg, words (W 32-bit lanes), W, zero,
+// load, store, add, fma(a, b, acc) (a * b + acc with one rounding, as vdpbf16ps adds each product:
+// exactly, even one past float32's range), load_words(const uint32_t*), load_halves(const uint16_t*) (W
+// values, each zero-extended into its lane), broadcast_word(uint32_t), as_floats(words) (the same bits),
+// even(words) (each lane shifted up by 16), odd(words) (its upper half) and add_lanes.
 template <class V>
 struct WidenedPairs : V {
     using Layout = Widened;
