@@ -142,8 +142,8 @@ std::string_view bf16_speed_note() {
         return "this CPU multiplies bfloat16 itself (AVX512_BF16): bf16 products at about twice float32's speed (its "
                "AMX tiles are not used)";
     if (dot) return "this CPU multiplies bfloat16 itself (AVX512_BF16): bf16 products at about twice float32's speed";
-    return "this CPU has no bfloat16 arithmetic (AVX512_BF16): bf16 rounds the same way on float32 arithmetic, the "
-           "same results at about float32's speed, no faster";
+    return "no bfloat16 arithmetic in use (no AVX512_BF16, or TINYGPT_ISA below avx512): bf16 gives the same "
+           "results at about float32's speed, no faster";
 }
 
 }  // namespace autograd

@@ -50,7 +50,7 @@ for program in train generate evaluate; do
     fail "$program --precision fp16: $code $(cat refused.txt)"
   help=$("$bin/$program" --help)
   [[ $help == *"  --precision P "* && $help == *"float32"* ]] || fail "$program --help has no --precision"
-  [[ $help == *"this CPU multiplies bfloat16 itself"* || $help == *"this CPU has no bfloat16 arithmetic"* ]] ||
+  [[ $help == *"this CPU multiplies bfloat16 itself"* || $help == *"no bfloat16 arithmetic in use"* ]] ||
     fail "$program --help does not say what bf16 costs here"
 done
 
