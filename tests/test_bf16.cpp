@@ -53,12 +53,43 @@ float spec_element(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
     return K == 0 && !accumulate ? 0.0f : c;
 }
 
+// The same for a product of at most 8 rows with B transposed (kernels.h: its own sums): per block, 16
+// lanes, lane l summing pairs l, l + 16, ... (K padded with zeros to whole groups of 16 pairs), then the
+// lanes added (l + 8, + 4, + 2, + 1).
+float spec_dot_element(bool trans_a, int64_t M, int64_t K, const float* A, const float* B, int64_t i, int64_t j,
+                       float c, bool accumulate) {
+    const auto a = [&](int64_t k) {
+        return k < K ? flushed(kernels::from_bf16(kernels::to_bf16(trans_a ? A[k * M + i] : A[i * K + k]))) : 0.0f;
+    };
+    const auto b = [&](int64_t k) {
+        return k < K ? flushed(kernels::from_bf16(kernels::to_bf16(B[j * K + k]))) : 0.0f;
+    };
+    const int64_t padded = (K + 31) / 32 * 32;
+    for (int64_t k0 = 0; k0 < K; k0 += kernels::kBf16BlockK) {
+        float lanes[16] = {};
+        for (int64_t k = k0; k < std::min(padded, k0 + kernels::kBf16BlockK); k += 32)
+            for (int l = 0; l < 16; ++l) {
+                volatile float odd = a(k + 2 * l + 1) * b(k + 2 * l + 1);
+                lanes[l] = flushed(lanes[l] + flushed(odd));
+                volatile float even = a(k + 2 * l) * b(k + 2 * l);
+                lanes[l] = flushed(lanes[l] + flushed(even));
+            }
+        for (int half = 8; half >= 1; half /= 2)
+            for (int l = 0; l < half; ++l) lanes[l] = flushed(lanes[l] + lanes[l + half]);
+        c = k0 == 0 && !accumulate ? lanes[0] : flushed(flushed(c) + lanes[0]);
+    }
+    return K == 0 && !accumulate ? 0.0f : c;
+}
+
 std::vector<float> spec_product(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                                 const std::vector<float>& A, const std::vector<float>& B, std::vector<float> C,
                                 bool accumulate) {
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j)
-            C[i * N + j] = spec_element(trans_a, trans_b, M, N, K, A.data(), B.data(), i, j, C[i * N + j], accumulate);
+            C[i * N + j] =
+                M <= kernels::kFewRows && trans_b
+                    ? spec_dot_element(trans_a, M, K, A.data(), B.data(), i, j, C[i * N + j], accumulate)
+                    : spec_element(trans_a, trans_b, M, N, K, A.data(), B.data(), i, j, C[i * N + j], accumulate);
     return C;
 }
 
@@ -97,12 +128,13 @@ TEST_CASE("the stated bf16 sums are the double reference's within float rounding
         const int64_t M = 5, N = 6;
         const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
         const std::vector<float> C0 = random_values(M * N, gen);
-        for (const bool accumulate : {false, true}) {
-            std::vector<float> ref = C0;
-            kernels::gemm_bf16_naive(false, false, M, N, K, A.data(), B.data(), ref.data(), accumulate);
-            const std::vector<float> spec = spec_product(false, false, M, N, K, A, B, C0, accumulate);
-            for (size_t e = 0; e < ref.size(); ++e) REQUIRE(std::abs(spec[e] - ref[e]) <= 1e-6 * double(K) + 1e-6);
-        }
+        for (const bool accumulate : {false, true})
+            for (const bool trans_b : {false, true}) {  // (M 5: with B transposed, the few-row sums)
+                std::vector<float> ref = C0;
+                kernels::gemm_bf16_naive(false, trans_b, M, N, K, A.data(), B.data(), ref.data(), accumulate);
+                const std::vector<float> spec = spec_product(false, trans_b, M, N, K, A, B, C0, accumulate);
+                for (size_t e = 0; e < ref.size(); ++e) REQUIRE(std::abs(spec[e] - ref[e]) <= 1e-6 * double(K) + 1e-6);
+            }
         // and the rounding matters: the float32 product is farther from the bf16 reference than that
         if (K >= 512) {
             std::vector<float> exact(M * N), ref(M * N);
@@ -122,7 +154,9 @@ TEST_CASE("every bf16 kernel gives the stated sums bit for bit: transposes, edge
     };
     // edge tiles in both directions, K odd and over one block (two blocks, the second odd), a product
     // split by rows and one split by columns, one row (a decoded token's)
-    const Size sizes[] = {{1, 1, 1}, {13, 33, 7}, {25, 70, 1029}, {40, 600, 300}, {300, 40, 96}, {1, 97, 64}};
+    // (and the few-row paths: 1 to 8 rows, K a whole number of lane groups or not, over one block)
+    const Size sizes[] = {{1, 1, 1},   {13, 33, 7},    {25, 70, 1029}, {40, 600, 300}, {300, 40, 96},
+                          {1, 97, 64}, {8, 150, 1029}, {3, 700, 96},   {1, 2, 530}};
     Generator gen(4400);
     const int saved = num_threads();
     for (const Size& s : sizes) {
@@ -173,21 +207,29 @@ TEST_CASE("every bf16 kernel gives the same bits on denormals, tiny and huge pro
 }
 
 TEST_CASE("a bf16 product reads an operand's rounded copy to the same bits as its floats", "[bf16][isa]") {
-    const int64_t M = 30, N = 50, K = 70;
+    struct Size {
+        int64_t M, N, K;
+    };
+    // blocked; a few rows with whole vectors of columns and K a whole number of lane groups over two
+    // blocks (B's copy read in place, four pairs at a time), and with neither
+    const Size sizes[] = {{30, 50, 70}, {1, 64, 1088}, {5, 70, 1029}};
     Generator gen(4402);
-    const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
-    const std::vector<uint16_t> A16 = rounded(A), B16 = rounded(B);
-    for (const Bf16Kernel kernel : kernels::available_bf16_kernels())
-        for (int layout = 0; layout < 4; ++layout) {
-            const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
-            INFO(kernels::bf16_kernel_name(kernel) << " trans_a " << trans_a << " trans_b " << trans_b);
-            std::vector<float> from_floats(M * N), from_copies(M * N);
-            kernels::gemm_bf16_with(kernel, trans_a, trans_b, M, N, K, {A.data()}, {B.data()}, from_floats.data(),
-                                    false);
-            kernels::gemm_bf16_with(kernel, trans_a, trans_b, M, N, K, {A.data(), A16.data()}, {B.data(), B16.data()},
-                                    from_copies.data(), false);
-            REQUIRE(from_copies == from_floats);
-        }
+    for (const Size& s : sizes)
+        for (const Bf16Kernel kernel : kernels::available_bf16_kernels())
+            for (int layout = 0; layout < 4; ++layout) {
+                const int64_t M = s.M, N = s.N, K = s.K;
+                const std::vector<float> A = random_values(M * K, gen), B = random_values(K * N, gen);
+                const std::vector<uint16_t> A16 = rounded(A), B16 = rounded(B);
+                const bool trans_a = (layout & 1) != 0, trans_b = (layout & 2) != 0;
+                INFO(kernels::bf16_kernel_name(kernel)
+                     << " M " << M << " trans_a " << trans_a << " trans_b " << trans_b);
+                std::vector<float> from_floats(M * N), from_copies(M * N);
+                kernels::gemm_bf16_with(kernel, trans_a, trans_b, M, N, K, {A.data()}, {B.data()}, from_floats.data(),
+                                        false);
+                kernels::gemm_bf16_with(kernel, trans_a, trans_b, M, N, K, {A.data(), A16.data()},
+                                        {B.data(), B16.data()}, from_copies.data(), false);
+                REQUIRE(from_copies == from_floats);
+            }
 }
 
 TEST_CASE("the active bf16 kernel follows the instruction set; the precision parses its names only", "[bf16][isa]") {

@@ -38,7 +38,7 @@ struct Bf16Args {
     const uint16_t* B16;
     float* C;
     bool accumulate;
-    uint32_t* work;  // at least bf16_workspace_words<Kn>(threads), 64-byte aligned
+    uint32_t* work;  // at least bf16_workspace_words<Kn>(threads, K, N), 64-byte aligned
     int threads;
 };
 
@@ -50,12 +50,20 @@ namespace {
 // rows in 384 KiB, beside B's block of 512 KiB in a 1 MiB L2), and reads them for every B block.
 inline constexpr int64_t kBf16RowPanels = 32;
 
-template <class Kn>
-constexpr int64_t bf16_workspace_words(int threads) {
-    return int64_t(threads) * kBf16PairsPerBlock * (Kn::NC + kBf16RowPanels * Kn::MR);
-}
-
 inline int64_t bf16_min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t bf16_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+inline int64_t bf16_dot_words(int64_t K);
+
+inline int64_t bf16_few_rows_words(int64_t N);
+
+// 32-bit words of workspace per thread for a product (K, N), times threads: the most any path needs.
+template <class Kn>
+int64_t bf16_workspace_words(int threads, int64_t K, int64_t N) {
+    const int64_t blocked = kBf16PairsPerBlock * (Kn::NC + kBf16RowPanels * Kn::MR);
+    const int64_t most = bf16_max(blocked, bf16_max(bf16_dot_words(K), bf16_few_rows_words(N)));
+    return int64_t(threads) * most;
+}
 
 // An operand's values as bf16 bits: floats rounded, or its copy's bits as they are.
 inline uint32_t bf16_bits(float x) {
@@ -125,13 +133,14 @@ void pack_a_pairs(const Bf16Args& g, int64_t i0, int64_t mb, int64_t k0, int64_t
 // pairs(const uint32_t* words) (W words) or broadcast by pairs(uint32_t word); and dot(acc, a, b): per
 // lane acc + a.odd * b.odd, then + a.even * b.even, each sum rounded (vdpbf16ps, or two fused
 // multiply-adds of exact products).
-//   tile: MR x NR of C from MR rows of A's pairs [p][MR] and a B panel [p][NR];
-//   row_tile: one row of C, kPanels * NR wide (kPanels panels of B, `panel_words` apart, in flight at
-//     once: one panel's NR / W sums alone would wait on each other), from the row's pairs [p].
+//   tile: MR x NR of C from MR rows of A's pairs [p][MR] and a B panel [p][NR].
+// (E also gives pairs_of_rows(even, odd), W pairs from two rows of W bfloat16 each, for bf16_few_rows;
+// and add_lanes(acc), the kBf16Lanes sums of kBf16Lanes / W registers added (l + 8, + 4, + 2, + 1: lane
+// l of the first register is lane l, of the second l + W, ...) in registers, for bf16_dot_rows.)
 template <class E, int64_t kMR, int64_t kNV>
 struct Bf16Tiles {
+    using Arithmetic = E;
     static constexpr int64_t MR = kMR, NR = kNV * E::W, NC = 512;
-    static constexpr int64_t kRowPanels = 4;
     static void tile(int64_t pairs, const uint32_t* __restrict a, const uint32_t* __restrict b, float* __restrict c,
                      int64_t ldc, bool overwrite) {
         typename E::reg acc[MR][kNV];
@@ -150,21 +159,6 @@ struct Bf16Tiles {
         for (int64_t r = 0; r < MR; ++r)
             for (int64_t v = 0; v < kNV; ++v) store_sum(c + r * ldc + v * E::W, acc[r][v], overwrite);
     }
-    template <int64_t kPanels>
-    static void row_tile(int64_t pairs, const uint32_t* __restrict a, const uint32_t* __restrict b, int64_t panel_words,
-                         float* __restrict c, bool overwrite) {
-        typename E::reg acc[kPanels][kNV];
-        for (int64_t q = 0; q < kPanels; ++q)
-            for (int64_t v = 0; v < kNV; ++v) acc[q][v] = E::zero();
-        for (int64_t p = 0; p < pairs; ++p) {
-            const typename E::Pairs av = E::pairs(a[p]);
-            for (int64_t q = 0; q < kPanels; ++q)
-                for (int64_t v = 0; v < kNV; ++v)
-                    acc[q][v] = E::dot(acc[q][v], av, E::pairs(b + q * panel_words + p * NR + v * E::W));
-        }
-        for (int64_t q = 0; q < kPanels; ++q)
-            for (int64_t v = 0; v < kNV; ++v) store_sum(c + q * NR + v * E::W, acc[q][v], overwrite);
-    }
 
 private:
     static void store_sum(float* c, typename E::reg acc, bool overwrite) {
@@ -175,7 +169,8 @@ private:
 // The pairs widened to floats, for kernels without bfloat16 arithmetic: a bfloat16 is a float's upper
 // half. V provides reg, words (W 32-bit lanes), W, zero, load, store, add, fma(a, b, acc) = a * b + acc
 // (one rounding: an FMA, or a multiply and an add of an exact product), load_words(const uint32_t*),
-// broadcast_word(uint32_t), even(words) (each lane shifted up by 16) and odd(words) (its upper half).
+// load_halves(const uint16_t*) (W values, each zero-extended into its lane), broadcast_word(uint32_t),
+// even(words) (each lane shifted up by 16) and odd(words) (its upper half).
 template <class V>
 struct WidenedPairs : V {
     struct Pairs {
@@ -183,6 +178,9 @@ struct WidenedPairs : V {
     };
     static Pairs pairs(const uint32_t* words) { return widen(V::load_words(words)); }
     static Pairs pairs(uint32_t word) { return widen(V::broadcast_word(word)); }
+    static Pairs pairs_of_rows(const uint16_t* even, const uint16_t* odd) {
+        return {V::even(V::load_halves(even)), V::even(V::load_halves(odd))};
+    }
     static typename V::reg dot(typename V::reg acc, Pairs a, Pairs b) {
         return V::fma(a.even, b.even, V::fma(a.odd, b.odd, acc));
     }
@@ -255,39 +253,154 @@ void gemm_bf16_block(const Bf16Args& g, uint32_t* work, int64_t p_begin, int64_t
 // the blocked tiles would pad its rows to MR.
 inline constexpr int64_t kBf16FewRows = 8;
 
-// One thread's columns [j_begin, j_end) of a product of at most kBf16FewRows rows: per K block and B
-// block, each row of A against kRowPanels panels at a time (Kn::row_tile). Every element is the same
-// sequence of sums as in the blocked path: the same bits.
-template <class Kn>
-void gemm_bf16_few_rows_block(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
-    constexpr int64_t NR = Kn::NR, NC = Kn::NC, KB = 2 * kBf16PairsPerBlock, Q = Kn::kRowPanels;
+// The words a thread's few-row product with B (K, N) needs (bf16_few_rows): the sums of M rows of its
+// columns, two rows of B staged, and A's pairs of one block.
+inline int64_t bf16_few_rows_words(int64_t N) {
+    const int64_t width = N + 16;  // (columns padded to whole vectors)
+    return kBf16FewRows * width + width + kBf16FewRows * kBf16PairsPerBlock;
+}
+
+// One thread's columns [j_begin, j_end) of a product of at most kBf16FewRows rows with B (K, N), B
+// streamed two whole rows (one pair) at a time: sequential reads, where packing panels of 32 columns
+// walks down 512 rows 64 bytes each (a page apart at GPT-2's widths, which no prefetcher follows), and a
+// token's product reads B once. B's bf16 copy is read in place (the last columns short of a vector
+// staged, zero-padded); floats are rounded into the staged rows first. The sums of each row of C, one K
+// block at a time, in `sums`: every element the same sequence as in the blocked path, the same bits.
+template <class E>
+void bf16_few_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
+    constexpr int64_t W = E::W, KB = 2 * kBf16PairsPerBlock;
     const FlushDenormals flush;
-    uint32_t* const bpack = work;
-    uint32_t* const apack = work + kBf16PairsPerBlock * NC;
-    alignas(64) float edge[NR];
+    const int64_t n = j_end - j_begin, whole = n / W * W, width = (n + W - 1) / W * W;
+    float* const sums = reinterpret_cast<float*>(work);                                 // [M][width]
+    uint16_t* const staged = reinterpret_cast<uint16_t*>(sums + kBf16FewRows * width);  // [2][width]
+    uint32_t* const a_pairs = work + kBf16FewRows * width + width;                      // [M][pairs]
+    // B's value (k, column j of this thread's) as bf16 bits
+    const auto b_at = [&](int64_t k, int64_t j) -> uint16_t {
+        const int64_t at = k * g.N + j_begin + j;
+        return g.B16 ? g.B16[at] : static_cast<uint16_t>(bf16_bits(g.B[at]));
+    };
     for (int64_t k0 = 0; k0 < g.K; k0 += KB) {
-        const int64_t k_end = bf16_min(g.K, k0 + KB), pairs = (k_end - k0 + 1) / 2, panel_words = pairs * NR;
+        const int64_t k_end = bf16_min(g.K, k0 + KB), pairs = (k_end - k0 + 1) / 2;
+        for (int64_t i = 0; i < g.M; ++i)
+            pack_operand<1>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i, 1, k0, k_end, a_pairs + i * pairs);
+        for (int64_t e = 0; e < g.M * width; ++e) sums[e] = 0.0f;
+        // Four pairs (eight rows of B, eight streams) at a time where the copy is read in place and the
+        // columns are whole vectors: a core kept only about 12 GB/s in flight on two rows' streams.
+        int64_t p = 0;
+        if (g.B16 && whole == n)
+            for (; p + 4 <= pairs && k0 + 2 * (p + 4) <= k_end; p += 4) {
+                const uint16_t* row = g.B16 + (k0 + 2 * p) * g.N + j_begin;
+                for (int64_t v = 0; v < width; v += W) {
+                    typename E::Pairs b[4];
+                    for (int64_t q = 0; q < 4; ++q)
+                        b[q] = E::pairs_of_rows(row + 2 * q * g.N + v, row + (2 * q + 1) * g.N + v);
+                    for (int64_t i = 0; i < g.M; ++i) {
+                        float* s = sums + i * width + v;
+                        typename E::reg acc = E::load(s);
+                        for (int64_t q = 0; q < 4; ++q) acc = E::dot(acc, E::pairs(a_pairs[i * pairs + p + q]), b[q]);
+                        E::store(s, acc);
+                    }
+                }
+            }
+        for (; p < pairs; ++p) {
+            const int64_t k = k0 + 2 * p;
+            const bool has_odd = k + 1 < k_end, in_place = g.B16 && has_odd;
+            // staged: the columns from `from` on (all, or those short of a vector), zero-padded
+            const int64_t from = in_place ? whole : 0;
+            for (int64_t j = from; j < width; ++j) {
+                staged[j] = j < n ? b_at(k, j) : uint16_t{0};
+                staged[width + j] = j < n && has_odd ? b_at(k + 1, j) : uint16_t{0};
+            }
+            const uint16_t* even = in_place ? g.B16 + k * g.N + j_begin : staged;
+            const uint16_t* odd = in_place ? even + g.N : staged + width;
+            for (int64_t v = 0; v < width; v += W) {
+                const bool from_stage = v >= from;
+                const typename E::Pairs b =
+                    E::pairs_of_rows(from_stage ? staged + v : even + v, from_stage ? staged + width + v : odd + v);
+                for (int64_t i = 0; i < g.M; ++i) {
+                    float* s = sums + i * width + v;
+                    E::store(s, E::dot(E::load(s), E::pairs(a_pairs[i * pairs + p]), b));
+                }
+            }
+        }
         const bool overwrite = k0 == 0 && !g.accumulate;
-        for (int64_t i = 0; i < g.M; ++i)  // each row's pairs [p]
-            pack_operand<1>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i, 1, k0, k_end, apack + i * pairs);
-        for (int64_t n0 = j_begin; n0 < j_end; n0 += NC) {
-            const int64_t nc = bf16_min(NC, j_end - n0), panels = (nc + NR - 1) / NR, whole = nc / NR;
-            for (int64_t p = 0; p < panels; ++p)
-                pack_b_pairs<Kn>(g, k0, k_end, n0 + p * NR, bf16_min(NR, nc - p * NR), bpack + p * panel_words);
+        for (int64_t i = 0; i < g.M; ++i) {
+            float* c = g.C + i * g.N + j_begin;
+            const float* s = sums + i * width;
+            for (int64_t j = 0; j < n; ++j) c[j] = overwrite ? s[j] : c[j] + s[j];
+        }
+    }
+}
+
+// A product of at most kBf16FewRows rows with B transposed (B stored (N, K): the tied output's token
+// table, a token's logits) as dot products of A's rows with B's, read in place: no transposed copy of B
+// for one row's sake. Its own sums (kernels.h): per K block, 16 lanes, lane l summing the pairs
+// p = l, l + 16, ... of the block (as every bf16 sum: + odd product, then + even), the lanes then added
+// (l + 8, then + 4, + 2, + 1: E::add_lanes), and C = that or C += that. Rows of B are bf16 (B16), or rounded first into
+// `row` (K values). Four rows of B at a time: four independent chains per row of A.
+inline constexpr int64_t kBf16Lanes = 16, kBf16DotRows = 8;
+
+// K rounded up to whole lane groups (2 * kBf16Lanes values), and the words a thread's dot rows need:
+// A's rows and, unless B's rows are bf16 of such a length, four rows of B, rounded and zero-padded.
+inline int64_t bf16_dot_padded(int64_t K) { return (K + 2 * kBf16Lanes - 1) / (2 * kBf16Lanes) * (2 * kBf16Lanes); }
+inline int64_t bf16_dot_words(int64_t K) { return (kBf16FewRows + kBf16DotRows) * bf16_dot_padded(K) / 2; }
+
+// The value at `index` as bf16 bits, or 0 past `end` (the padding).
+template <class Source>
+inline uint16_t bf16_or_zero(const Source* src, int64_t index, int64_t end) {
+    return index < end ? static_cast<uint16_t>(bf16_bits(src[index])) : uint16_t{0};
+}
+
+// One thread's rows [j_begin, j_end) of B (the columns of C). E is the kernel's arithmetic (Bf16Tiles').
+template <class E>
+void bf16_dot_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
+    constexpr int64_t V = kBf16Lanes / E::W, R = kBf16DotRows, KB = 2 * kBf16PairsPerBlock;
+    const FlushDenormals flush;
+    const int64_t padded = bf16_dot_padded(g.K);
+    uint16_t* const a_rows = reinterpret_cast<uint16_t*>(work);  // [M][padded]
+    uint16_t* const b_rows = a_rows + kBf16FewRows * padded;     // [R][padded]
+    for (int64_t i = 0; i < g.M; ++i)
+        for (int64_t k = 0; k < padded; ++k) {
+            const int64_t at = g.trans_a ? k * g.M + i : i * g.K + k;
+            a_rows[i * padded + k] = k < g.K ? (g.A16 ? g.A16[at] : static_cast<uint16_t>(bf16_bits(g.A[at]))) : 0;
+        }
+    const bool in_place = g.B16 && padded == g.K;
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += R) {
+        const int64_t rows = bf16_min(R, j_end - j0);
+        const uint16_t* b[R];
+        for (int64_t r = 0; r < R; ++r) {
+            const int64_t j = j0 + bf16_min(r, rows - 1);  // (a short group repeats its last row, not stored)
+            if (in_place) {
+                b[r] = g.B16 + j * g.K;
+                continue;
+            }
+            uint16_t* d = b_rows + r * padded;
+            if (g.B16)
+                for (int64_t k = 0; k < padded; ++k) d[k] = bf16_or_zero(g.B16 + j * g.K, k, g.K);
+            else
+                for (int64_t k = 0; k < padded; ++k) d[k] = bf16_or_zero(g.B + j * g.K, k, g.K);
+            b[r] = d;
+        }
+        for (int64_t k0 = 0; k0 < g.K; k0 += KB) {
+            const int64_t k_end = bf16_min(padded, k0 + KB);
+            const bool overwrite = k0 == 0 && !g.accumulate;
             for (int64_t i = 0; i < g.M; ++i) {
-                const uint32_t* a = apack + i * pairs;
-                float* c = g.C + i * g.N + n0;
-                int64_t q = 0;
-                for (; q + Q <= whole; q += Q)
-                    Kn::template row_tile<Q>(pairs, a, bpack + q * panel_words, panel_words, c + q * NR, overwrite);
-                for (; q < whole; ++q)
-                    Kn::template row_tile<1>(pairs, a, bpack + q * panel_words, panel_words, c + q * NR, overwrite);
-                if (whole == panels) continue;
-                const int64_t nb = nc - whole * NR;  // the last, partial panel through a full-width buffer
-                if (!overwrite)
-                    for (int64_t j = 0; j < nb; ++j) edge[j] = c[whole * NR + j];
-                Kn::template row_tile<1>(pairs, a, bpack + whole * panel_words, panel_words, edge, overwrite);
-                for (int64_t j = 0; j < nb; ++j) c[whole * NR + j] = edge[j];
+                typename E::reg acc[R][V];
+                for (int64_t r = 0; r < R; ++r)
+                    for (int64_t v = 0; v < V; ++v) acc[r][v] = E::zero();
+                const uint16_t* a = a_rows + i * padded;
+                for (int64_t k = k0; k < k_end; k += 2 * kBf16Lanes)
+                    for (int64_t v = 0; v < V; ++v) {
+                        const typename E::Pairs av = E::pairs(reinterpret_cast<const uint32_t*>(a + k) + v * E::W);
+                        for (int64_t r = 0; r < R; ++r)
+                            acc[r][v] =
+                                E::dot(acc[r][v], av, E::pairs(reinterpret_cast<const uint32_t*>(b[r] + k) + v * E::W));
+                    }
+                for (int64_t r = 0; r < rows; ++r) {
+                    const float sum = E::add_lanes(acc[r]);
+                    float& c = g.C[i * g.N + j0 + r];
+                    c = overwrite ? sum : c + sum;
+                }
             }
         }
     }
@@ -297,15 +410,26 @@ void gemm_bf16_few_rows_block(const Bf16Args& g, uint32_t* work, int64_t j_begin
 // product of a few rows is split by columns (each thread streams its share of B).
 template <class Kn>
 void gemm_bf16_product(const Bf16Args& g) {
-    if (g.M <= kBf16FewRows) {
-        const int64_t col_panels = (g.N + Kn::NR - 1) / Kn::NR;
-        const int threads = int(bf16_min(g.threads, col_panels));
-        if (threads <= 1) return gemm_bf16_few_rows_block<Kn>(g, g.work, 0, g.N);
+    if (g.M <= kBf16FewRows && g.trans_b) {
+        const int threads = int(bf16_min(g.threads, (g.N + kBf16DotRows - 1) / kBf16DotRows));
+        if (threads <= 1) return bf16_dot_rows<typename Kn::Arithmetic>(g, g.work, 0, g.N);
 #pragma omp parallel num_threads(threads)
         {
             const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-            gemm_bf16_few_rows_block<Kn>(g, g.work + t * bf16_workspace_words<Kn>(1), col_panels * t / n * Kn::NR,
-                                         bf16_min(g.N, col_panels * (t + 1) / n * Kn::NR));
+            bf16_dot_rows<typename Kn::Arithmetic>(g, g.work + t * bf16_workspace_words<Kn>(1, g.K, g.N), g.N * t / n,
+                                                   g.N * (t + 1) / n);
+        }
+        return;
+    }
+    if (g.M <= kBf16FewRows) {  // columns split in whole vectors of 16
+        const int64_t vectors = (g.N + 15) / 16;
+        const int threads = int(bf16_min(g.threads, vectors));
+        if (threads <= 1) return bf16_few_rows<typename Kn::Arithmetic>(g, g.work, 0, g.N);
+#pragma omp parallel num_threads(threads)
+        {
+            const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+            bf16_few_rows<typename Kn::Arithmetic>(g, g.work + t * bf16_workspace_words<Kn>(1, g.K, g.N),
+                                                   vectors * t / n * 16, bf16_min(g.N, vectors * (t + 1) / n * 16));
         }
         return;
     }
@@ -319,7 +443,7 @@ void gemm_bf16_product(const Bf16Args& g) {
 #pragma omp parallel num_threads(threads)
     {
         const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-        uint32_t* const work = g.work + t * bf16_workspace_words<Kn>(1);
+        uint32_t* const work = g.work + t * bf16_workspace_words<Kn>(1, g.K, g.N);
         if (by_rows) {
             gemm_bf16_block<Kn>(g, work, row_panels * t / n, row_panels * (t + 1) / n, 0, g.N);
         } else {

@@ -82,6 +82,16 @@ struct Widen256 {
     static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
     static reg fma(reg a, reg b, reg acc) { return _mm256_fmadd_ps(a, b, acc); }
     static words load_words(const uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    static float add_lanes(const reg* acc) {  // lanes 0..7 in acc[0], 8..15 in acc[1] (gemm_bf16.h add_lanes)
+        const __m256 t = _mm256_add_ps(acc[0], acc[1]);                                 // l + (l + 8)
+        __m128 u = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));  // + 4
+        u = _mm_add_ps(u, _mm_movehl_ps(u, u));                                         // + 2
+        u = _mm_add_ss(u, _mm_shuffle_ps(u, u, 1));                                     // + 1
+        return _mm_cvtss_f32(u);
+    }
+    static words load_halves(const uint16_t* p) {
+        return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
     static words broadcast_word(uint32_t w) { return _mm256_set1_epi32(static_cast<int>(w)); }
     static reg even(words w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
     static reg odd(words w) {
@@ -96,7 +106,9 @@ int64_t gemm_workspace_avx2(int threads) { return workspace_floats<Avx2>(threads
 void gemm_avx2(const GemmArgs& g) { gemm_blocked<Avx2, Vec256>(g); }
 void gemm_small_avx2(const GemmArgs& g) { gemm_small<Vec256>(g, Avx2::KC); }
 void dot_rows_avx2(const GemmArgs& g, int64_t begin, int64_t end) { dot_rows_range<Vec256>(g, begin, end); }
-int64_t gemm_bf16_workspace_avx2(int threads) { return bf16_workspace_words<Avx2Bf16Widened>(threads); }
+int64_t gemm_bf16_workspace_avx2(int threads, int64_t K, int64_t N) {
+    return bf16_workspace_words<Avx2Bf16Widened>(threads, K, N);
+}
 void gemm_bf16_avx2(const Bf16Args& g) { gemm_bf16_product<Avx2Bf16Widened>(g); }
 
 }  // namespace autograd::kernels::detail

@@ -174,6 +174,16 @@ struct Widen512 {
     static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
     static reg fma(reg a, reg b, reg acc) { return _mm512_fmadd_ps(a, b, acc); }
     static words load_words(const uint32_t* p) { return _mm512_loadu_si512(p); }
+    static float add_lanes(const reg* acc) {  // l + (l + 8), then + 4, + 2, + 1 (gemm_bf16.h add_lanes)
+        reg t = _mm512_add_ps(acc[0], _mm512_shuffle_f32x4(acc[0], acc[0], 0xee));
+        t = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, 0x01));
+        t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x0e));
+        t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x01));
+        return _mm512_cvtss_f32(t);
+    }
+    static words load_halves(const uint16_t* p) {
+        return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
     static words broadcast_word(uint32_t w) { return _mm512_set1_epi32(static_cast<int>(w)); }
     static reg even(words w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
     static reg odd(words w) {
@@ -188,7 +198,9 @@ int64_t gemm_workspace_avx512(int threads) { return workspace_floats<Avx512>(thr
 void gemm_avx512(const GemmArgs& g) { gemm_blocked<Avx512, Vec512>(g); }
 void gemm_small_avx512(const GemmArgs& g) { gemm_small<Vec512>(g, Avx512::KC); }
 void dot_rows_avx512(const GemmArgs& g, int64_t begin, int64_t end) { dot_rows_range<Vec512>(g, begin, end); }
-int64_t gemm_bf16_workspace_avx512(int threads) { return bf16_workspace_words<Avx512Bf16Widened>(threads); }
+int64_t gemm_bf16_workspace_avx512(int threads, int64_t K, int64_t N) {
+    return bf16_workspace_words<Avx512Bf16Widened>(threads, K, N);
+}
 void gemm_bf16_avx512(const Bf16Args& g) { gemm_bf16_product<Avx512Bf16Widened>(g); }
 
 }  // namespace autograd::kernels::detail

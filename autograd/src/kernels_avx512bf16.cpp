@@ -3,11 +3,26 @@
 // accumulators, per pair of k two zmm of B's pairs and one broadcast pair of A per row.
 #include <immintrin.h>
 
+// (gcc 12's self-initialized "undefined" vectors: as in kernels_avx512.cpp)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "gemm_bf16.h"
 #include "kernels_isa.h"
 
 namespace autograd::kernels::detail {
 namespace {
+
+// The 16 lanes added: l + (l + 8), then + 4, + 2, + 1 (gemm_bf16.h add_lanes).
+inline float add_lanes_512(__m512 t) {
+    t = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, 0xee));  // lanes 0..7 += 8..15
+    t = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, 0x01));  // 0..3 += 4..7
+    t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x0e));        // 0, 1 += 2, 3
+    t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x01));        // 0 += 1
+    return _mm512_cvtss_f32(t);
+}
 
 struct Dot512 {
     using reg = __m512;
@@ -20,12 +35,20 @@ struct Dot512 {
     static Pairs pairs(const uint32_t* words) { return (__m512bh)_mm512_loadu_si512(words); }
     static Pairs pairs(uint32_t word) { return (__m512bh)_mm512_set1_epi32(static_cast<int>(word)); }
     static reg dot(reg acc, Pairs a, Pairs b) { return _mm512_dpbf16_ps(acc, a, b); }
+    static float add_lanes(const reg* acc) { return add_lanes_512(acc[0]); }
+    static Pairs pairs_of_rows(const uint16_t* even, const uint16_t* odd) {
+        const __m512i low = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even)));
+        const __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(odd)));
+        return (__m512bh)_mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+    }
 };
 using Avx512Bf16 = Bf16Tiles<Dot512, 12, 2>;
 
 }  // namespace
 
-int64_t gemm_bf16_workspace_avx512bf16(int threads) { return bf16_workspace_words<Avx512Bf16>(threads); }
+int64_t gemm_bf16_workspace_avx512bf16(int threads, int64_t K, int64_t N) {
+    return bf16_workspace_words<Avx512Bf16>(threads, K, N);
+}
 void gemm_bf16_avx512bf16(const Bf16Args& g) { gemm_bf16_product<Avx512Bf16>(g); }
 
 }  // namespace autograd::kernels::detail

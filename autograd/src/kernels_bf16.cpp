@@ -134,6 +134,11 @@ struct WidenPortable {
         __builtin_memcpy(&w, p, sizeof w);
         return w;
     }
+    static words load_halves(const uint16_t* p) { return words{p[0], p[1], p[2], p[3]}; }
+    static float add_lanes(const reg* acc) {                  // lanes 4v .. 4v+3 in acc[v] (gemm_bf16.h add_lanes)
+        const reg t = (acc[0] + acc[2]) + (acc[1] + acc[3]);  // l + (l + 8), then + 4
+        return (t[0] + t[2]) + (t[1] + t[3]);                 // + 2, then + 1
+    }
     static words broadcast_word(uint32_t w) { return words{w, w, w, w}; }
     static reg even(words w) { return (reg)(w << 16); }
     static reg odd(words w) { return (reg)(w & 0xffff0000u); }
@@ -175,13 +180,13 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
     switch (kernel) {
 #if defined(TINYGPT_X86_KERNELS)
         case Bf16Kernel::avx512_bf16:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx512bf16(g.threads));
+            g.work = bf16_workspace(gemm_bf16_workspace_avx512bf16(g.threads, g.K, g.N));
             return gemm_bf16_avx512bf16(g);
         case Bf16Kernel::avx512:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx512(g.threads));
+            g.work = bf16_workspace(gemm_bf16_workspace_avx512(g.threads, g.K, g.N));
             return gemm_bf16_avx512(g);
         case Bf16Kernel::avx2:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx2(g.threads));
+            g.work = bf16_workspace(gemm_bf16_workspace_avx2(g.threads, g.K, g.N));
             return gemm_bf16_avx2(g);
 #else
         case Bf16Kernel::avx512_bf16:
@@ -189,7 +194,7 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
         case Bf16Kernel::avx2:
 #endif
         case Bf16Kernel::portable:
-            g.work = bf16_workspace(bf16_workspace_words<PortableBf16>(g.threads));
+            g.work = bf16_workspace(bf16_workspace_words<PortableBf16>(g.threads, g.K, g.N));
             return gemm_bf16_product<PortableBf16>(g);
     }
 }

@@ -27,12 +27,12 @@ void dot_rows_avx2(const GemmArgs& g, int64_t begin, int64_t end);
 void dot_rows_avx512(const GemmArgs& g, int64_t begin, int64_t end);
 
 // The bf16 gemm (gemm_bf16.h) per instruction set: float32 tiles that round as vdpbf16ps (avx2,
-// avx512), and vdpbf16ps itself (avx512bf16: AVX-512F + AVX512_BF16); workspace in 32-bit words.
-int64_t gemm_bf16_workspace_avx2(int threads);
+// avx512), and vdpbf16ps itself (avx512bf16: AVX-512F + AVX512_BF16); workspace in 32-bit words, for a product (K, N).
+int64_t gemm_bf16_workspace_avx2(int threads, int64_t K, int64_t N);
 void gemm_bf16_avx2(const Bf16Args& g);
-int64_t gemm_bf16_workspace_avx512(int threads);
+int64_t gemm_bf16_workspace_avx512(int threads, int64_t K, int64_t N);
 void gemm_bf16_avx512(const Bf16Args& g);
-int64_t gemm_bf16_workspace_avx512bf16(int threads);
+int64_t gemm_bf16_workspace_avx512bf16(int threads, int64_t K, int64_t N);
 void gemm_bf16_avx512bf16(const Bf16Args& g);
 
 }  // namespace autograd::kernels::detail
