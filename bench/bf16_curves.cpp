@@ -84,9 +84,11 @@ int run(int argc, char** argv) {
         seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (trainer.step_count() % eval_every == 0 || trainer.step_count() == steps) evaluation();
     }
-    std::fprintf(stderr, "bf16_curves %s: %lld steps in %.1f s (%s kernel: %s)\n", name, static_cast<long long>(steps),
-                 seconds, *precision == autograd::Precision::bf16 ? "bf16" : "no bf16",
-                 std::string(autograd::bf16_kernel_in_use()).c_str());
+    const std::string kernel = *precision == autograd::Precision::bf16
+                                   ? fmt::format(", bf16 kernel {}", autograd::bf16_kernel_in_use())
+                                   : std::string();
+    std::fprintf(stderr, "bf16_curves %s: %lld steps in %.1f s%s\n", name, static_cast<long long>(steps), seconds,
+                 kernel.c_str());
     return 0;
 }
 
