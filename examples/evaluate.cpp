@@ -39,6 +39,7 @@
 
 #include "checkpoint_data.h"
 #include "load_checkpoint.h"
+#include "precision_flag.h"
 #include "progress.h"
 #include "stop_signals.h"
 #include "tools.h"
@@ -52,6 +53,7 @@ struct Options {
     std::optional<int64_t> n_head;
     int64_t threads = 1;
     bool json = false;
+    autograd::Precision precision = autograd::Precision::float32;
 };
 
 cli::Parser make_parser(Options& o) {
@@ -62,6 +64,7 @@ cli::Parser make_parser(Options& o) {
     add_window_flags(p, o.window, "(default every whole one)");
     p.option("--threads", "N", "threads for the kernels                           (default 1)",
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
+    precision_flag::add(p, o.precision);
     p.flag("--json", "print one JSON line instead: {\"loss\",\"perplexity\",\"tokens\",\"batches\"}",
            [&o] { o.json = true; });
     return p;
@@ -111,6 +114,7 @@ int run(const Options& o) {
     const CheckpointData d = checkpoint_data(trained, o.checkpoint->path, o.window, nn::Pass::forward);
     const int64_t B = d.B, T = d.T;
     const cli::StopSignals stop;
+    const precision_flag::Scope precision(o.precision);
     const Result r = evaluate(*trained.model, d.ids, B, T, d.rows, d.windows, o.checkpoint->path);
     if (cli::stop_signal() != 0) {
         progress::note(r.batches == 0
@@ -126,9 +130,12 @@ int run(const Options& o) {
                        {"loss", r.loss}, {"perplexity", perplexity}, {"tokens", r.tokens}, {"batches", r.batches}}
                        .dump());
     else
-        fmt::print("loss {:.4f}, perplexity {:.2f}: {} tokens, the first {} window{} of {} x {} in {} ({} tokens)\n",
+        fmt::print("loss {:.4f}, perplexity {:.2f}: {} tokens, the first {} window{} of {} x {} in {} ({} tokens){}\n",
                    r.loss, perplexity, r.tokens, r.batches, r.batches == 1 ? "" : "s", B, T, *o.window.data,
-                   d.ids.size());
+                   d.ids.size(),
+                   o.precision == autograd::Precision::bf16
+                       ? fmt::format(", bf16 products ({})", autograd::bf16_kernel_in_use())
+                       : std::string());
     return cli::stop_signal() != 0 ? 128 + cli::stop_signal() : 0;
 }
 

@@ -35,6 +35,7 @@
 #include <nn/train/trainer.h>
 
 #include "load_checkpoint.h"
+#include "precision_flag.h"
 #include "stop_signals.h"
 #include "tools.h"
 
@@ -49,6 +50,7 @@ struct Options {
     std::optional<int64_t> tokens;  // --tokens N: N tokens instead of --chars characters
     float temperature = 1.0f;
     bool cache = true, json = false;
+    autograd::Precision precision = autograd::Precision::float32;
 };
 
 // Bytes of decoded tokens out as whole UTF-8 characters, counting them: a BPE token may end inside a
@@ -101,6 +103,7 @@ int run(const Options& o, const cli::Parser& p) {
     const auto [start, context] = nn::sample_start(*trained.tokenizer, trained.bos, prompt);
     autograd::Generator gen(static_cast<uint64_t>(o.seed));
     const cli::StopSignals stop;  // the sampling loop reads it after each character and stops there
+    const precision_flag::Scope precision(o.precision);  // the weights do not change while sampling
 
     using Clock = std::chrono::steady_clock;
     int64_t produced = 0, tokens = 0;
@@ -147,6 +150,7 @@ int run(const Options& o, const cli::Parser& p) {
             {"seconds", seconds},
             {"chars_per_s", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
             {"tokens_per_s", seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0},
+            {"precision", std::string(autograd::precision_name(o.precision))},
             {"cache", window.decoder().cached()},
             {"ids", ids}};
         std::fputs((line.dump() + "\n").c_str(), stdout);
@@ -185,9 +189,11 @@ cli::Parser make_parser(Options& o) {
            [&o] { o.cache = false; });
     p.option("--threads", "N", "threads for the kernels                   (default 1)",
              [&o](const cli::Value& v) { o.threads = v.integer(1, 256); });
+    precision_flag::add(p, o.precision);
     p.flag("--json",
-           "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\", \"cache\",\n"
-           "\"ids\"}: \"ids\" every sampled token id, in order (a sample's last may be BOS, which ended it)",
+           "end with one line {\"chars\", \"tokens\", \"seconds\", \"chars_per_s\", \"tokens_per_s\",\n"
+           "\"precision\", \"cache\", \"ids\"}: \"ids\" every sampled token id, in order (a sample's last may be\n"
+           "BOS, which ended it)",
            [&o] { o.json = true; });
     return p;
 }

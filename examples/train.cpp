@@ -116,11 +116,12 @@ Training::Training(const Options& o, nn::Trainer trainer, train_logs::LogsContin
     // run's logs lose the rows a killed run wrote past its checkpoint.
     if (o.report) open_report();
     logs_ = train_logs::open_logs(o, continued, trainer_);
-    note(fmt::format("{} model{}, {}, vocabulary {}, {} training / {}{}\n", config().model.kind,
+    note(fmt::format("{} model{}, {}, vocabulary {}, {} training / {}{}{}\n", config().model.kind,
                      config().model.scaled ? "" : " without the divisor (--divisor none)",
                      cli::counted(trainer_.model().parameter_count(), "parameter"), config().model.vocab,
                      trainer_.data().size(nn::Split::train),
                      cli::counted(trainer_.data().size(nn::Split::validation), "validation token"),
+                     config().bf16 ? fmt::format(", bf16 products ({})", bf16_kernel_in_use()) : std::string(),
                      o.resume      ? fmt::format(", resuming at step {}", trainer_.step_count())
                      : o.init_from ? fmt::format(", starting from {}", *o.init_from)
                                    : std::string()));
@@ -298,6 +299,9 @@ int Training::interrupted() {
 // The sample: a signal stops it where it is; what was drawn is printed, then the exit says which signal.
 std::string Training::draw_sample() {
     if (config().run.sample <= 0) return {};
+    // in the run's precision, each weight rounded once for the whole sample (bf16)
+    const MatmulPrecisionGuard precision(config().precision());
+    const Bf16WeightScope weight_copies;
     Generator gen(config().seed + 3);
     auto produced = nn::generate(trainer_.model(), prompt_.ids, config().run.sample,
                                  {.temperature = config().run.temperature, .top_k = config().run.top_k}, gen,
@@ -318,13 +322,15 @@ void Training::print_results(const std::string& sample) {
     if (o_.json) {
         // rounded as they always were (losses to 6 decimals, tokens/s to 0.1, seconds to 0.01); not finite: null
         const auto rounded = [](double v, double per_unit) { return std::round(v * per_unit) / per_unit; };
-        const nlohmann::ordered_json figures = {{"model", std::string(nn::model_kind_info(config().model.kind).name)},
-                                                {"params", trainer_.model().parameter_count()},
-                                                {"steps", trainer_.step_count()},
-                                                {"train_loss", rounded(train_loss_, 1e6)},
-                                                {"val_loss", rounded(val_loss_, 1e6)},
-                                                {"tokens_per_s", rounded(tokens_per_s(), 10)},
-                                                {"seconds", rounded(seconds, 100)}};
+        nlohmann::ordered_json figures = {{"model", std::string(nn::model_kind_info(config().model.kind).name)},
+                                          {"params", trainer_.model().parameter_count()},
+                                          {"steps", trainer_.step_count()},
+                                          {"precision", std::string(precision_name(config().precision()))},
+                                          {"train_loss", rounded(train_loss_, 1e6)},
+                                          {"val_loss", rounded(val_loss_, 1e6)},
+                                          {"tokens_per_s", rounded(tokens_per_s(), 10)},
+                                          {"seconds", rounded(seconds, 100)}};
+        if (config().bf16) figures["bf16_kernel"] = std::string(bf16_kernel_in_use());
         fmt::print("{}\n", figures.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
         if (!sample.empty()) note(fmt::format("{}:\n{}\n", sample_title(trainer_.tokenizer()), sample));
     } else {

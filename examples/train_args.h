@@ -18,6 +18,7 @@
 
 #include <cli.h>
 #include <fmt/format.h>
+#include <autograd/precision.h>
 #include <fmt/ranges.h>
 #include <nn/files/file_names.h>
 #include <nn/model_files/safetensors.h>
@@ -49,12 +50,13 @@ struct Options {
 // --- the library's settings as train's flags ----------------------------------------------------------
 // The library's rows (nn::model_settings(), nn::train_settings()) hold keys, types, limits and a line of
 // meaning; how train shows them is here. A setting's flag is its key's name with '-' for '_'
-// ("train.min_lr": --min-lr), but for these four.
+// ("train.min_lr": --min-lr), but for these five.
 inline constexpr std::pair<std::string_view, std::string_view> kRenamedFlags[] = {
     {"model.gpt2_init", "--init"},
     {"model.gelu_exact", "--gelu"},
     {"model.scaled", "--divisor"},
-    {"model.tied_embeddings", "--unembedding"}};
+    {"model.tied_embeddings", "--unembedding"},
+    {"train.bf16", "--precision"}};
 inline std::string flag_of(std::string_view key) {
     for (const auto& [renamed, flag] : kRenamedFlags)
         if (renamed == key) return std::string(flag);
@@ -84,6 +86,9 @@ inline constexpr FlagLook kFlagLooks[] = {
     {"train.steps", "N", 0, "optimizer steps; with --resume, a larger N extends the run"},
     {"train.batch", "B"},
     {"train.seed", "S"},
+    {"train.bf16", "P", 0,
+     "float32 or bf16: bf16 rounds both inputs of the products with weights\nto bfloat16 and sums in float32; kept on "
+     "resume"},
     {"run.log_every", "N", 0,
      "log the step's batch loss, lr and grad norm every N steps\n(to --csv or --report); auto: min(--eval-every, "
      "--steps) / 20"},
@@ -111,10 +116,13 @@ inline Section section_of(const nn::TrainSetting& s) {
     return Section::evaluation;
 }
 // Given with --resume: a "run." setting replaces the checkpoint's (nn::RunSettings); a larger --steps
-// extends the run; the others are refused, as the checkpoint fixes them.
-enum class OnResume { fixed, extends, changes };
+// extends the run; --precision must be the checkpoint's, which a resume without it keeps (refused when
+// it differs, naming both: train_start::with_checkpoint_files); the others are refused, as the
+// checkpoint fixes them.
+enum class OnResume { fixed, extends, changes, kept };
 inline OnResume on_resume(const nn::TrainSetting& s) {
     if (s.key == "train.steps") return OnResume::extends;
+    if (s.key == "train.bf16") return OnResume::kept;
     return s.key.starts_with("run.") ? OnResume::changes : OnResume::fixed;
 }
 
@@ -253,18 +261,25 @@ inline void set_value(const nn::TrainSetting& s, const cli::Value& v, nn::TrainC
                 }
                 if (s.high_open && !(x < static_cast<float>(s.high))) refuse();
                 *value = x;
-            } else if constexpr (!std::is_same_v<T, bool>) {
+            } else if constexpr (std::is_same_v<T, bool>) {  // one of its two words: --precision bf16
+                if (v.text() != s.words[0] && v.text() != s.words[1])
+                    v.fail(fmt::format("needs {}, got '{}'", s.limits(), v.text()));
+                *value = v.text() == s.words[1];
+            } else {
                 *value = static_cast<T>(v.integer(s.min, s.max));
             }
         },
         s.value(config));
 }
 
-// The --help line of a setting: its help (train's own, or the meaning) and its default, from TrainConfig{}.
+// The --help line of a setting: its help (train's own, or the meaning) and its default, from TrainConfig{};
+// --precision's then says what bf16 costs on this CPU (autograd::bf16_speed_note).
 inline std::string help_line(const nn::TrainSetting& s) {
     const FlagLook* look = flag_look(s.key);
     const std::string help = look && !look->help.empty() ? std::string(look->help) : wrapped(std::string(s.meaning));
-    return with_default(help, s.text(nn::TrainConfig{}));
+    const std::string line = with_default(help, s.text(nn::TrainConfig{}));
+    if (s.key != "train.bf16") return line;
+    return fmt::format("{}\n{}", line, wrapped(std::string(autograd::bf16_speed_note())));
 }
 
 // train's flags for the settings of `section`, made from nn::train_settings(). A setting the checkpoint
@@ -439,6 +454,23 @@ inline void check_options(Options& o) {
     if (!o.init_from && nn::model_kind_info(c.model.kind).reads(nn::option_n_head) &&
         c.model.n_embd % c.model.n_head != 0)
         throw cli::UsageError(fmt::format("--n-head {} must divide --n-embd {}", c.model.n_head, c.model.n_embd));
+}
+
+// --precision with --resume (once o.saved is read: train_start::with_checkpoint_files): the checkpoint's
+// precision, or cli::UsageError naming both (a run keeps the precision it was trained in; a checkpoint
+// saved before it was kept was trained in float32).
+inline void check_precision_kept(const Options& o) {
+    const nn::TrainSetting& precision = nn::train_setting("train.bf16");
+    const bool given =
+        std::find(o.settings_given.begin(), o.settings_given.end(), &precision) != o.settings_given.end();
+    if (!given || !o.saved || o.saved->bf16 == o.config.bf16) return;
+    nn::TrainConfig saved;
+    saved.bf16 = o.saved->bf16;
+    const std::string checkpoint = nn::printable_name(*o.resume);
+    throw cli::UsageError(fmt::format(
+        "--precision {} cannot change a resumed run: --resume {} was trained in {}, which it keeps (resume without "
+        "--precision, or start a new run from its weights: --init-from {} --precision {})",
+        precision.text(o.config), checkpoint, precision.text(saved), checkpoint, precision.text(o.config)));
 }
 
 // Throws cli::UsageError for a bad command line and cli::HelpRequested for --help.

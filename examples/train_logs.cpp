@@ -8,6 +8,7 @@
 #include <utility>
 #include <variant>
 
+#include <autograd/precision.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <nn/files/file_names.h>
@@ -83,6 +84,7 @@ nlohmann::ordered_json settings_of(const nn::TrainConfig& c, const Options& o, i
             add_setting(settings, s, c.model);  // what the kind reads
     settings["data"] = o.data.value_or("(the built-in copy task)");
     for (const nn::TrainSetting& s : nn::train_settings()) add_setting(settings, s, c);
+    if (c.bf16) settings["bf16_kernel"] = std::string(autograd::bf16_kernel_in_use());  // which kernel multiplied
     return settings;
 }
 

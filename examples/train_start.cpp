@@ -276,6 +276,7 @@ Options with_checkpoint_files(Options o) {
         } catch (const std::runtime_error&) {
             // not a checkpoint that can be read: the resume itself says what is wrong, after the checks on the outputs
         }
+        train_args::check_precision_kept(o);
         if (!o.data && o.saved && o.saved->files.data) {
             o.data_file = unchanged_data_file(*o.resume, *o.saved->files.data);
             o.data = o.data_file->path.string();

@@ -26,6 +26,7 @@ inline double accepted(const nn::TrainSetting& s) {
 // Values just outside the limits but the special value (none below a whole number's 0: a checkpoint
 // cannot hold one, and the flag's parse of "-1" is the same as of any other number out of range).
 inline std::vector<double> refused(const nn::TrainSetting& s) {
+    if (s.on_off()) return {2};  // neither 0 nor 1 (a two-word setting's flag: neither word)
     std::vector<double> out;
     if (s.whole()) {
         out = {double(uint64_t(s.max) + 1)};

@@ -30,6 +30,10 @@ float from_bits(uint32_t u) { return std::bit_cast<float>(u); }
 // A denormal as vdpbf16ps reads and writes it: zero of its sign.
 float flushed(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
 
+// acc + a * b with the product exact and one rounding, then flushed: a product of two bfloat16 and a
+// float added in double are exact, or round to the same float, and double holds every such product.
+float fused(float acc, float a, float b) { return flushed(static_cast<float>(double(acc) + double(a) * double(b))); }
+
 // One element of the bf16 product as kernels.h states it, one scalar operation at a time: blocks of
 // kBf16BlockK, pairs in order, acc = (acc + odd product) + even product, denormals flushed.
 float spec_element(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
@@ -43,10 +47,8 @@ float spec_element(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
     for (int64_t k0 = 0; k0 < K; k0 += kernels::kBf16BlockK) {
         float acc = 0.0f;
         for (int64_t k = k0; k < std::min(K, k0 + kernels::kBf16BlockK); k += 2) {
-            volatile float odd = a(k + 1) * b(k + 1);  // exact: two 8-bit significands
-            acc = flushed(acc + flushed(odd));
-            volatile float even = a(k) * b(k);
-            acc = flushed(acc + flushed(even));
+            acc = fused(acc, a(k + 1), b(k + 1));
+            acc = fused(acc, a(k), b(k));
         }
         c = k0 == 0 && !accumulate ? acc : flushed(flushed(c) + acc);
     }
@@ -69,10 +71,8 @@ float spec_dot_element(bool trans_a, int64_t M, int64_t K, const float* A, const
         float lanes[16] = {};
         for (int64_t k = k0; k < std::min(padded, k0 + kernels::kBf16BlockK); k += 32)
             for (int l = 0; l < 16; ++l) {
-                volatile float odd = a(k + 2 * l + 1) * b(k + 2 * l + 1);
-                lanes[l] = flushed(lanes[l] + flushed(odd));
-                volatile float even = a(k + 2 * l) * b(k + 2 * l);
-                lanes[l] = flushed(lanes[l] + flushed(even));
+                lanes[l] = fused(lanes[l], a(k + 2 * l + 1), b(k + 2 * l + 1));
+                lanes[l] = fused(lanes[l], a(k + 2 * l), b(k + 2 * l));
             }
         for (int half = 8; half >= 1; half /= 2)
             for (int l = 0; l < half; ++l) lanes[l] = flushed(lanes[l] + lanes[l + half]);
@@ -186,9 +186,17 @@ TEST_CASE("every bf16 kernel gives the same bits on denormals, tiny and huge pro
     const int64_t M = 14, N = 35, K = 40;
     Generator gen(4401);
     std::vector<float> A(M * K), B(K * N);
-    for (float& x : A) x = std::ldexp(gen.uniform(-1.0f, 1.0f), static_cast<int>(gen.uniform(-140.0f, 100.0f)));
-    for (float& x : B) x = std::ldexp(gen.uniform(-1.0f, 1.0f), static_cast<int>(gen.uniform(-60.0f, 40.0f)));
+    const auto scaled = [&](float lowest, float highest) {  // (one draw after the other, in this order)
+        const float mantissa = gen.uniform(-1.0f, 1.0f);
+        return std::ldexp(mantissa, static_cast<int>(gen.uniform(lowest, highest)));
+    };
+    for (float& x : A) x = scaled(-140.0f, 100.0f);
+    for (float& x : B) x = scaled(-60.0f, 40.0f);
     A[3] = NAN;
+    // row 1, column 0: its first pair's odd product is past float32's range, its even product too, with
+    // the other sign: +inf once added exactly (vdpbf16ps), NaN had each product been rounded to infinity
+    A[1 * K + 0] = 1e30f, A[1 * K + 1] = 1e30f;
+    B[0 * K + 0] = -1e30f, B[0 * K + 1] = 1e30f;
     const std::vector<float> C0 = random_values(M * N, gen, 1e-37f);
     for (const bool accumulate : {false, true}) {
         const std::vector<float> spec = spec_product(false, true, M, N, K, A, B, C0, accumulate);
@@ -232,7 +240,8 @@ TEST_CASE("a bf16 product reads an operand's rounded copy to the same bits as it
             }
 }
 
-TEST_CASE("the active bf16 kernel follows the instruction set; the precision parses its names only", "[bf16][isa]") {
+TEST_CASE("the active bf16 kernel follows the instruction set, and the precision parses its names only",
+          "[bf16][isa]") {
     const std::vector<Bf16Kernel> kernels_here = kernels::available_bf16_kernels();
     REQUIRE(kernels_here.front() == Bf16Kernel::portable);
     const kernels::Isa saved = kernels::active_isa();

@@ -44,8 +44,10 @@ std::string usage_error(const std::vector<std::string>& args) {
 
 std::string flag(const nn::TrainSetting& s) { return train_args::flag_of(s.key); }
 
-// A value as a flag's text: a whole number in decimal, a float as fmt writes it.
+// A value as a flag's text: a whole number in decimal, a float as fmt writes it, 0 and 1 of a two-word
+// setting as its words (another number as itself: neither word).
 std::string as_text(const nn::TrainSetting& s, double x) {
+    if (s.on_off() && (x == 0 || x == 1)) return std::string(s.words[x == 1 ? 1 : 0]);
     if (!s.whole()) return fmt::format("{}", x);
     return x < 0 ? fmt::format("{}", int64_t(x)) : fmt::format("{}", uint64_t(x));
 }
@@ -169,4 +171,49 @@ TEST_CASE("The page docs/settings.md lists every setting's flag with its default
         CHECK_THAT(line, Contains(fmt::format("| {} |", s.text(nn::TrainConfig{}))) && Contains(s.limits()) &&
                              Contains(std::string(s.key)));
     }
+}
+
+TEST_CASE("The flag --precision is float32 or bf16, float32 by default, and a resume keeps the checkpoint's",
+          "[train_args][precision]") {
+    CHECK_FALSE(parse({}).config.bf16);
+    CHECK(parse({"--precision", "bf16"}).config.bf16);
+    CHECK_FALSE(parse({"--precision", "float32"}).config.bf16);
+    CHECK(parse({"--precision", "bf16"}).config.precision() == autograd::Precision::bf16);
+    // the table's two words are the library's names, and its limits the names the library lists
+    const nn::TrainSetting& s = nn::train_setting("train.bf16");
+    CHECK(s.words[0] == autograd::precision_name(autograd::Precision::float32));
+    CHECK(s.words[1] == autograd::precision_name(autograd::Precision::bf16));
+    CHECK(s.limits() == autograd::kPrecisionNames);
+    CHECK(usage_error({"--precision", "fp16"}) == "--precision needs float32 or bf16, got 'fp16'");
+    CHECK(usage_error({"--precision", "BF16"}) == "--precision needs float32 or bf16, got 'BF16'");
+    // --help says what bf16 costs on this CPU
+    train_args::Options o;
+    CHECK_THAT(help_of(train_args::make_parser(o).help(), s),
+               Contains("(default float32)") && Contains(std::string(autograd::bf16_speed_note()).substr(0, 20)));
+
+    // with --resume: not a flag the parser refuses (the checkpoint is read later) ...
+    train_args::Options resumed = parse({"--resume", "run.st", "--precision", "bf16"});
+    CHECK(resumed.model_flags.empty());
+    CHECK(train_args::on_resume(s) == train_args::OnResume::kept);
+    const auto saved_in = [](bool bf16) {
+        nn::SavedRun saved;
+        saved.bf16 = bf16;
+        return saved;
+    };
+    // ... but one the checkpoint's precision decides: the same is taken, another refused naming both
+    resumed.saved = saved_in(true);
+    CHECK_NOTHROW(train_args::check_precision_kept(resumed));
+    resumed.saved = saved_in(false);
+    CHECK_THROWS_WITH(train_args::check_precision_kept(resumed),
+                      "--precision bf16 cannot change a resumed run: --resume run.st was trained in float32, which "
+                      "it keeps (resume without --precision, or start a new run from its weights: --init-from "
+                      "run.st --precision bf16)");
+    train_args::Options to_float32 = parse({"--resume", "run.st", "--precision", "float32"});
+    to_float32.saved = saved_in(true);
+    CHECK_THROWS_WITH(train_args::check_precision_kept(to_float32),
+                      Contains("--precision float32 cannot change") && Contains("was trained in bf16"));
+    // not given: the checkpoint's, whatever it is
+    train_args::Options not_given = parse({"--resume", "run.st"});
+    not_given.saved = saved_in(true);
+    CHECK_NOTHROW(train_args::check_precision_kept(not_given));
 }

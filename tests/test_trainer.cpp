@@ -1,6 +1,7 @@
 // nn/trainer.h: on the copy task a single head learns what the bigram cannot; a run stopped, saved and
 // resumed is bit-identical to one never stopped; checkpoints load bit-exactly and bad ones are rejected
 // naming the file; a non-finite loss stops training before the parameters change.
+#include <autograd/precision.h>
 #include <nn/model_files/safetensors.h>
 #include <nn/train/generator_states.h>
 #include <nn/tutorial/tasks.h>
@@ -749,6 +750,63 @@ TEST_CASE("A checkpoint keeps the run settings, and one written before them resu
     metadata["run.eval_iters"] = std::to_string(0);  // (a literal trips gcc 12's -Wrestrict)
     nn::save_safetensors(old, file.tensors, metadata);
     CHECK_THAT(resume_error(old, text), Contains(old.string()) && Contains("run.eval_iters is 0"));
+}
+
+// issue 44: train --precision bf16. The run's precision is a setting the checkpoint keeps; the trainer
+// sets it for each step and evaluation only.
+TEST_CASE("A bf16 run: its checkpoint keeps the precision, it resumes bit-exactly in it, and an older one is float32",
+          "[trainer][precision]") {
+    const std::string text = copy_text(300, 44);
+    TempDir dir("precision");
+    nn::TrainConfig config{.model = {.kind = nn::ModelKind::gpt, .n_embd = 16, .n_head = 2, .n_layer = 2, .block = 8},
+                           .steps = 6,
+                           .batch = 4,
+                           .bf16 = true};
+    CHECK_FALSE(nn::TrainConfig{}.bf16);  // float32 unless asked
+    nn::Trainer straight = make_trainer(config, text);
+    nn::Trainer stopped = make_trainer(config, text);
+    config.bf16 = false;
+    nn::Trainer float32 = make_trainer(config, text);
+    for (int i = 0; i < 3; ++i) {
+        straight.step();
+        stopped.step();
+        float32.step();
+    }
+    // the precision is the trainer's for its step, not left behind for the rest of the program
+    CHECK(autograd::matmul_precision() == autograd::Precision::float32);
+    // bf16 really ran: the same seed and batches, other weights
+    bool differ = false;
+    const auto a = straight.model().named_parameters(), b = float32.model().named_parameters();
+    for (size_t i = 0; i < a.size(); ++i) differ = differ || !same_bits(a[i].second, b[i].second);
+    CHECK(differ);
+
+    const fs::path path = dir.path / "bf16.safetensors";
+    stopped.save(path);
+    const nn::Safetensors file = nn::load_safetensors(path);
+    CHECK(file.metadata.at("train.bf16") == "1");
+    CHECK(nn::read_saved_run(path).bf16);
+    nn::Trainer resumed = nn::Trainer::resume(path, text);
+    CHECK(resumed.config().bf16);
+    CHECK(resumed.config() == stopped.config());
+    for (int i = 0; i < 3; ++i) {
+        straight.step();
+        resumed.step();
+    }
+    require_same_parameters(resumed.model(), snapshot(straight.model()));
+    CHECK(resumed.evaluate(nn::Split::validation, 2) == straight.evaluate(nn::Split::validation, 2));
+    CHECK(autograd::matmul_precision() == autograd::Precision::float32);
+
+    // a checkpoint from before the key: float32, everything else as saved
+    auto metadata = file.metadata;
+    REQUIRE(metadata.erase("train.bf16") == 1);
+    const fs::path old = dir.path / "old.safetensors";
+    nn::save_safetensors(old, file.tensors, metadata);
+    CHECK_FALSE(nn::Trainer::resume(old, text).config().bf16);
+    CHECK_FALSE(nn::read_saved_run(old).bf16);
+    // a value that is neither 0 nor 1 is refused, naming the key and the names
+    metadata["train.bf16"] = "2";
+    nn::save_safetensors(old, file.tensors, metadata);
+    CHECK_THAT(resume_error(old, text), Contains("train.bf16 is 2; it takes float32 or bf16"));
 }
 
 // issue 25, item 5: a checkpoint's settings passed none of the flags' limits. An eval_iters of 4e9 made a

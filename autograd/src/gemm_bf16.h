@@ -2,12 +2,13 @@
 // products" says what each element of C is).
 //
 // For row-major C (M, N) = op(A) (M, K) @ op(B) (K, N), each thread takes a block of C (rows or columns,
-// as gemm_blocked.h) and, within it:
+// as gemm_blocked.h) and, within it (gemm_bf16_block):
 //   for k0 in K by kBf16BlockK:
-//     for each group of up to kBf16RowPanels MR-row panels: pack them as pairs [p][MR]: the 32 bits of
-//       row i at pair p are bf16 A(i, 2p) in the low half, A(i, 2p + 1) in the high (vdpbf16ps' layout)
+//     for each group of up to kBf16RowPanels MR-row panels: pack them, pair by pair of k: the 32 bits of
+//       row i at pair p are bf16 A(i, 2p) in the low half, A(i, 2p + 1) in the high (vdpbf16ps' layout,
+//       Words), or the two widened to floats (Widened, for the kernels of float32 arithmetic)
 //       for n0 in its columns by Kn::NC:
-//         pack B (k0.., n0..) the same way into NR-wide panels [p][NR], zero-padded
+//         pack B (k0.., n0..) the same way into NR-wide panels, zero-padded
 //         for each row panel of the group: the MR x NR tiles
 // Rounding happens in the packing (to_bf16 of each float, or an operand's bf16 copy read as it is), so
 // the tiles only multiply. Each tile sums pairs p in increasing order from zero within a block and
@@ -15,6 +16,10 @@
 // kernel's tile computes that sequence (acc + odd product, then + even product, each rounded) with
 // denormals flushed as vdpbf16ps does (the MXCSR's FTZ and DAZ for the float32 tiles, set per thread
 // for the product's duration).
+//
+// A product of at most kBf16FewRows rows (a decoded token's) streams B instead: B (K, N) two rows (one
+// pair) at a time, the same sums as the tiles' (bf16_few_rows); B transposed as dot products of rows,
+// with their own sums in 16 lanes (bf16_dot_rows).
 //
 // As gemm_blocked.h: included by one translation unit per kernel, everything in an anonymous namespace,
 // nothing from the standard library.
@@ -60,7 +65,7 @@ inline int64_t bf16_few_rows_words(int64_t N);
 // 32-bit words of workspace per thread for a product (K, N), times threads: the most any path needs.
 template <class Kn>
 int64_t bf16_workspace_words(int threads, int64_t K, int64_t N) {
-    const int64_t blocked = kBf16PairsPerBlock * (Kn::NC + kBf16RowPanels * Kn::MR);
+    const int64_t blocked = kBf16PairsPerBlock * Kn::Layout::kWords * (Kn::NC + kBf16RowPanels * Kn::MR);
     const int64_t most = bf16_max(blocked, bf16_max(bf16_dot_words(K), bf16_few_rows_words(N)));
     return int64_t(threads) * most;
 }
@@ -74,11 +79,30 @@ inline uint32_t bf16_bits(float x) {
 }
 inline uint32_t bf16_bits(uint16_t bits) { return bits; }
 
-// dst[p][P] (the pairs of k in [k_begin, k_end)) of n lines of an operand (its rows or columns as op()
-// has them), zero-padded to P: word (p, j) is element (2p, j) | element (2p + 1, j) << 16, where element
-// (k, j) is src[base + k * k_stride + j * j_stride] and is zero from k_end on. One of the strides is 1;
-// the loops run along it.
-template <int64_t P, class Source>
+// How a packed panel P lines wide holds pair p of line j, given as the word element (2p, j) |
+// element (2p + 1, j) << 16: Words, that word at [p][j] (vdpbf16ps' pair); Widened, two floats, the odd
+// element widened at [2p][j] and the even at [2p + 1][j], so that the tiles of float32 arithmetic only
+// multiply (widening in the tile cost them half their speed).
+struct Words {
+    static constexpr int64_t kWords = 1;  // 32-bit words a pair takes per line
+    template <int64_t P>
+    static void put(uint32_t* dst, int64_t p, int64_t j, uint32_t word) {
+        dst[p * P + j] = word;
+    }
+};
+struct Widened {
+    static constexpr int64_t kWords = 2;
+    template <int64_t P>
+    static void put(uint32_t* dst, int64_t p, int64_t j, uint32_t word) {
+        dst[2 * p * P + j] = word & 0xffff0000u;
+        dst[(2 * p + 1) * P + j] = word << 16;
+    }
+};
+
+// The pairs of k in [k_begin, k_end) of n lines of an operand (its rows or columns as op() has them) as
+// a panel P lines wide in Layout, zero-padded: element (k, j) is src[base + k * k_stride + j * j_stride],
+// zero from k_end on. One of the strides is 1; the loops run along it.
+template <int64_t P, class Layout, class Source>
 __attribute__((noinline)) void pack_pairs(const Source* __restrict src, int64_t base, int64_t k_stride,
                                           int64_t j_stride, int64_t k_begin, int64_t k_end, int64_t n,
                                           uint32_t* __restrict dst) {
@@ -88,58 +112,62 @@ __attribute__((noinline)) void pack_pairs(const Source* __restrict src, int64_t 
         for (int64_t j = 0; j < n; ++j) {
             const Source* __restrict line = src + j * j_stride;
             for (int64_t p = 0; p < whole; ++p)
-                dst[p * P + j] = bf16_bits(line[2 * p]) | bf16_bits(line[2 * p + 1]) << 16;
-            if (whole < pairs) dst[whole * P + j] = bf16_bits(line[2 * whole]);
+                Layout::template put<P>(dst, p, j, bf16_bits(line[2 * p]) | bf16_bits(line[2 * p + 1]) << 16);
+            if (whole < pairs) Layout::template put<P>(dst, whole, j, bf16_bits(line[2 * whole]));
         }
     } else {  // k rows of n contiguous values (B (K, N), A stored (K, M)): a pair is two rows
         for (int64_t p = 0; p < pairs; ++p) {
             const Source* __restrict even = src + 2 * p * k_stride;
-            uint32_t* __restrict d = dst + p * P;
             if (p < whole)
-                for (int64_t j = 0; j < n; ++j) d[j] = bf16_bits(even[j]) | bf16_bits(even[j + k_stride]) << 16;
+                for (int64_t j = 0; j < n; ++j)
+                    Layout::template put<P>(dst, p, j, bf16_bits(even[j]) | bf16_bits(even[j + k_stride]) << 16);
             else
-                for (int64_t j = 0; j < n; ++j) d[j] = bf16_bits(even[j]);
+                for (int64_t j = 0; j < n; ++j) Layout::template put<P>(dst, p, j, bf16_bits(even[j]));
         }
     }
     for (int64_t p = 0; p < pairs; ++p)
-        for (int64_t j = n; j < P; ++j) dst[p * P + j] = 0;
+        for (int64_t j = n; j < P; ++j) Layout::template put<P>(dst, p, j, 0);
 }
 
-// Pairs [p][P] of an operand stored (rows, cols) with its copy or its floats: lines j0 .. j0+n, k in
-// [k0, k_end); `k_along_rows`: k indexes the stored rows (lines are columns), else the columns.
-template <int64_t P>
+// The pairs of an operand stored (rows, cols), with its copy or its floats, as a panel P wide in Layout:
+// lines j0 .. j0+n, k in [k0, k_end); `k_along_rows`: k indexes the stored rows (lines are columns),
+// else the columns.
+template <int64_t P, class Layout>
 void pack_operand(const float* values, const uint16_t* bf16, int64_t cols, bool k_along_rows, int64_t j0, int64_t n,
                   int64_t k0, int64_t k_end, uint32_t* dst) {
     const int64_t base = k_along_rows ? j0 : j0 * cols, k_stride = k_along_rows ? cols : 1;
     const int64_t j_stride = k_along_rows ? 1 : cols;
-    if (bf16) pack_pairs<P>(bf16, base, k_stride, j_stride, k0, k_end, n, dst);
-    else pack_pairs<P>(values, base, k_stride, j_stride, k0, k_end, n, dst);
+    if (bf16) pack_pairs<P, Layout>(bf16, base, k_stride, j_stride, k0, k_end, n, dst);
+    else pack_pairs<P, Layout>(values, base, k_stride, j_stride, k0, k_end, n, dst);
 }
 
-// B's columns j0 .. j0+nb as pairs [p][NR] (B stored (N, K) when transposed, else (K, N)).
+// B's columns j0 .. j0+nb as a panel NR wide (B stored (N, K) when transposed, else (K, N)).
 template <class Kn>
 void pack_b_pairs(const Bf16Args& g, int64_t k0, int64_t k_end, int64_t j0, int64_t nb, uint32_t* dst) {
-    pack_operand<Kn::NR>(g.B, g.B16, g.trans_b ? g.K : g.N, !g.trans_b, j0, nb, k0, k_end, dst);
+    pack_operand<Kn::NR, typename Kn::Layout>(g.B, g.B16, g.trans_b ? g.K : g.N, !g.trans_b, j0, nb, k0, k_end, dst);
 }
 
-// op(A)'s rows i0 .. i0+mb as pairs [p][MR] (A stored (K, M) when transposed, else (M, K)).
+// op(A)'s rows i0 .. i0+mb as a panel MR wide (A stored (K, M) when transposed, else (M, K)).
 template <class Kn>
 void pack_a_pairs(const Bf16Args& g, int64_t i0, int64_t mb, int64_t k0, int64_t k_end, uint32_t* dst) {
-    pack_operand<Kn::MR>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i0, mb, k0, k_end, dst);
+    pack_operand<Kn::MR, typename Kn::Layout>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i0, mb, k0, k_end, dst);
 }
 
 // The tiles, over a kernel's arithmetic E, which provides: reg (W floats), zero(), load(const float*),
 // store(float*, reg), add(a, b); Pairs, W pairs of bfloat16 as the kernel multiplies them, loaded by
 // pairs(const uint32_t* words) (W words) or broadcast by pairs(uint32_t word); and dot(acc, a, b): per
-// lane acc + a.odd * b.odd, then + a.even * b.even, each sum rounded (vdpbf16ps, or two fused
-// multiply-adds of exact products).
-//   tile: MR x NR of C from MR rows of A's pairs [p][MR] and a B panel [p][NR].
+// lane acc + a.odd * b.odd, then + a.even * b.even, each product added exactly and the sum rounded
+// (vdpbf16ps, or fused multiply-adds).
+//   tile: MR x NR of C from a panel of A's MR rows and one of B's NR columns, packed in E::Layout, read
+//   by E::panel_pairs<P>(at) (W lines' pair from a panel P wide) and E::panel_pair<P>(at) (one line's,
+//   broadcast).
 // (E also gives pairs_of_rows(even, odd), W pairs from two rows of W bfloat16 each, for bf16_few_rows;
 // and add_lanes(acc), the kBf16Lanes sums of kBf16Lanes / W registers added (l + 8, + 4, + 2, + 1: lane
 // l of the first register is lane l, of the second l + W, ...) in registers, for bf16_dot_rows.)
 template <class E, int64_t kMR, int64_t kNV>
 struct Bf16Tiles {
     using Arithmetic = E;
+    using Layout = typename E::Layout;
     static constexpr int64_t MR = kMR, NR = kNV * E::W, NC = 512;
     static void tile(int64_t pairs, const uint32_t* __restrict a, const uint32_t* __restrict b, float* __restrict c,
                      int64_t ldc, bool overwrite) {
@@ -148,13 +176,13 @@ struct Bf16Tiles {
             for (int64_t v = 0; v < kNV; ++v) acc[r][v] = E::zero();
         for (int64_t p = 0; p < pairs; ++p) {
             typename E::Pairs bv[kNV];
-            for (int64_t v = 0; v < kNV; ++v) bv[v] = E::pairs(b + v * E::W);
+            for (int64_t v = 0; v < kNV; ++v) bv[v] = E::template panel_pairs<NR>(b + v * E::W);
             for (int64_t r = 0; r < MR; ++r) {
-                const typename E::Pairs av = E::pairs(a[r]);
+                const typename E::Pairs av = E::template panel_pair<MR>(a + r);
                 for (int64_t v = 0; v < kNV; ++v) acc[r][v] = E::dot(acc[r][v], av, bv[v]);
             }
-            a += MR;
-            b += NR;
+            a += Layout::kWords * MR;
+            b += Layout::kWords * NR;
         }
         for (int64_t r = 0; r < MR; ++r)
             for (int64_t v = 0; v < kNV; ++v) store_sum(c + r * ldc + v * E::W, acc[r][v], overwrite);
@@ -167,15 +195,26 @@ private:
 };
 
 // The pairs widened to floats, for kernels without bfloat16 arithmetic: a bfloat16 is a float's upper
-// half. V provides reg, words (W 32-bit lanes), W, zero, load, store, add, fma(a, b, acc) = a * b + acc
-// (one rounding: an FMA, or a multiply and an add of an exact product), load_words(const uint32_t*),
+// half. V provides reg, words (W 32-bit lanes), W, zero, load, store, add, fma(a, b, acc) (a * b + acc
+// with one rounding, as vdpbf16ps adds each product: exactly, even one past float32's range),
+// load_words(const uint32_t*),
 // load_halves(const uint16_t*) (W values, each zero-extended into its lane), broadcast_word(uint32_t),
-// even(words) (each lane shifted up by 16) and odd(words) (its upper half).
+// as_floats(words) (the same bits), even(words) (each lane shifted up by 16) and odd(words) (its upper
+// half). Its panels are Widened: the tile reads floats.
 template <class V>
 struct WidenedPairs : V {
+    using Layout = Widened;
     struct Pairs {
         typename V::reg even, odd;
     };
+    template <int64_t P>
+    static Pairs panel_pairs(const uint32_t* at) {
+        return {V::as_floats(V::load_words(at + P)), V::as_floats(V::load_words(at))};
+    }
+    template <int64_t P>
+    static Pairs panel_pair(const uint32_t* at) {
+        return {V::as_floats(V::broadcast_word(at[P])), V::as_floats(V::broadcast_word(at[0]))};
+    }
     static Pairs pairs(const uint32_t* words) { return widen(V::load_words(words)); }
     static Pairs pairs(uint32_t word) { return widen(V::broadcast_word(word)); }
     static Pairs pairs_of_rows(const uint16_t* even, const uint16_t* odd) {
@@ -209,9 +248,10 @@ template <class Kn>
 void gemm_bf16_block(const Bf16Args& g, uint32_t* work, int64_t p_begin, int64_t p_end, int64_t j_begin,
                      int64_t j_end) {
     constexpr int64_t MR = Kn::MR, NR = Kn::NR, NC = Kn::NC, KB = 2 * kBf16PairsPerBlock;
+    constexpr int64_t X = Kn::Layout::kWords;  // words a pair takes per line of a panel
     const FlushDenormals flush;
     uint32_t* const bpack = work;
-    uint32_t* const apack = work + kBf16PairsPerBlock * NC;
+    uint32_t* const apack = work + kBf16PairsPerBlock * X * NC;
     alignas(64) float tile[MR * NR];
     for (int64_t k0 = 0; k0 < g.K; k0 += KB) {
         const int64_t k_end = bf16_min(g.K, k0 + KB), pairs = (k_end - k0 + 1) / 2;
@@ -219,17 +259,18 @@ void gemm_bf16_block(const Bf16Args& g, uint32_t* work, int64_t p_begin, int64_t
         for (int64_t q0 = p_begin; q0 < p_end; q0 += kBf16RowPanels) {
             const int64_t q_end = bf16_min(p_end, q0 + kBf16RowPanels);
             for (int64_t ip = q0; ip < q_end; ++ip)
-                pack_a_pairs<Kn>(g, ip * MR, bf16_min(MR, g.M - ip * MR), k0, k_end, apack + (ip - q0) * pairs * MR);
+                pack_a_pairs<Kn>(g, ip * MR, bf16_min(MR, g.M - ip * MR), k0, k_end,
+                                 apack + (ip - q0) * pairs * X * MR);
             for (int64_t n0 = j_begin; n0 < j_end; n0 += NC) {
                 const int64_t nc = bf16_min(NC, j_end - n0), panels = (nc + NR - 1) / NR;
                 for (int64_t p = 0; p < panels; ++p)
-                    pack_b_pairs<Kn>(g, k0, k_end, n0 + p * NR, bf16_min(NR, nc - p * NR), bpack + p * pairs * NR);
+                    pack_b_pairs<Kn>(g, k0, k_end, n0 + p * NR, bf16_min(NR, nc - p * NR), bpack + p * pairs * X * NR);
                 for (int64_t ip = q0; ip < q_end; ++ip) {
                     const int64_t i0 = ip * MR, mb = bf16_min(MR, g.M - i0);
-                    const uint32_t* a = apack + (ip - q0) * pairs * MR;
+                    const uint32_t* a = apack + (ip - q0) * pairs * X * MR;
                     for (int64_t p = 0; p < panels; ++p) {
                         const int64_t j0 = n0 + p * NR, nb = bf16_min(NR, nc - p * NR);
-                        const uint32_t* b = bpack + p * pairs * NR;
+                        const uint32_t* b = bpack + p * pairs * X * NR;
                         float* c = g.C + i0 * g.N + j0;
                         if (mb == MR && nb == NR) {
                             Kn::tile(pairs, a, b, c, g.N, overwrite);
@@ -282,7 +323,7 @@ void bf16_few_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j
     for (int64_t k0 = 0; k0 < g.K; k0 += KB) {
         const int64_t k_end = bf16_min(g.K, k0 + KB), pairs = (k_end - k0 + 1) / 2;
         for (int64_t i = 0; i < g.M; ++i)
-            pack_operand<1>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i, 1, k0, k_end, a_pairs + i * pairs);
+            pack_operand<1, Words>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i, 1, k0, k_end, a_pairs + i * pairs);
         for (int64_t e = 0; e < g.M * width; ++e) sums[e] = 0.0f;
         // Four pairs (eight rows of B, eight streams) at a time where the copy is read in place and the
         // columns are whole vectors: a core kept only about 12 GB/s in flight on two rows' streams.

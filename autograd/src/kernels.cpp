@@ -15,6 +15,7 @@
 #include "gemm_small.h"
 #include "kernels_isa.h"
 #include "vector_loops.h"
+#include "workspace.h"
 
 namespace autograd::kernels {
 
@@ -88,15 +89,6 @@ struct PortableVec {
     static reg fma(reg a, reg b, reg acc) { return acc + a * b; }
     static reg add(reg a, reg b) { return a + b; }
 };
-
-// Packing buffers, reused across calls on the calling thread, 64-byte aligned.
-float* workspace(int64_t floats) {
-    thread_local std::vector<float> buffer;
-    const size_t need = static_cast<size_t>(floats) + 16;
-    if (buffer.size() < need) buffer.assign(need, 0.0f);
-    const auto address = reinterpret_cast<uintptr_t>(buffer.data());
-    return buffer.data() + ((64 - address % 64) % 64) / sizeof(float);
-}
 
 }  // namespace
 
@@ -218,7 +210,7 @@ void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
         return;
     }
     if (path == GemmPath::small || (path == GemmPath::automatic && small_is_faster(isa, g))) {
-        g.work = detail::workspace(detail::small_workspace_floats(g));
+        g.work = detail::thread_workspace<float>(detail::small_workspace_floats(g));
         switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
             case Isa::avx512:
@@ -239,11 +231,11 @@ void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
     switch (isa) {
 #if defined(TINYGPT_X86_KERNELS)
         case Isa::avx512:
-            g.work = detail::workspace(detail::gemm_workspace_avx512(g.threads));
+            g.work = detail::thread_workspace<float>(detail::gemm_workspace_avx512(g.threads));
             detail::gemm_avx512(g);
             return;
         case Isa::avx2:
-            g.work = detail::workspace(detail::gemm_workspace_avx2(g.threads));
+            g.work = detail::thread_workspace<float>(detail::gemm_workspace_avx2(g.threads));
             detail::gemm_avx2(g);
             return;
 #else
@@ -251,7 +243,7 @@ void run_gemm(Isa isa, GemmPath path, detail::GemmArgs g) {
         case Isa::avx2:
 #endif
         case Isa::portable:
-            g.work = detail::workspace(detail::workspace_floats<detail::Portable>(g.threads));
+            g.work = detail::thread_workspace<float>(detail::workspace_floats<detail::Portable>(g.threads));
             detail::gemm_blocked<detail::Portable, detail::PortableVec>(g);
             return;
     }

@@ -93,6 +93,7 @@ struct Widen256 {
         return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
     static words broadcast_word(uint32_t w) { return _mm256_set1_epi32(static_cast<int>(w)); }
+    static reg as_floats(words w) { return _mm256_castsi256_ps(w); }
     static reg even(words w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
     static reg odd(words w) {
         return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));

@@ -185,12 +185,13 @@ struct Widen512 {
         return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
     static words broadcast_word(uint32_t w) { return _mm512_set1_epi32(static_cast<int>(w)); }
+    static reg as_floats(words w) { return _mm512_castsi512_ps(w); }
     static reg even(words w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
     static reg odd(words w) {
         return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
     }
 };
-using Avx512Bf16Widened = Bf16Tiles<WidenedPairs<Widen512>, 8, 2>;
+using Avx512Bf16Widened = Bf16Tiles<WidenedPairs<Widen512>, 12, 2>;
 
 }  // namespace
 

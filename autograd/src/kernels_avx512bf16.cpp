@@ -25,21 +25,38 @@ inline float add_lanes_512(__m512 t) {
 }
 
 struct Dot512 {
+    using Layout = Words;
     using reg = __m512;
-    using Pairs = __m512bh;
+    using Pairs = __m512i;  // (32 bfloat16, as integers: clang 16 crashes converting them to __m512bh)
     static constexpr int64_t W = 16;
     static reg zero() { return _mm512_setzero_ps(); }
     static reg load(const float* p) { return _mm512_loadu_ps(p); }
     static void store(float* p, reg v) { _mm512_storeu_ps(p, v); }
     static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
-    static Pairs pairs(const uint32_t* words) { return (__m512bh)_mm512_loadu_si512(words); }
-    static Pairs pairs(uint32_t word) { return (__m512bh)_mm512_set1_epi32(static_cast<int>(word)); }
-    static reg dot(reg acc, Pairs a, Pairs b) { return _mm512_dpbf16_ps(acc, a, b); }
+    static Pairs pairs(const uint32_t* words) { return _mm512_loadu_si512(words); }
+    static Pairs pairs(uint32_t word) { return _mm512_set1_epi32(static_cast<int>(word)); }
+    static reg dot(reg acc, Pairs a, Pairs b) {
+#if defined(__clang__)
+        // (clang 16 segfaults at -O1 and above on any integer vector converted to __m512bh for the intrinsic)
+        __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+        return acc;
+#else
+        return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+#endif
+    }
+    template <int64_t P>
+    static Pairs panel_pairs(const uint32_t* at) {
+        return pairs(at);
+    }
+    template <int64_t P>
+    static Pairs panel_pair(const uint32_t* at) {
+        return pairs(*at);
+    }
     static float add_lanes(const reg* acc) { return add_lanes_512(acc[0]); }
     static Pairs pairs_of_rows(const uint16_t* even, const uint16_t* odd) {
         const __m512i low = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even)));
         const __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(odd)));
-        return (__m512bh)_mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+        return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
     }
 };
 using Avx512Bf16 = Bf16Tiles<Dot512, 12, 2>;

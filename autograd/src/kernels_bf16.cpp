@@ -1,8 +1,12 @@
 // bfloat16 products: the precision setting, the weights' copies, the portable bf16 tile and the choice
 // of kernel (precision.h, kernels.h "bfloat16 products").
 #include <algorithm>
+#if defined(TINYGPT_X86_KERNELS)
+#include <cpuid.h>
+#endif
 #include <atomic>
 #include <bit>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +19,7 @@
 #include "bf16_weights.h"
 #include "gemm_bf16.h"
 #include "kernels_isa.h"
+#include "workspace.h"
 
 namespace autograd {
 
@@ -41,15 +46,39 @@ MatmulPrecisionGuard::~MatmulPrecisionGuard() { set_matmul_precision(previous_);
 namespace {
 
 // The weights' copies of the outermost live Bf16WeightScope, by their tensors' storage. Each entry
-// holds its tensor, so that no other tensor can take its storage's address while it lives.
+// holds its tensor, so that no other tensor can take its storage's address while it lives. A closing
+// scope keeps its copies' memory for the next (a training step asks for the same sizes again: without
+// it, a quarter of GPT-2 small's bf16 step went to the system's fresh pages), and frees what that one
+// did not reuse.
 struct WeightCopies {
+    struct Bits {
+        std::unique_ptr<uint16_t[]> data;  // (not value-initialized: every element is written)
+        size_t size = 0;
+    };
     struct Copy {
         Tensor weight;
-        std::vector<uint16_t> bits;
+        Bits bits;
     };
     std::mutex lock;
     int depth = 0;
     std::unordered_map<const float*, Copy> copies;
+    std::vector<Bits> spare;
+
+    Bits take(size_t size) {
+        for (Bits& b : spare)
+            if (b.size == size) {
+                Bits out = std::move(b);
+                b = std::move(spare.back());
+                spare.pop_back();
+                return out;
+            }
+        return {std::unique_ptr<uint16_t[]>(new uint16_t[size]), size};
+    }
+    void close() {
+        spare.clear();
+        for (auto& [address, copy] : copies) spare.push_back(std::move(copy.bits));
+        copies.clear();
+    }
 };
 WeightCopies& weight_copies() {
     static WeightCopies copies;
@@ -67,7 +96,7 @@ Bf16WeightScope::Bf16WeightScope() {
 Bf16WeightScope::~Bf16WeightScope() {
     WeightCopies& w = weight_copies();
     const std::lock_guard hold(w.lock);
-    if (--w.depth == 0) w.copies.clear();
+    if (--w.depth == 0) w.close();
 }
 
 namespace detail {
@@ -80,27 +109,41 @@ const uint16_t* bf16_weight_copy(const Tensor& weight) {
     const std::span<const float> values = weight.data();
     auto [at, fresh] = w.copies.try_emplace(values.data());
     WeightCopies::Copy& copy = at->second;
-    if (fresh || copy.bits.size() != values.size()) {  // (a storage of another size at the same address)
+    if (fresh) {
         copy.weight = weight;
-        copy.bits.resize(values.size());
-        uint16_t* bits = copy.bits.data();
-        parallel_for(static_cast<int64_t>(values.size()), rows_per_thread(1, int64_t(1) << 16),
-                     [&](int64_t begin, int64_t end) {
-                         for (int64_t i = begin; i < end; ++i) bits[i] = kernels::to_bf16(values[i]);
-                     });
+        copy.bits = w.take(values.size());
+        uint16_t* bits = copy.bits.data.get();
+        parallel_for(
+            static_cast<int64_t>(values.size()), rows_per_thread(1, int64_t(1) << 16),
+            [&](int64_t begin, int64_t end) { kernels::to_bf16(values.data() + begin, bits + begin, end - begin); });
     }
-    return copy.bits.data();
+    return copy.bits.data.get();
 }
 
 }  // namespace detail
 
 std::string_view bf16_kernel_in_use() { return kernels::bf16_kernel_name(kernels::active_bf16_kernel()); }
 
+namespace {
+// AMX-BF16 (CPUID leaf 7, EDX bit 22; gcc 12's __builtin_cpu_supports does not know it)
+bool cpu_has_amx_bf16() {
+#if defined(TINYGPT_X86_KERNELS)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 22)) != 0;
+#else
+    return false;
+#endif
+}
+}  // namespace
+
 std::string_view bf16_speed_note() {
-    return kernels::active_bf16_kernel() == kernels::Bf16Kernel::avx512_bf16
-               ? "this CPU multiplies bfloat16 itself (AVX512_BF16): about twice float32's arithmetic"
-               : "this CPU has no bfloat16 arithmetic (AVX512_BF16): bf16 rounds the same way with float32 "
-                 "arithmetic, at about float32's speed";
+    const bool dot = kernels::active_bf16_kernel() == kernels::Bf16Kernel::avx512_bf16, amx = cpu_has_amx_bf16();
+    if (dot && amx)
+        return "this CPU multiplies bfloat16 itself (AVX512_BF16): bf16 products at about twice float32's speed (its "
+               "AMX tiles are not used)";
+    if (dot) return "this CPU multiplies bfloat16 itself (AVX512_BF16): bf16 products at about twice float32's speed";
+    return "this CPU has no bfloat16 arithmetic (AVX512_BF16): bf16 rounds the same way on float32 arithmetic, the "
+           "same results at about float32's speed, no faster";
 }
 
 }  // namespace autograd
@@ -108,14 +151,20 @@ std::string_view bf16_speed_note() {
 namespace autograd::kernels {
 
 uint16_t to_bf16(float x) { return static_cast<uint16_t>(detail::bf16_bits(x)); }
+void to_bf16(const float* x, uint16_t* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint16_t>(detail::bf16_bits(x[i]));
+}
 float from_bf16(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
 namespace detail {
 namespace {
 
 // The portable bf16 arithmetic: GCC/Clang vector-extension registers of 4 floats, its pairs widened
-// (gemm_bf16.h WidenedPairs); fma is a multiply and an add (autograd compiles without contraction), the
-// same sums since the product is exact.
+// (gemm_bf16.h WidenedPairs). A baseline CPU has no FMA instruction: kExact adds each product in double,
+// where a product of two bfloat16 is exact and its sum with a float rounds as the exact sum does, with
+// one rounding back (and a flush, under gemm_bf16.h's FlushDenormals); without it, a multiply and an add,
+// the same wherever the product is a normal float (products_normal checks).
+template <bool kExact>
 struct WidenPortable {
     typedef float reg __attribute__((vector_size(16)));
     typedef uint32_t words __attribute__((vector_size(16)));
@@ -128,7 +177,16 @@ struct WidenPortable {
     }
     static void store(float* p, reg v) { __builtin_memcpy(p, &v, sizeof v); }
     static reg add(reg a, reg b) { return a + b; }
-    static reg fma(reg a, reg b, reg acc) { return acc + a * b; }
+    static reg fma(reg a, reg b, reg acc) {
+        if constexpr (!kExact) {
+            return acc + a * b;
+        } else {
+            typedef double wide __attribute__((vector_size(32)));
+            const wide sum = __builtin_convertvector(acc, wide) +
+                             __builtin_convertvector(a, wide) * __builtin_convertvector(b, wide);
+            return __builtin_convertvector(sum, reg);
+        }
+    }
     static words load_words(const uint32_t* p) {
         words w;
         __builtin_memcpy(&w, p, sizeof w);
@@ -140,10 +198,35 @@ struct WidenPortable {
         return (t[0] + t[2]) + (t[1] + t[3]);                 // + 2, then + 1
     }
     static words broadcast_word(uint32_t w) { return words{w, w, w, w}; }
+    static reg as_floats(words w) { return (reg)w; }
     static reg even(words w) { return (reg)(w << 16); }
     static reg odd(words w) { return (reg)(w & 0xffff0000u); }
 };
-using PortableBf16 = Bf16Tiles<WidenedPairs<WidenPortable>, 4, 2>;
+
+using PortableExact = Bf16Tiles<WidenedPairs<WidenPortable<true>>, 4, 2>;
+using PortableFast = Bf16Tiles<WidenedPairs<WidenPortable<false>>, 4, 2>;
+
+// Whether every product of the operands' values is a normal float (or zero), so that the portable
+// kernel may multiply and add: each value zero, denormal (read as zero) or of magnitude in [2^-63, 2^63)
+// (rounding to bfloat16 stays within). One pass over A and B, beside M N K multiply-adds.
+template <class Source>
+bool values_in_range(const Source* values, int64_t n) {
+    uint32_t outside = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits;
+        if constexpr (sizeof(Source) == 4) __builtin_memcpy(&bits, values + i, 4);
+        else bits = uint32_t{values[i]} << 16;
+        const uint32_t exponent = (bits >> 23) & 0xffu;
+        outside |= static_cast<uint32_t>(exponent != 0) & static_cast<uint32_t>(exponent - 64u >= 126u);
+    }
+    return outside == 0;
+}
+bool products_normal(const Bf16Args& g) {
+    const auto in_range = [](const float* values, const uint16_t* bf16, int64_t n) {
+        return bf16 ? values_in_range(bf16, n) : values_in_range(values, n);
+    };
+    return in_range(g.A, g.A16, g.M * g.K) && in_range(g.B, g.B16, g.K * g.N);
+}
 
 bool cpu_has_bf16(Bf16Kernel kernel) {
     switch (kernel) {
@@ -163,14 +246,6 @@ bool cpu_has_bf16(Bf16Kernel kernel) {
     return false;
 }
 
-uint32_t* bf16_workspace(int64_t words) {
-    thread_local std::vector<uint32_t> buffer;
-    const size_t need = static_cast<size_t>(words) + 16;
-    if (buffer.size() < need) buffer.assign(need, 0);
-    const auto address = reinterpret_cast<uintptr_t>(buffer.data());
-    return buffer.data() + ((64 - address % 64) % 64) / sizeof(uint32_t);
-}
-
 void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
     if (g.M == 0 || g.N == 0) return;
     if (g.K == 0) {
@@ -180,13 +255,13 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
     switch (kernel) {
 #if defined(TINYGPT_X86_KERNELS)
         case Bf16Kernel::avx512_bf16:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx512bf16(g.threads, g.K, g.N));
+            g.work = thread_workspace<uint32_t>(gemm_bf16_workspace_avx512bf16(g.threads, g.K, g.N));
             return gemm_bf16_avx512bf16(g);
         case Bf16Kernel::avx512:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx512(g.threads, g.K, g.N));
+            g.work = thread_workspace<uint32_t>(gemm_bf16_workspace_avx512(g.threads, g.K, g.N));
             return gemm_bf16_avx512(g);
         case Bf16Kernel::avx2:
-            g.work = bf16_workspace(gemm_bf16_workspace_avx2(g.threads, g.K, g.N));
+            g.work = thread_workspace<uint32_t>(gemm_bf16_workspace_avx2(g.threads, g.K, g.N));
             return gemm_bf16_avx2(g);
 #else
         case Bf16Kernel::avx512_bf16:
@@ -194,8 +269,9 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
         case Bf16Kernel::avx2:
 #endif
         case Bf16Kernel::portable:
-            g.work = bf16_workspace(bf16_workspace_words<PortableBf16>(g.threads, g.K, g.N));
-            return gemm_bf16_product<PortableBf16>(g);
+            g.work = thread_workspace<uint32_t>(bf16_workspace_words<PortableExact>(g.threads, g.K, g.N));
+            if (products_normal(g)) return gemm_bf16_product<PortableFast>(g);
+            return gemm_bf16_product<PortableExact>(g);
     }
 }
 

@@ -36,7 +36,7 @@ for st in straight.st exact.st; do
   cached=$("$generate" $st --tokens 150 --seed 5 --samples 2 --json)
   uncached=$("$generate" $st --tokens 150 --seed 5 --samples 2 --json --no-cache)
   number='[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
-  [[ $cached =~ \{\"chars\":[0-9]+,\"tokens\":300,\"seconds\":$number,\"chars_per_s\":$number,\"tokens_per_s\":$number,\"cache\":true,\"ids\":\[[0-9,]+\]\}$ ]] ||
+  [[ $cached =~ \{\"chars\":[0-9]+,\"tokens\":300,\"seconds\":$number,\"chars_per_s\":$number,\"tokens_per_s\":$number,\"precision\":\"float32\",\"cache\":true,\"ids\":\[[0-9,]+\]\}$ ]] ||
     fail "$st: generate --json did not report the cache: ${cached##*$'\n'}"
   [[ ${uncached##*$'\n'} == *'"cache":false,"ids":['*']}' ]] || fail "$st: --no-cache reported: ${uncached##*$'\n'}"
   [[ ${cached%$'\n'*} == "${uncached%$'\n'*}" ]] || fail "$st: --no-cache sampled other text"

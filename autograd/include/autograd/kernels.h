@@ -59,6 +59,7 @@ void gemm_naive(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, con
 // bfloat16: a float's upper 16 bits. to_bf16 rounds to nearest, ties to even (a NaN stays a NaN);
 // from_bf16 is exact.
 uint16_t to_bf16(float x);
+void to_bf16(const float* x, uint16_t* out, int64_t n);  // each of n values
 float from_bf16(uint16_t bits);
 
 // One operand of a bf16 product: its float values, and optionally bf16 the same values already rounded
@@ -71,10 +72,11 @@ struct Bf16Operand {
 // The bf16 kernels. Each computes every element of C (M, N) = op(A) @ op(B) (+ C) the same way, so all
 // give the same bits: k in blocks of kBf16BlockK from 0; in a block, acc = 0, then for each pair of k
 // (2p, 2p + 1; a K left odd padded with a zero pair) acc = (acc + a(2p+1) b(2p+1)) + a(2p) b(2p) in
-// float32, each sum rounded to nearest even, with denormal inputs and results read and written as zero
-// (AVX512_BF16's vdpbf16ps, exactly; the products of two bfloat16 are exact in float32); then C = acc
-// for the first block unless accumulating, else C += acc. avx512_bf16 is that instruction; avx512, avx2
-// and portable compute the same sums with float32 arithmetic (fused multiply-adds of exact products).
+// float32, each product added exactly (a fused multiply-add: even one past float32's range) and each sum
+// rounded to nearest even, with denormal inputs and results read and written as zero (AVX512_BF16's
+// vdpbf16ps, exactly, on the AMD Zen 5 we test on); then C = acc for the first block unless
+// accumulating, else C += acc. avx512_bf16 is that instruction; avx512 and avx2 compute the same sums
+// with float32 fused multiply-adds, portable in double (x86: other CPUs keep denormals).
 // Operands as gemm's.
 enum class Bf16Kernel { portable, avx2, avx512, avx512_bf16 };
 inline constexpr int64_t kBf16BlockK = 512;

@@ -9,7 +9,7 @@
 //
 // Every bf16 kernel gives the same bits as the portable one (kernels.h, "bfloat16 products"): the CPU's
 // bfloat16 dot products (AVX512_BF16) where it has them, else float32 fused multiply-adds that round the
-// same way (AVX2, AVX-512F), at about the float32 speed.
+// same way (AVX-512F, AVX2), at about float32's speed, or the portable kernel's double sums.
 #pragma once
 
 #include <optional>

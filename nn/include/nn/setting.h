@@ -132,8 +132,10 @@ struct Setting {
                     const long long n = std::strtoll(text.c_str(), &end, 10);
                     if (text.empty() || *end != '\0') bad(text, "not a whole number");
                     if (errno == ERANGE) refuse(text);  // past any limit
-                    if constexpr (std::is_same_v<T, bool>) *v = n != 0;
-                    else if constexpr (std::is_same_v<T, uint64_t>) {
+                    if constexpr (std::is_same_v<T, bool>) {
+                        if (n != 0 && n != 1) refuse(text);  // (an edited "2" is neither word)
+                        *v = n != 0;
+                    } else if constexpr (std::is_same_v<T, uint64_t>) {
                         if (n < 0) refuse(text);
                         *v = static_cast<uint64_t>(n);
                     } else *v = static_cast<T>(n);

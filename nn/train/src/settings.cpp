@@ -35,6 +35,8 @@ const TrainSetting kSettings[] = {
      .value = [](TrainConfig& c) -> ValueRef { return &c.grad_clip; }, .low = 0, .high = 1e6},
     {.key = "train.seed", .meaning = "initialization, batches and dropout",
      .value = [](TrainConfig& c) -> ValueRef { return &c.seed; }, .min = 0, .max = INT64_MAX},
+    {.key = "train.bf16", .meaning = "the products with weights: bf16 rounds both inputs to bfloat16 and sums in float32",
+     .value = [](TrainConfig& c) -> ValueRef { return &c.bf16; }, .words = {"float32", "bf16"}, .added_later = true},
     {.key = "run.eval_every", .meaning = "evaluate (and save) every N steps",
      .value = [](TrainConfig& c) -> ValueRef { return &c.run.eval_every; }, .min = 1, .max = kBig, .added_later = true},
     {.key = "run.eval_iters", .meaning = "batches per evaluation",

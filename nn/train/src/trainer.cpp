@@ -3,6 +3,7 @@
 #include "nn/train/settings.h"
 
 #include <autograd/ops.h>
+#include <autograd/precision.h>
 
 #include <algorithm>
 #include <bit>
@@ -108,9 +109,16 @@ StepStats Trainer::step(GradientReport* report) {
     optimizer_->set_lr(lr);
     model_->train();
     optimizer_->zero_grad();
-    const Tensor loss = cross_entropy((*model_)(batch.inputs, B, T), batch.targets);
-    loss.backward();
-    if (report) *report = gradient_report(*model_, nullptr, step_count() + 1);
+    const MatmulPrecisionGuard precision(config_.precision());
+    Tensor loss;
+    {
+        // bf16: each weight rounded once for the step's forward and backward; closed before the
+        // optimizer writes the weights, which the next step's scope then rounds afresh.
+        const Bf16WeightScope weight_copies;
+        loss = cross_entropy((*model_)(batch.inputs, B, T), batch.targets);
+        loss.backward();
+        if (report) *report = gradient_report(*model_, nullptr, step_count() + 1);
+    }
     const float norm = clip_grad_norm(model_->parameters(), config_.grad_clip);
     if (!std::isfinite(loss.item()) || !std::isfinite(norm))
         throw std::runtime_error(
@@ -126,6 +134,8 @@ StepStats Trainer::step(GradientReport* report) {
 double Trainer::evaluate(Split split, int64_t iters, const std::function<bool()>& stop) {
     check(iters > 0, "evaluate: iters must be positive, got {}", iters);
     NoGradGuard no_grad;
+    const MatmulPrecisionGuard precision(config_.precision());  // the run's, as its steps
+    const Bf16WeightScope weight_copies;                        // the weights stay: rounded once a pass
     const bool was_training = model_->is_training();
     model_->eval();
     const int64_t B = config_.batch, T = config_.model.block;

@@ -121,9 +121,15 @@ SavedRun read_saved_run(const fs::path& checkpoint) {
     const Metadata& metadata = file.metadata();
     const auto id = metadata.find("run.id");
     const auto tokens = metadata.find("data.tokens");
+    const auto bf16 = metadata.find("train.bf16");
+    TrainConfig precision;  // (read as resume reads it: "0" or "1", float32 when absent)
+    if (bf16 != metadata.end())
+        naming_path(checkpoint,
+                    [&] { train_setting("train.bf16").read(precision, bf16->second, TrainSetting::FloatText::bits); });
     return {.files = run_files_in(metadata, checkpoint),
             .run_id = id == metadata.end() ? std::string() : id->second,
-            .tokens = tokens == metadata.end() ? 0 : to_u64(tokens->second, tokens->first, checkpoint)};
+            .tokens = tokens == metadata.end() ? 0 : to_u64(tokens->second, tokens->first, checkpoint),
+            .bf16 = precision.bf16};
 }
 
 void write_generator_states(const Module& module, std::map<std::string, std::string>& metadata) {

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include <autograd/precision.h>
+
 #include "nn/model_registry.h"
 
 namespace nn {
@@ -38,8 +40,12 @@ struct TrainConfig {
     float beta1 = 0.9f, beta2 = 0.99f;
     float grad_clip = 1.0f;  // global-norm clipping; 0 turns it off
     uint64_t seed = 1337;    // model initialization, batches, dropout
-    RunSettings run = {};    // changes nothing the run computes; a resume may change it
+    // The products with weights in bfloat16 (autograd::Precision::bf16: inputs rounded, float32 sums),
+    // else float32. A two-word setting of the table, as the model's --gelu tanh|exact: "train.bf16", 0 or 1.
+    bool bf16 = false;
+    RunSettings run = {};  // changes nothing the run computes; a resume may change it
 
+    autograd::Precision precision() const { return bf16 ? autograd::Precision::bf16 : autograd::Precision::float32; }
     bool operator==(const TrainConfig&) const = default;
 };
 

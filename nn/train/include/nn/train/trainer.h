@@ -104,12 +104,13 @@ struct RunFiles {
 };
 // What a checkpoint says of its run, from its header alone, for a caller that needs it before resuming
 // (train: which data and logs to use): its files (none for one saved before they were kept, or by a
-// caller that named none), its run id ("" when none) and how many tokens it was trained on. Errors as
-// SafetensorsReader's.
+// caller that named none), its run id ("" when none), how many tokens it was trained on and its
+// precision. Errors as SafetensorsReader's.
 struct SavedRun {
     RunFiles files;
     std::string run_id;
     uint64_t tokens = 0;
+    bool bf16 = false;  // its precision (TrainConfig::bf16), kept by a resume; float32 before it was saved
 };
 SavedRun read_saved_run(const std::filesystem::path& checkpoint);
 
@@ -155,11 +156,14 @@ public:
     // One optimizer step. Throws std::runtime_error if the loss or gradient norm is not finite,
     // before the parameters are touched. With `report`, also fills the gradient-flow report:
     // gradient norms before clipping, update ratios of this step, the heads of this forward.
+    // In the config's precision (TrainConfig::bf16: autograd/precision.h), set for the step and restored
+    // after; in bf16 one Bf16WeightScope covers the forward and backward and closes before the update.
     StepStats step(GradientReport* report = nullptr);
     // Mean loss over `iters` random batches of the split, without a graph, in eval mode. The batches
     // depend only on the seed, the step and the split, so the figure does not depend on when it is asked.
     // `stop`, when given, is asked before each batch: true ends the evaluation there, and it returns NaN
-    // (train passes its signal flag, so a Ctrl-C does not wait for a long evaluation).
+    // (train passes its signal flag, so a Ctrl-C does not wait for a long evaluation). In the config's
+    // precision, with one Bf16WeightScope for the whole pass.
     double evaluate(Split split, int64_t iters, const std::function<bool()>& stop = {});
     // The whole state in one safetensors file. A run whose checkpoint could not be read back (a
     // tokenizer over the header's 100 MB) is refused when the Trainer is made, before any training.
