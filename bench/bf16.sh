@@ -141,7 +141,7 @@ def rss(path):
     return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(path).read())[1]) / 1024
 r32, r16 = rss(f"{tmp}/gpt2_step.time"), rss(f"{tmp}/gpt2_step_bf16.time")
 print(f"\npeak resident memory of the training step's process (B 4, T 64, one thread): float32 {r32:,.0f} MiB, "
-      f"bf16 {r16:,.0f} MiB ({r16 - r32:+,.0f} MiB: the weights' bfloat16 copies, 247 MB, live during forward and backward)")
+      f"bf16 {r16:,.0f} MiB ({r16 - r32:+,.0f} MiB; the weights' bfloat16 copies are 247 MB)")
 PY
 
 if [[ ${CURVES:-0} != 0 ]]; then
