@@ -6,10 +6,11 @@
 // One round times every case once, in turn, so the load of a shared machine falls on all of them;
 // bench/generate.sh runs rounds beside PyTorch's sampling.
 //
-//     build/release/bench/bench_generate [CHARS [UNCACHED_CHARS [CONFIGS [THREADS [PROMPT]]]]]
+//     build/release/bench/bench_generate [CHARS [UNCACHED_CHARS [CONFIGS [THREADS [PROMPT [PRECISION]]]]]]
 //     build/release/bench/bench_generate 2000 300 baby,shakespeare 1,2
 //     build/release/bench/bench_generate 200 20 gpt2-baby,gpt2-small 1     # the gpt2 kind, cached vs the window decoder
 //     build/release/bench/bench_generate 200 0 gpt2-small 1,2 16           # GPT-2 small's decoding alone
+//     build/release/bench/bench_generate 200 0 gpt2-small 1,2 16 bf16      # ... with bf16 products
 //
 // Prints one JSON line per case: {"config", "threads", "cache", "chars", "seconds", "chars_per_s",
 // "same_text", "weight_bytes"}; same_text: the uncached text equals the cached text's first characters
@@ -17,8 +18,13 @@
 // samples start from PROMPT tokens instead of a whole block, and a line also gives "decode_ms_per_token":
 // the time of CHARS tokens less that of one (the prompt's forward), over CHARS - 1: decoding alone, the
 // figure bench/generate.sh sets against the memory bandwidth. UNCACHED_CHARS 0 skips the uncached runs.
+// PRECISION (float32, the default, or bf16; issue 44): the products' precision. In bf16 each generation
+// runs inside a Bf16WeightScope, so the weights are rounded to bfloat16 once (in the prompt's forward,
+// which decode_ms_per_token subtracts) and every token reads half the bytes; a line then also gives
+// "precision" and "bf16_kernel" (the kernel that ran).
 #include <fmt/core.h>
 
+#include <autograd/precision.h>
 #include <autograd/threads.h>
 #include <nn/gpt2.h>
 #include <nn/models.h>
@@ -30,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,6 +58,14 @@ int main(int argc, char** argv) {
     const auto configs = split(argc > 3 ? argv[3] : "baby,shakespeare");
     const auto threads = split(argc > 4 ? argv[4] : "1,2");
     const int64_t prompt_tokens = argc > 5 ? std::atoll(argv[5]) : 0;  // 0: a whole block
+    const std::optional<autograd::Precision> precision = autograd::parse_precision(argc > 6 ? argv[6] : "float32");
+    if (!precision) {
+        std::fprintf(stderr, "bench_generate: unknown precision '%s' (%s)\n", argv[6],
+                     std::string(autograd::kPrecisionNames).c_str());
+        return 2;
+    }
+    const autograd::MatmulPrecisionGuard products(*precision);
+    const bool bf16 = *precision == autograd::Precision::bf16;
     using Make = std::function<std::unique_ptr<nn::LanguageModel>(autograd::Generator&)>;
     const auto gpt = [](nn::GPTOptions o) -> Make {
         return [o](autograd::Generator& g) { return std::make_unique<nn::GPT>(o, g); };
@@ -86,6 +101,8 @@ int main(int argc, char** argv) {
                 const auto timed = [&](int64_t tokens, std::vector<int64_t>* out) {
                     autograd::Generator gen(42);
                     const auto t0 = std::chrono::steady_clock::now();  // the prompt's refill included
+                    std::optional<autograd::Bf16WeightScope> copies;   // bf16: the weights rounded once a run
+                    if (bf16) copies.emplace();
                     auto text = nn::generate(model, prompt, tokens, {.temperature = 1.0f, .cache = cache}, gen);
                     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                     if (out) *out = std::move(text);
@@ -97,6 +114,9 @@ int main(int argc, char** argv) {
                 if (prompt_tokens > 0 && n > 1)
                     decode = fmt::format(",\"decode_ms_per_token\":{:.3f}",
                                          (seconds - timed(1, nullptr)) / double(n - 1) * 1e3);
+                if (bf16)
+                    decode +=
+                        fmt::format(",\"precision\":\"bf16\",\"bf16_kernel\":\"{}\"", autograd::bf16_kernel_in_use());
                 if (cache) cached_text = text;
                 const bool same = cache || std::equal(text.begin(), text.end(), cached_text.begin(),
                                                       cached_text.begin() + std::min(text.size(), cached_text.size()));

@@ -23,6 +23,10 @@
 // head/<composed|fused|flash>/H:../T:../B:.. times one attention head's forward and backward (BM_head).
 // gpt2_step/gpt2 and gpt2_step/gpt2-T1024: GPT-2 small (124M, V 50,257) at B 4, T 64 (llm.c's CPU demo)
 // and at B 1, T 1024, five steps each (not in check_steps: a step takes seconds).
+// gpt2_step_bf16/gpt2/kernel:<k> and gpt2_step_bf16/gpt2-T1024/kernel:<k>: the same GPT-2 steps with bf16
+// products (issue 44; train_step.h: a Bf16WeightScope around forward and backward), <k> the bf16 kernel
+// that ran (autograd::bf16_kernel_in_use(): avx512_bf16, avx512, avx2 or portable). bench/bf16.sh runs them
+// beside the float32 ones and PyTorch's autocast.
 // llama_step/smollm: a SmolLM-135M-shaped Llama (30 layers, C 576, 9 heads, 3 KV heads, F 1,536,
 // V 49,152, tied) at B 4, T 64, five steps each on 1 and 2 threads (issue 42; pytorch_reference.py
 // --configs smollm is PyTorch's side, bench/llama_step.sh runs both).
@@ -32,6 +36,7 @@
 //     build/bench/bench_train_step --benchmark_filter=scaling/nano   # the window table, about 1 minute
 //     build/bench/bench_train_step --benchmark_filter=head           # the head, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=gpt2_step      # GPT-2 small, T 64 and 1024, 1-2 min
+//     build/bench/bench_train_step --benchmark_filter=gpt2_step_bf16/gpt2/   # GPT-2 small in bf16, B 4, T 64
 //     build/bench/bench_train_step --benchmark_filter=llama_step     # SmolLM-135M-shaped, about 30 s
 //     build/bench/bench_train_step --benchmark_filter=baby --benchmark_format=json
 #include <benchmark/benchmark.h>
@@ -49,6 +54,7 @@
 
 #include <fmt/core.h>
 
+#include <autograd/precision.h>
 #include <autograd/threads.h>
 #include <nn/attention.h>
 
@@ -56,10 +62,10 @@
 
 namespace {
 
-void BM_train_step(benchmark::State& state, const bench::StepConfig* config) {
+void BM_train_step(benchmark::State& state, const bench::StepConfig* config, autograd::Precision precision) {
     const int threads = static_cast<int>(state.range(0));
     autograd::set_num_threads(threads);
-    bench::TrainStep step(*config);
+    bench::TrainStep step(*config, bench::kSeed, precision);
     for (int i = 0; i < 2; ++i) step.step();  // warm up: allocator, optimizer state, caches
     step.restart();                           // the timed run starts from the seed's weights
 
@@ -137,6 +143,19 @@ bool check_steps() {
         fmt::print(stderr, "{} step check {}: loss {:.4f} -> {:.4f} after 5 steps\n", good ? "ok" : "FAILED",
                    config.name, first, last);
         ok = ok && good;
+        // the same steps with bf16 products: falling too, and within llm.c's bf16 tolerance of float32's
+        // loss on the first step (the weights are the same then; only the products' rounding differs)
+        bench::TrainStep bf16(config, bench::kSeed, autograd::Precision::bf16);
+        const double bf16_first = bf16.step();
+        double bf16_last = bf16_first;
+        for (int i = 0; i < 4; ++i) bf16_last = bf16.step();
+        const bool bf16_good =
+            std::isfinite(bf16_last) && bf16_last < bf16_first && std::abs(bf16_first - first) <= 0.05;
+        fmt::print(stderr,
+                   "{} bf16 step check {} ({}): loss {:.4f} -> {:.4f} after 5 steps, first |bf16 - float32| {:.2g}\n",
+                   bf16_good ? "ok" : "FAILED", config.name, autograd::bf16_kernel_in_use(), bf16_first, bf16_last,
+                   std::abs(bf16_first - first));
+        ok = ok && bf16_good;
     }
     return ok;
 }
@@ -156,7 +175,8 @@ int main(int argc, char** argv) {
     if (check_only) return 0;
 
     for (const auto& config : bench::step_configs())
-        benchmark::RegisterBenchmark(fmt::format("train_step/{}", config.name).c_str(), BM_train_step, &config)
+        benchmark::RegisterBenchmark(fmt::format("train_step/{}", config.name).c_str(), BM_train_step, &config,
+                                     autograd::Precision::float32)
             ->ArgName("threads")
             ->Arg(1)
             ->Arg(2)
@@ -168,13 +188,25 @@ int main(int argc, char** argv) {
     for (const auto& [prefix, configs] : {std::pair{"gpt2_step", Configs(bench::gpt2_configs())},
                                           std::pair{"llama_step", Configs(bench::llama_configs())}})
         for (const auto& config : configs)
-            benchmark::RegisterBenchmark(fmt::format("{}/{}", prefix, config.name).c_str(), BM_train_step, &config)
+            benchmark::RegisterBenchmark(fmt::format("{}/{}", prefix, config.name).c_str(), BM_train_step, &config,
+                                         autograd::Precision::float32)
                 ->ArgName("threads")
                 ->Arg(1)
                 ->Arg(2)
                 ->Iterations(5)
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
+    // GPT-2 small with bf16 products, its kernel in the name (what a reader of the JSON needs to know)
+    static const std::string bf16_kernel(autograd::bf16_kernel_in_use());
+    for (const auto& config : bench::gpt2_configs())
+        benchmark::RegisterBenchmark(fmt::format("gpt2_step_bf16/{}/kernel:{}", config.name, bf16_kernel).c_str(),
+                                     BM_train_step, &config, autograd::Precision::bf16)
+            ->ArgName("threads")
+            ->Arg(1)
+            ->Arg(2)
+            ->Iterations(5)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     // How the baby GPT's step time scales, one thread: batch B, window T (= block) and width C = n_embd
     // (4 heads, so the head width grows with C), each varied alone around B 12, T 64, C 128.
     static std::deque<std::string> names;
@@ -188,7 +220,7 @@ int main(int argc, char** argv) {
                                             : fmt::format("scaling/{}/B:{}/T:{}/C:{}", base.name, B, T, C));
         c.name = names.back();
         scaled.push_back(c);
-        benchmark::RegisterBenchmark(names.back().c_str(), BM_train_step, &scaled.back())
+        benchmark::RegisterBenchmark(names.back().c_str(), BM_train_step, &scaled.back(), autograd::Precision::float32)
             ->ArgName("threads")
             ->Arg(1)
             ->Unit(benchmark::kMillisecond)

@@ -13,7 +13,9 @@
 # Then GPT-2 small (124M, random weights), cached, from a 16-token prompt: its decoding alone per token
 # (bench_generate's decode_ms_per_token) on 1 and 2 threads, against the ceiling the memory sets: a token
 # reads every weight once, so at most peak/bandwidth (bench_autograd, before and after, the better kept)
-# divided by the weights' bytes tokens a second.
+# divided by the weights' bytes tokens a second. Beside it, in the same rounds, the same decoding with bf16
+# products (issue 44: the weights rounded to bfloat16 once a run, bench_generate's PRECISION bf16) against
+# the halved-bytes ceiling: peak/bandwidth divided by half the weights' bytes (BF16=0 leaves it out).
 set -euo pipefail
 build=${1:?usage: bench/generate.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +59,7 @@ if [[ ${GPT2:-1} != 0 ]]; then
   bandwidth "$glog.bw1"
   for ((round = 1; round <= rounds; ++round)); do
     "$build/bench/bench_generate" "${GPT2_TOKENS:-200}" 0 gpt2-small 1,2 16 | tee -a "$glog"
+    [[ ${BF16:-1} == 0 ]] || "$build/bench/bench_generate" "${GPT2_TOKENS:-200}" 0 gpt2-small 1,2 16 bf16 | tee -a "$glog"
   done
   bandwidth "$glog.bw2"
   "$python" - "$glog" <<'PY'
@@ -70,13 +73,19 @@ rows = [json.loads(line) for line in open(log)]
 print(f"\nGPT-2 small, cached decoding from a 16-token prompt; memory bandwidth (peak/bandwidth) "
       f"{max(before[1], after[1]):.1f} GB/s on one thread, {max(before[2], after[2]):.1f} on two "
       f"(before {before[1]:.1f}/{before[2]:.1f}, after {after[1]:.1f}/{after[2]:.1f})")
-print("\n| threads | ms/token | tokens/s | ceiling (bandwidth / weight bytes) | of the ceiling |")
-print("|---|---|---|---|---|")
-for threads in (1, 2):
-    mine = [r for r in rows if r["threads"] == threads]
-    ms = statistics.median(r["decode_ms_per_token"] for r in mine)
-    ceiling = max(before[threads], after[threads]) * 1e9 / mine[0]["weight_bytes"]
-    print(f"| {threads} | {ms:.1f} | {1e3 / ms:.1f} | {ceiling:.1f} tokens/s ({mine[0]['weight_bytes'] / 1e6:.0f} MB "
-          f"a token) | {1e3 / ms / ceiling:.0%} |")
+print("\n| products | threads | ms/token | tokens/s | ceiling (bandwidth / weight bytes) | of the ceiling |")
+print("|---|---|---|---|---|---|")
+for precision in ("float32", "bf16"):
+    for threads in (1, 2):
+        mine = [r for r in rows if r["threads"] == threads and r.get("precision", "float32") == precision]
+        if not mine:
+            continue
+        ms = statistics.median(r["decode_ms_per_token"] for r in mine)
+        # bf16 reads each weight's bfloat16 copy: half the bytes (embeddings' rows and biases, a few, stay float)
+        weight_bytes = mine[0]["weight_bytes"] / (2 if precision == "bf16" else 1)
+        ceiling = max(before[threads], after[threads]) * 1e9 / weight_bytes
+        name = f"bf16 ({mine[0]['bf16_kernel']})" if precision == "bf16" else precision
+        print(f"| {name} | {threads} | {ms:.1f} | {1e3 / ms:.1f} | {ceiling:.1f} tokens/s ({weight_bytes / 1e6:.0f} MB "
+              f"a token) | {1e3 / ms / ceiling:.0%} |")
 PY
 fi

@@ -26,6 +26,13 @@ Run with Debian's python3 and python3-torch (another python3 may come first on P
     /usr/bin/python3 bench/pytorch_reference.py --windows gpt2-T1024 --blocks 1024   # GPT-2 small, B 1, T 1024
     build/bench/export_weights /tmp/tg smollm && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg --configs smollm
     /usr/bin/python3 bench/pytorch_reference.py --sample baby,shakespeare --chars 2000  # sampling speed
+    build/bench/export_weights /tmp/tg gpt2 && /usr/bin/python3 bench/pytorch_reference.py --weights /tmp/tg \
+        --configs gpt2 --precision bf16     # under torch.autocast("cpu", dtype=torch.bfloat16) (issue 44)
+
+With --precision bf16 the forward and the loss run under CPU autocast to bfloat16 (PyTorch's mixed precision:
+its matmuls and linears in bfloat16, the master weights, the backward's sums and AdamW float32), and the
+loss check against our float32 losses allows llm.c's bf16 tolerance, 0.05 absolute, instead of 1e-4
+relative: rounding the products' inputs to 8 bits moves a loss by a few 1e-3.
 
 Prints one JSON line per configuration: {"config", "threads", "median_ms", "tokens_per_s", "loss", ...}.
 """
@@ -80,10 +87,17 @@ def make_optimizer(model):
                              lr=1e-3, betas=(0.9, 0.99), eps=1e-8)
 
 
-def train_step(model, optimizer, ids, targets):
+def autocast(precision):
+    """The forward's context: CPU autocast to bfloat16 for bf16 (PyTorch's recipe: the forward and the loss
+    inside, backward outside), nothing for float32."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+def train_step(model, optimizer, ids, targets, precision="float32"):
     optimizer.zero_grad(set_to_none=True)  # ours drops the gradients too
-    logits = model(ids)
-    loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+    with autocast(precision):
+        logits = model(ids)
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
@@ -92,6 +106,14 @@ def train_step(model, optimizer, ids, targets):
 
 def close(a, b, rel=1e-4):
     return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+# llm.c's bf16 tolerance on a loss (test_gpt2.cu), for autocast's losses against our float32 ones
+BF16_LOSS_TOLERANCE = 0.05
+
+
+def same_loss(a, b, precision):
+    return close(a, b) if precision == "float32" else abs(a - b) <= BF16_LOSS_TOLERANCE
 
 
 # Timed steps from one start before the weights are reset, as bench/train_step.h's kStepsPerRun: thousands
@@ -115,7 +137,7 @@ def check_logits(name, weights, ids, logits, program):
         sys.exit(f"{name}: the logits differ by more than 1e-5 of the largest")
 
 
-def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True, logits_program=None):
+def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True, logits_program=None, precision="float32"):
     model = make_model(c)
     tensors, _ = tg.read_safetensors(f"{weights_dir}/{name}.safetensors")
     tg.load_tinygpt_state(model, tensors)
@@ -123,38 +145,39 @@ def check_and_time(name, c, weights_dir, threads, warmup, steps, check=True, log
     ids, targets = batch["ids"].long(), batch["targets"].long()
     optimizer = make_optimizer(model)
 
-    with torch.no_grad():
+    with torch.no_grad(), autocast(precision):
         logits = model(ids)
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1)).item()
-    if logits_program:
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1)).item()
+    if logits_program and precision == "float32":
         check_logits(name, f"{weights_dir}/{name}.safetensors", ids, logits, logits_program)
     ours = float(meta["loss"])
     ours_steps = [float(s) for s in meta["step_losses"].split(",")]
-    theirs_steps = [train_step(model, optimizer, ids, targets) for _ in ours_steps]
-    ok = close(loss, ours) and all(close(a, b) for a, b in zip(ours_steps, theirs_steps))
+    theirs_steps = [train_step(model, optimizer, ids, targets, precision) for _ in ours_steps]
+    ok = same_loss(loss, ours, precision) and all(same_loss(a, b, precision) for a, b in zip(ours_steps, theirs_steps))
+    tolerance = "1e-4 relative" if precision == "float32" else f"{BF16_LOSS_TOLERANCE} absolute"
     if check:
-        print(f"loss check {name}: ours {ours:.6f} pytorch {loss:.6f} (rel diff {abs(loss - ours) / abs(ours):.1e}); "
-              f"steps 1-3 ours {', '.join(f'{v:.6f}' for v in ours_steps)} pytorch "
-              f"{', '.join(f'{v:.6f}' for v in theirs_steps)}: {'equal' if ok else 'DIFFERENT'}", file=sys.stderr)
+        print(f"loss check {name}: {precision} to {tolerance}, ours (float32) {ours:.6f} pytorch {loss:.6f} "
+              f"(rel diff {abs(loss - ours) / abs(ours):.1e}); steps 1-3 ours {', '.join(f'{v:.6f}' for v in ours_steps)} "
+              f"pytorch {', '.join(f'{v:.6f}' for v in theirs_steps)}: {'equal' if ok else 'DIFFERENT'}", file=sys.stderr)
     if not ok:
-        sys.exit(f"{name}: the losses differ by more than 1e-4 relative: not the same work, not timing")
+        sys.exit(f"{name}: the losses differ by more than {tolerance}: not the same work, not timing")
     if steps == 0:  # --check-only
         return {"config": name, "loss": loss, "step_losses": theirs_steps}
 
     for _ in range(warmup):
-        train_step(model, optimizer, ids, targets)
+        train_step(model, optimizer, ids, targets, precision)
     seconds = []
     for i in range(steps):
         if i % STEPS_PER_RUN == 0:  # back to the checkpoint's weights and a new optimizer, untimed
             tg.load_tinygpt_state(model, tensors)
             optimizer = make_optimizer(model)
         start = time.perf_counter()
-        train_step(model, optimizer, ids, targets)
+        train_step(model, optimizer, ids, targets, precision)
         seconds.append(time.perf_counter() - start)
     median = sorted(seconds)[len(seconds) // 2]
     tokens = c["batch"] * c["block"]
     return {"config": name, "threads": threads, "median_ms": median * 1e3, "tokens_per_s": tokens / median,
-            "steps": steps, "loss": loss}
+            "steps": steps, "loss": loss, "precision": precision}
 
 
 def time_windows(name, blocks, threads, min_time):
@@ -268,6 +291,8 @@ def main():
     parser.add_argument("--blas", action="store_true", help="print the BLAS torch multiplies with and its core")
     parser.add_argument("--logits", metavar="TINYGPT_LOGITS",
                         help="with --weights: also compare the logits with tinygpt's (tests/python's tinygpt_logits)")
+    parser.add_argument("--precision", choices=("float32", "bf16"), default="float32",
+                        help="with --weights: bf16 runs the forward and the loss under CPU autocast to bfloat16")
     parser.add_argument("--check-only", action="store_true",
                         help="with --weights: check that both sides do the same work (the losses), time nothing")
     args = parser.parse_args()
@@ -291,17 +316,19 @@ def main():
     for name in args.configs.split(","):
         c = CONFIGS[name]
         if args.check_only:
-            check_and_time(name, c, args.weights, args.threads, warmup=0, steps=0, logits_program=args.logits)
+            check_and_time(name, c, args.weights, args.threads, warmup=0, steps=0, logits_program=args.logits,
+                           precision=args.precision)
             continue
         if c["kind"] in ("gpt2", "llama"):  # seconds a step: one warm-up and five timed steps, as bench_train_step
             print(json.dumps(check_and_time(name, c, args.weights, args.threads, warmup=1, steps=5,
-                                            logits_program=args.logits)), flush=True)
+                                            logits_program=args.logits, precision=args.precision)), flush=True)
             continue
         # estimate a step to fill about --min-time
         probe = check_and_time(name, c, args.weights, args.threads, warmup=args.warmup, steps=3,
-                               logits_program=args.logits)
+                               logits_program=args.logits, precision=args.precision)
         steps = max(10, int(args.min_time / (probe["median_ms"] * 1e-3)))
-        print(json.dumps(check_and_time(name, c, args.weights, args.threads, args.warmup, steps, check=False)), flush=True)
+        print(json.dumps(check_and_time(name, c, args.weights, args.threads, args.warmup, steps, check=False,
+                                        precision=args.precision)), flush=True)
 
 
 if __name__ == "__main__":

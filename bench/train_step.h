@@ -9,18 +9,23 @@
 // A step is what examples/train does per iteration: forward, cross_entropy, backward, clip the global
 // gradient norm to 1.0, AdamW (lr 1e-3, betas 0.9/0.99, eps 1e-8, weight decay 0.1 on Linear weights).
 // The batch is fixed random token ids, so no file is needed; it and the weights come from the seed.
+// In bf16 (issue 44), the step's products with weights round to bfloat16 (autograd/precision.h), with the
+// weights' bfloat16 copies made once a step: a Bf16WeightScope around forward and backward, closed
+// before the optimizer changes the weights.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <autograd/autograd.h>
+#include <autograd/precision.h>
 #include <nn/models.h>
 #include <nn/train/optim.h>
 
@@ -135,7 +140,11 @@ inline double step_flops(const StepConfig& config, const nn::LanguageModel& mode
 
 // One model, its optimizer and a fixed batch: the state one timed step works on.
 struct TrainStep {
-    explicit TrainStep(const StepConfig& c, uint64_t seed = kSeed) : config(c) { restart(seed); }
+    explicit TrainStep(const StepConfig& c, uint64_t seed = kSeed,
+                       autograd::Precision products = autograd::Precision::float32)
+        : config(c), precision(products) {
+        restart(seed);
+    }
 
     // Back to the seed's weights and a new optimizer, the old ones freed first (GPT-2 small's take 2 GB).
     void restart(uint64_t seed = kSeed) {
@@ -156,23 +165,33 @@ struct TrainStep {
         for (auto& t : targets) t = static_cast<int64_t>(data.next_u64() % vocab);
     }
 
-    // The loss of the current weights on the batch, without a graph.
+    // The loss of the current weights on the batch, without a graph, in the step's precision.
     double loss() {
         autograd::NoGradGuard no_grad;
+        autograd::MatmulPrecisionGuard products(precision);
         return autograd::cross_entropy(model->forward(ids, config.batch, config.model.block), targets).item();
     }
 
     // One training step; returns the loss of the batch before the update.
     double step() {
         optimizer->zero_grad();
-        autograd::Tensor loss = autograd::cross_entropy(model->forward(ids, config.batch, config.model.block), targets);
-        loss.backward();
+        double value = 0;
+        {
+            autograd::MatmulPrecisionGuard products(precision);
+            std::optional<autograd::Bf16WeightScope> copies;  // the weights rounded once, for this step only
+            if (precision == autograd::Precision::bf16) copies.emplace();
+            autograd::Tensor loss =
+                autograd::cross_entropy(model->forward(ids, config.batch, config.model.block), targets);
+            loss.backward();
+            value = loss.item();
+        }  // the copies freed here: the optimizer below changes the weights
         nn::clip_grad_norm(model->parameters(), 1.0f);
         optimizer->step();
-        return loss.item();
+        return value;
     }
 
     StepConfig config;
+    autograd::Precision precision;  // of the products with weights (float32 or bf16)
     std::unique_ptr<nn::LanguageModel> model;
     std::unique_ptr<nn::AdamW> optimizer;
     std::vector<int64_t> ids, targets;
