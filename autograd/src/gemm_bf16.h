@@ -161,7 +161,8 @@ void pack_a_pairs(const Bf16Args& g, int64_t i0, int64_t mb, int64_t k0, int64_t
 //   tile: MR x NR of C from a panel of A's MR rows and one of B's NR columns, packed in E::Layout, read
 //   by E::panel_pairs<P>(at) (W lines' pair from a panel P wide) and E::panel_pair<P>(at) (one line's,
 //   broadcast).
-// (E also gives pairs_of_rows(even, odd), W pairs from two rows of W bfloat16 each, for bf16_few_rows;
+// (E also gives pairs_of_rows(even, odd), W pairs from two rows of W bfloat16 each, and kPairsInFlight,
+// how many bf16_few_rows loads at once;
 // and add_lanes(acc), the kBf16Lanes sums of kBf16Lanes / W registers added (l + 8, + 4, + 2, + 1: lane
 // l of the first register is lane l, of the second l + W, ...) in registers, for bf16_dot_rows.)
 template <class E, int64_t kMR, int64_t kNV>
@@ -219,6 +220,7 @@ struct WidenedPairs : V {
     static Pairs pairs_of_rows(const uint16_t* even, const uint16_t* odd) {
         return {V::even(V::load_halves(even)), V::even(V::load_halves(odd))};
     }
+    static constexpr int64_t kPairsInFlight = 4;  // (bf16_few_rows; two registers a pair)
     static typename V::reg dot(typename V::reg acc, Pairs a, Pairs b) {
         return V::fma(a.even, b.even, V::fma(a.odd, b.odd, acc));
     }
@@ -308,7 +310,7 @@ inline int64_t bf16_few_rows_words(int64_t N) {
 // block at a time, in `sums`: every element the same sequence as in the blocked path, the same bits.
 template <class E>
 void bf16_few_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
-    constexpr int64_t W = E::W, KB = 2 * kBf16PairsPerBlock;
+    constexpr int64_t W = E::W, KB = 2 * kBf16PairsPerBlock, kPairsInFlight = E::kPairsInFlight;
     const FlushDenormals flush;
     const int64_t n = j_end - j_begin, whole = n / W * W, width = (n + W - 1) / W * W;
     float* const sums = reinterpret_cast<float*>(work);                                 // [M][width]
@@ -324,20 +326,23 @@ void bf16_few_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j
         for (int64_t i = 0; i < g.M; ++i)
             pack_operand<1, Words>(g.A, g.A16, g.trans_a ? g.M : g.K, g.trans_a, i, 1, k0, k_end, a_pairs + i * pairs);
         for (int64_t e = 0; e < g.M * width; ++e) sums[e] = 0.0f;
-        // Four pairs (eight rows of B, eight streams) at a time where the copy is read in place and the
-        // columns are whole vectors: a core kept only about 12 GB/s in flight on two rows' streams.
+        // E::kPairsInFlight pairs at a time where the copy is read in place and the columns are whole
+        // vectors, each sum loaded and stored once for them all: with vdpbf16ps (16 pairs) GPT-2 small's
+        // token streamed its products' weights at 23 GB/s on one Zen 5 core, against 9 a pair at a time, 15
+        // four at a time, 10 for 32 (their registers spilled).
         int64_t p = 0;
         if (g.B16 && whole == n)
-            for (; p + 4 <= pairs && k0 + 2 * (p + 4) <= k_end; p += 4) {
+            for (; p + kPairsInFlight <= pairs && k0 + 2 * (p + kPairsInFlight) <= k_end; p += kPairsInFlight) {
                 const uint16_t* row = g.B16 + (k0 + 2 * p) * g.N + j_begin;
                 for (int64_t v = 0; v < width; v += W) {
-                    typename E::Pairs b[4];
-                    for (int64_t q = 0; q < 4; ++q)
+                    typename E::Pairs b[kPairsInFlight];
+                    for (int64_t q = 0; q < kPairsInFlight; ++q)
                         b[q] = E::pairs_of_rows(row + 2 * q * g.N + v, row + (2 * q + 1) * g.N + v);
                     for (int64_t i = 0; i < g.M; ++i) {
                         float* s = sums + i * width + v;
                         typename E::reg acc = E::load(s);
-                        for (int64_t q = 0; q < 4; ++q) acc = E::dot(acc, E::pairs(a_pairs[i * pairs + p + q]), b[q]);
+                        for (int64_t q = 0; q < kPairsInFlight; ++q)
+                            acc = E::dot(acc, E::pairs(a_pairs[i * pairs + p + q]), b[q]);
                         E::store(s, acc);
                     }
                 }
@@ -377,8 +382,9 @@ void bf16_few_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j
 // for one row's sake. Its own sums (kernels.h): per K block, 16 lanes, lane l summing the pairs
 // p = l, l + 16, ... of the block (as every bf16 sum: + odd product, then + even), the lanes then added
 // (l + 8, then + 4, + 2, + 1: E::add_lanes), and C = that or C += that. Rows of B are bf16 (B16), or rounded first into
-// `row` (K values). Four rows of B at a time: four independent chains per row of A.
-inline constexpr int64_t kBf16Lanes = 16, kBf16DotRows = 8;
+// `row` (K values). kBf16DotRows rows of B at a time: one, a single stream (GPT-2 small's token table
+// streamed at 23.7 GB/s on one Zen 5 core, against 19 eight rows at a time and 15.4 two).
+inline constexpr int64_t kBf16Lanes = 16, kBf16DotRows = 1;
 
 // K rounded up to whole lane groups (2 * kBf16Lanes values), and the words a thread's dot rows need:
 // A's rows and, unless B's rows are bf16 of such a length, four rows of B, rounded and zero-padded.

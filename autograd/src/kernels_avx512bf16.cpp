@@ -28,7 +28,7 @@ struct Dot512 {
     using Layout = Words;
     using reg = __m512;
     using Pairs = __m512i;  // (32 bfloat16, as integers: clang 16 crashes converting them to __m512bh)
-    static constexpr int64_t W = 16;
+    static constexpr int64_t W = 16, kPairsInFlight = 16;  // (gemm_bf16.h bf16_few_rows)
     static reg zero() { return _mm512_setzero_ps(); }
     static reg load(const float* p) { return _mm512_loadu_ps(p); }
     static void store(float* p, reg v) { _mm512_storeu_ps(p, v); }
