@@ -184,29 +184,25 @@ int main(int argc, char** argv) {
             ->UseRealTime();
     // GPT-2 small: five timed steps (a step takes seconds), one and two threads
     // ... and the Llama family's SmolLM-shaped step
-    using Configs = std::span<const bench::StepConfig>;
-    for (const auto& [prefix, configs] : {std::pair{"gpt2_step", Configs(bench::gpt2_configs())},
-                                          std::pair{"llama_step", Configs(bench::llama_configs())}})
-        for (const auto& config : configs)
-            benchmark::RegisterBenchmark(fmt::format("{}/{}", prefix, config.name).c_str(), BM_train_step, &config,
-                                         autograd::Precision::float32)
-                ->ArgName("threads")
-                ->Arg(1)
-                ->Arg(2)
-                ->Iterations(5)
-                ->Unit(benchmark::kMillisecond)
-                ->UseRealTime();
-    // GPT-2 small with bf16 products, its kernel in the name (what a reader of the JSON needs to know)
-    static const std::string bf16_kernel(autograd::bf16_kernel_in_use());
-    for (const auto& config : bench::gpt2_configs())
-        benchmark::RegisterBenchmark(fmt::format("gpt2_step_bf16/{}/kernel:{}", config.name, bf16_kernel).c_str(),
-                                     BM_train_step, &config, autograd::Precision::bf16)
+    const auto register_step = [](const std::string& name, const bench::StepConfig& config,
+                                  autograd::Precision precision) {
+        benchmark::RegisterBenchmark(name.c_str(), BM_train_step, &config, precision)
             ->ArgName("threads")
             ->Arg(1)
             ->Arg(2)
             ->Iterations(5)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
+    };
+    using Configs = std::span<const bench::StepConfig>;
+    for (const auto& [prefix, configs] : {std::pair{"gpt2_step", Configs(bench::gpt2_configs())},
+                                          std::pair{"llama_step", Configs(bench::llama_configs())}})
+        for (const auto& config : configs)
+            register_step(fmt::format("{}/{}", prefix, config.name), config, autograd::Precision::float32);
+    // GPT-2 small with bf16 products, its kernel in the name (what a reader of the JSON needs to know)
+    for (const auto& config : bench::gpt2_configs())
+        register_step(fmt::format("gpt2_step_bf16/{}/kernel:{}", config.name, autograd::bf16_kernel_in_use()), config,
+                      autograd::Precision::bf16);
     // How the baby GPT's step time scales, one thread: batch B, window T (= block) and width C = n_embd
     // (4 heads, so the head width grows with C), each varied alone around B 12, T 64, C 128.
     static std::deque<std::string> names;
