@@ -18,10 +18,11 @@
 // samples start from PROMPT tokens instead of a whole block, and a line also gives "decode_ms_per_token":
 // the time of CHARS tokens less that of one (the prompt's forward), over CHARS - 1: decoding alone, the
 // figure bench/generate.sh sets against the memory bandwidth. UNCACHED_CHARS 0 skips the uncached runs.
-// PRECISION (float32, the default, or bf16; issue 44): the products' precision. In bf16 each generation
-// runs inside a Bf16WeightScope, so the weights are rounded to bfloat16 once (in the prompt's forward,
-// which decode_ms_per_token subtracts) and every token reads half the bytes; a line then also gives
-// "precision" and "bf16_kernel" (the kernel that ran).
+// PRECISION (float32, the default, or bf16; issue 44): the products' precision. In bf16 the runs of a
+// model share one Bf16WeightScope, whose copies an untimed one-token run makes first, so every timed
+// token reads half the bytes and no timed run makes copies (the first run's copies took fresh pages, which
+// the one-token run subtracted from it did not: 0.4 s that decode_ms_per_token spread over its tokens);
+// a line then also gives "precision" and "bf16_kernel" (the kernel that ran).
 #include <fmt/core.h>
 
 #include <autograd/precision.h>
@@ -92,6 +93,13 @@ int main(int argc, char** argv) {
         std::vector<int64_t> prompt;
         for (int64_t i = 0; i < (prompt_tokens > 0 ? prompt_tokens : model.block_size()); ++i)
             prompt.push_back(static_cast<int64_t>(init.uniform() * static_cast<float>(V)) % V);
+        // bf16: the weights rounded once, before any timed run (weights do not change while sampling)
+        std::optional<autograd::Bf16WeightScope> copies;
+        if (bf16) {
+            copies.emplace();
+            autograd::Generator warm(42);
+            nn::generate(model, prompt, 1, {.temperature = 1.0f, .cache = true}, warm);
+        }
         for (const std::string& t : threads) {
             autograd::set_num_threads(std::atoi(t.c_str()));
             std::vector<int64_t> cached_text;
@@ -101,8 +109,6 @@ int main(int argc, char** argv) {
                 const auto timed = [&](int64_t tokens, std::vector<int64_t>* out) {
                     autograd::Generator gen(42);
                     const auto t0 = std::chrono::steady_clock::now();  // the prompt's refill included
-                    std::optional<autograd::Bf16WeightScope> copies;   // bf16: the weights rounded once a run
-                    if (bf16) copies.emplace();
                     auto text = nn::generate(model, prompt, tokens, {.temperature = 1.0f, .cache = cache}, gen);
                     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                     if (out) *out = std::move(text);
