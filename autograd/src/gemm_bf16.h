@@ -249,8 +249,8 @@ template <class Kn>
 void gemm_bf16_block(const Bf16Args& g, uint32_t* work, int64_t p_begin, int64_t p_end, int64_t j_begin,
                      int64_t j_end) {
     constexpr int64_t MR = Kn::MR, NR = Kn::NR, NC = Kn::NC, KB = 2 * kBf16PairsPerBlock;
-    constexpr int64_t X = Kn::Layout::kWords;  // words a pair takes per line of a panel
-    const FlushDenormals flush;
+    constexpr int64_t X = Kn::Layout::kWords;     // words a pair takes per line of a panel
+    [[maybe_unused]] const FlushDenormals flush;  // (empty where there is no MXCSR)
     uint32_t* const bpack = work;
     uint32_t* const apack = work + kBf16PairsPerBlock * X * NC;
     alignas(64) float tile[MR * NR];
@@ -311,7 +311,7 @@ inline int64_t bf16_few_rows_words(int64_t N) {
 template <class E>
 void bf16_few_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
     constexpr int64_t W = E::W, KB = 2 * kBf16PairsPerBlock, kPairsInFlight = E::kPairsInFlight;
-    const FlushDenormals flush;
+    [[maybe_unused]] const FlushDenormals flush;  // (empty where there is no MXCSR)
     const int64_t n = j_end - j_begin, whole = n / W * W, width = (n + W - 1) / W * W;
     float* const sums = reinterpret_cast<float*>(work);                                 // [M][width]
     uint16_t* const staged = reinterpret_cast<uint16_t*>(sums + kBf16FewRows * width);  // [2][width]
@@ -401,7 +401,7 @@ inline uint16_t bf16_or_zero(const Source* src, int64_t index, int64_t end) {
 template <class E>
 void bf16_dot_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
     constexpr int64_t V = kBf16Lanes / E::W, R = kBf16DotRows, KB = 2 * kBf16PairsPerBlock;
-    const FlushDenormals flush;
+    [[maybe_unused]] const FlushDenormals flush;  // (empty where there is no MXCSR)
     const int64_t padded = bf16_dot_padded(g.K);
     uint16_t* const a_rows = reinterpret_cast<uint16_t*>(work);  // [M][padded]
     uint16_t* const b_rows = a_rows + kBf16FewRows * padded;     // [R][padded]

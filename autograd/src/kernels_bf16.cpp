@@ -5,7 +5,7 @@
 #include <cpuid.h>
 #endif
 #include <atomic>
-#include <bit>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -154,7 +154,12 @@ uint16_t to_bf16(float x) { return static_cast<uint16_t>(detail::bf16_bits(x)); 
 void to_bf16(const float* x, uint16_t* out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint16_t>(detail::bf16_bits(x[i]));
 }
-float from_bf16(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
+float from_bf16(uint16_t bits) {  // (memcpy: the WebAssembly build's libc++ 13 has no std::bit_cast)
+    const uint32_t widened = uint32_t{bits} << 16;
+    float out;
+    std::memcpy(&out, &widened, sizeof out);
+    return out;
+}
 
 namespace detail {
 namespace {
