@@ -381,15 +381,15 @@ void bf16_few_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j
 // table, a token's logits) as dot products of A's rows with B's, read in place: no transposed copy of B
 // for one row's sake. Its own sums (kernels.h): per K block, 16 lanes, lane l summing the pairs
 // p = l, l + 16, ... of the block (as every bf16 sum: + odd product, then + even), the lanes then added
-// (l + 8, then + 4, + 2, + 1: E::add_lanes), and C = that or C += that. Rows of B are bf16 (B16), or rounded first into
-// `row` (K values). kBf16DotRows rows of B at a time: one, a single stream (GPT-2 small's token table
-// streamed at 23.7 GB/s on one Zen 5 core, against 19 eight rows at a time and 15.4 two).
-inline constexpr int64_t kBf16Lanes = 16, kBf16DotRows = 1;
+// (l + 8, then + 4, + 2, + 1: E::add_lanes), and C = that or C += that. Rows of B are bf16 (B16), or
+// rounded first into a row of the workspace. One row of B at a time, a single stream: GPT-2 small's token
+// table streamed at 23.7 GB/s on one Zen 5 core, against 19 eight rows at a time and 15.4 two.
+inline constexpr int64_t kBf16Lanes = 16;
 
 // K rounded up to whole lane groups (2 * kBf16Lanes values), and the words a thread's dot rows need:
-// A's rows and, unless B's rows are bf16 of such a length, four rows of B, rounded and zero-padded.
+// A's rows and, unless B's rows are bf16 of such a length, one row of B, rounded and zero-padded.
 inline int64_t bf16_dot_padded(int64_t K) { return (K + 2 * kBf16Lanes - 1) / (2 * kBf16Lanes) * (2 * kBf16Lanes); }
-inline int64_t bf16_dot_words(int64_t K) { return (kBf16FewRows + kBf16DotRows) * bf16_dot_padded(K) / 2; }
+inline int64_t bf16_dot_words(int64_t K) { return (kBf16FewRows + 1) * bf16_dot_padded(K) / 2; }
 
 // The value at `index` as bf16 bits, or 0 past `end` (the padding).
 template <class Source>
@@ -400,53 +400,38 @@ inline uint16_t bf16_or_zero(const Source* src, int64_t index, int64_t end) {
 // One thread's rows [j_begin, j_end) of B (the columns of C). E is the kernel's arithmetic (Bf16Tiles').
 template <class E>
 void bf16_dot_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j_end) {
-    constexpr int64_t V = kBf16Lanes / E::W, R = kBf16DotRows, KB = 2 * kBf16PairsPerBlock;
+    constexpr int64_t V = kBf16Lanes / E::W, KB = 2 * kBf16PairsPerBlock;
     [[maybe_unused]] const FlushDenormals flush;  // (empty where there is no MXCSR)
     const int64_t padded = bf16_dot_padded(g.K);
     uint16_t* const a_rows = reinterpret_cast<uint16_t*>(work);  // [M][padded]
-    uint16_t* const b_rows = a_rows + kBf16FewRows * padded;     // [R][padded]
+    uint16_t* const b_row = a_rows + kBf16FewRows * padded;      // [padded]
     for (int64_t i = 0; i < g.M; ++i)
         for (int64_t k = 0; k < padded; ++k) {
             const int64_t at = g.trans_a ? k * g.M + i : i * g.K + k;
             a_rows[i * padded + k] = k < g.K ? (g.A16 ? g.A16[at] : static_cast<uint16_t>(bf16_bits(g.A[at]))) : 0;
         }
     const bool in_place = g.B16 && padded == g.K;
-    for (int64_t j0 = j_begin; j0 < j_end; j0 += R) {
-        const int64_t rows = bf16_min(R, j_end - j0);
-        const uint16_t* b[R];
-        for (int64_t r = 0; r < R; ++r) {
-            const int64_t j = j0 + bf16_min(r, rows - 1);  // (a short group repeats its last row, not stored)
-            if (in_place) {
-                b[r] = g.B16 + j * g.K;
-                continue;
-            }
-            uint16_t* d = b_rows + r * padded;
-            if (g.B16)
-                for (int64_t k = 0; k < padded; ++k) d[k] = bf16_or_zero(g.B16 + j * g.K, k, g.K);
-            else
-                for (int64_t k = 0; k < padded; ++k) d[k] = bf16_or_zero(g.B + j * g.K, k, g.K);
-            b[r] = d;
-        }
+    for (int64_t j = j_begin; j < j_end; ++j) {
+        const uint16_t* b = b_row;
+        if (in_place) b = g.B16 + j * g.K;
+        else if (g.B16)
+            for (int64_t k = 0; k < padded; ++k) b_row[k] = bf16_or_zero(g.B16 + j * g.K, k, g.K);
+        else
+            for (int64_t k = 0; k < padded; ++k) b_row[k] = bf16_or_zero(g.B + j * g.K, k, g.K);
         for (int64_t k0 = 0; k0 < g.K; k0 += KB) {
             const int64_t k_end = bf16_min(padded, k0 + KB);
             const bool overwrite = k0 == 0 && !g.accumulate;
             for (int64_t i = 0; i < g.M; ++i) {
-                typename E::reg acc[R][V];
-                for (int64_t r = 0; r < R; ++r)
-                    for (int64_t v = 0; v < V; ++v) acc[r][v] = E::zero();
+                typename E::reg acc[V];
+                for (int64_t v = 0; v < V; ++v) acc[v] = E::zero();
                 const uint16_t* a = a_rows + i * padded;
                 for (int64_t k = k0; k < k_end; k += 2 * kBf16Lanes)
-                    for (int64_t v = 0; v < V; ++v) {
-                        const typename E::Pairs av = E::pairs(reinterpret_cast<const uint32_t*>(a + k) + v * E::W);
-                        for (int64_t r = 0; r < R; ++r)
-                            acc[r][v] =
-                                E::dot(acc[r][v], av, E::pairs(reinterpret_cast<const uint32_t*>(b[r] + k) + v * E::W));
-                    }
-                for (int64_t r = 0; r < rows; ++r) {
-                    const float sum = E::add_lanes(acc[r]);
-                    float& c = g.C[i * g.N + j0 + r];
-                    c = overwrite ? sum : c + sum;
-                }
+                    for (int64_t v = 0; v < V; ++v)
+                        acc[v] = E::dot(acc[v], E::pairs(reinterpret_cast<const uint32_t*>(a + k) + v * E::W),
+                                        E::pairs(reinterpret_cast<const uint32_t*>(b + k) + v * E::W));
+                const float sum = E::add_lanes(acc);
+                float& c = g.C[i * g.N + j];
+                c = overwrite ? sum : c + sum;
             }
         }
     }
@@ -457,7 +442,7 @@ void bf16_dot_rows(const Bf16Args& g, uint32_t* work, int64_t j_begin, int64_t j
 template <class Kn>
 void gemm_bf16_product(const Bf16Args& g) {
     if (g.M <= kBf16FewRows && g.trans_b) {
-        const int threads = int(bf16_min(g.threads, (g.N + kBf16DotRows - 1) / kBf16DotRows));
+        const int threads = int(bf16_min(g.threads, g.N));
         if (threads <= 1) return bf16_dot_rows<typename Kn::Arithmetic>(g, g.work, 0, g.N);
 #pragma omp parallel num_threads(threads)
         {
