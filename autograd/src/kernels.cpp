@@ -174,10 +174,9 @@ void set_isa(Isa isa) {
 
 namespace {
 
-// The thresholds below were measured with bench_train_step (bench/README.md, "The kernels' thresholds").
-// A gemm is worth splitting across threads from about this many multiply-adds: the parallel region's
-// fork and join cost microseconds.
-constexpr int64_t kThreadWork = int64_t(1) << 21;
+// The thresholds below were measured with bench_train_step (bench/README.md, "The kernels' thresholds");
+// detail::kThreadWork (kernels_isa.h) is when a gemm is worth splitting across threads.
+using detail::kThreadWork;
 // Batches of small products split across threads from fewer: each thread takes whole products, with
 // no shared packing and no barrier but the join.
 constexpr int64_t kBatchThreadWork = int64_t(1) << 19;

@@ -280,9 +280,6 @@ void run_gemm_bf16(Bf16Kernel kernel, Bf16Args g) {
     }
 }
 
-// A product is worth threads from about this many multiply-adds (as float32's kThreadWork).
-constexpr int64_t kBf16ThreadWork = int64_t(1) << 21;
-
 }  // namespace
 }  // namespace detail
 
@@ -322,7 +319,7 @@ Bf16Kernel active_bf16_kernel() {
 void gemm_bf16_with(Bf16Kernel kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, Bf16Operand A,
                     Bf16Operand B, float* C, bool accumulate) {
     check(detail::cpu_has_bf16(kernel), "gemm_bf16_with: this CPU cannot run the {} kernel", bf16_kernel_name(kernel));
-    const int threads = M * N * K >= detail::kBf16ThreadWork ? num_threads() : 1;
+    const int threads = M * N * K >= detail::kThreadWork ? num_threads() : 1;
     detail::run_gemm_bf16(
         kernel, {trans_a, trans_b, M, N, K, A.values, A.bf16, B.values, B.bf16, C, accumulate, nullptr, threads});
 }

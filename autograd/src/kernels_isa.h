@@ -15,6 +15,10 @@ struct Bf16Args;
 
 bool cpu_has(Isa isa);  // whether this CPU runs the instruction set (kernels.cpp)
 
+// A gemm, float32 or bf16, is worth splitting across threads from about this many multiply-adds: the
+// parallel region's fork and join cost microseconds (bench/README.md, "The kernels' thresholds").
+inline constexpr int64_t kThreadWork = int64_t(1) << 21;
+
 int64_t gemm_workspace_avx2(int threads);  // floats of workspace gemm_avx2 needs
 void gemm_avx2(const GemmArgs& g);
 int64_t gemm_workspace_avx512(int threads);
